@@ -1,0 +1,40 @@
+# loadlab front door. `make demo` and `make test` do all set-up on a fresh Debian 12 machine.
+BUILD_DIR ?= build
+JOBS ?= 2
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+
+DEB_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
+	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
+	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
+	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev
+
+.PHONY: all deps build demo test clean
+
+all: build
+
+# Installs the Debian packages that are missing (apt-get as root; otherwise prints the command).
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "deps: all packages present"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	    echo "deps: installing $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	else \
+	    echo "deps: missing packages; run:"; echo "  sudo apt-get install -y $$missing"; exit 1; \
+	fi
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+
+build: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+
+demo: build
+	$(BUILD_DIR)/bin/loadlab run scenarios/demo.json --out $(BUILD_DIR)/demo-$$(date -u +%Y%m%dT%H%M%SZ)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j1
+
+clean:
+	rm -rf $(BUILD_DIR)

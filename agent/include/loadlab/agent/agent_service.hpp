@@ -1,0 +1,60 @@
+#pragma once
+// The agent's gRPC service (synchronous API: each stream is served on its own gRPC thread)
+// and a server wrapper used both by the loadlab-agent daemon and by the controller's
+// embedded agent.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "loadlab/agent/proc_reader.hpp"
+#include "loadlab/v1/agent.grpc.pb.h"
+
+namespace loadlab::agent {
+
+struct AgentOptions {
+  std::string name = "local";
+  std::string bin_dir;               // holds loadlab-target and loadlab-load; "" = this executable's folder
+  std::string target_host = "127.0.0.1";  // address targets bind and advertise
+  int sample_interval_ms = 100;      // RSS sampling period
+  int stop_grace_ms = 2000;          // SIGTERM → SIGKILL
+};
+
+// The folder of the running executable (from /proc/self/exe).
+std::string executable_dir();
+
+class AgentService final : public loadlab::v1::Agent::Service {
+ public:
+  explicit AgentService(AgentOptions options);
+
+  grpc::Status Describe(grpc::ServerContext* ctx, const v1::DescribeRequest* req, v1::AgentInfo* info) override;
+  grpc::Status HostTarget(grpc::ServerContext* ctx,
+                          grpc::ServerReaderWriter<v1::TargetEvent, v1::TargetCommand>* stream) override;
+  grpc::Status RunLoad(grpc::ServerContext* ctx,
+                       grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* stream) override;
+
+ private:
+  AgentOptions options_;
+  ProcFsReader proc_;
+  std::atomic<bool> target_busy_{false};
+  std::atomic<bool> load_busy_{false};
+};
+
+class AgentServer {
+ public:
+  explicit AgentServer(AgentOptions options);
+  ~AgentServer();
+  // Binds `listen` (HOST:PORT, port 0 = any free port, or unix:PATH) and starts serving.
+  // Returns the bound address; throws std::runtime_error if it cannot listen.
+  std::string start(const std::string& listen);
+  // Cancels running streams after `grace_ms` (their children are then stopped) and joins.
+  void shutdown(int grace_ms = 1000);
+  void wait();
+
+ private:
+  AgentService service_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace loadlab::agent

@@ -1,0 +1,67 @@
+#pragma once
+// CPU and memory of a process tree over a window between two marks.
+//
+// CPU is exact: the difference of cumulative utime+stime (+ reaped children's time) summed
+// over the tree at start() and finish(), not an average of samples. RSS is sampled: the
+// owner calls sample() periodically (any thread; calls are serialised inside). The tree
+// is found afresh at every reading: the root and all its descendants by parent pid.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+
+#include "loadlab/agent/proc_reader.hpp"
+
+namespace loadlab::agent {
+
+struct TreeReading {
+  double user_s = 0;  // cumulative CPU of the tree
+  double system_s = 0;
+  uint64_t rss_kb = 0;
+  uint32_t processes = 0;
+};
+
+// Sums the tree rooted at `root` (nothing if the root is gone).
+TreeReading read_tree(ProcReader& reader, pid_t root);
+
+struct UsageFigures {
+  double window_s = 0;
+  double cpu_pct = 0, cpu_user_pct = 0, cpu_system_pct = 0;  // 100 = one core
+  uint64_t rss_kb_mean = 0, rss_kb_peak = 0;
+  uint32_t samples = 0;
+  uint32_t processes = 0;
+};
+
+class UsageWindow {
+ public:
+  using Clock = std::function<double()>;  // seconds, monotonic
+  UsageWindow(ProcReader& reader, pid_t root, Clock clock);
+
+  void start();   // opens (or re-opens) the window
+  void sample();  // RSS sample if the window is open
+  // Closes the window; figures since start(). `end` replaces the final reading of the tree,
+  // for a root that has exited: its cumulative CPU then comes from wait4()'s rusage.
+  UsageFigures finish(const TreeReading* end = nullptr);
+  // Closes the window at the current time but defers the CPU reading to finish_closed().
+  void close_at_now();
+  UsageFigures finish_closed(const TreeReading& end);
+  bool open() const;
+
+ private:
+  ProcReader& reader_;
+  pid_t root_;
+  Clock clock_;
+  mutable std::mutex mutex_;
+  bool open_ = false;
+  double t0_ = 0;
+  double t1_ = -1;  // set by close_at_now()
+  TreeReading start_;
+  uint64_t rss_sum_ = 0, rss_peak_ = 0;
+  uint32_t samples_ = 0;
+};
+
+// The monotonic clock in seconds.
+double monotonic_seconds();
+
+}  // namespace loadlab::agent

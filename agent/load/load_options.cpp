@@ -1,0 +1,160 @@
+#include "load_options.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "loadlab/shared/endpoint.hpp"
+
+namespace loadlab::load {
+
+namespace {
+
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxConnections = 1'000'000;
+constexpr int64_t kMaxRequests = 1'000'000'000'000;  // 10^12
+constexpr double kMaxDurationS = 7 * 24 * 3600.0;
+constexpr double kMaxWarmupS = 3600.0;
+constexpr int kMaxTimeoutMs = 3'600'000;
+constexpr size_t kMaxBodyBytes = 64 << 20;
+
+// RFC 9110 token characters (method and field names).
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+}
+
+// Flag values are echoed in messages that must stay on one line.
+std::string quoted(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\r')
+      out += "\\r";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+bool has_crlf(std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+std::optional<Url> parse_url(std::string_view text, std::string* error) {
+  auto fail = [&](std::string message) -> std::optional<Url> {
+    if (error) *error = std::move(message);
+    return std::nullopt;
+  };
+  constexpr std::string_view kScheme = "http://";
+  if (text.size() < kScheme.size() || !iequals(text.substr(0, kScheme.size()), kScheme)) {
+    if (text.size() >= 8 && iequals(text.substr(0, 8), "https://"))
+      return fail("URL: only http:// is supported, got " + quoted(text));
+    return fail("URL: must be http://HOST[:PORT][/PATH], got " + quoted(text));
+  }
+  std::string_view rest = text.substr(kScheme.size());
+  size_t end = rest.find_first_of("/?#");
+  std::string_view authority = rest.substr(0, end);
+  std::string_view target = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+  if (auto hash = target.find('#'); hash != std::string_view::npos) target = target.substr(0, hash);
+  if (authority.empty() || authority.find('@') != std::string_view::npos || has_crlf(text) ||
+      text.find(' ') != std::string_view::npos)
+    return fail("URL: must be http://HOST[:PORT][/PATH], got " + quoted(text));
+
+  // An authority without a port: "host" or "[v6]"; with one, parse_endpoint decides.
+  bool has_port = authority.back() != ']' && authority.find(':') != std::string_view::npos &&
+                  (authority.front() == '[' || authority.find(':') == authority.rfind(':'));
+  auto endpoint = parse_endpoint(has_port ? std::string(authority) : std::string(authority) + ":80");
+  if (!endpoint || endpoint->host.empty() || endpoint->port == 0)
+    return fail("URL: must be http://HOST[:PORT][/PATH] with a port in 1..65535, got " + quoted(text));
+  Url url;
+  url.host = endpoint->host;
+  url.port = endpoint->port;
+  url.authority = std::string(authority);
+  url.target = target.empty() ? "/" : std::string(target);
+  if (url.target.front() == '?') url.target.insert(url.target.begin(), '/');
+  return url;
+}
+
+std::string validate(LoadOptions& o) {
+  std::string url_error;
+  if (!parse_url(o.url, &url_error)) return url_error;
+  if (o.threads < 1 || o.threads > kMaxThreads)
+    return "-t/--threads: must be in 1.." + std::to_string(kMaxThreads) + ", got " +
+           std::to_string(o.threads);
+  if (o.connections == 0) o.connections = o.threads;
+  if (o.connections < o.threads || o.connections > kMaxConnections)
+    return "-c/--connections: must be in " + std::to_string(o.threads) + " (the thread count).." +
+           std::to_string(kMaxConnections) + ", got " + std::to_string(o.connections);
+  int stops = int(o.requests_per_thread.has_value()) + int(o.total_requests.has_value()) +
+              int(o.duration_s.has_value());
+  if (stops > 1) return "-n, --total, -d: give at most one stop condition";
+  if (stops == 0) o.duration_s = 10.0;
+  if (o.requests_per_thread && (*o.requests_per_thread < 1 || *o.requests_per_thread > kMaxRequests))
+    return "-n/--requests: must be in 1..10^12, got " + std::to_string(*o.requests_per_thread);
+  if (o.total_requests && (*o.total_requests < 1 || *o.total_requests > kMaxRequests))
+    return "--total: must be in 1..10^12, got " + std::to_string(*o.total_requests);
+  if (o.duration_s && (!std::isfinite(*o.duration_s) || *o.duration_s <= 0 || *o.duration_s > kMaxDurationS))
+    return "-d/--duration: must be > 0 and <= 604800 seconds, got " + std::to_string(*o.duration_s);
+  if (!std::isfinite(o.warmup_s) || o.warmup_s < 0 || o.warmup_s > kMaxWarmupS)
+    return "--warmup: must be in 0..3600 seconds, got " + std::to_string(o.warmup_s);
+  if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
+    return "--timeout: must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms);
+  if (!is_token(o.method) || o.method.size() > 32)
+    return "-m/--method: must be an HTTP method token (e.g. GET, POST), got " + quoted(o.method);
+  for (const auto& h : o.headers) {
+    auto colon = h.find(':');
+    if (colon == std::string::npos || !is_token(std::string_view(h).substr(0, colon)) || has_crlf(h))
+      return "-H/--header: must be 'Name: value' with a token name and no line break, got " + quoted(h);
+  }
+  if (o.body.size() > kMaxBodyBytes) return "--body: must be at most 64 MiB";
+  static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  if (std::none_of(std::begin(kLevels), std::end(kLevels), [&](const char* l) { return o.log_level == l; }))
+    return "--log-level: must be one of trace, debug, info, warn, error, critical, off; got " +
+           quoted(o.log_level);
+  return {};
+}
+
+std::string serialize_request(const LoadOptions& o, const Url& url) {
+  bool user_host = false, user_length = false, user_connection = false;
+  std::string extra;
+  for (const auto& h : o.headers) {
+    auto colon = h.find(':');
+    std::string_view name = trim(std::string_view(h).substr(0, colon));
+    std::string_view value = trim(std::string_view(h).substr(colon + 1));
+    user_host |= iequals(name, "host");
+    user_length |= iequals(name, "content-length");
+    user_connection |= iequals(name, "connection");
+    extra.append(name).append(": ").append(value).append("\r\n");
+  }
+  std::string r;
+  r.reserve(128 + extra.size() + o.body.size());
+  r.append(o.method).append(" ").append(url.target).append(" HTTP/1.1\r\n");
+  if (!user_host) r.append("Host: ").append(url.authority).append("\r\n");
+  r.append("User-Agent: loadlab-load\r\n");
+  if (!o.keep_alive && !user_connection) r.append("Connection: close\r\n");
+  r.append(extra);
+  bool wants_length = !o.body.empty() || o.method == "POST" || o.method == "PUT" || o.method == "PATCH";
+  if (wants_length && !user_length)
+    r.append("Content-Length: ").append(std::to_string(o.body.size())).append("\r\n");
+  r.append("\r\n").append(o.body);
+  return r;
+}
+
+}  // namespace loadlab::load

@@ -1,0 +1,50 @@
+#pragma once
+// Options of one load run (the `loadlab-load` flags), with defaults, and their validation.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loadlab::load {
+
+enum class OutputMode { kHuman, kJson, kJsonEvents };
+
+struct LoadOptions {
+  std::string url;  // http://HOST[:PORT][/PATH][?QUERY]
+  int threads = 1;
+  int connections = 0;  // total over all threads; 0 = one per thread
+  // Stop condition: at most one of these; none means duration_s = 10.
+  std::optional<int64_t> requests_per_thread;  // -n
+  std::optional<int64_t> total_requests;       // --total
+  std::optional<double> duration_s;            // -d
+  double warmup_s = 0;
+  std::string method = "GET";
+  std::vector<std::string> headers;  // "Name: value"
+  std::string body;
+  int timeout_ms = 5000;  // per request (and per connect)
+  bool keep_alive = true;
+  OutputMode output = OutputMode::kHuman;
+  std::string log_level = "warn";
+};
+
+// The parts of the URL a connection needs.
+struct Url {
+  std::string host;  // without IPv6 brackets
+  uint16_t port = 80;
+  std::string authority;  // as written in the URL, for the Host header
+  std::string target;     // path and query, "/" when absent
+};
+
+// Parses http://HOST[:PORT][/PATH]; nullopt with `error` set when it is not one.
+std::optional<Url> parse_url(std::string_view text, std::string* error = nullptr);
+
+// Fills the derived defaults (connections = threads, -d 10 when no stop condition is
+// given) and checks every field. Returns an empty string when the options are usable,
+// otherwise one line naming the flag and what is allowed.
+std::string validate(LoadOptions& options);
+
+// The bytes of one request, serialised once and written as is for every request.
+std::string serialize_request(const LoadOptions& options, const Url& url);
+
+}  // namespace loadlab::load

@@ -1,0 +1,48 @@
+#pragma once
+// The figures of one load run and their two renderings (JSON for machines, text for people).
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "load_options.hpp"
+#include "loadlab/shared/histogram.hpp"
+
+namespace loadlab::load {
+
+// Why a request failed. `kConnect` includes connects that timed out; `kTimeout` is a
+// request (write + read) that exceeded --timeout; `kStatus` is a response with status >= 400.
+enum class ErrorKind : int { kConnect, kRead, kWrite, kTimeout, kBadResponse, kStatus };
+inline constexpr int kErrorKindCount = 6;
+std::string_view error_kind_name(ErrorKind kind);
+
+struct LoadResult {
+  // Measured requests that ended: a response with any status, or a failure. A request is
+  // measured when it was started at or after the end of warm-up and, for -d, ended
+  // inside the window. With -n/--total it equals the budget unless interrupted.
+  int64_t requests = 0;
+  int64_t responses = 0;  // of `requests`, those that got a complete HTTP response
+  int64_t errors = 0;     // of `requests`, failures (every ErrorKind, status >= 400 included)
+  std::array<int64_t, kErrorKindCount> errors_by_kind{};
+  std::map<int, int64_t> status;  // response status -> count (measured responses)
+  int64_t bytes_read = 0;         // response bytes of measured responses
+  int64_t warmup_requests = 0;    // requests that ended during warm-up (excluded above)
+  // -d: the measured window (shorter if interrupted); -n/--total: end of warm-up to the
+  // last measured completion.
+  double duration_s = 0;
+  double qps = 0;  // requests / duration_s
+  int threads = 0;
+  int connections = 0;
+  bool interrupted = false;  // stopped early by SIGINT/SIGTERM (figures cover what was measured)
+  std::string error;         // non-empty when the target could not be reached at all
+  Histogram histogram;       // latency in µs of measured responses, all threads merged
+};
+
+nlohmann::json to_json(const LoadResult& result);
+
+// A wrk-like text summary.
+std::string format_summary(const LoadResult& result, const LoadOptions& options);
+
+}  // namespace loadlab::load

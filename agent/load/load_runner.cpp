@@ -1,0 +1,195 @@
+#include "load_runner.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "loadlab/shared/logging.hpp"
+#include "run_plan.hpp"
+#include "worker.hpp"
+
+namespace loadlab::load {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Resolves the URL's host once, before any thread starts; empty with `error` on failure.
+std::vector<asio::ip::tcp::endpoint> resolve(const Url& url, std::string& error) {
+  asio::io_context ioc;
+  asio::ip::tcp::resolver resolver(ioc);
+  boost::system::error_code ec;
+  auto results =
+      resolver.resolve(url.host, std::to_string(url.port), asio::ip::resolver_base::numeric_service, ec);
+  std::vector<asio::ip::tcp::endpoint> endpoints;
+  if (ec) {
+    error = ec.message();
+    return endpoints;
+  }
+  for (const auto& r : results) endpoints.push_back(r.endpoint());
+  if (endpoints.empty()) error = "no address";
+  return endpoints;
+}
+
+}  // namespace
+
+LoadRunner::LoadRunner(LoadOptions options, RunCallbacks callbacks)
+    : options_(std::move(options)), callbacks_(std::move(callbacks)) {
+  invalid_ = validate(options_);
+}
+
+LoadRunner::~LoadRunner() = default;
+
+LoadResult LoadRunner::run() {
+  auto log = component_logger("load");
+  const LoadOptions& o = options_;
+  LoadResult result;
+  result.threads = o.threads;
+  result.connections = o.connections;
+  if (!invalid_.empty()) {
+    result.error = invalid_;
+    return result;
+  }
+
+  Url url = *parse_url(o.url);
+  std::string host_port = url.authority.find(':') != std::string::npos && url.authority.back() != ']'
+                              ? url.authority
+                              : url.authority + ":" + std::to_string(url.port);
+  RunPlan plan;
+  std::string resolve_error;
+  plan.endpoints = resolve(url, resolve_error);
+  if (plan.endpoints.empty()) {
+    result.error = "cannot connect to " + host_port + ": " + resolve_error;
+    return result;
+  }
+  plan.request = serialize_request(o, url);
+  plan.timeout = std::chrono::milliseconds(o.timeout_ms);
+  plan.keep_alive = o.keep_alive;
+  plan.head = o.method == "HEAD";
+  plan.total_connections = o.connections;
+  auto start = Clock::now();
+  plan.measure_start =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_s));
+  if (o.duration_s)
+    plan.measure_end = plan.measure_start + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(*o.duration_s));
+
+  RunState state;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int t = 0; t < o.threads; ++t) {
+    int conns = o.connections / o.threads + (t < o.connections % o.threads ? 1 : 0);
+    std::optional<int64_t> budget;
+    if (o.requests_per_thread) budget = *o.requests_per_thread;
+    if (o.total_requests)
+      budget = *o.total_requests / o.threads + (t < *o.total_requests % o.threads ? 1 : 0);
+    workers.push_back(std::make_unique<Worker>(plan, state, conns, budget));
+  }
+  log->info("{} threads, {} connections, target {} ({} bytes per request)", o.threads, o.connections,
+            host_port, plan.request.size());
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  int finished = 0;
+  std::vector<std::thread> threads;
+  threads.reserve(workers.size());
+  for (auto& w : workers) {
+    threads.emplace_back([&, worker = w.get()] {
+      worker->run();
+      std::lock_guard lock(mutex);
+      ++finished;
+      cv.notify_one();
+    });
+  }
+
+  // Control loop: progress, the measure-start event, and stop requests. Polls the
+  // shutdown flag because a signal handler cannot notify a condition variable.
+  bool measure_started = false;
+  bool stop_posted = false;
+  std::optional<Clock::time_point> stopped_at;
+  auto next_progress = start + progress_interval;
+  int64_t last_count = 0;
+  bool last_warmup = true;
+  auto last_progress_time = start;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex);
+      if (cv.wait_for(lock, 20ms, [&] { return finished == o.threads; })) break;
+    }
+    auto now = Clock::now();
+    if (!measure_started && now >= plan.measure_start) {
+      measure_started = true;
+      if (callbacks_.on_measure_start) callbacks_.on_measure_start();
+    }
+    if (now >= next_progress) {
+      bool warmup = now < plan.measure_start;
+      Progress p;
+      p.elapsed_s = seconds(now - start);
+      p.warmup = warmup;
+      for (const auto& w : workers) {
+        p.requests += warmup ? w->completed() : w->measured();
+        p.errors += warmup ? w->failed() : w->measured_failed();
+      }
+      // The first interval after warm-up counts from the start of the measured window.
+      int64_t base = warmup == last_warmup ? last_count : 0;
+      auto since = warmup == last_warmup ? last_progress_time : plan.measure_start;
+      double dt = seconds(now - since);
+      p.qps = dt > 0 ? (p.requests - base) / dt : 0;
+      last_count = p.requests;
+      last_warmup = warmup;
+      last_progress_time = now;
+      if (callbacks_.on_progress) callbacks_.on_progress(p);
+      while (next_progress <= now) next_progress += progress_interval;
+    }
+    bool interrupted = shutdown_.load(std::memory_order_relaxed);
+    if (!stop_posted && (interrupted || state.stop.load())) {
+      stop_posted = true;
+      stopped_at = now;
+      result.interrupted = interrupted;
+      state.stop.store(true);
+      for (auto& w : workers) w->post_stop();
+    }
+  }
+  for (auto& t : threads) t.join();
+  auto end = Clock::now();
+  if (!measure_started && end >= plan.measure_start && !stopped_at && callbacks_.on_measure_start)
+    callbacks_.on_measure_start();
+
+  std::array<int64_t, 1000> status{};
+  std::optional<Clock::time_point> last_completion;
+  for (const auto& w : workers) {
+    const WorkerTotals& t = w->totals();
+    result.histogram.merge(t.histogram);
+    result.requests += t.requests;
+    result.responses += t.responses;
+    result.errors += t.errors;
+    result.bytes_read += t.bytes_read;
+    result.warmup_requests += t.warmup_requests;
+    for (int k = 0; k < kErrorKindCount; ++k) result.errors_by_kind[k] += t.errors_by_kind[k];
+    for (size_t s = 0; s < status.size(); ++s) status[s] += t.status[s];
+    if (t.last_measured_completion && (!last_completion || *t.last_measured_completion > *last_completion))
+      last_completion = t.last_measured_completion;
+  }
+  for (size_t s = 0; s < status.size(); ++s)
+    if (status[s]) result.status[static_cast<int>(s)] = status[s];
+
+  if (plan.measure_end) {
+    auto window_end = std::min(*plan.measure_end, stopped_at.value_or(end));
+    result.duration_s = std::max(0.0, seconds(window_end - plan.measure_start));
+  } else if (last_completion) {
+    result.duration_s = std::max(0.0, seconds(*last_completion - plan.measure_start));
+  }
+  result.qps = result.duration_s > 0 ? result.requests / result.duration_s : 0;
+
+  if (!state.any_connected.load()) {
+    std::lock_guard lock(state.error_mutex);
+    if (!state.first_connect_error.empty())
+      result.error = "cannot connect to " + host_port + ": " + state.first_connect_error;
+  }
+  return result;
+}
+
+}  // namespace loadlab::load

@@ -1,0 +1,54 @@
+#pragma once
+// Runs one closed-loop load test: one thread per -t with its own io_context, connections,
+// histogram and counters; merges the per-thread figures at the end.
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "load_options.hpp"
+#include "load_result.hpp"
+
+namespace loadlab::load {
+
+struct Progress {
+  double elapsed_s = 0;  // since the start of the run (warm-up included)
+  int64_t requests = 0;  // during warm-up: warm-up requests so far; after: measured requests
+  int64_t errors = 0;    // same scope as `requests`
+  double qps = 0;        // requests per second over the last interval
+  bool warmup = false;
+};
+
+struct RunCallbacks {
+  // Both are called on the thread that called run().
+  std::function<void(const Progress&)> on_progress;  // every `progress_interval`
+  std::function<void()> on_measure_start;            // once, when warm-up ends
+};
+
+class LoadRunner {
+ public:
+  // `options` are validated (again) here; if they are not usable, run() returns at
+  // once with the validation message in `error`.
+  explicit LoadRunner(LoadOptions options, RunCallbacks callbacks = {});
+  ~LoadRunner();
+  LoadRunner(const LoadRunner&) = delete;
+  LoadRunner& operator=(const LoadRunner&) = delete;
+
+  // Blocks until the stop condition is met, the target proved unreachable, or
+  // initiate_shutdown() was called. `error` in the result is set when no connection to
+  // the target could ever be made ("cannot connect to HOST:PORT: reason").
+  LoadResult run();
+
+  // Any thread, also a signal handler (it only stores an atomic flag); idempotent.
+  void initiate_shutdown() { shutdown_.store(true, std::memory_order_relaxed); }
+
+  std::chrono::milliseconds progress_interval{500};
+
+ private:
+  LoadOptions options_;
+  std::string invalid_;  // validate()'s message, empty when usable
+  RunCallbacks callbacks_;
+  std::atomic<bool> shutdown_{false};
+  static_assert(std::atomic<bool>::is_always_lock_free, "initiate_shutdown must be signal-safe");
+};
+
+}  // namespace loadlab::load

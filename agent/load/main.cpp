@@ -1,0 +1,109 @@
+// loadlab-load: closed-loop HTTP/1.1 load generator. Parses flags, wires the runner to
+// the chosen output, maps outcomes to exit codes: 0 done (request errors included),
+// 1 target unreachable, 2 bad flags.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "load_options.hpp"
+#include "load_runner.hpp"
+#include "loadlab/shared/logging.hpp"
+
+namespace {
+
+std::atomic<loadlab::load::LoadRunner*> g_runner{nullptr};
+
+extern "C" void on_signal(int sig) {
+  if (auto* runner = g_runner.load()) runner->initiate_shutdown();
+  std::signal(sig, SIG_DFL);  // a second signal ends the process at once
+}
+
+void print_line(const nlohmann::json& j) {
+  std::string line = j.dump();
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using loadlab::load::OutputMode;
+  loadlab::load::LoadOptions o;
+  CLI::App app{"loadlab-load: closed-loop HTTP/1.1 load generator (like wrk)", "loadlab-load"};
+  int64_t requests = 0, total = 0;
+  double duration = 0;
+  bool no_keepalive = false, json = false, json_events = false;
+  app.add_option("url", o.url, "http://HOST[:PORT][/PATH]")->required();
+  app.add_option("-t,--threads", o.threads, "worker threads (default 1)");
+  app.add_option("-c,--connections", o.connections,
+                 "connections in total, spread over threads (default = threads)");
+  auto* n_opt = app.add_option("-n,--requests", requests, "measured requests per thread");
+  auto* total_opt = app.add_option("--total", total, "measured requests overall, split over threads");
+  auto* d_opt = app.add_option("-d,--duration", duration, "measured seconds (default 10 if no -n/--total)");
+  app.add_option("--warmup", o.warmup_s, "warm-up seconds, excluded from every figure (default 0)");
+  app.add_option("-m,--method", o.method, "request method (default GET)");
+  app.add_option("-H,--header", o.headers, "request header 'Name: value' (repeatable)");
+  app.add_option("--body", o.body, "request body");
+  app.add_option("--timeout", o.timeout_ms, "per-request timeout in ms (default 5000)");
+  app.add_flag("--no-keepalive", no_keepalive, "a new connection per request");
+  app.add_flag("--json", json, "print the final result as one JSON object");
+  app.add_flag("--json-events", json_events, "print JSON lines: progress, measure_start, result");
+  app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error|critical|off (default warn)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "loadlab-load: %s (see --help)\n", e.what());
+    return 2;
+  }
+  if (n_opt->count()) o.requests_per_thread = requests;
+  if (total_opt->count()) o.total_requests = total;
+  if (d_opt->count()) o.duration_s = duration;
+  o.keep_alive = !no_keepalive;
+  if (json && json_events) {
+    std::fprintf(stderr, "loadlab-load: --json, --json-events: give at most one\n");
+    return 2;
+  }
+  o.output = json ? OutputMode::kJson : json_events ? OutputMode::kJsonEvents : OutputMode::kHuman;
+  if (std::string error = loadlab::load::validate(o); !error.empty()) {
+    std::fprintf(stderr, "loadlab-load: %s\n", error.c_str());
+    return 2;
+  }
+  loadlab::init_logging(o.log_level);
+
+  loadlab::load::RunCallbacks callbacks;
+  if (o.output == OutputMode::kJsonEvents) {
+    callbacks.on_progress = [](const loadlab::load::Progress& p) {
+      print_line({{"event", "progress"},
+                  {"elapsed_s", p.elapsed_s},
+                  {"requests", p.requests},
+                  {"errors", p.errors},
+                  {"qps", p.qps},
+                  {"warmup", p.warmup}});
+    };
+    callbacks.on_measure_start = [] { print_line({{"event", "measure_start"}}); };
+  }
+  loadlab::load::LoadRunner runner(o, std::move(callbacks));
+  g_runner.store(&runner);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  loadlab::load::LoadResult result = runner.run();
+  g_runner.store(nullptr);
+
+  if (!result.error.empty()) std::fprintf(stderr, "loadlab-load: %s\n", result.error.c_str());
+  if (o.output == OutputMode::kJson) {
+    print_line(loadlab::load::to_json(result));
+  } else if (o.output == OutputMode::kJsonEvents) {
+    nlohmann::json j = loadlab::load::to_json(result);
+    nlohmann::json event = {{"event", "result"}};
+    event.update(j);
+    print_line(event);
+  } else if (result.error.empty()) {
+    std::fputs(loadlab::load::format_summary(result, o).c_str(), stdout);
+  }
+  return result.error.empty() ? 0 : 1;
+}

@@ -1,0 +1,49 @@
+#pragma once
+// What every worker thread of one run shares: the immutable plan and the few cross-thread
+// flags. Internal to loadlab_load.
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loadlab::load {
+
+using Clock = std::chrono::steady_clock;
+
+// Written once by the runner before the workers start, read-only afterwards.
+struct RunPlan {
+  std::string request;  // serialised once, written as is
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints;
+  Clock::time_point measure_start;               // requests started before it are warm-up
+  std::optional<Clock::time_point> measure_end;  // -d only: nothing is sent or counted after it
+  Clock::duration timeout{};
+  bool keep_alive = true;
+  bool head = false;  // HEAD: responses carry no body whatever their Content-Length says
+  int total_connections = 0;
+};
+
+// Cross-thread state, touched only on rare paths (stop, connect outcome), never per request.
+struct RunState {
+  std::atomic<bool> stop{false};  // every worker should stop (set by any thread)
+  std::atomic<bool> any_connected{false};
+  std::atomic<int> first_connect_failures{0};  // connections whose very first connect failed
+  std::mutex error_mutex;
+  std::string first_connect_error;  // guarded by error_mutex
+
+  // A connection's first connect failed; when every connection's did and none ever
+  // connected, the target is unreachable and the run stops.
+  void note_first_connect_failure(int total_connections, const std::string& reason) {
+    {
+      std::lock_guard lock(error_mutex);
+      if (first_connect_error.empty()) first_connect_error = reason;
+    }
+    if (first_connect_failures.fetch_add(1) + 1 >= total_connections && !any_connected.load())
+      stop.store(true);
+  }
+};
+
+}  // namespace loadlab::load

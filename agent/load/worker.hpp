@@ -1,0 +1,94 @@
+#pragma once
+// One load thread: its own io_context, histogram, counters, request budget and share of
+// connections. Nothing on the request path is shared with other threads. Internal.
+#include <array>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "load_result.hpp"
+#include "loadlab/shared/histogram.hpp"
+#include "run_plan.hpp"
+
+namespace loadlab::load {
+
+class Connection;
+
+// Figures of one worker; read by the runner only after the worker's thread has ended.
+struct WorkerTotals {
+  Histogram histogram;
+  int64_t requests = 0;
+  int64_t responses = 0;
+  int64_t errors = 0;
+  int64_t bytes_read = 0;
+  int64_t warmup_requests = 0;
+  std::array<int64_t, kErrorKindCount> errors_by_kind{};
+  std::array<int64_t, 1000> status{};  // index = status code (Beast accepts 100..999)
+  std::optional<Clock::time_point> last_measured_completion;
+};
+
+class Worker {
+ public:
+  // `budget`: measured requests this worker may start (nullopt = unbounded, for -d).
+  Worker(const RunPlan& plan, RunState& state, int connections, std::optional<int64_t> budget);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Thread body: runs the connections until each has stopped. Called once, on the
+  // worker's own thread.
+  void run();
+  // Any thread; non-blocking and idempotent. In-flight requests are discarded.
+  void post_stop();
+
+  // After run() returned.
+  const WorkerTotals& totals() const { return totals_; }
+
+  // Progress snapshots, any thread (relaxed: one writer, the worker thread).
+  int64_t completed() const { return pub_completed_.load(std::memory_order_relaxed); }
+  int64_t failed() const { return pub_failed_.load(std::memory_order_relaxed); }
+  int64_t measured() const { return pub_measured_.load(std::memory_order_relaxed); }
+  int64_t measured_failed() const { return pub_measured_failed_.load(std::memory_order_relaxed); }
+
+  // --- called by this worker's connections, on the worker thread ---
+  const RunPlan& plan() const { return plan_; }
+  boost::asio::io_context& io() { return ioc_; }
+  bool stopping() const { return stopping_; }
+  // Takes a ticket for one measured request; false when the budget is spent.
+  bool take_ticket();
+  void note_connected();
+  void note_first_connect_failure(const std::string& reason);
+  void record_response(bool measured, Clock::time_point done, int64_t latency_us, int status, size_t bytes);
+  void record_failure(bool measured, Clock::time_point done, ErrorKind kind);
+  void on_connection_done();
+
+ private:
+  void stop_now();
+  void schedule_sweep();
+  bool counts(bool measured, Clock::time_point done);
+  void publish();
+
+  const RunPlan& plan_;
+  RunState& state_;
+  boost::asio::io_context ioc_{1};
+  boost::asio::steady_timer sweep_timer_;
+  boost::asio::steady_timer end_timer_;
+  Clock::duration sweep_interval_;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  int active_ = 0;
+  std::optional<int64_t> budget_;
+  bool stopping_ = false;
+  bool connected_once_ = false;
+  WorkerTotals totals_;
+  int64_t completed_ = 0, failed_ = 0;
+
+  alignas(64) std::atomic<int64_t> pub_completed_{0};
+  std::atomic<int64_t> pub_failed_{0};
+  std::atomic<int64_t> pub_measured_{0};
+  std::atomic<int64_t> pub_measured_failed_{0};
+};
+
+}  // namespace loadlab::load

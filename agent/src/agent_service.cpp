@@ -1,0 +1,375 @@
+#include "loadlab/agent/agent_service.hpp"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "loadlab/agent/child_process.hpp"
+#include "loadlab/agent/load_result_json.hpp"
+#include "loadlab/agent/usage_window.hpp"
+#include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/logging.hpp"
+
+namespace loadlab::agent {
+
+using grpc::Status;
+using grpc::StatusCode;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kBuiltinTargets[] = {"hello"};
+
+// Holds a busy flag for the lifetime of a job; a second job of the same kind is refused.
+class BusyGuard {
+ public:
+  explicit BusyGuard(std::atomic<bool>& flag) : flag_(flag), owned_(!flag.exchange(true)) {}
+  ~BusyGuard() {
+    if (owned_) flag_ = false;
+  }
+  bool owned() const { return owned_; }
+
+ private:
+  std::atomic<bool>& flag_;
+  bool owned_;
+};
+
+// Samples a usage window periodically on its own thread until stopped. `on_tick` runs
+// after each sample (e.g. to notice that the child died).
+class PeriodicSampler {
+ public:
+  PeriodicSampler(UsageWindow& window, int interval_ms, std::function<bool()> on_tick)
+      : thread_([this, &window, interval_ms, on_tick = std::move(on_tick)] {
+          std::unique_lock lock(mutex_);
+          while (!stop_) {
+            cv_.wait_for(lock, std::chrono::milliseconds(interval_ms));
+            if (stop_) break;
+            lock.unlock();
+            window.sample();
+            bool go_on = !on_tick || on_tick();
+            lock.lock();
+            if (!go_on) break;
+          }
+        }) {}
+  ~PeriodicSampler() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+// True once HOST:PORT accepts a TCP connection.
+bool tcp_accepts(const Endpoint& ep) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(ep.host.c_str(), std::to_string(ep.port).c_str(), &hints, &res) != 0) return false;
+  bool ok = false;
+  for (auto* a = res; a && !ok; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return ok;
+}
+
+void fill_usage(const UsageFigures& f, const std::string& label, v1::Usage* u) {
+  u->set_label(label);
+  u->set_window_s(f.window_s);
+  u->set_cpu_pct(f.cpu_pct);
+  u->set_cpu_user_pct(f.cpu_user_pct);
+  u->set_cpu_system_pct(f.cpu_system_pct);
+  u->set_rss_kb_mean(f.rss_kb_mean);
+  u->set_rss_kb_peak(f.rss_kb_peak);
+  u->set_samples(f.samples);
+  u->set_processes(f.processes);
+}
+
+std::string read_first_match(const char* path, const std::string& prefix) {
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind(prefix, 0) == 0) {
+      auto colon = line.find(':');
+      auto v = colon == std::string::npos ? std::string() : line.substr(colon + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  return "";
+}
+
+}  // namespace
+
+std::string executable_dir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+AgentService::AgentService(AgentOptions options) : options_(std::move(options)) {
+  if (options_.bin_dir.empty()) options_.bin_dir = executable_dir();
+}
+
+Status AgentService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::AgentInfo* info) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  utsname u{};
+  uname(&u);
+  info->set_name(options_.name);
+  info->set_version(LOADLAB_VERSION);
+  info->set_hostname(host);
+  info->set_cores(std::thread::hardware_concurrency());
+  info->set_memory_bytes(static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
+  info->set_kernel(std::string(u.sysname) + " " + u.release);
+  info->set_cpu_model(read_first_match("/proc/cpuinfo", "model name"));
+  for (auto* t : kBuiltinTargets) info->add_catalog(t);
+  info->add_protocols("http/1.1");
+  info->set_busy(target_busy_ || load_busy_);
+  return Status::OK;
+}
+
+Status AgentService::HostTarget(grpc::ServerContext* ctx,
+                                grpc::ServerReaderWriter<v1::TargetEvent, v1::TargetCommand>* stream) {
+  auto log = component_logger("agent");
+  v1::TargetCommand cmd;
+  if (!stream->Read(&cmd)) return Status(StatusCode::INVALID_ARGUMENT, "stream closed before a TargetSpec");
+  if (!cmd.has_spec()) return Status(StatusCode::INVALID_ARGUMENT, "the first command must be a TargetSpec");
+  const auto& spec = cmd.spec();
+  if (spec.kind_case() == v1::TargetSpec::kCatalog || spec.builtin() != "hello") {
+    std::string name = spec.kind_case() == v1::TargetSpec::kCatalog ? spec.catalog() : spec.builtin();
+    return Status(StatusCode::NOT_FOUND, "unknown target \"" + name + "\"; this agent knows: hello");
+  }
+  if (spec.delay_ms() > 60000) return Status(StatusCode::INVALID_ARGUMENT, "delay_ms: must be 0..60000");
+  if (spec.threads() > 1024) return Status(StatusCode::INVALID_ARGUMENT, "threads: must be 0..1024");
+  BusyGuard busy(target_busy_);
+  if (!busy.owned()) return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already hosts a target");
+
+  unsigned threads = spec.threads() ? spec.threads() : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::string> argv{options_.bin_dir + "/loadlab-target",
+                                "--listen",
+                                Endpoint{options_.target_host, 0}.to_string(),
+                                "--threads",
+                                std::to_string(threads),
+                                "--delay-ms",
+                                std::to_string(spec.delay_ms())};
+  if (!spec.body().empty()) argv.insert(argv.end(), {"--body", spec.body()});
+  auto t_start = monotonic_seconds();
+  std::unique_ptr<ChildProcess> child;
+  try {
+    child = ChildProcess::spawn(argv);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, std::string("cannot start target: ") + e.what());
+  }
+  log->info("target pid {} started: delay {} ms, {} threads", child->pid(), spec.delay_ms(), threads);
+  std::mutex write_mutex;  // the sampler thread writes too
+  {
+    v1::TargetEvent ev;
+    ev.mutable_started()->set_pid(child->pid());
+    stream->Write(ev);
+  }
+  auto timeout = std::chrono::milliseconds(spec.start_timeout_ms() ? spec.start_timeout_ms() : 10000);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto fail_start = [&](const std::string& why) {
+    auto st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+    return Status(StatusCode::UNAVAILABLE, "target did not become ready: " + why + " (" + st.describe() +
+                                               "); last output:\n" + child->output_tail());
+  };
+  std::string line;
+  auto ls = child->next_line(line, timeout);
+  if (ls != ChildProcess::LineStatus::kLine || line.rfind("listening on ", 0) != 0)
+    return fail_start(ls == ChildProcess::LineStatus::kTimeout ? "no 'listening on' line in time"
+                                                               : "no 'listening on' line");
+  auto ep = parse_endpoint(line.substr(13));
+  if (!ep) return fail_start("cannot parse \"" + line + "\"");
+  while (!tcp_accepts(*ep)) {
+    if (child->poll_exit() || std::chrono::steady_clock::now() > deadline || ctx->IsCancelled())
+      return fail_start("port " + ep->to_string() + " does not accept connections");
+    std::this_thread::sleep_for(5ms);
+  }
+  {
+    v1::TargetEvent ev;
+    ev.mutable_ready()->set_endpoint(ep->to_string());
+    ev.mutable_ready()->set_startup_ms(static_cast<uint32_t>((monotonic_seconds() - t_start) * 1000));
+    std::lock_guard lock(write_mutex);
+    stream->Write(ev);
+  }
+  log->info("target pid {} ready on {}", child->pid(), ep->to_string());
+
+  UsageWindow window(proc_, child->pid(), monotonic_seconds);
+  std::atomic<bool> died{false};
+  PeriodicSampler sampler(window, options_.sample_interval_ms, [&] {
+    auto st = child->poll_exit();
+    if (!st) return true;
+    // The target died under load: tell the controller why, then end the stream.
+    log->warn("target pid {} exited early: {}", child->pid(), st->describe());
+    died = true;
+    v1::TargetEvent ev;
+    ev.mutable_exited()->set_exit_code(st->code);
+    ev.mutable_exited()->set_signal(st->signal);
+    ev.mutable_exited()->set_output_tail(child->output_tail());
+    {
+      std::lock_guard lock(write_mutex);
+      stream->Write(ev);
+    }
+    ctx->TryCancel();
+    return false;
+  });
+
+  while (stream->Read(&cmd)) {
+    if (!cmd.has_mark()) continue;  // a second spec is ignored: one target per stream
+    if (cmd.mark().kind() == v1::Mark::RESET) {
+      window.start();
+    } else if (cmd.mark().kind() == v1::Mark::FINAL) {
+      v1::TargetEvent ev;
+      fill_usage(window.finish(), cmd.mark().label(), ev.mutable_usage());
+      std::lock_guard lock(write_mutex);
+      stream->Write(ev);
+    }
+  }
+  auto st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+  log->info("target pid {} stopped: {}", child->pid(), st.describe());
+  if (died) return Status(StatusCode::ABORTED, "target exited early: " + st.describe());
+  if (!ctx->IsCancelled()) {
+    v1::TargetEvent ev;
+    ev.mutable_exited()->set_exit_code(st.code);
+    ev.mutable_exited()->set_signal(st.signal);
+    ev.mutable_exited()->set_output_tail(child->output_tail(5));
+    std::lock_guard lock(write_mutex);
+    stream->Write(ev);
+  }
+  return Status::OK;
+}
+
+Status AgentService::RunLoad(grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* stream) {
+  auto log = component_logger("agent");
+  v1::LoadCommand cmd;
+  if (!stream->Read(&cmd) || !cmd.has_spec())
+    return Status(StatusCode::INVALID_ARGUMENT, "the first command must be a LoadSpec");
+  const auto& spec = cmd.spec();
+  if (auto err = validate_load_spec(spec); !err.empty()) return Status(StatusCode::INVALID_ARGUMENT, err);
+  BusyGuard busy(load_busy_);
+  if (!busy.owned()) return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");
+
+  auto argv = load_command_line(options_.bin_dir + "/loadlab-load", spec);
+  std::unique_ptr<ChildProcess> child;
+  try {
+    child = ChildProcess::spawn(argv);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, std::string("cannot start load worker: ") + e.what());
+  }
+  log->info("load pid {} started against {}", child->pid(), spec.endpoint());
+  UsageWindow window(proc_, child->pid(), monotonic_seconds);
+  PeriodicSampler sampler(window, options_.sample_interval_ms, nullptr);
+
+  bool have_result = false;
+  std::string line;
+  for (;;) {
+    auto ls = child->next_line(line, 100ms);
+    if (ctx->IsCancelled()) {
+      child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+      return Status(StatusCode::CANCELLED, "load cancelled");
+    }
+    if (ls == ChildProcess::LineStatus::kEof) break;
+    if (ls != ChildProcess::LineStatus::kLine) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("event")) continue;  // not an event line
+    const auto event = j["event"].get<std::string>();
+    v1::LoadEvent ev;
+    if (event == "progress") {
+      auto* p = ev.mutable_progress();
+      p->set_elapsed_s(j.value("elapsed_s", 0.0));
+      p->set_requests(j.value("requests", uint64_t{0}));
+      p->set_errors(j.value("errors", uint64_t{0}));
+      p->set_qps(j.value("qps", 0.0));
+      p->set_warmup(j.value("warmup", false));
+    } else if (event == "measure_start") {
+      window.start();
+      ev.mutable_measure_start();
+    } else if (event == "result") {
+      window.close_at_now();
+      if (auto err = load_result_from_json(j, ev.mutable_result()); !err.empty()) {
+        child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+        return Status(StatusCode::INTERNAL, "bad result from load worker: " + err);
+      }
+      have_result = true;
+    } else {
+      continue;
+    }
+    stream->Write(ev);
+  }
+  // The worker's final CPU comes from wait4(): exact, and immune to the race with its exit.
+  auto st = child->wait_exit(std::chrono::milliseconds(options_.stop_grace_ms));
+  if (!st) st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+  log->info("load pid {} ended: {}", child->pid(), st->describe());
+  if (!have_result || st->code != 0)
+    return Status(StatusCode::UNAVAILABLE,
+                  "load worker failed (" + st->describe() + "); last output:\n" + child->output_tail());
+  TreeReading end;
+  end.user_s = st->user_s;
+  end.system_s = st->system_s;
+  v1::LoadEvent ev;
+  fill_usage(window.finish_closed(end), "load", ev.mutable_usage());
+  stream->Write(ev);
+  return Status::OK;
+}
+
+AgentServer::AgentServer(AgentOptions options) : service_(std::move(options)) {}
+
+AgentServer::~AgentServer() {
+  if (server_) shutdown(0);
+}
+
+std::string AgentServer::start(const std::string& listen) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service_);
+  // A controller that vanished is noticed by keepalive pings: its streams are then
+  // cancelled and their children stopped.
+  // Two agents must never share a port: no SO_REUSEPORT.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  server_ = builder.BuildAndStart();
+  if (!server_ || (port == 0 && listen.rfind("unix:", 0) != 0))
+    throw std::runtime_error("cannot listen on " + listen);
+  if (listen.rfind("unix:", 0) == 0) return listen;
+  auto ep = parse_endpoint(listen);
+  return Endpoint{ep ? ep->host : "127.0.0.1", static_cast<uint16_t>(port)}.to_string();
+}
+
+void AgentServer::shutdown(int grace_ms) {
+  if (!server_) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms));
+  server_->Wait();
+  server_.reset();
+}
+
+void AgentServer::wait() {
+  if (server_) server_->Wait();
+}
+
+}  // namespace loadlab::agent

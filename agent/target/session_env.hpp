@@ -1,0 +1,30 @@
+#pragma once
+// What every session of one server shares. Owned by the Server, which outlives its sessions.
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "canned_responses.hpp"
+
+namespace loadlab::target {
+
+struct SessionEnv {
+  const CannedResponses* responses = nullptr;
+  std::chrono::milliseconds delay{0};
+  std::chrono::steady_clock::duration read_timeout = std::chrono::seconds(60);
+  std::chrono::steady_clock::duration write_timeout = std::chrono::seconds(30);
+  // After a closing response, how long we keep reading (and discarding) so that unread client
+  // bytes do not turn our close into a reset that would destroy the response in flight.
+  std::chrono::steady_clock::duration linger_timeout = std::chrono::seconds(1);
+  std::uint32_t header_limit = 8 * 1024;
+  std::uint64_t body_limit = 1024 * 1024;
+  // Set once by Server::initiate_shutdown(); sessions then answer with `Connection: close`.
+  const std::atomic<bool>* stopping = nullptr;
+  // Requests read but not yet answered, across all io threads; shutdown waits for zero.
+  std::atomic<std::int64_t>* in_flight = nullptr;
+  spdlog::logger* log = nullptr;
+};
+
+}  // namespace loadlab::target

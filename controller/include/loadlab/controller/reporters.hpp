@@ -1,0 +1,19 @@
+#pragma once
+// Renderings of a result matrix: the terminal table, CSV and Markdown.
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "loadlab/controller/results.hpp"
+
+namespace loadlab::controller {
+
+// Human columns shared by the terminal table and Markdown; one row per cell.
+std::vector<std::string> summary_header();
+std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>& cells);
+
+void write_table(std::ostream& out, const std::vector<CellResult>& cells);     // aligned text
+void write_markdown(std::ostream& out, const std::string& title, const std::vector<CellResult>& cells);
+void write_csv(std::ostream& out, const std::vector<CellResult>& cells);       // machine columns, RFC 4180
+
+}  // namespace loadlab::controller

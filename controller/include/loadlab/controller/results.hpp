@@ -1,0 +1,55 @@
+#pragma once
+// The result model: raw figures per repetition, and a cell's summary over repetitions.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loadlab/controller/plan.hpp"
+
+namespace loadlab::controller {
+
+struct UsageResult {
+  double window_s = 0;
+  double cpu_pct = 0, cpu_user_pct = 0, cpu_system_pct = 0;  // 100 = one core
+  uint64_t rss_kb_mean = 0, rss_kb_peak = 0;
+  uint32_t samples = 0;
+};
+
+struct LatencyUs {
+  double p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0, mean = 0, min = 0;
+};
+
+struct RepResult {
+  uint64_t requests = 0;
+  uint64_t errors = 0;
+  double duration_s = 0;
+  double qps = 0;
+  LatencyUs latency_us;
+  std::map<uint32_t, uint64_t> status;
+  std::map<std::string, uint64_t> error_kinds;
+  uint64_t bytes_read = 0;
+  nlohmann::json histogram;  // loadlab::Histogram::to_json() form
+  UsageResult server, client;
+  uint32_t target_startup_ms = 0;
+};
+
+struct CellResult {
+  Cell cell;
+  std::vector<RepResult> reps;
+  std::string error;  // why the cell failed; empty when it succeeded
+  bool ok() const { return error.empty() && !reps.empty(); }
+  // The repetition with the median QPS (lower median for an even count); the cell's
+  // figures are that repetition's, so they belong to one real run.
+  const RepResult& median() const;
+  double qps_min() const;
+  double qps_max() const;
+};
+
+nlohmann::json to_json(const UsageResult& u);
+nlohmann::json to_json(const RepResult& r);
+nlohmann::json to_json(const CellResult& c);
+
+}  // namespace loadlab::controller

@@ -1,0 +1,52 @@
+#pragma once
+// A scenario: what to run (targets × matrix) and how to load each cell. Parsed strictly
+// from JSON; see docs/scenario.md for the reference.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace loadlab::controller {
+
+struct TargetDef {
+  std::string name;
+  std::string builtin;   // set for a built-in target ("hello")
+  std::string catalog;   // set for an agent catalog entry
+  std::string body;      // response body; "" = the target's default
+  uint32_t server_threads = 0;  // 0 = the agent's core count
+};
+
+struct LoadDef {
+  // Exactly one stop condition.
+  std::optional<uint64_t> requests_per_thread;
+  std::optional<uint64_t> total_requests;
+  std::optional<double> duration_s;
+  uint32_t connections_per_thread = 1;
+  double warmup_s = 0;
+  bool keep_alive = true;
+  std::string method = "GET";
+  std::string path = "/";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  uint32_t timeout_ms = 0;  // 0 = the worker's default
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::vector<TargetDef> targets;
+  std::vector<uint32_t> delay_ms;
+  std::vector<uint32_t> threads;
+  LoadDef load;
+  uint32_t repetitions = 1;
+  nlohmann::json source;  // the scenario as written, kept in result.json
+};
+
+// Throws loadlab::InputError naming the JSON path of the first problem.
+Scenario parse_scenario(const nlohmann::json& j);
+Scenario load_scenario_file(const std::string& path);
+
+}  // namespace loadlab::controller

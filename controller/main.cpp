@@ -1,0 +1,59 @@
+// loadlab: the controller CLI. Parses flags, runs, maps errors to exit statuses:
+// 0 ok, 1 environment (agent unreachable), 2 bad input, 3 some cells failed.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "loadlab/controller/plan.hpp"
+#include "loadlab/controller/runner.hpp"
+#include "loadlab/controller/scenario.hpp"
+#include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/logging.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"loadlab: runs HTTP benchmark matrices on a lab of agents"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
+
+  loadlab::controller::RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");
+  run_cmd->add_option("scenario", run.scenario_path, "scenario JSON file")->required();
+  run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
+  run_cmd->add_option("--out", run.out_dir, "run folder (default runs/NAME-TIME)");
+  run_cmd->add_option("--bin-dir", run.bin_dir, "folder of loadlab-target and loadlab-load for the embedded agent");
+  run_cmd->add_flag("--quiet", run.quiet, "no per-cell progress lines");
+
+  std::string validate_path;
+  auto* validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
+  validate_cmd->add_option("scenario", validate_path, "scenario JSON file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!loadlab::init_logging(log_level)) {
+    std::cerr << "loadlab: --log-level: must be one of trace, debug, info, warn, error, off\n";
+    return 2;
+  }
+  try {
+    if (*validate_cmd) {
+      auto s = loadlab::controller::load_scenario_file(validate_path);
+      auto cells = loadlab::controller::expand(s);
+      std::cout << validate_path << ": ok, " << cells.size() << " cells × " << s.repetitions << " repetitions\n";
+      for (auto& c : cells) std::cout << "  " << c.key() << " (" << c.connections << " connections)\n";
+      return 0;
+    }
+    return loadlab::controller::run_scenario(run, std::cout);
+  } catch (const loadlab::InputError& e) {
+    std::cerr << "loadlab: " << (*validate_cmd ? validate_path : run.scenario_path) << ": " << e.what() << "\n";
+    return 2;
+  } catch (const loadlab::controller::EnvironmentError& e) {
+    std::cerr << "loadlab: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "loadlab: " << e.what() << "\n";
+    return 1;
+  }
+}

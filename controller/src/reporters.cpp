@@ -1,0 +1,111 @@
+#include "loadlab/controller/reporters.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace loadlab::controller {
+
+namespace {
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+std::string ms(double us) { return fixed(us / 1000.0, 2); }
+std::string mb(uint64_t kb) { return fixed(static_cast<double>(kb) / 1024.0, 1); }
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+}  // namespace
+
+std::vector<std::string> summary_header() {
+  return {"target", "delay ms", "threads", "conns",  "qps",     "p50 ms",   "p90 ms",   "p99 ms",
+          "max ms", "errors",   "srv cpu%", "srv MB", "cli cpu%", "cli MB", "status"};
+}
+
+std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>& cells) {
+  std::vector<std::vector<std::string>> rows;
+  for (auto& c : cells) {
+    std::vector<std::string> row{c.cell.target, std::to_string(c.cell.delay_ms), std::to_string(c.cell.threads),
+                                 std::to_string(c.cell.connections)};
+    if (c.ok()) {
+      const auto& m = c.median();
+      row.insert(row.end(), {fixed(m.qps, 0), ms(m.latency_us.p50), ms(m.latency_us.p90), ms(m.latency_us.p99),
+                             ms(m.latency_us.max), std::to_string(m.errors), fixed(m.server.cpu_pct, 1),
+                             mb(m.server.rss_kb_peak), fixed(m.client.cpu_pct, 1), mb(m.client.rss_kb_peak), "ok"});
+    } else {
+      for (int i = 0; i < 10; ++i) row.push_back("-");
+      row.push_back("FAILED: " + c.error);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+void write_table(std::ostream& out, const std::vector<CellResult>& cells) {
+  auto header = summary_header();
+  auto rows = summary_rows(cells);
+  std::vector<size_t> width(header.size());
+  for (size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
+  for (auto& r : rows)
+    for (size_t i = 0; i + 1 < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s;
+    for (size_t i = 0; i < r.size(); ++i) {
+      bool last = i + 1 == r.size();
+      if (i == 0) s += r[i] + std::string(width[i] - std::min(width[i], r[i].size()), ' ');
+      else if (last) s += "  " + r[i];
+      else s += "  " + std::string(width[i] - std::min(width[i], r[i].size()), ' ') + r[i];
+    }
+    out << s << "\n";
+  };
+  line(header);
+  for (auto& r : rows) line(r);
+}
+
+void write_markdown(std::ostream& out, const std::string& title, const std::vector<CellResult>& cells) {
+  out << "# " << title << "\n\n";
+  auto header = summary_header();
+  out << "|";
+  for (auto& h : header) out << " " << h << " |";
+  out << "\n|";
+  for (size_t i = 0; i < header.size(); ++i) out << (i == 0 || i + 1 == header.size() ? " --- |" : " ---: |");
+  out << "\n";
+  for (auto& r : summary_rows(cells)) {
+    out << "|";
+    for (auto& f : r) {
+      std::string esc;
+      for (char ch : f) esc += ch == '|' ? std::string("\\|") : std::string(1, ch);
+      out << " " << esc << " |";
+    }
+    out << "\n";
+  }
+  out << "\nqps: requests per second over the measured window (median repetition); latencies from the "
+         "client's histogram; cpu% = 100 per core; MB = peak RSS.\n";
+}
+
+void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
+  out << "target,delay_ms,threads,connections,requests,errors,duration_s,qps,qps_min,qps_max,p50_us,p90_us,p99_us,"
+         "p999_us,max_us,mean_us,server_cpu_pct,server_rss_kb_mean,server_rss_kb_peak,client_cpu_pct,"
+         "client_rss_kb_mean,client_rss_kb_peak,repetitions,error\n";
+  for (auto& c : cells) {
+    out << csv_field(c.cell.target) << "," << c.cell.delay_ms << "," << c.cell.threads << "," << c.cell.connections;
+    if (c.ok()) {
+      const auto& m = c.median();
+      out << "," << m.requests << "," << m.errors << "," << fixed(m.duration_s, 4) << "," << fixed(m.qps, 2) << ","
+          << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << "," << m.latency_us.p50 << ","
+          << m.latency_us.p90 << "," << m.latency_us.p99 << "," << m.latency_us.p999 << "," << m.latency_us.max << ","
+          << fixed(m.latency_us.mean, 1) << "," << fixed(m.server.cpu_pct, 2) << "," << m.server.rss_kb_mean << ","
+          << m.server.rss_kb_peak << "," << fixed(m.client.cpu_pct, 2) << "," << m.client.rss_kb_mean << ","
+          << m.client.rss_kb_peak << "," << c.reps.size() << ",";
+    } else {
+      out << ",,,,,,,,,,,,,,,,,," << c.reps.size() << ",";
+    }
+    out << csv_field(c.error) << "\n";
+  }
+}
+
+}  // namespace loadlab::controller

@@ -1,0 +1,102 @@
+#include "loadlab/controller/scenario.hpp"
+
+#include <cctype>
+#include <set>
+
+#include "loadlab/shared/json_input.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+
+constexpr const char* kBuiltins[] = {"hello"};
+
+TargetDef parse_target(const ObjectReader& t) {
+  t.allow({"name", "builtin", "catalog", "body", "server_threads"});
+  TargetDef d;
+  d.name = t.string("name");
+  if (d.name.empty()) throw InputError(t.path("name"), "must not be empty");
+  if (t.has("builtin") == t.has("catalog"))
+    throw InputError(t.path("builtin"), "exactly one of \"builtin\" or \"catalog\" is required");
+  if (t.has("builtin")) {
+    d.builtin = t.string("builtin");
+    bool known = false;
+    for (auto* b : kBuiltins) known = known || d.builtin == b;
+    if (!known) throw InputError(t.path("builtin"), "unknown built-in target \"" + d.builtin + "\"; allowed: hello");
+  } else {
+    d.catalog = t.string("catalog");
+    if (d.catalog.empty()) throw InputError(t.path("catalog"), "must not be empty");
+  }
+  d.body = t.string("body", "");
+  d.server_threads = static_cast<uint32_t>(t.integer("server_threads", 0, 1024, 0));
+  return d;
+}
+
+LoadDef parse_load(const ObjectReader& l) {
+  l.allow({"requests_per_thread", "total_requests", "duration_s", "connections_per_thread", "warmup_s", "keep_alive",
+           "method", "path", "headers", "body", "timeout_ms"});
+  LoadDef d;
+  int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
+  if (stops != 1)
+    throw InputError(l.where(), "exactly one of requests_per_thread, total_requests or duration_s is required");
+  if (l.has("requests_per_thread"))
+    d.requests_per_thread = static_cast<uint64_t>(l.integer("requests_per_thread", 1, 1'000'000'000));
+  if (l.has("total_requests")) d.total_requests = static_cast<uint64_t>(l.integer("total_requests", 1, 1'000'000'000'000));
+  if (l.has("duration_s")) d.duration_s = l.number("duration_s", 0.001, 86400);
+  d.connections_per_thread = static_cast<uint32_t>(l.integer("connections_per_thread", 1, 10000, 1));
+  d.warmup_s = l.number("warmup_s", 0, 3600, 0);
+  d.keep_alive = l.boolean("keep_alive", true);
+  d.method = l.string("method", "GET");
+  if (d.method.empty() || d.method.size() > 32)
+    throw InputError(l.path("method"), "must be an HTTP method token like GET");
+  for (char c : d.method)
+    if (!std::isupper(static_cast<unsigned char>(c))) throw InputError(l.path("method"), "must be an upper-case HTTP method token like GET");
+  d.path = l.string("path", "/");
+  if (d.path.empty() || d.path[0] != '/' || d.path.find_first_of(" \r\n") != std::string::npos)
+    throw InputError(l.path("path"), "must start with '/' and hold no spaces or line breaks");
+  d.headers = l.string_map("headers");
+  for (auto& [k, v] : d.headers) {
+    std::string at = l.path("headers") + "/" + pointer_token(k);
+    if (k.empty() || k.find_first_of(": \r\n") != std::string::npos) throw InputError(at, "is not a valid header name");
+    if (v.find_first_of("\r\n") != std::string::npos) throw InputError(at, "must not contain line breaks");
+  }
+  d.body = l.string("body", "");
+  d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, 3'600'000, 0));
+  return d;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const nlohmann::json& j) {
+  ObjectReader root(j, "");
+  root.allow({"name", "description", "targets", "matrix", "load", "repetitions"});
+  Scenario s;
+  s.source = j;
+  s.name = root.string("name");
+  if (s.name.empty()) throw InputError(root.path("name"), "must not be empty");
+  s.description = root.string("description", "");
+  std::set<std::string> names;
+  for (auto& t : root.objects("targets")) {
+    s.targets.push_back(parse_target(t));
+    if (!names.insert(s.targets.back().name).second)
+      throw InputError(t.path("name"), "duplicate target name \"" + s.targets.back().name + "\"");
+  }
+  auto matrix = root.object("matrix");
+  matrix.allow({"delay_ms", "threads"});
+  for (auto v : matrix.integers("delay_ms", 0, 60000)) s.delay_ms.push_back(static_cast<uint32_t>(v));
+  for (auto v : matrix.integers("threads", 1, 4096)) s.threads.push_back(static_cast<uint32_t>(v));
+  s.load = parse_load(root.object("load"));
+  if (s.load.total_requests) {
+    for (size_t i = 0; i < s.threads.size(); ++i)
+      if (*s.load.total_requests < s.threads[i])
+        throw InputError("/load/total_requests", "must be at least the largest thread count (" +
+                                                     std::to_string(s.threads[i]) + " at /matrix/threads/" +
+                                                     std::to_string(i) + ")");
+  }
+  s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, 100, 1));
+  return s;
+}
+
+Scenario load_scenario_file(const std::string& path) { return parse_scenario(read_json_file(path)); }
+
+}  // namespace loadlab::controller

@@ -1,0 +1,65 @@
+#pragma once
+// Strict reading of JSON input files (scenarios, labs, catalogs). Every error names the
+// JSON path (RFC 6901 pointer, e.g. "/matrix/threads/2") and what is allowed; keys that
+// are not expected are errors, because in a config file they are typos.
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace loadlab {
+
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string path, const std::string& message)
+      : std::runtime_error((path.empty() ? "/" : path) + ": " + message), path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Reads and parses a JSON file; InputError with the line and column on a syntax error.
+nlohmann::json read_json_file(const std::string& file);
+
+// Escapes a key for a JSON pointer ("~" → "~0", "/" → "~1").
+std::string pointer_token(const std::string& key);
+
+// Typed access to one JSON object at `path`.
+class ObjectReader {
+ public:
+  ObjectReader(const nlohmann::json& j, std::string path);  // InputError if not an object
+
+  // Rejects any key not listed, naming the allowed ones.
+  void allow(std::initializer_list<const char*> keys) const;
+  bool has(const char* key) const { return j_.contains(key); }
+  std::string path(const char* key) const { return path_ + "/" + pointer_token(key); }
+  const std::string& where() const { return path_; }  // this object's own path
+  const nlohmann::json& at(const char* key) const { return j_.at(key); }
+
+  std::string string(const char* key) const;  // required
+  std::string string(const char* key, const std::string& fallback) const;
+  int64_t integer(const char* key, int64_t min, int64_t max) const;  // required
+  int64_t integer(const char* key, int64_t min, int64_t max, int64_t fallback) const;
+  double number(const char* key, double min, double max) const;  // required
+  double number(const char* key, double min, double max, double fallback) const;
+  bool boolean(const char* key, bool fallback) const;
+  // A non-empty array of integers in [min, max].
+  std::vector<int64_t> integers(const char* key, int64_t min, int64_t max) const;
+  // A non-empty array of objects.
+  std::vector<ObjectReader> objects(const char* key) const;
+  ObjectReader object(const char* key) const;  // required
+  // An object whose values are all strings.
+  std::vector<std::pair<std::string, std::string>> string_map(const char* key) const;
+
+ private:
+  const nlohmann::json& required(const char* key) const;
+  const nlohmann::json& j_;
+  std::string path_;
+};
+
+}  // namespace loadlab

@@ -1,0 +1,17 @@
+#pragma once
+// spdlog set-up shared by the binaries: logs go to stderr, user output to stdout.
+#include <memory>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+namespace loadlab {
+
+// Installs a stderr logger as default; `level` is one of trace, debug, info, warn, error,
+// off. Returns false (and keeps "info") for an unknown level name.
+bool init_logging(const std::string& level = "info");
+
+// A logger named after a component ("agent", "controller", ...), writing to the same sink.
+std::shared_ptr<spdlog::logger> component_logger(const std::string& name);
+
+}  // namespace loadlab

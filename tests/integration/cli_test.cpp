@@ -1,0 +1,107 @@
+// The binaries as a user runs them: exit statuses, error lines, a remote agent via --lab.
+#include <signal.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <gtest/gtest.h>
+
+#include "loadlab/shared/json_input.hpp"
+#include "test_support.hpp"
+
+namespace loadlab {
+namespace {
+
+using testing::bin;
+using testing::run_command;
+using testing::TempDir;
+
+const char* kSmall = R"({
+  "name": "small",
+  "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+  "matrix": {"delay_ms": [1], "threads": [2]},
+  "load": {"total_requests": 500}
+})";
+
+TEST(Cli, BadScenarioExitsTwoNamingTheField) {
+  TempDir dir;
+  auto bad = dir.file("bad.json", R"({"name": "x", "targets": [{"name": "a", "builtin": "hello"}],
+      "matrix": {"delay_ms": [0], "threads": [1, "2"]}, "load": {"duration_s": 1}})");
+  auto r = run_command({bin("loadlab"), "run", bad, "--out", (dir.path() / "o").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("/matrix/threads/1: must be an integer in 1..4096"), std::string::npos) << r.output_tail;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "o" / "result.json"));
+}
+
+TEST(Cli, MissingFileAndBrokenJsonExitTwo) {
+  TempDir dir;
+  auto r = run_command({bin("loadlab"), "validate", (dir.path() / "nope.json").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("cannot read file"), std::string::npos) << r.output_tail;
+  r = run_command({bin("loadlab"), "validate", dir.file("broken.json", "{\"name\": ")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("is not valid JSON"), std::string::npos) << r.output_tail;
+}
+
+TEST(Cli, UnknownFlagExitsTwo) {
+  auto r = run_command({bin("loadlab"), "run", "x.json", "--bogus"});
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST(Cli, ValidatePrintsTheCells) {
+  TempDir dir;
+  auto r = run_command({bin("loadlab"), "validate", std::string(LOADLAB_SOURCE_DIR) + "/scenarios/demo.json"});
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("ok, 12 cells"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("beast/d10/t20"), std::string::npos);
+}
+
+TEST(Cli, AgentRefusesAPortInUse) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  auto r = run_command({bin("loadlab-agent"), "--listen", "127.0.0.1:" + std::to_string(ntohs(a.sin_port))},
+                       std::chrono::seconds(20));
+  close(fd);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output_tail.find("cannot listen on"), std::string::npos) << r.output_tail;
+}
+
+TEST(Cli, RunsOnARemoteAgentFromALabFileAndTheAgentStopsCleanly) {
+  TempDir dir;
+  auto agent = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "a1"});
+  std::string line;
+  ASSERT_EQ(agent->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine);
+  ASSERT_EQ(line.rfind("listening on ", 0), 0u) << line;
+  std::string address = line.substr(13);
+  auto lab = dir.file("lab.json", R"({"agents": [{"name": "a1", "address": ")" + address +
+                                      R"(", "roles": ["target", "load"]}]})");
+  auto out = dir.path() / "out";
+  auto r = run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto result = read_json_file((out / "result.json").string());
+  EXPECT_EQ(result["cells"][0]["requests"], 500);
+  EXPECT_EQ(result["agents"][0]["describe"]["name"], "a1");
+  EXPECT_GT(result["agents"][0]["describe"]["cores"].get<int>(), 0);
+
+  kill(agent->pid(), SIGTERM);
+  auto st = agent->wait_exit(std::chrono::seconds(10));
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->code, 0);
+}
+
+TEST(Cli, UnreachableAgentIsOneClearLine) {
+  TempDir dir;
+  auto lab = dir.file("lab.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["target", "load"]}]})");
+  auto r = run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out",
+                        (dir.path() / "o").string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output_tail.find("cannot reach agent gone at 127.0.0.1:1"), std::string::npos) << r.output_tail;
+}
+
+}  // namespace
+}  // namespace loadlab

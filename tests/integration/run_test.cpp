@@ -1,0 +1,95 @@
+// A small scenario through the embedded agent, over the same gRPC path as a remote agent,
+// checked against ground truth: a 5 ms server at 10 connections serves ~2000 requests/s.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "loadlab/controller/runner.hpp"
+#include "loadlab/shared/json_input.hpp"
+#include "test_support.hpp"
+
+namespace loadlab::controller {
+namespace {
+
+using loadlab::testing::child_pids;
+using loadlab::testing::TempDir;
+
+const char* kScenario = R"({
+  "name": "it",
+  "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1, "body": "0123456789"}],
+  "matrix": {"delay_ms": [0, 5], "threads": [1, 10]},
+  "load": {"requests_per_thread": 300, "warmup_s": 0.2, "path": "/x"}
+})";
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(child_pids().empty()) << "test process already has children"; }
+  TempDir dir;
+};
+
+TEST_F(RunTest, EmbeddedAgentMatrixMatchesGroundTruth) {
+  RunOptions o;
+  o.scenario_path = dir.file("s.json", kScenario);
+  o.out_dir = (dir.path() / "out").string();
+  o.bin_dir = LOADLAB_BIN_DIR;
+  o.quiet = true;
+  std::ostringstream table;
+  ASSERT_EQ(run_scenario(o, table), 0) << table.str();
+
+  // Every process the run started is gone (and reaped): the test process has no children.
+  EXPECT_TRUE(child_pids().empty());
+
+  auto result = read_json_file((dir.path() / "out" / "result.json").string());
+  ASSERT_EQ(result["cells"].size(), 4u);
+  EXPECT_EQ(result["scenario"]["name"], "it");
+  for (auto& cell : result["cells"]) {
+    SCOPED_TRACE(cell["key"].get<std::string>());
+    ASSERT_TRUE(cell["ok"].get<bool>()) << cell.dump();
+    // -n 300 per thread: exactly that many measured requests, none failed.
+    EXPECT_EQ(cell["requests"].get<uint64_t>(), 300u * cell["threads"].get<uint64_t>());
+    EXPECT_EQ(cell["errors"].get<uint64_t>(), 0u);
+    EXPECT_EQ(cell["status"]["200"].get<uint64_t>(), cell["requests"].get<uint64_t>());
+    EXPECT_GT(cell["server"]["cpu_pct"].get<double>(), 0);
+    EXPECT_GT(cell["client"]["cpu_pct"].get<double>(), 0);
+    EXPECT_GT(cell["server"]["rss_kb_peak"].get<uint64_t>(), 0u);
+    EXPECT_GT(cell["client"]["rss_kb_peak"].get<uint64_t>(), 0u);
+    EXPECT_GT(cell["server"]["rss_kb_mean"].get<uint64_t>(), 0u);
+    EXPECT_LE(cell["server"]["rss_kb_mean"].get<uint64_t>(), cell["server"]["rss_kb_peak"].get<uint64_t>());
+    auto lat = cell["latency_us"];
+    EXPECT_LE(lat["p50"].get<double>(), lat["p90"].get<double>());
+    EXPECT_LE(lat["p90"].get<double>(), lat["p99"].get<double>());
+    EXPECT_LE(lat["p99"].get<double>(), lat["max"].get<double>());
+    // The histogram sent back holds every measured request.
+    EXPECT_EQ(cell["repetitions"][0]["histogram"]["count"].get<uint64_t>(), cell["requests"].get<uint64_t>());
+  }
+  const auto& c5 = result["cells"][3];
+  ASSERT_EQ(c5["key"], "beast/d5/t10");
+  // 10 connections in closed loop on a 5 ms server: 10 / 0.005 s = 2000 requests/s.
+  EXPECT_NEAR(c5["qps"].get<double>(), 2000.0, 200.0);
+  EXPECT_GE(c5["latency_us"]["p50"].get<double>(), 5000.0);
+  EXPECT_LT(c5["latency_us"]["p50"].get<double>(), 6000.0);
+  // One connection on a 5 ms server waits ≥ 5 ms per request; at 0 ms it is far faster.
+  EXPECT_GE(result["cells"][2]["latency_us"]["min"].get<double>(), 5000.0);
+  EXPECT_LT(result["cells"][0]["latency_us"]["p50"].get<double>(), 2000.0);
+
+  // The matrix files exist and hold one row per cell.
+  std::ifstream csv(dir.path() / "out" / "matrix.csv");
+  std::string text((std::istreambuf_iterator<char>(csv)), {});
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 5);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "out" / "matrix.md"));
+  EXPECT_NE(table.str().find("beast"), std::string::npos);
+}
+
+TEST_F(RunTest, RefusesToOverwriteAnEarlierResult) {
+  RunOptions o;
+  o.scenario_path = dir.file("s.json", kScenario);
+  o.out_dir = dir.path().string();
+  dir.file("result.json", "{\"kept\": true}");
+  std::ostringstream table;
+  EXPECT_THROW(run_scenario(o, table), InputError);
+  EXPECT_EQ(read_json_file((dir.path() / "result.json").string())["kept"], true);
+}
+
+}  // namespace
+}  // namespace loadlab::controller

@@ -1,0 +1,71 @@
+#pragma once
+// Helpers for integration tests: temporary folders, running the built binaries.
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "loadlab/agent/child_process.hpp"
+
+namespace loadlab::testing {
+
+inline std::string bin(const std::string& name) { return std::string(LOADLAB_BIN_DIR) + "/" + name; }
+
+// A fresh folder under /tmp, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/loadlab-test-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name, const std::string& content) const {
+    auto p = path_ / name;
+    std::ofstream(p) << content;
+    return p.string();
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct RunOutput {
+  int code = -1;
+  std::string stdout_text;
+  std::string output_tail;  // last lines of stdout + stderr
+};
+
+// Runs a command to its end (killed after `timeout`), collecting its stdout.
+inline RunOutput run_command(const std::vector<std::string>& argv,
+                             std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  auto child = agent::ChildProcess::spawn(argv);
+  RunOutput out;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string line;
+  for (;;) {
+    auto st = child->next_line(line, std::chrono::milliseconds(100));
+    if (st == agent::ChildProcess::LineStatus::kLine) out.stdout_text += line + "\n";
+    if (st == agent::ChildProcess::LineStatus::kEof || std::chrono::steady_clock::now() > deadline) break;
+  }
+  auto status = child->wait_exit(std::chrono::seconds(5));
+  if (!status) status = child->terminate();
+  out.code = status->code;
+  out.output_tail = child->output_tail(40);
+  return out;
+}
+
+// The direct children of this process, living or zombie.
+inline std::vector<pid_t> child_pids() {
+  std::vector<pid_t> pids;
+  for (auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(task.path() / "children");
+    for (pid_t p; f >> p;) pids.push_back(p);
+  }
+  return pids;
+}
+
+}  // namespace loadlab::testing

@@ -1,0 +1,139 @@
+#include "loadlab/agent/usage_window.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+
+#include "loadlab/agent/child_process.hpp"
+
+namespace loadlab::agent {
+namespace {
+
+// /proc as a fixture: the test sets each process's figures.
+class FakeProc : public ProcReader {
+ public:
+  std::map<pid_t, ProcStat> procs;
+  std::vector<pid_t> list_pids() override {
+    std::vector<pid_t> v;
+    for (auto& [p, s] : procs) v.push_back(p);
+    return v;
+  }
+  std::optional<ProcStat> stat(pid_t pid) override {
+    auto it = procs.find(pid);
+    if (it == procs.end()) return std::nullopt;
+    return it->second;
+  }
+  long ticks_per_second() override { return 100; }
+  void set(pid_t pid, pid_t ppid, int64_t cpu_ms, uint64_t rss_kb, uint64_t reaped_ticks = 0) {
+    ProcStat s;
+    s.pid = pid;
+    s.ppid = ppid;
+    s.utime = static_cast<uint64_t>(cpu_ms / 10);
+    s.cutime = reaped_ticks;
+    s.cpu_ns = cpu_ms * 1'000'000;
+    s.rss_kb = rss_kb;
+    procs[pid] = s;
+  }
+};
+
+TEST(UsageWindow, SumsTheWholeTreeAndIgnoresOtherProcesses) {
+  FakeProc proc;
+  double now = 0;
+  proc.set(100, 1, 1000, 1000);
+  proc.set(101, 100, 500, 2000);   // child
+  proc.set(102, 101, 500, 3000);   // grandchild
+  proc.set(200, 1, 9999, 99999);   // not ours
+  UsageWindow w(proc, 100, [&] { return now; });
+  w.start();
+  now = 2.0;
+  proc.set(100, 1, 1000 + 1000, 1000);
+  proc.set(101, 100, 500 + 500, 2000);
+  proc.set(102, 101, 500 + 300, 3000);
+  proc.set(200, 1, 99999, 99999);
+  auto f = w.finish();
+  EXPECT_DOUBLE_EQ(f.window_s, 2.0);
+  // 1.8 s of CPU in 2 s = 90 % of one core.
+  EXPECT_NEAR(f.cpu_pct, 90.0, 1e-9);
+  EXPECT_EQ(f.rss_kb_peak, 6000u);
+  EXPECT_EQ(f.processes, 3u);
+}
+
+TEST(UsageWindow, ADescendantReapedInsideTheTreeKeepsItsCpu) {
+  FakeProc proc;
+  double now = 0;
+  proc.set(100, 1, 0, 1000);
+  proc.set(101, 100, 300, 1000);
+  UsageWindow w(proc, 100, [&] { return now; });
+  w.start();
+  now = 1.0;
+  // The child burned 200 ms more, exited and was reaped: its 500 ms move to cutime.
+  proc.procs.erase(101);
+  proc.set(100, 1, 0, 1000, /*reaped_ticks=*/50);
+  auto f = w.finish();
+  EXPECT_NEAR(f.cpu_pct, 20.0, 1e-9);
+}
+
+TEST(UsageWindow, RssMeanAndPeakComeFromTheSamples) {
+  FakeProc proc;
+  double now = 0;
+  proc.set(100, 1, 0, 1000);
+  UsageWindow w(proc, 100, [&] { return now; });
+  w.start();  // sample 1000
+  proc.set(100, 1, 0, 3000);
+  w.sample();
+  proc.set(100, 1, 0, 2000);
+  now = 1;
+  auto f = w.finish();  // sample 2000
+  EXPECT_EQ(f.rss_kb_mean, 2000u);
+  EXPECT_EQ(f.rss_kb_peak, 3000u);
+  EXPECT_EQ(f.samples, 3u);
+}
+
+TEST(UsageWindow, AnExitedRootIsMeasuredFromItsRusage) {
+  FakeProc proc;
+  double now = 0;
+  proc.set(100, 1, 400, 1000);
+  UsageWindow w(proc, 100, [&] { return now; });
+  w.start();
+  now = 0.5;
+  w.close_at_now();
+  now = 3.0;  // time after close does not count
+  proc.procs.clear();
+  TreeReading end;
+  end.user_s = 0.65;
+  auto f = w.finish_closed(end);
+  EXPECT_DOUBLE_EQ(f.window_s, 0.5);
+  EXPECT_NEAR(f.cpu_pct, 50.0, 1e-9);
+}
+
+// Ground truth on the real /proc: a shell spinning on one core for a second is ~100 %.
+TEST(UsageWindow, ABusyLoopMeasuresOneCore) {
+  auto child = ChildProcess::spawn({"/bin/sh", "-c", "while :; do :; done"});
+  ProcFsReader proc;
+  UsageWindow w(proc, child->pid(), monotonic_seconds);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  w.start();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto f = w.finish();
+  child->terminate();
+  EXPECT_NEAR(f.cpu_pct, 100.0, 8.0);
+  EXPECT_GT(f.rss_kb_peak, 100u);
+}
+
+// An idle process is ~0 %, however short the window: the exact clock, not 10 ms ticks.
+TEST(UsageWindow, AnIdleProcessMeasuresNearZero) {
+  auto child = ChildProcess::spawn({"/bin/sleep", "5"});
+  ProcFsReader proc;
+  UsageWindow w(proc, child->pid(), monotonic_seconds);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  w.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto f = w.finish();
+  child->terminate();
+  EXPECT_LT(f.cpu_pct, 1.0);
+  EXPECT_GT(f.rss_kb_peak, 0u);
+}
+
+}  // namespace
+}  // namespace loadlab::agent

@@ -1,0 +1,126 @@
+#include "loadlab/controller/scenario.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "loadlab/shared/json_input.hpp"
+
+namespace loadlab::controller {
+namespace {
+
+const char* kGood = R"({
+  "name": "hello-matrix",
+  "targets": [{"name": "beast", "builtin": "hello", "body": "Have Fun ~ Tester !"},
+              {"name": "go", "catalog": "go-nethttp", "server_threads": 4}],
+  "matrix": {"delay_ms": [0, 5, 10], "threads": [1, 5, 10, 20]},
+  "load": {"requests_per_thread": 10000, "connections_per_thread": 2, "warmup_s": 1,
+           "path": "/test/fun", "keep_alive": true, "headers": {"X-A": "b"}, "timeout_ms": 2000},
+  "repetitions": 3
+})";
+
+// The error message of parsing `text`, or "" if it parsed.
+std::string error_of(const std::string& text) {
+  try {
+    parse_scenario(nlohmann::json::parse(text));
+    return "";
+  } catch (const InputError& e) {
+    return e.what();
+  }
+}
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = kGood;
+  auto at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST(Scenario, ParsesAGoodFile) {
+  auto s = parse_scenario(nlohmann::json::parse(kGood));
+  EXPECT_EQ(s.name, "hello-matrix");
+  ASSERT_EQ(s.targets.size(), 2u);
+  EXPECT_EQ(s.targets[0].builtin, "hello");
+  EXPECT_EQ(s.targets[0].body, "Have Fun ~ Tester !");
+  EXPECT_EQ(s.targets[1].catalog, "go-nethttp");
+  EXPECT_EQ(s.targets[1].server_threads, 4u);
+  EXPECT_EQ(s.delay_ms, (std::vector<uint32_t>{0, 5, 10}));
+  EXPECT_EQ(s.threads, (std::vector<uint32_t>{1, 5, 10, 20}));
+  EXPECT_EQ(s.load.requests_per_thread, 10000u);
+  EXPECT_FALSE(s.load.duration_s);
+  EXPECT_EQ(s.load.connections_per_thread, 2u);
+  EXPECT_DOUBLE_EQ(s.load.warmup_s, 1.0);
+  EXPECT_EQ(s.load.path, "/test/fun");
+  EXPECT_EQ(s.load.timeout_ms, 2000u);
+  ASSERT_EQ(s.load.headers.size(), 1u);
+  EXPECT_EQ(s.repetitions, 3u);
+}
+
+TEST(Scenario, TheDemoScenarioIsValid) {
+  auto s = load_scenario_file(std::string(LOADLAB_SOURCE_DIR) + "/scenarios/demo.json");
+  EXPECT_EQ(s.delay_ms, (std::vector<uint32_t>{0, 5, 10}));
+  EXPECT_EQ(s.threads, (std::vector<uint32_t>{1, 5, 10, 20}));
+}
+
+TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
+  EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "repetition": 3)")),
+            "/repetition: unknown key; allowed here: name, description, targets, matrix, load, repetitions");
+  EXPECT_EQ(error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")).substr(0, 30),
+            "/matrix/thread: unknown key; a");
+  EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keepalive": true)")).substr(0, 33),
+            "/load/keepalive: unknown key; all");
+  EXPECT_EQ(error_of(with(R"("builtin": "hello")", R"("builtin": "hello", "bdy": "x")")).substr(0, 20),
+            "/targets/0/bdy: unkn");
+}
+
+TEST(Scenario, WrongTypesAreErrorsNamingTheirPath) {
+  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", R"([1, 5, "10", 20])")), "/matrix/threads/2: must be an integer in 1..4096");
+  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[1, 0]")), "/matrix/threads/1: must be an integer in 1..4096");
+  EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keep_alive": "yes")")),
+            "/load/keep_alive: must be true or false, got a string");
+  EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 2.5)")), "/repetitions: must be an integer in 1..100");
+  EXPECT_EQ(error_of(with(R"("name": "hello-matrix")", R"("name": 7)")), "/name: must be a string, got a number");
+  EXPECT_EQ(error_of(with(R"("warmup_s": 1)", R"("warmup_s": -1)")), "/load/warmup_s: must be a number in [0, 3600]");
+}
+
+TEST(Scenario, EmptyMatrixIsAnError) {
+  EXPECT_EQ(error_of(with("[0, 5, 10]", "[]")), "/matrix/delay_ms: must be a non-empty array of integers in 0..60000");
+  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[]")), "/matrix/threads: must be a non-empty array of integers in 1..4096");
+  EXPECT_NE(error_of(with(R"("matrix": {"delay_ms": [0, 5, 10], "threads": [1, 5, 10, 20]},)", "")).find("/matrix: is required"),
+            std::string::npos);
+}
+
+TEST(Scenario, TargetsMustBeWellFormed) {
+  EXPECT_EQ(error_of(with(R"("builtin": "hello")", R"("builtin": "nginx")")),
+            "/targets/0/builtin: unknown built-in target \"nginx\"; allowed: hello");
+  EXPECT_EQ(error_of(with(R"("catalog": "go-nethttp")", R"("catalog": "go", "builtin": "hello")")),
+            "/targets/1/builtin: exactly one of \"builtin\" or \"catalog\" is required");
+  EXPECT_EQ(error_of(with(R"("name": "go")", R"("name": "beast")")), "/targets/1/name: duplicate target name \"beast\"");
+}
+
+TEST(Scenario, LoadNeedsExactlyOneStopCondition) {
+  EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000)", R"("requests_per_thread": 10000, "duration_s": 5)")),
+            "/load: exactly one of requests_per_thread, total_requests or duration_s is required");
+  EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000,)", "")),
+            "/load: exactly one of requests_per_thread, total_requests or duration_s is required");
+  EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000)", R"("total_requests": 10)")),
+            "/load/total_requests: must be at least the largest thread count (20 at /matrix/threads/3)");
+}
+
+TEST(Scenario, ValuesThatWouldBreakTheRequestAreRejected) {
+  EXPECT_EQ(error_of(with(R"("path": "/test/fun")", R"("path": "test")")),
+            "/load/path: must start with '/' and hold no spaces or line breaks");
+  EXPECT_EQ(error_of(with(R"("X-A": "b")", R"("X-A": "b\r\nInjected: 1")")), "/load/headers/X-A: must not contain line breaks");
+}
+
+TEST(Scenario, FileErrorsAreInputErrors) {
+  EXPECT_THROW(load_scenario_file("/nonexistent/scenario.json"), InputError);
+  try {
+    parse_scenario(nlohmann::json::parse("[1]"));
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "/: must be an object, got an array");
+  }
+}
+
+}  // namespace
+}  // namespace loadlab::controller

@@ -1,0 +1,130 @@
+// Flag validation, URL parsing and request serialisation.
+#include "load_options.hpp"
+
+#include <gtest/gtest.h>
+
+namespace loadlab::load {
+namespace {
+
+LoadOptions valid() {
+  LoadOptions o;
+  o.url = "http://127.0.0.1:8080/path";
+  return o;
+}
+
+TEST(LoadOptionsTest, DefaultsAreFilledIn) {
+  LoadOptions o = valid();
+  o.threads = 3;
+  ASSERT_EQ(validate(o), "");
+  EXPECT_EQ(o.connections, 3);
+  ASSERT_TRUE(o.duration_s.has_value());
+  EXPECT_EQ(*o.duration_s, 10.0);
+  EXPECT_EQ(o.method, "GET");
+  EXPECT_EQ(o.timeout_ms, 5000);
+  EXPECT_TRUE(o.keep_alive);
+}
+
+TEST(LoadOptionsTest, CountStopConditionKeepsNoDuration) {
+  LoadOptions o = valid();
+  o.requests_per_thread = 5;
+  ASSERT_EQ(validate(o), "");
+  EXPECT_FALSE(o.duration_s.has_value());
+}
+
+struct BadCase {
+  const char* name;
+  void (*mutate)(LoadOptions&);
+  const char* flag;  // the message must name it
+};
+
+class LoadOptionsRejectTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(LoadOptionsRejectTest, MessageNamesTheFlag) {
+  LoadOptions o = valid();
+  GetParam().mutate(o);
+  std::string error = validate(o);
+  EXPECT_NE(error.find(GetParam().flag), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Flags, LoadOptionsRejectTest,
+    ::testing::Values(BadCase{"https", [](LoadOptions& o) { o.url = "https://127.0.0.1/"; }, "only http://"},
+                      BadCase{"no_scheme", [](LoadOptions& o) { o.url = "127.0.0.1:80"; }, "URL"},
+                      BadCase{"no_host", [](LoadOptions& o) { o.url = "http:///x"; }, "URL"},
+                      BadCase{"bad_port", [](LoadOptions& o) { o.url = "http://h:99999/"; }, "URL"},
+                      BadCase{"zero_threads", [](LoadOptions& o) { o.threads = 0; }, "-t/--threads"},
+                      BadCase{"too_many_threads", [](LoadOptions& o) { o.threads = 5000; }, "1..1024"},
+                      BadCase{"fewer_connections",
+                              [](LoadOptions& o) {
+                                o.threads = 4;
+                                o.connections = 2;
+                              },
+                              "-c/--connections"},
+                      BadCase{"two_stops",
+                              [](LoadOptions& o) {
+                                o.requests_per_thread = 1;
+                                o.duration_s = 1;
+                              },
+                              "-n, --total, -d"},
+                      BadCase{"zero_n", [](LoadOptions& o) { o.requests_per_thread = 0; }, "-n/--requests"},
+                      BadCase{"zero_total", [](LoadOptions& o) { o.total_requests = 0; }, "--total"},
+                      BadCase{"zero_duration", [](LoadOptions& o) { o.duration_s = 0; }, "-d/--duration"},
+                      BadCase{"negative_warmup", [](LoadOptions& o) { o.warmup_s = -1; }, "--warmup"},
+                      BadCase{"zero_timeout", [](LoadOptions& o) { o.timeout_ms = 0; }, "--timeout"},
+                      BadCase{"bad_method", [](LoadOptions& o) { o.method = "GE T"; }, "-m/--method"},
+                      BadCase{"bad_header", [](LoadOptions& o) { o.headers = {"NoColon"}; }, "-H/--header"},
+                      BadCase{"crlf_header", [](LoadOptions& o) { o.headers = {"A: b\r\nC: d"}; },
+                              "-H/--header"},
+                      BadCase{"log_level", [](LoadOptions& o) { o.log_level = "loud"; }, "--log-level"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ParseUrlTest, Forms) {
+  auto u = parse_url("http://127.0.0.1:8080/a/b?x=1");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->host, "127.0.0.1");
+  EXPECT_EQ(u->port, 8080);
+  EXPECT_EQ(u->authority, "127.0.0.1:8080");
+  EXPECT_EQ(u->target, "/a/b?x=1");
+
+  u = parse_url("HTTP://localhost");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->port, 80);
+  EXPECT_EQ(u->target, "/");
+
+  u = parse_url("http://[::1]:9000/p");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->host, "::1");
+  EXPECT_EQ(u->port, 9000);
+
+  u = parse_url("http://[::1]?q");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->port, 80);
+  EXPECT_EQ(u->target, "/?q");
+
+  EXPECT_FALSE(parse_url("http://a:b:c/"));
+  EXPECT_FALSE(parse_url("http://host:0/"));
+}
+
+TEST(SerializeRequestTest, BuildsOneHttp11Request) {
+  LoadOptions o = valid();
+  o.method = "POST";
+  o.body = "abc";
+  o.headers = {"X-Test:  1 ", "Content-Type: text/plain"};
+  std::string r = serialize_request(o, *parse_url(o.url));
+  EXPECT_EQ(r,
+            "POST /path HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: loadlab-load\r\n"
+            "X-Test: 1\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc");
+}
+
+TEST(SerializeRequestTest, NoKeepAliveAndUserHost) {
+  LoadOptions o = valid();
+  o.keep_alive = false;
+  o.headers = {"host: example"};
+  std::string r = serialize_request(o, *parse_url(o.url));
+  EXPECT_EQ(r,
+            "GET /path HTTP/1.1\r\nUser-Agent: loadlab-load\r\nConnection: close\r\nhost: example\r\n\r\n");
+}
+
+}  // namespace
+}  // namespace loadlab::load

@@ -1,0 +1,401 @@
+// LoadRunner against an in-test Beast server on 127.0.0.1:0, and the loadlab-load
+// binary's exit codes and output. Every run is bounded by run_bounded().
+#include "load_runner.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdio>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "load_options.hpp"
+
+namespace loadlab::load {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A tiny HTTP/1.1 server: 127.0.0.1:0, its own thread, counts accepted connections and
+// requests, answers after an optional delay. "/missing" gets 404, anything else 200 "hello".
+
+class TestServer {
+ public:
+  explicit TestServer(std::chrono::milliseconds delay = std::chrono::milliseconds(0))
+      : delay_(delay), acceptor_(ioc_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    do_accept();
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+  ~TestServer() {
+    ioc_.stop();
+    thread_.join();
+  }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  int64_t requests() const { return requests_.load(); }
+  int64_t accepts() const { return accepts_.load(); }
+
+ private:
+  using tcp = boost::asio::ip::tcp;
+
+  class Session : public std::enable_shared_from_this<Session> {
+   public:
+    Session(TestServer& server, tcp::socket socket)
+        : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+    void do_read() {
+      request_ = {};
+      boost::beast::http::async_read(socket_, buffer_, request_,
+                                     [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
+                                       if (ec) return;
+                                       self->server_.requests_.fetch_add(1);
+                                       self->on_request();
+                                     });
+    }
+
+   private:
+    void on_request() {
+      if (server_.delay_.count() == 0) return do_write();
+      timer_.expires_after(server_.delay_);
+      timer_.async_wait([self = shared_from_this()](boost::beast::error_code ec) {
+        if (!ec) self->do_write();
+      });
+    }
+    void do_write() {
+      namespace http = boost::beast::http;
+      bool missing = request_.target() == "/missing";
+      response_ = {missing ? http::status::not_found : http::status::ok, request_.version()};
+      response_.body() = missing ? "missing" : "hello";
+      response_.keep_alive(request_.keep_alive());
+      response_.prepare_payload();
+      http::async_write(socket_, response_,
+                        [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
+                          if (ec || !self->response_.keep_alive()) {
+                            boost::beast::error_code ignored;
+                            self->socket_.shutdown(tcp::socket::shutdown_send, ignored);
+                            return;
+                          }
+                          self->do_read();
+                        });
+    }
+
+    TestServer& server_;
+    tcp::socket socket_;
+    boost::asio::steady_timer timer_;
+    boost::beast::flat_buffer buffer_;
+    boost::beast::http::request<boost::beast::http::string_body> request_;
+    boost::beast::http::response<boost::beast::http::string_body> response_;
+  };
+
+  void do_accept() {
+    acceptor_.async_accept([this](boost::beast::error_code ec, tcp::socket socket) {
+      if (ec) return;
+      accepts_.fetch_add(1);
+      socket.set_option(tcp::no_delay(true));
+      std::make_shared<Session>(*this, std::move(socket))->do_read();
+      do_accept();
+    });
+  }
+
+  std::chrono::milliseconds delay_;
+  boost::asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::atomic<int64_t> requests_{0};
+  std::atomic<int64_t> accepts_{0};
+};
+
+LoadOptions options_for(const TestServer& server, const std::string& path = "/") {
+  LoadOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(server.port()) + path;
+  return o;
+}
+
+// Runs to completion, failing (and stopping the run) if it takes longer than `limit`.
+LoadResult run_bounded(LoadOptions o, std::chrono::seconds limit = 20s, RunCallbacks callbacks = {}) {
+  std::string error = validate(o);
+  EXPECT_EQ(error, "");
+  LoadRunner runner(o, std::move(callbacks));
+  auto future = std::async(std::launch::async, [&] { return runner.run(); });
+  if (future.wait_for(limit) != std::future_status::ready) {
+    ADD_FAILURE() << "run did not end within " << limit.count() << " s";
+    runner.initiate_shutdown();
+  }
+  return future.get();
+}
+
+uint16_t closed_port() {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::acceptor acceptor(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  return acceptor.local_endpoint().port();  // closed when the acceptor goes
+}
+
+TEST(LoadRunnerTest, RequestsPerThreadIsExact) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.threads = 2;
+  o.connections = 4;
+  o.requests_per_thread = 200;
+  LoadResult r = run_bounded(o);
+  EXPECT_EQ(r.requests, 400);
+  EXPECT_EQ(r.responses, 400);
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_EQ(server.requests(), 400);
+  EXPECT_EQ(server.accepts(), 4);  // keep-alive: one connection each
+  EXPECT_EQ(r.histogram.count(), 400);
+  ASSERT_EQ(r.status.count(200), 1u);
+  EXPECT_EQ(r.status.at(200), 400);
+  EXPECT_EQ(r.bytes_read, 400 * static_cast<int64_t>(r.bytes_read / 400));
+  EXPECT_GT(r.bytes_read, 400 * 40);  // status line + headers + "hello"
+  EXPECT_EQ(r.threads, 2);
+  EXPECT_EQ(r.connections, 4);
+  EXPECT_GT(r.duration_s, 0);
+  EXPECT_NEAR(r.qps, r.requests / r.duration_s, 1e-6);
+  EXPECT_TRUE(r.error.empty());
+}
+
+TEST(LoadRunnerTest, TotalIsSplitOverThreadsExactly) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.threads = 2;
+  o.total_requests = 101;
+  LoadResult r = run_bounded(o);
+  EXPECT_EQ(r.requests, 101);
+  EXPECT_EQ(server.requests(), 101);
+}
+
+TEST(LoadRunnerTest, LatencyReflectsServerDelay) {
+  TestServer server(10ms);
+  LoadOptions o = options_for(server);
+  o.threads = 1;
+  o.connections = 2;
+  o.requests_per_thread = 60;
+  LoadResult r = run_bounded(o);
+  ASSERT_EQ(r.requests, 60);
+  int64_t p50 = r.histogram.value_at_percentile(50);
+  EXPECT_GE(p50, 10000);
+  EXPECT_LE(p50, 11500);
+  EXPECT_GE(r.histogram.min(), 10000);
+}
+
+TEST(LoadRunnerTest, WarmupRequestsAreExcluded) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.threads = 2;
+  o.connections = 2;
+  o.requests_per_thread = 100;
+  o.warmup_s = 0.3;
+  int measure_starts = 0;
+  RunCallbacks callbacks;
+  callbacks.on_measure_start = [&] { ++measure_starts; };
+  LoadResult r = run_bounded(o, 20s, callbacks);
+  EXPECT_EQ(r.requests, 200);
+  EXPECT_EQ(r.histogram.count(), 200);
+  EXPECT_GT(r.warmup_requests, 0);
+  EXPECT_GT(server.requests(), r.requests);
+  EXPECT_GE(server.requests(), r.requests + r.warmup_requests);
+  EXPECT_EQ(measure_starts, 1);
+}
+
+TEST(LoadRunnerTest, DurationWindowIsHonoured) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.threads = 2;
+  o.connections = 4;
+  o.duration_s = 1.0;
+  auto start = std::chrono::steady_clock::now();
+  LoadResult r = run_bounded(o);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NEAR(r.duration_s, 1.0, 0.1);
+  EXPECT_LT(wall, 1.5);
+  EXPECT_GT(r.requests, 100);
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_LE(r.requests, server.requests());
+}
+
+TEST(LoadRunnerTest, UnreachableTargetEndsWithError) {
+  LoadOptions o;
+  uint16_t port = closed_port();
+  o.url = "http://127.0.0.1:" + std::to_string(port) + "/";
+  o.threads = 2;
+  o.connections = 4;
+  o.duration_s = 30;
+  auto start = std::chrono::steady_clock::now();
+  LoadResult r = run_bounded(o, 10s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_EQ(r.error.rfind("cannot connect to 127.0.0.1:" + std::to_string(port) + ": ", 0), 0u) << r.error;
+  EXPECT_EQ(r.responses, 0);
+}
+
+TEST(LoadRunnerTest, UnreachableWithRequestBudgetEnds) {
+  LoadOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/";
+  o.requests_per_thread = 1000000;
+  LoadResult r = run_bounded(o, 10s);
+  EXPECT_FALSE(r.error.empty());
+}
+
+TEST(LoadRunnerTest, SlowResponsesTimeOutAndReconnect) {
+  TestServer server(400ms);
+  LoadOptions o = options_for(server);
+  o.connections = 2;
+  o.timeout_ms = 50;
+  o.duration_s = 0.5;
+  LoadResult r = run_bounded(o);
+  EXPECT_GT(r.errors_by_kind[static_cast<int>(ErrorKind::kTimeout)], 2);
+  EXPECT_EQ(r.responses, 0);
+  EXPECT_EQ(r.errors, r.requests);
+  EXPECT_GT(server.accepts(), 4);  // a timed-out connection is reopened
+  EXPECT_TRUE(r.error.empty());
+}
+
+TEST(LoadRunnerTest, ErrorStatusesAreCountedAsErrors) {
+  TestServer server;
+  LoadOptions o = options_for(server, "/missing");
+  o.requests_per_thread = 20;
+  LoadResult r = run_bounded(o);
+  EXPECT_EQ(r.requests, 20);
+  EXPECT_EQ(r.responses, 20);
+  EXPECT_EQ(r.errors, 20);
+  EXPECT_EQ(r.errors_by_kind[static_cast<int>(ErrorKind::kStatus)], 20);
+  EXPECT_EQ(r.status.at(404), 20);
+}
+
+TEST(LoadRunnerTest, NoKeepAliveOpensOneConnectionPerRequest) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.connections = 2;
+  o.requests_per_thread = 30;
+  o.keep_alive = false;
+  LoadResult r = run_bounded(o);
+  EXPECT_EQ(r.requests, 30);
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_EQ(server.accepts(), 30);
+}
+
+TEST(LoadRunnerTest, ShutdownStopsEarlyAndKeepsWhatWasMeasured) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.duration_s = 30;
+  ASSERT_EQ(validate(o), "");
+  LoadRunner runner(o);
+  auto future = std::async(std::launch::async, [&] { return runner.run(); });
+  std::this_thread::sleep_for(300ms);
+  runner.initiate_shutdown();
+  ASSERT_EQ(future.wait_for(5s), std::future_status::ready);
+  LoadResult r = future.get();
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_GT(r.requests, 0);
+  EXPECT_NEAR(r.duration_s, 0.3, 0.1);
+}
+
+TEST(LoadRunnerTest, ProgressIsReported) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.duration_s = 0.6;
+  o.warmup_s = 0.3;
+  std::vector<Progress> seen;
+  RunCallbacks callbacks;
+  callbacks.on_progress = [&](const Progress& p) { seen.push_back(p); };
+  ASSERT_EQ(validate(o), "");
+  LoadRunner runner(o, callbacks);
+  runner.progress_interval = 100ms;
+  LoadResult r = runner.run();
+  ASSERT_GE(seen.size(), 5u);
+  EXPECT_TRUE(seen.front().warmup);
+  EXPECT_FALSE(seen.back().warmup);
+  EXPECT_GT(seen.front().requests, 0);
+  EXPECT_GT(seen.back().qps, 0);
+  EXPECT_LE(seen.back().requests, r.requests);
+}
+
+// --- the binary ---
+
+struct Exec {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs loadlab-load with `args` (stderr to /dev/null unless `args` redirects it).
+Exec run_binary(const std::string& args) {
+  std::string cmd = "timeout 20 " LOADLAB_BIN_DIR "/loadlab-load " + args;
+  Exec e;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return e;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) e.out.append(buf.data(), n);
+  int status = pclose(p);
+  e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return e;
+}
+
+TEST(LoadBinaryTest, BadFlagsExitTwoWithOneLineNamingTheFlag) {
+  Exec e = run_binary("http://127.0.0.1:1/ -t 0 2>&1");
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.out.find("-t/--threads"), std::string::npos) << e.out;
+  EXPECT_EQ(std::count(e.out.begin(), e.out.end(), '\n'), 1) << e.out;
+  EXPECT_EQ(run_binary("http://127.0.0.1:1/ --nope 2>/dev/null").exit_code, 2);
+  EXPECT_EQ(run_binary("ftp://127.0.0.1:1/ 2>/dev/null").exit_code, 2);
+}
+
+TEST(LoadBinaryTest, UnreachableTargetExitsOne) {
+  std::string port = std::to_string(closed_port());
+  Exec e = run_binary("http://127.0.0.1:" + port + "/ -d 30 2>&1");
+  EXPECT_EQ(e.exit_code, 1);
+  EXPECT_NE(e.out.find("cannot connect to 127.0.0.1:" + port + ": "), std::string::npos) << e.out;
+}
+
+TEST(LoadBinaryTest, JsonPrintsOneObject) {
+  TestServer server;
+  Exec e = run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
+                      "/ -n 50 -t 2 -c 2 --json 2>/dev/null");
+  ASSERT_EQ(e.exit_code, 0);
+  auto j = nlohmann::json::parse(e.out);
+  EXPECT_EQ(j["requests"], 100);
+  EXPECT_EQ(j["status"]["200"], 100);
+  EXPECT_EQ(j["errors_by_kind"]["timeout"], 0);
+  for (const char* key : {"p50", "p90", "p99", "p999", "max", "mean", "min"})
+    EXPECT_TRUE(j["latency_us"].contains(key)) << key;
+  EXPECT_EQ(Histogram::from_json(j["histogram"]).count(), 100);
+}
+
+TEST(LoadBinaryTest, JsonEventsStreamProgressMeasureStartAndResult) {
+  TestServer server;
+  Exec e = run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
+                      "/ -d 0.8 --warmup 0.6 --json-events 2>/dev/null");
+  ASSERT_EQ(e.exit_code, 0);
+  std::vector<nlohmann::json> events;
+  size_t pos = 0;
+  while (pos < e.out.size()) {
+    size_t nl = e.out.find('\n', pos);
+    events.push_back(nlohmann::json::parse(e.out.substr(pos, nl - pos)));
+    pos = nl + 1;
+  }
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front()["event"], "progress");
+  EXPECT_EQ(events.front()["warmup"], true);
+  EXPECT_EQ(events.back()["event"], "result");
+  EXPECT_GT(events.back()["requests"].get<int64_t>(), 0);
+  int measure_starts = 0;
+  for (const auto& ev : events) measure_starts += ev["event"] == "measure_start";
+  EXPECT_EQ(measure_starts, 1);
+}
+
+TEST(LoadBinaryTest, SigintPrintsTheResult) {
+  TestServer server;
+  Exec e = run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
+                      "/ -d 30 --json 2>/dev/null & pid=$!; sleep 0.5; kill -INT $pid; wait $pid");
+  // `timeout` wraps the binary: SIGINT goes to the shell's child `timeout`, which forwards it.
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  auto j = nlohmann::json::parse(e.out);
+  EXPECT_EQ(j["interrupted"], true);
+  EXPECT_GT(j["requests"].get<int64_t>(), 0);
+}
+
+}  // namespace
+}  // namespace loadlab::load

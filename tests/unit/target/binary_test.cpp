@@ -1,0 +1,226 @@
+// The loadlab-target executable as the agent uses it: spawned by pid, port read from its first
+// stdout line, stopped with SIGTERM. Every wait is bounded; every child is killed by pid.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::string kBinary = std::string(LOADLAB_BIN_DIR) + "/loadlab-target";
+
+class Child {
+ public:
+  explicit Child(std::vector<std::string> args) {
+    args.insert(args.begin(), kBinary);
+    int out[2], err[2];
+    if (pipe(out) != 0 || pipe(err) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    posix_spawn_file_actions_addclose(&actions, err[0]);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, kBinary.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    close(err[1]);
+    out_ = out[0];
+    err_ = err[0];
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (out_ >= 0) close(out_);
+    if (err_ >= 0) close(err_);
+  }
+
+  pid_t pid() const { return pid_; }
+
+  // Next stdout line, or nullopt after `timeout` / at EOF.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout = 5000ms) {
+    auto deadline = Clock::now() + timeout;
+    while (true) {
+      if (auto nl = out_buf_.find('\n'); nl != std::string::npos) {
+        std::string line = out_buf_.substr(0, nl);
+        out_buf_.erase(0, nl + 1);
+        return line;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return std::nullopt;
+      pollfd pfd{out_, POLLIN, 0};
+      if (poll(&pfd, 1, static_cast<int>(left)) <= 0) return std::nullopt;
+      char chunk[256];
+      auto n = read(out_, chunk, sizeof chunk);
+      if (n <= 0) return std::nullopt;
+      out_buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+  // Waits for exit; returns the exit status, or -1 if it did not exit in time (then killed).
+  int wait_exit(std::chrono::milliseconds timeout = 5000ms) {
+    auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return -1;
+  }
+
+  // All of stderr (call after exit).
+  std::string read_stderr() {
+    std::string text;
+    char chunk[256];
+    pollfd pfd{err_, POLLIN, 0};
+    while (poll(&pfd, 1, 1000) > 0) {
+      auto n = read(err_, chunk, sizeof chunk);
+      if (n <= 0) break;
+      text.append(chunk, static_cast<size_t>(n));
+    }
+    return text;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+  std::string out_buf_;
+};
+
+// One bounded GET on a fresh connection; returns the body or the error.
+std::string get_body(uint16_t port) {
+  net::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  beast::flat_buffer buffer;
+  http::request<http::empty_body> req{http::verb::get, "/", 11};
+  req.set(http::field::host, "127.0.0.1");
+  http::response<http::string_body> res;
+  std::string result = "<no answer>";
+  stream.expires_after(5s);
+  stream.async_connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), [&](beast::error_code ec) {
+    if (ec) return void(result = ec.message());
+    http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
+      if (ec) return void(result = ec.message());
+      http::async_read(stream, buffer, res,
+                       [&](beast::error_code ec, std::size_t) { result = ec ? ec.message() : res.body(); });
+    });
+  });
+  ioc.run();
+  return result;
+}
+
+uint16_t port_of(const std::string& line) {
+  std::smatch m;
+  if (!std::regex_match(line, m, std::regex(R"(listening on (?:127\.0\.0\.1|\[::1\]):(\d+))"))) return 0;
+  return static_cast<uint16_t>(std::stoi(m[1]));
+}
+
+TEST(TargetBinary, AnnouncesThePortServesAndReportsTheCountOnSigterm) {
+  Child child({"--listen", "127.0.0.1:0", "--threads", "2", "--body", "hello"});
+  ASSERT_GT(child.pid(), 0);
+  auto line = child.read_line();
+  ASSERT_TRUE(line) << "no announcement";
+  uint16_t port = port_of(*line);
+  ASSERT_NE(port, 0) << *line;
+  EXPECT_EQ(get_body(port), "hello");
+  EXPECT_EQ(get_body(port), "hello");
+  EXPECT_EQ(get_body(port), "hello");
+  ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
+  EXPECT_EQ(child.read_line(), "requests 3");
+  EXPECT_EQ(child.wait_exit(), 0);
+}
+
+TEST(TargetBinary, SigintStopsToo) {
+  Child child({"--threads", "1"});
+  auto line = child.read_line();
+  ASSERT_TRUE(line);
+  ASSERT_NE(port_of(*line), 0) << *line;
+  ASSERT_EQ(kill(child.pid(), SIGINT), 0);
+  EXPECT_EQ(child.read_line(), "requests 0");
+  EXPECT_EQ(child.wait_exit(), 0);
+}
+
+TEST(TargetBinary, AnnouncesIpv6WithBrackets) {
+  Child child({"--listen", "[::1]:0", "--threads", "1"});
+  auto line = child.read_line();
+  if (!line) {
+    EXPECT_EQ(child.wait_exit(), 1);
+    GTEST_SKIP() << "no IPv6 loopback: " << child.read_stderr();
+  }
+  EXPECT_TRUE(std::regex_match(*line, std::regex(R"(listening on \[::1\]:[1-9]\d*)"))) << *line;
+}
+
+struct BadFlag {
+  std::vector<std::string> args;
+  std::string flag;
+};
+
+class TargetBinaryBadFlags : public ::testing::TestWithParam<BadFlag> {};
+
+TEST_P(TargetBinaryBadFlags, ExitWith2AndNameTheFlag) {
+  Child child(GetParam().args);
+  EXPECT_EQ(child.wait_exit(), 2);
+  auto err = child.read_stderr();
+  EXPECT_NE(err.find(GetParam().flag), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Flags, TargetBinaryBadFlags,
+                         ::testing::Values(BadFlag{{"--listen", "nope"}, "--listen"},
+                                           BadFlag{{"--listen", "1.2.3.4:70000"}, "--listen"},
+                                           BadFlag{{"--listen", "::1:80"}, "--listen"},
+                                           BadFlag{{"--threads", "0"}, "--threads"},
+                                           BadFlag{{"--threads", "two"}, "--threads"},
+                                           BadFlag{{"--delay-ms", "-1"}, "--delay-ms"},
+                                           BadFlag{{"--delay-ms", "5ms"}, "--delay-ms"},
+                                           BadFlag{{"--log-level", "loud"}, "--log-level"},
+                                           BadFlag{{"--no-such-flag"}, "--no-such-flag"}));
+
+TEST(TargetBinary, PortInUseExitsWith1AndSaysWhy) {
+  Child first({"--threads", "1"});
+  auto line = first.read_line();
+  ASSERT_TRUE(line);
+  auto port = port_of(*line);
+  ASSERT_NE(port, 0);
+  std::string listen = "127.0.0.1:" + std::to_string(port);
+  Child second({"--listen", listen});
+  EXPECT_EQ(second.wait_exit(), 1);
+  auto err = second.read_stderr();
+  EXPECT_NE(err.find("cannot listen on " + listen + ": "), std::string::npos) << err;
+}
+
+}  // namespace
