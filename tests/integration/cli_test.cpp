@@ -42,6 +42,18 @@ TEST(Cli, MissingFileAndBrokenJsonExitTwo) {
   EXPECT_NE(r.output_tail.find("is not valid JSON"), std::string::npos) << r.output_tail;
 }
 
+TEST(Cli, TargetTheAgentCannotHostExitsTwoBeforeAnyCell) {
+  TempDir dir;
+  auto s = dir.file("s.json", R"({"name": "x", "targets": [{"name": "a", "builtin": "hello"}, {"name": "go", "catalog": "go-nethttp"}],
+      "matrix": {"delay_ms": [0], "threads": [1]}, "load": {"total_requests": 10}})");
+  auto r = run_command({bin("loadlab"), "run", s, "--out", (dir.path() / "o").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("/targets/1/catalog: agent embedded cannot host \"go-nethttp\"; it knows: hello"),
+            std::string::npos)
+      << r.output_tail;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "o" / "result.json"));
+}
+
 TEST(Cli, UnknownFlagExitsTwo) {
   auto r = run_command({bin("loadlab"), "run", "x.json", "--bogus"});
   EXPECT_EQ(r.code, 2);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <thread>
 #include <string>
 
 namespace loadlab::agent {
@@ -12,7 +14,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool alive(pid_t pid) { return kill(pid, 0) == 0; }
+// Running (a zombie has finished: whoever adopted it may reap it late).
+bool alive(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return false;
+  auto rparen = line.rfind(')');
+  return rparen != std::string::npos && rparen + 2 < line.size() && line[rparen + 2] != 'Z';
+}
 
 TEST(ChildProcess, ReadsStdoutLinesAndExitStatus) {
   auto c = ChildProcess::spawn({"/bin/sh", "-c", "echo one; echo two; echo err >&2; exit 3"});
