@@ -8,6 +8,7 @@
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
 
 int main(int argc, char** argv) {
@@ -23,6 +24,8 @@ int main(int argc, char** argv) {
   app.add_option("--sample-interval-ms", options.sample_interval_ms, "RSS sampling period")
       ->check(CLI::Range(10, 10000));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
+  std::string catalog_file;
+  app.add_option("--catalog", catalog_file, "JSON file naming the external targets this agent may run");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -35,6 +38,14 @@ int main(int argc, char** argv) {
   if (!loadlab::parse_endpoint(listen) && listen.rfind("unix:", 0) != 0) {
     std::cerr << "--listen: must be HOST:PORT or unix:PATH, got \"" << listen << "\"\n";
     return 2;
+  }
+  if (!catalog_file.empty()) {
+    try {
+      options.catalog = loadlab::agent::Catalog::load_file(catalog_file);
+    } catch (const loadlab::InputError& e) {
+      std::cerr << "loadlab-agent: --catalog " << catalog_file << ": " << e.what() << "\n";
+      return 2;
+    }
   }
   // Signals are taken by one thread with sigwait: no work in a signal handler.
   sigset_t sigs;

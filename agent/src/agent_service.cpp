@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loadlab/agent/child_process.hpp"
+#include "loadlab/agent/ports.hpp"
 #include "loadlab/agent/load_result_json.hpp"
 #include "loadlab/agent/usage_window.hpp"
 #include "loadlab/shared/endpoint.hpp"
@@ -24,8 +25,6 @@ using grpc::StatusCode;
 using namespace std::chrono_literals;
 
 namespace {
-
-constexpr const char* kBuiltinTargets[] = {"hello"};
 
 // Holds a busy flag for the lifetime of a job; a second job of the same kind is refused.
 class BusyGuard {
@@ -74,23 +73,6 @@ class PeriodicSampler {
   std::thread thread_;  // last: starts after the members it uses
 };
 
-// True once HOST:PORT accepts a TCP connection.
-bool tcp_accepts(const Endpoint& ep) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(ep.host.c_str(), std::to_string(ep.port).c_str(), &hints, &res) != 0) return false;
-  bool ok = false;
-  for (auto* a = res; a && !ok; a = a->ai_next) {
-    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
-    close(fd);
-  }
-  freeaddrinfo(res);
-  return ok;
-}
-
 void fill_usage(const UsageFigures& f, const std::string& label, v1::Usage* u) {
   u->set_label(label);
   u->set_window_s(f.window_s);
@@ -101,6 +83,14 @@ void fill_usage(const UsageFigures& f, const std::string& label, v1::Usage* u) {
   u->set_rss_kb_peak(f.rss_kb_peak);
   u->set_samples(f.samples);
   u->set_processes(f.processes);
+  u->set_machine_cpu_pct(f.machine_cpu_pct);
+  u->set_machine_cores(f.machine_cores);
+  for (auto& p : f.series) {
+    auto* point = u->add_series();
+    point->set_t_s(p.t_s);
+    point->set_cpu_pct(p.cpu_pct);
+    point->set_rss_kb(p.rss_kb);
+  }
 }
 
 std::string read_first_match(const char* path, const std::string& prefix) {
@@ -142,7 +132,7 @@ Status AgentService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, 
   info->set_memory_bytes(static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
   info->set_kernel(std::string(u.sysname) + " " + u.release);
   info->set_cpu_model(read_first_match("/proc/cpuinfo", "model name"));
-  for (auto* t : kBuiltinTargets) info->add_catalog(t);
+  for (auto& t : options_.catalog.names()) info->add_catalog(t);
   info->add_protocols("http/1.1");
   info->set_busy(target_busy_ || load_busy_);
   return Status::OK;
@@ -155,56 +145,78 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   if (!stream->Read(&cmd)) return Status(StatusCode::INVALID_ARGUMENT, "stream closed before a TargetSpec");
   if (!cmd.has_spec()) return Status(StatusCode::INVALID_ARGUMENT, "the first command must be a TargetSpec");
   const auto& spec = cmd.spec();
-  if (spec.kind_case() == v1::TargetSpec::kCatalog || spec.builtin() != "hello") {
-    std::string name = spec.kind_case() == v1::TargetSpec::kCatalog ? spec.catalog() : spec.builtin();
-    return Status(StatusCode::NOT_FOUND, "unknown target \"" + name + "\"; this agent knows: hello");
-  }
+  const std::string name = spec.kind_case() == v1::TargetSpec::kCatalog ? spec.catalog() : spec.builtin();
+  const CatalogEntry* entry = options_.catalog.find(name);
+  if (!entry)
+    return Status(StatusCode::NOT_FOUND,
+                  "unknown target \"" + name + "\"; this agent knows: " + options_.catalog.names_joined());
   if (spec.delay_ms() > 60000) return Status(StatusCode::INVALID_ARGUMENT, "delay_ms: must be 0..60000");
   if (spec.threads() > 1024) return Status(StatusCode::INVALID_ARGUMENT, "threads: must be 0..1024");
   BusyGuard busy(target_busy_);
   if (!busy.owned()) return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already hosts a target");
 
   unsigned threads = spec.threads() ? spec.threads() : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::string> argv{options_.bin_dir + "/loadlab-target",
-                                "--listen",
-                                Endpoint{options_.target_host, 0}.to_string(),
-                                "--threads",
-                                std::to_string(threads),
-                                "--delay-ms",
-                                std::to_string(spec.delay_ms())};
-  if (!spec.body().empty()) argv.insert(argv.end(), {"--body", spec.body()});
+  std::vector<std::string> argv;
+  SpawnOptions spawn_options;
+  std::unique_ptr<PortReservation> port;  // held while the target runs
+  std::optional<Endpoint> ep;
+  try {
+    if (entry->builtin) {
+      // Port 0: the target binds any free port and says which on its first line.
+      argv = {options_.bin_dir + "/loadlab-target", "--listen",   Endpoint{options_.target_host, 0}.to_string(),
+              "--threads",                          std::to_string(threads), "--delay-ms",
+              std::to_string(spec.delay_ms())};
+      if (!spec.body().empty()) argv.insert(argv.end(), {"--body", spec.body()});
+    } else {
+      port = std::make_unique<PortReservation>(options_.target_host);
+      Placeholders ph{options_.target_host, port->port(), spec.delay_ms(), threads};
+      for (auto& a : entry->argv) argv.push_back(expand_placeholders(a, ph));
+      for (auto& [k, v] : entry->env) spawn_options.env.emplace_back(k, expand_placeholders(v, ph));
+      spawn_options.cwd = entry->cwd;
+      ep = Endpoint{options_.target_host, port->port()};
+    }
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, std::string("cannot prepare target: ") + e.what());
+  }
   auto t_start = monotonic_seconds();
   std::unique_ptr<ChildProcess> child;
   try {
-    child = ChildProcess::spawn(argv);
+    child = ChildProcess::spawn(argv, spawn_options);
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, std::string("cannot start target: ") + e.what());
   }
-  log->info("target pid {} started: delay {} ms, {} threads", child->pid(), spec.delay_ms(), threads);
+  log->info("target {} pid {} started: delay {} ms, {} threads", name, child->pid(), spec.delay_ms(), threads);
   std::mutex write_mutex;  // the sampler thread writes too
   {
     v1::TargetEvent ev;
     ev.mutable_started()->set_pid(child->pid());
     stream->Write(ev);
   }
-  auto timeout = std::chrono::milliseconds(spec.start_timeout_ms() ? spec.start_timeout_ms() : 10000);
+  auto timeout = std::chrono::milliseconds(spec.start_timeout_ms() ? spec.start_timeout_ms() : entry->start_timeout_ms);
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto fail_start = [&](const std::string& why) {
     auto st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
-    return Status(StatusCode::UNAVAILABLE, "target did not become ready: " + why + " (" + st.describe() +
-                                               "); last output:\n" + child->output_tail());
+    return Status(StatusCode::UNAVAILABLE, "target " + name + " did not become ready: " + why + " (" +
+                                               st.describe() + "); last output:\n" + child->output_tail());
   };
-  std::string line;
-  auto ls = child->next_line(line, timeout);
-  if (ls != ChildProcess::LineStatus::kLine || line.rfind("listening on ", 0) != 0)
-    return fail_start(ls == ChildProcess::LineStatus::kTimeout ? "no 'listening on' line in time"
-                                                               : "no 'listening on' line");
-  auto ep = parse_endpoint(line.substr(13));
-  if (!ep) return fail_start("cannot parse \"" + line + "\"");
-  while (!tcp_accepts(*ep)) {
-    if (child->poll_exit() || std::chrono::steady_clock::now() > deadline || ctx->IsCancelled())
-      return fail_start("port " + ep->to_string() + " does not accept connections");
-    std::this_thread::sleep_for(5ms);
+  if (entry->builtin) {
+    std::string line;
+    auto ls = child->next_line(line, timeout);
+    if (ls != ChildProcess::LineStatus::kLine || line.rfind("listening on ", 0) != 0)
+      return fail_start(ls == ChildProcess::LineStatus::kTimeout ? "no 'listening on' line in time"
+                                                                 : "no 'listening on' line");
+    ep = parse_endpoint(line.substr(13));
+    if (!ep) return fail_start("cannot parse \"" + line + "\"");
+  }
+  const bool http = entry->readiness == CatalogEntry::Readiness::kHttp;
+  while (!(http ? http_ready(*ep, entry->http_path) : tcp_accepts(*ep))) {
+    if (child->poll_exit()) return fail_start("it exited");
+    if (std::chrono::steady_clock::now() > deadline)
+      return fail_start(std::string(http ? "GET " + entry->http_path + " on " : "port ") + ep->to_string() +
+                        (http ? " gave no 2xx" : " accepted no connection") + " within " +
+                        std::to_string(timeout.count()) + " ms");
+    if (ctx->IsCancelled()) return fail_start("the controller cancelled");
+    std::this_thread::sleep_for(10ms);
   }
   {
     v1::TargetEvent ev;
@@ -217,7 +229,8 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
 
   UsageWindow window(proc_, child->pid(), monotonic_seconds);
   std::atomic<bool> died{false};
-  PeriodicSampler sampler(window, options_.sample_interval_ms, [&] {
+  std::optional<PeriodicSampler> sampler;
+  sampler.emplace(window, options_.sample_interval_ms, [&] {
     auto st = child->poll_exit();
     if (!st) return true;
     // The target died under load: tell the controller why, then end the stream.
@@ -246,6 +259,7 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
       stream->Write(ev);
     }
   }
+  sampler.reset();  // before the stop, so the exit we cause is not taken for a crash
   auto st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
   log->info("target pid {} stopped: {}", child->pid(), st.describe());
   if (died) return Status(StatusCode::ABORTED, "target exited early: " + st.describe());

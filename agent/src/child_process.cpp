@@ -74,22 +74,37 @@ ExitStatus decode(int status, const rusage& ru) {
 }
 }  // namespace
 
-static pid_t fork_exec(std::vector<char*>& args, const std::string& path, int out[2], int err[2]);
+static pid_t fork_exec(std::vector<char*>& args, std::vector<char*>& envp, const char* cwd, const std::string& path,
+                       int out[2], int err[2]);
 
 std::string ExitStatus::describe() const {
   if (signal != 0) return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
   return "exit status " + std::to_string(code);
 }
 
-std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv) {
+std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) throw std::runtime_error("empty command line");
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (auto& [k, v] : options.env) replaced = replaced || k == name;
+    if (!replaced) env_strings.push_back(std::move(entry));
+  }
+  for (auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
 
   int out[2], err[2];
   pid_t pid = -1;
-  launcher().run([&] { pid = fork_exec(args, argv[0], out, err); });
+  launcher().run([&] { pid = fork_exec(args, envp, cwd, argv[0], out, err); });
   std::unique_ptr<ChildProcess> child(new ChildProcess());
   child->pid_ = pid;
   child->wake_fd_ = eventfd(0, EFD_CLOEXEC);
@@ -98,7 +113,8 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
 }
 
 // Runs on the launcher thread. Returns the pid; out/err receive the parent's pipe ends.
-static pid_t fork_exec(std::vector<char*>& args, const std::string& path, int out[2], int err[2]) {
+static pid_t fork_exec(std::vector<char*>& args, std::vector<char*>& envp, const char* cwd, const std::string& path,
+                       int out[2], int err[2]) {
   int exec_err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(exec_err, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("pipe: ") + strerror(errno));
@@ -118,7 +134,13 @@ static pid_t fork_exec(std::vector<char*>& args, const std::string& path, int ou
     if (devnull >= 0) dup2(devnull, 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
-    execv(args[0], args.data());
+    if (cwd && chdir(cwd) != 0) {
+      int e = errno;
+      ssize_t ignored = write(exec_err[1], &e, sizeof e);
+      (void)ignored;
+      _exit(127);
+    }
+    execve(args[0], args.data(), envp.data());
     int e = errno;
     ssize_t ignored = write(exec_err[1], &e, sizeof e);
     (void)ignored;

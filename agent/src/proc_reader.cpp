@@ -1,15 +1,67 @@
 #include "loadlab/agent/proc_reader.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <vector>
 
 namespace loadlab::agent {
+
+namespace {
+
+// Reads a small /proc file into buf (NUL-terminated); the length, or -1. Plain syscalls:
+// the sampler reads a few files per process ten times a second, and iostreams cost more
+// than the reads themselves.
+ssize_t read_small(const char* path, char* buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n < 0) return -1;
+  buf[n] = '\0';
+  return n;
+}
+
+}  // namespace
+
+ProcFsReader::~ProcFsReader() {
+  for (auto& [path, fd] : fds_) close(fd);
+}
+
+// Re-reads a /proc file through a descriptor kept open: one pread instead of open, read
+// and close. A descriptor pins its process, so a reused pid cannot be misread: reads of a
+// dead process fail and its descriptors are dropped.
+ssize_t ProcFsReader::read_cached(const std::string& path, char* buf, size_t size) {
+  int fd = -1;
+  {
+    std::lock_guard lock(fds_mutex_);
+    auto it = fds_.find(path);
+    if (it != fds_.end()) {
+      fd = it->second;
+      fds_.erase(it);  // taken; put back after a good read
+    }
+  }
+  if (fd < 0) fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = pread(fd, buf, size - 1, 0);
+  if (n < 0) {
+    close(fd);
+    return -1;
+  }
+  buf[n] = '\0';
+  std::lock_guard lock(fds_mutex_);
+  if (fds_.size() >= kMaxCachedFds) {
+    for (auto& [p, f] : fds_) close(f);
+    fds_.clear();
+  }
+  if (!fds_.emplace(path, fd).second) close(fd);
+  return n;
+}
 
 std::vector<pid_t> ProcFsReader::list_pids() {
   std::vector<pid_t> pids;
@@ -25,43 +77,104 @@ std::vector<pid_t> ProcFsReader::list_pids() {
 }
 
 std::optional<ProcStat> ProcFsReader::stat(pid_t pid) {
-  std::string base = root_ + "/" + std::to_string(pid);
-  std::ifstream f(base + "/stat");
-  std::string line;
-  if (!f || !std::getline(f, line)) return std::nullopt;
+  char path[128];
+  char buf[1024];
+  std::snprintf(path, sizeof path, "%s/%d/stat", root_.c_str(), pid);
+  if (read_cached(path, buf, sizeof buf) <= 0) return std::nullopt;
   // The command name (field 2) may hold spaces and parentheses: parse after the last ')'.
-  auto rparen = line.rfind(')');
-  if (rparen == std::string::npos) return std::nullopt;
-  std::istringstream in(line.substr(rparen + 2));
+  char* rparen = std::strrchr(buf, ')');
+  if (!rparen) return std::nullopt;
   ProcStat s;
   s.pid = pid;
-  std::string state;
-  long long ppid;
-  in >> state >> ppid;
-  // Fields 5..13 skipped; 14 utime, 15 stime, 16 cutime, 17 cstime.
-  std::string skip;
-  for (int i = 5; i <= 13; ++i) in >> skip;
-  long long ut, st, cut, cst;
-  if (!(in >> ut >> st >> cut >> cst)) return std::nullopt;
+  char state;
+  long long ppid, threads, rss_pages;
+  unsigned long long ut, st;
+  long long cut, cst;
+  // Fields 3 state, 4 ppid, 14 utime, 15 stime, 16 cutime, 17 cstime, 20 num_threads,
+  // 24 rss (pages: the same figure as VmRSS).
+  if (std::sscanf(rparen + 2,
+                  "%c %lld %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %lld %lld %*s %*s %lld %*s %*s %*s %lld",
+                  &state, &ppid, &ut, &st, &cut, &cst, &threads, &rss_pages) != 8)
+    return std::nullopt;
   s.ppid = static_cast<pid_t>(ppid);
-  s.utime = static_cast<uint64_t>(ut);
-  s.stime = static_cast<uint64_t>(st);
+  s.utime = ut;
+  s.stime = st;
   s.cutime = static_cast<uint64_t>(cut);
   s.cstime = static_cast<uint64_t>(cst);
-  clockid_t clock;
+  s.threads = static_cast<uint32_t>(threads);
+  static const uint64_t page_kb = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+  s.rss_kb = static_cast<uint64_t>(rss_pages) * page_kb;
+  // The process's CPU clock id, as clock_getcpuclockid() makes it (without its extra
+  // validating syscall): CPUCLOCK_SCHED of the whole thread group.
+  const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(pid) << 3) | 2);
   timespec ts{};
-  if (clock_getcpuclockid(pid, &clock) == 0 && clock_gettime(clock, &ts) == 0)
-    s.cpu_ns = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-  std::ifstream status(base + "/status");
-  for (std::string l; std::getline(status, l);) {
-    if (l.rfind("VmRSS:", 0) == 0) {
-      s.rss_kb = std::strtoull(l.c_str() + 6, nullptr, 10);
-      break;
-    }
-  }
+  if (clock_gettime(clock, &ts) == 0) s.cpu_ns = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
   return s;
 }
 
 long ProcFsReader::ticks_per_second() { return sysconf(_SC_CLK_TCK); }
+
+std::optional<std::vector<pid_t>> ProcFsReader::children(pid_t pid, uint32_t threads) {
+  char path[192];
+  char buf[4096];
+  auto parse = [&](std::vector<pid_t>& out) {
+    for (char* p = buf; *p;) {
+      char* end;
+      long c = std::strtol(p, &end, 10);
+      if (end == p) break;
+      out.push_back(static_cast<pid_t>(c));
+      p = end;
+    }
+  };
+  if (threads == 1) {
+    // One thread: its children file is the whole answer, no directory listing needed.
+    std::snprintf(path, sizeof path, "%s/%d/task/%d/children", root_.c_str(), pid, pid);
+    std::vector<pid_t> out;
+    if (read_cached(path, buf, sizeof buf) < 0) {
+      if (access(path, F_OK) != 0 && access((root_ + "/" + std::to_string(pid)).c_str(), F_OK) == 0)
+        return std::nullopt;  // the process exists but the kernel has no children files
+      return out;
+    }
+    parse(out);
+    return out;
+  }
+  // Each thread lists the children it forked: read them all.
+  char task_dir[128];
+  std::snprintf(task_dir, sizeof task_dir, "%s/%d/task", root_.c_str(), pid);
+  DIR* d = opendir(task_dir);
+  if (!d) return std::vector<pid_t>{};  // gone
+  std::vector<pid_t> out;
+  bool supported = true;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::snprintf(path, sizeof path, "%s/%s/children", task_dir, e->d_name);
+    if (read_small(path, buf, sizeof buf) < 0) {
+      // No such file on kernels without CONFIG_PROC_CHILDREN; a thread that just exited
+      // also has none, so only the main thread's absence decides.
+      if (std::atoi(e->d_name) == pid) supported = false;
+      continue;
+    }
+    parse(out);
+  }
+  closedir(d);
+  if (!supported) return std::nullopt;
+  return out;
+}
+
+std::optional<MachineCpu> ProcFsReader::machine_cpu() {
+  char path[128];
+  std::snprintf(path, sizeof path, "%s/stat", root_.c_str());
+  thread_local std::vector<char> local(64 * 1024);  // one line per core and more: read whole
+  if (read_small(path, local.data(), local.size()) <= 0) return std::nullopt;
+  unsigned long long v[8] = {};
+  if (std::sscanf(local.data(), "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                  &v[6], &v[7]) != 8)
+    return std::nullopt;
+  MachineCpu m;
+  m.busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];  // user nice system irq softirq steal
+  m.total = m.busy + v[3] + v[4];                    // + idle iowait
+  for (const char* p = std::strstr(local.data(), "\ncpu"); p; p = std::strstr(p + 1, "\ncpu")) ++m.cores;
+  return m;
+}
 
 }  // namespace loadlab::agent

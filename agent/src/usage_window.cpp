@@ -1,5 +1,6 @@
 #include "loadlab/agent/usage_window.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 #include <unordered_set>
@@ -10,38 +11,77 @@ double monotonic_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-TreeReading read_tree(ProcReader& reader, pid_t root) {
-  TreeReading r;
-  auto root_stat = reader.stat(root);
-  if (!root_stat) return r;
+namespace {
+
+void add(TreeReading& r, const ProcStat& s, double tps) {
+  if (s.cpu_ns >= 0) {
+    // Exact own time, split by the tick counters' ratio; plus reaped children's ticks.
+    double own = static_cast<double>(s.cpu_ns) / 1e9;
+    double ticks = static_cast<double>(s.utime + s.stime);
+    double user_share = ticks > 0 ? static_cast<double>(s.utime) / ticks : 1.0;
+    r.user_s += own * user_share + static_cast<double>(s.cutime) / tps;
+    r.system_s += own * (1 - user_share) + static_cast<double>(s.cstime) / tps;
+  } else {
+    r.user_s += static_cast<double>(s.utime + s.cutime) / tps;
+    r.system_s += static_cast<double>(s.stime + s.cstime) / tps;
+  }
+  r.rss_kb += s.rss_kb;
+  ++r.processes;
+}
+
+// Descendants by a full scan of parent pids, for kernels without /proc/PID/task/*/children.
+std::vector<ProcStat> scan_tree(ProcReader& reader, const ProcStat& root) {
   std::unordered_map<pid_t, std::vector<ProcStat>> by_parent;
   for (pid_t pid : reader.list_pids()) {
-    if (pid == root) continue;
+    if (pid == root.pid) continue;
     if (auto s = reader.stat(pid)) by_parent[s->ppid].push_back(*s);
   }
-  const double tps = static_cast<double>(reader.ticks_per_second());
-  std::vector<ProcStat> todo{*root_stat};
-  std::unordered_set<pid_t> seen{root};
+  std::vector<ProcStat> tree{root}, todo{root};
+  std::unordered_set<pid_t> seen{root.pid};
   while (!todo.empty()) {
     ProcStat s = todo.back();
     todo.pop_back();
-    if (s.cpu_ns >= 0) {
-      // Exact own time, split by the tick counters' ratio; plus reaped children's ticks.
-      double own = static_cast<double>(s.cpu_ns) / 1e9;
-      double ticks = static_cast<double>(s.utime + s.stime);
-      double user_share = ticks > 0 ? static_cast<double>(s.utime) / ticks : 1.0;
-      r.user_s += own * user_share + static_cast<double>(s.cutime) / tps;
-      r.system_s += own * (1 - user_share) + static_cast<double>(s.cstime) / tps;
-    } else {
-      r.user_s += static_cast<double>(s.utime + s.cutime) / tps;
-      r.system_s += static_cast<double>(s.stime + s.cstime) / tps;
-    }
-    r.rss_kb += s.rss_kb;
-    ++r.processes;
     auto it = by_parent.find(s.pid);
     if (it == by_parent.end()) continue;
     for (auto& c : it->second)
-      if (seen.insert(c.pid).second) todo.push_back(c);
+      if (seen.insert(c.pid).second) {
+        tree.push_back(c);
+        todo.push_back(c);
+      }
+  }
+  return tree;
+}
+
+double machine_pct(const std::optional<MachineCpu>& a, const std::optional<MachineCpu>& b) {
+  if (!a || !b || b->total <= a->total || b->busy < a->busy) return -1;
+  // Busy share of all cores, scaled so 100 = one core like the process figures.
+  return static_cast<double>(b->busy - a->busy) / static_cast<double>(b->total - a->total) * 100.0 * b->cores;
+}
+
+}  // namespace
+
+TreeReading read_tree(ProcReader& reader, pid_t root) {
+  TreeReading r;
+  const double tps = static_cast<double>(reader.ticks_per_second());
+  auto root_stat = reader.stat(root);
+  if (!root_stat) return r;
+  auto root_children = reader.children(root, root_stat->threads);
+  if (!root_children) {
+    for (auto& s : scan_tree(reader, *root_stat)) add(r, s, tps);
+    return r;
+  }
+  // Walk down from the root: only the tree's own files are read.
+  add(r, *root_stat, tps);
+  std::vector<pid_t> todo = std::move(*root_children);
+  std::unordered_set<pid_t> seen{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    if (!seen.insert(p).second) continue;
+    auto s = reader.stat(p);
+    if (!s) continue;  // exited meanwhile
+    add(r, *s, tps);
+    if (auto kids = reader.children(p, s->threads)) todo.insert(todo.end(), kids->begin(), kids->end());
   }
   return r;
 }
@@ -51,6 +91,8 @@ UsageWindow::UsageWindow(ProcReader& reader, pid_t root, Clock clock)
 
 void UsageWindow::start() {
   std::lock_guard lock(mutex_);
+  machine_start_ = reader_.machine_cpu();
+  machine_end_.reset();
   start_ = read_tree(reader_, root_);
   t0_ = clock_();
   t1_ = -1;
@@ -58,16 +100,27 @@ void UsageWindow::start() {
   rss_sum_ = start_.rss_kb;
   rss_peak_ = start_.rss_kb;
   samples_ = 1;
+  last_t_ = t0_;
+  last_cpu_s_ = start_.cpu_s();
+  series_.clear();
+  series_.push_back({0, 0, start_.rss_kb});
 }
 
 void UsageWindow::sample() {
   std::lock_guard lock(mutex_);
-  if (!open_) return;
+  if (!open_ || t1_ >= 0) return;
   auto r = read_tree(reader_, root_);
+  double now = clock_();
   if (r.processes == 0) return;
   rss_sum_ += r.rss_kb;
   rss_peak_ = std::max(rss_peak_, r.rss_kb);
   ++samples_;
+  if (series_.size() < kMaxSeries && now > last_t_) {
+    double pct = std::max(0.0, (r.cpu_s() - last_cpu_s_) / (now - last_t_) * 100.0);
+    series_.push_back({now - t0_, pct, r.rss_kb});
+  }
+  last_t_ = now;
+  last_cpu_s_ = r.cpu_s();
 }
 
 bool UsageWindow::open() const {
@@ -77,7 +130,10 @@ bool UsageWindow::open() const {
 
 void UsageWindow::close_at_now() {
   std::lock_guard lock(mutex_);
-  if (open_ && t1_ < 0) t1_ = clock_();
+  if (open_ && t1_ < 0) {
+    t1_ = clock_();
+    machine_end_ = reader_.machine_cpu();
+  }
 }
 
 UsageFigures UsageWindow::finish_closed(const TreeReading& end) { return finish(&end); }
@@ -88,7 +144,11 @@ UsageFigures UsageWindow::finish(const TreeReading* given_end) {
   if (!open_) return f;
   open_ = false;
   TreeReading end = given_end ? *given_end : read_tree(reader_, root_);
-  f.window_s = (t1_ >= 0 ? t1_ : clock_()) - t0_;
+  if (t1_ < 0) {
+    t1_ = clock_();
+    machine_end_ = reader_.machine_cpu();
+  }
+  f.window_s = t1_ - t0_;
   if (end.rss_kb > 0) {
     rss_sum_ += end.rss_kb;
     rss_peak_ = std::max(rss_peak_, end.rss_kb);
@@ -105,6 +165,10 @@ UsageFigures UsageWindow::finish(const TreeReading* given_end) {
   f.rss_kb_peak = rss_peak_;
   f.samples = samples_;
   f.processes = end.processes;
+  f.machine_cpu_pct = machine_pct(machine_start_, machine_end_);
+  f.machine_cores = machine_end_ ? machine_end_->cores : 0;
+  f.series = std::move(series_);
+  series_.clear();
   return f;
 }
 

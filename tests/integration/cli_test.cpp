@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <thread>
+
 #include "loadlab/shared/json_input.hpp"
 #include "test_support.hpp"
 
@@ -104,6 +107,83 @@ TEST(Cli, RunsOnARemoteAgentFromALabFileAndTheAgentStopsCleanly) {
   auto st = agent->wait_exit(std::chrono::seconds(10));
   ASSERT_TRUE(st);
   EXPECT_EQ(st->code, 0);
+}
+
+// A long one-cell run against a separate agent process, for lease tests.
+struct LongRun {
+  TempDir dir;
+  std::unique_ptr<agent::ChildProcess> agent, controller;
+  pid_t target_pid = 0, load_pid = 0;
+
+  LongRun() {
+    agent = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "a1"});
+    std::string line;
+    EXPECT_EQ(agent->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine);
+    auto lab = dir.file("lab.json", R"({"agents": [{"name": "a1", "address": ")" + line.substr(13) +
+                                        R"(", "roles": ["target", "load"]}]})");
+    auto s = dir.file("s.json", R"({"name": "long", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+        "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 60}})");
+    controller = agent::ChildProcess::spawn(
+        {bin("loadlab"), "run", s, "--lab", lab, "--out", (dir.path() / "out").string()});
+    // The agent logs the pids of what it starts.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while ((target_pid == 0 || load_pid == 0) && std::chrono::steady_clock::now() < deadline) {
+      auto tail = agent->output_tail(50);
+      auto t = tail.find("target hello pid ");
+      if (t != std::string::npos) target_pid = std::atoi(tail.c_str() + t + 17);
+      auto l = tail.find("load pid ");
+      if (l != std::string::npos) load_pid = std::atoi(tail.c_str() + l + 9);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+};
+
+bool running(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return false;
+  auto rparen = line.rfind(')');
+  return rparen != std::string::npos && line[rparen + 2] != 'Z';
+}
+
+bool gone_within(pid_t pid, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (running(pid) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return !running(pid);
+}
+
+TEST(Lease, AControllerKilledMidCellLeavesNoTargetOrLoadBehind) {
+  LongRun run;
+  ASSERT_GT(run.target_pid, 0) << run.agent->output_tail();
+  ASSERT_GT(run.load_pid, 0) << run.agent->output_tail();
+  ASSERT_TRUE(running(run.target_pid));
+  kill(run.controller->pid(), SIGKILL);
+  EXPECT_TRUE(gone_within(run.target_pid, std::chrono::seconds(10)));
+  EXPECT_TRUE(gone_within(run.load_pid, std::chrono::seconds(10)));
+  // The agent itself goes on, free for the next job.
+  EXPECT_FALSE(run.agent->poll_exit());
+  kill(run.agent->pid(), SIGTERM);
+  auto st = run.agent->wait_exit(std::chrono::seconds(10));
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->code, 0);
+}
+
+TEST(Lease, SigtermToTheAgentStopsEveryChildAndTheCellFailsWithAReason) {
+  LongRun run;
+  ASSERT_GT(run.target_pid, 0) << run.agent->output_tail();
+  kill(run.agent->pid(), SIGTERM);
+  auto st = run.agent->wait_exit(std::chrono::seconds(10));
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->code, 0);
+  EXPECT_FALSE(running(run.target_pid));
+  EXPECT_FALSE(running(run.load_pid));
+  auto cst = run.controller->wait_exit(std::chrono::seconds(30));
+  ASSERT_TRUE(cst);
+  EXPECT_EQ(cst->code, 3) << run.controller->output_tail();
+  auto result = read_json_file((run.dir.path() / "out" / "result.json").string());
+  EXPECT_FALSE(result["cells"][0]["ok"].get<bool>());
+  EXPECT_FALSE(result["cells"][0]["error"].get<std::string>().empty());
 }
 
 TEST(Cli, UnreachableAgentIsOneClearLine) {

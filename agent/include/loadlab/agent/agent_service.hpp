@@ -8,6 +8,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "loadlab/agent/catalog.hpp"
 #include "loadlab/agent/proc_reader.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
 
@@ -19,6 +20,7 @@ struct AgentOptions {
   std::string target_host = "127.0.0.1";  // address targets bind and advertise
   int sample_interval_ms = 100;      // RSS sampling period
   int stop_grace_ms = 2000;          // SIGTERM → SIGKILL
+  Catalog catalog;                   // the targets this agent may run
 };
 
 // The folder of the running executable (from /proc/self/exe).

@@ -28,11 +28,17 @@ struct ExitStatus {
   std::string describe() const;
 };
 
+struct SpawnOptions {
+  std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) the agent's environment
+  std::string cwd;  // "" = the agent's
+};
+
 class ChildProcess {
  public:
   // Starts argv[0] (a path) with argv. Throws std::runtime_error with the reason if the
   // process cannot be started (the exec failure is reported through a CLOEXEC pipe).
-  static std::unique_ptr<ChildProcess> spawn(const std::vector<std::string>& argv);
+  static std::unique_ptr<ChildProcess> spawn(const std::vector<std::string>& argv,
+                                             const SpawnOptions& options = {});
   ~ChildProcess();  // terminates the group if still running, joins the reader
 
   ChildProcess(const ChildProcess&) = delete;

@@ -4,6 +4,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <mutex>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,12 +20,22 @@ struct ProcStat {
   // when a descendant exits and is reaped inside the tree.
   uint64_t utime = 0, stime = 0, cutime = 0, cstime = 0;
   uint64_t rss_kb = 0;  // VmRSS
+  uint32_t threads = 0;  // 0 = unknown
   // Exact CPU of the whole thread group in ns (clock_getcpuclockid), dead threads
   // included; -1 if unavailable. utime/stime above are whole clock ticks (10 ms), too
   // coarse for short windows, so they only split this figure into user and system.
   int64_t cpu_ns = -1;
 };
 
+// Machine-wide CPU since boot, from the first line of /proc/stat, in clock ticks.
+struct MachineCpu {
+  uint64_t busy = 0;   // user + nice + system + irq + softirq + steal
+  uint64_t total = 0;  // busy + idle + iowait
+  uint32_t cores = 0;
+};
+
+// Called from the sampler thread and gRPC handler threads; implementations keep no
+// mutable state between calls.
 class ProcReader {
  public:
   virtual ~ProcReader() = default;
@@ -31,17 +43,29 @@ class ProcReader {
   // nullopt if the process is gone.
   virtual std::optional<ProcStat> stat(pid_t pid) = 0;
   virtual long ticks_per_second() = 0;
+  // Direct children of `pid` (`threads`: its thread count if known, else 0), or nullopt
+  // when the kernel cannot list them (then the tree is found by scanning every process's
+  // parent).
+  virtual std::optional<std::vector<pid_t>> children(pid_t, uint32_t /*threads*/) { return std::nullopt; }
+  virtual std::optional<MachineCpu> machine_cpu() { return std::nullopt; }
 };
 
 class ProcFsReader : public ProcReader {
  public:
   explicit ProcFsReader(std::string root = "/proc") : root_(std::move(root)) {}
+  ~ProcFsReader() override;
   std::vector<pid_t> list_pids() override;
   std::optional<ProcStat> stat(pid_t pid) override;
   long ticks_per_second() override;
+  std::optional<std::vector<pid_t>> children(pid_t pid, uint32_t threads) override;
+  std::optional<MachineCpu> machine_cpu() override;
 
  private:
+  static constexpr size_t kMaxCachedFds = 4096;
+  ssize_t read_cached(const std::string& path, char* buf, size_t size);
   std::string root_;
+  std::mutex fds_mutex_;
+  std::unordered_map<std::string, int> fds_;  // open /proc files by path
 };
 
 }  // namespace loadlab::agent

@@ -1,15 +1,16 @@
 #pragma once
 // CPU and memory of a process tree over a window between two marks.
 //
-// CPU is exact: the difference of cumulative utime+stime (+ reaped children's time) summed
-// over the tree at start() and finish(), not an average of samples. RSS is sampled: the
-// owner calls sample() periodically (any thread; calls are serialised inside). The tree
-// is found afresh at every reading: the root and all its descendants by parent pid.
+// CPU is exact: the difference of the tree's cumulative CPU clocks at start() and
+// finish(), not an average of samples. RSS is sampled: the owner calls sample()
+// periodically (any thread; calls are serialised inside), which also records a time series
+// for charts. The tree is found afresh at every reading: the root and all its descendants.
 #include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <vector>
 
 #include "loadlab/agent/proc_reader.hpp"
 
@@ -20,10 +21,17 @@ struct TreeReading {
   double system_s = 0;
   uint64_t rss_kb = 0;
   uint32_t processes = 0;
+  double cpu_s() const { return user_s + system_s; }
 };
 
 // Sums the tree rooted at `root` (nothing if the root is gone).
 TreeReading read_tree(ProcReader& reader, pid_t root);
+
+struct SeriesPoint {
+  double t_s = 0;
+  double cpu_pct = 0;
+  uint64_t rss_kb = 0;
+};
 
 struct UsageFigures {
   double window_s = 0;
@@ -31,6 +39,9 @@ struct UsageFigures {
   uint64_t rss_kb_mean = 0, rss_kb_peak = 0;
   uint32_t samples = 0;
   uint32_t processes = 0;
+  double machine_cpu_pct = -1;  // whole machine, 100 = one core; -1 if unknown
+  uint32_t machine_cores = 0;
+  std::vector<SeriesPoint> series;
 };
 
 class UsageWindow {
@@ -39,7 +50,7 @@ class UsageWindow {
   UsageWindow(ProcReader& reader, pid_t root, Clock clock);
 
   void start();   // opens (or re-opens) the window
-  void sample();  // RSS sample if the window is open
+  void sample();  // RSS (and series) sample if the window is open
   // Closes the window; figures since start(). `end` replaces the final reading of the tree,
   // for a root that has exited: its cumulative CPU then comes from wait4()'s rusage.
   UsageFigures finish(const TreeReading* end = nullptr);
@@ -49,6 +60,7 @@ class UsageWindow {
   bool open() const;
 
  private:
+  static constexpr size_t kMaxSeries = 100000;
   ProcReader& reader_;
   pid_t root_;
   Clock clock_;
@@ -57,8 +69,12 @@ class UsageWindow {
   double t0_ = 0;
   double t1_ = -1;  // set by close_at_now()
   TreeReading start_;
+  std::optional<MachineCpu> machine_start_;
+  std::optional<MachineCpu> machine_end_;  // taken by close_at_now()
+  double last_t_ = 0, last_cpu_s_ = 0;
   uint64_t rss_sum_ = 0, rss_peak_ = 0;
   uint32_t samples_ = 0;
+  std::vector<SeriesPoint> series_;
 };
 
 // The monotonic clock in seconds.

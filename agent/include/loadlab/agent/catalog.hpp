@@ -1,0 +1,58 @@
+#pragma once
+// The agent's catalog: the only way to name a program for the agent to run. The controller
+// sends a name; the command line comes from this file on the agent's machine.
+//
+//   {"targets": {"go-nethttp": {"argv": ["/opt/peers/gohttp", "-addr", "{host}:{port}"],
+//                               "env": {"GOMAXPROCS": "{threads}"}, "cwd": "/opt/peers",
+//                               "readiness": {"type": "http", "path": "/"},
+//                               "start_timeout_ms": 10000}}}
+//
+// Placeholders in argv and env values: {port} (a free port the agent picked), {host} (the
+// address targets bind), {delay_ms}, {threads}. The built-in target "hello" is an implicit
+// entry.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace loadlab::agent {
+
+struct CatalogEntry {
+  std::string name;
+  bool builtin = false;  // the built-in loadlab-target
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string cwd;
+  enum class Readiness { kTcp, kHttp } readiness = Readiness::kTcp;
+  std::string http_path = "/";
+  uint32_t start_timeout_ms = 10000;
+};
+
+struct Placeholders {
+  std::string host;
+  uint16_t port = 0;
+  uint32_t delay_ms = 0;
+  uint32_t threads = 0;
+};
+
+class Catalog {
+ public:
+  Catalog();  // the built-in entries only
+  // Throws loadlab::InputError naming the JSON path.
+  static Catalog parse(const nlohmann::json& j);
+  static Catalog load_file(const std::string& path);
+
+  const CatalogEntry* find(const std::string& name) const;
+  std::vector<std::string> names() const;  // built-ins first, then the file's in order
+  std::string names_joined() const;
+
+ private:
+  std::vector<CatalogEntry> entries_;
+};
+
+// `text` with every placeholder replaced.
+std::string expand_placeholders(const std::string& text, const Placeholders& p);
+
+}  // namespace loadlab::agent

@@ -1,0 +1,132 @@
+#include "loadlab/agent/ports.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace loadlab::agent {
+
+namespace {
+
+// A connected socket to ep, or -1. Sends and receives time out after `timeout_s`.
+int connect_to(const Endpoint& ep, int timeout_s) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(ep.host.c_str(), std::to_string(ep.port).c_str(), &hints, &res) != 0) return -1;
+  int fd = -1;
+  for (auto* a = res; a && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    timeval tv{timeout_s, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  return fd;
+}
+
+// A port the kernel considers free on `host` right now.
+uint16_t kernel_free_port(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), "0", &hints, &res) != 0 || !res)
+    throw std::runtime_error("cannot resolve target host " + host);
+  int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+  uint16_t port = 0;
+  if (fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+    port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                          : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  }
+  int e = errno;
+  if (fd >= 0) close(fd);
+  freeaddrinfo(res);
+  if (port == 0) throw std::runtime_error("cannot bind a port on " + host + ": " + strerror(e));
+  return port;
+}
+
+bool pid_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+}  // namespace
+
+PortReservation::PortReservation(const std::string& host, const std::string& lock_dir) {
+  mkdir(lock_dir.c_str(), 01777);
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    uint16_t port = kernel_free_port(host);
+    std::string file = lock_dir + "/" + std::to_string(port);
+    int fd = open(file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) {
+      // Held: by a live agent (try another port), or stale (take it over).
+      char buf[32] = {};
+      int r = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+      if (r >= 0) {
+        ssize_t n = read(r, buf, sizeof buf - 1);
+        (void)n;
+        close(r);
+      }
+      if (pid_alive(static_cast<pid_t>(atol(buf)))) continue;
+      unlink(file.c_str());
+      fd = open(file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    }
+    if (fd < 0) continue;
+    std::string pid = std::to_string(getpid());
+    ssize_t n = write(fd, pid.data(), pid.size());
+    (void)n;
+    close(fd);
+    port_ = port;
+    lock_file_ = file;
+    return;
+  }
+  throw std::runtime_error("no free port could be reserved on " + host);
+}
+
+PortReservation::~PortReservation() {
+  if (!lock_file_.empty()) unlink(lock_file_.c_str());
+}
+
+bool tcp_accepts(const Endpoint& ep) {
+  int fd = connect_to(ep, 1);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+bool http_ready(const Endpoint& ep, const std::string& path) {
+  int fd = connect_to(ep, 1);
+  if (fd < 0) return false;
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + ep.to_string() +
+                    "\r\nUser-Agent: loadlab-agent-probe\r\nConnection: close\r\n\r\n";
+  bool ok = false;
+  if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+    char buf[64] = {};
+    size_t got = 0;
+    while (got < 12) {
+      ssize_t n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    // "HTTP/1.x 2xx"
+    ok = got >= 12 && std::strncmp(buf, "HTTP/1.", 7) == 0 && buf[9] == '2';
+  }
+  close(fd);
+  return ok;
+}
+
+}  // namespace loadlab::agent

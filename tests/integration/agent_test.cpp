@@ -1,0 +1,222 @@
+// The agent's numbers against ground truth: processes of known CPU and memory cost
+// (loadlab-burn) hosted through the catalog, measured between marks over real gRPC.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "loadlab/agent/agent_service.hpp"
+#include "test_support.hpp"
+
+namespace loadlab::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using loadlab::testing::bin;
+using Stream = grpc::ClientReaderWriter<v1::TargetCommand, v1::TargetEvent>;
+
+bool running(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return false;
+  auto rparen = line.rfind(')');
+  return rparen != std::string::npos && line[rparen + 2] != 'Z';
+}
+
+std::vector<pid_t> tree_pids(pid_t root) {
+  std::vector<pid_t> out{root};
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::ifstream f("/proc/" + std::to_string(out[i]) + "/task/" + std::to_string(out[i]) + "/children");
+    for (pid_t p; f >> p;) out.push_back(p);
+  }
+  return out;
+}
+
+nlohmann::json burn_entry(std::vector<std::string> extra) {
+  std::vector<std::string> argv{bin("loadlab-burn"), "--port", "{port}"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return {{"argv", argv}, {"readiness", {{"type", "tcp"}}}};
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    nlohmann::json catalog = {
+        {"targets",
+         {{"burn50", burn_entry({"--cpu-pct", "50"})},
+          {"tree30", burn_entry({"--cpu-pct", "30", "--children", "2"})},
+          {"rss200", burn_entry({"--rss-mb", "200"})},
+          {"quitter", {{"argv", {"/bin/sh", "-c", "echo boom on {port}; exit 7"}}}},
+          {"deaf", {{"argv", {"/bin/sleep", "30"}}, {"start_timeout_ms", 500}}}}}};
+    AgentOptions o;
+    o.name = "t";
+    o.bin_dir = LOADLAB_BIN_DIR;
+    o.catalog = Catalog::parse(catalog);
+    server = std::make_unique<AgentServer>(o);
+    auto address = server->start("127.0.0.1:0");
+    stub = v1::Agent::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override { server->shutdown(0); }
+
+  struct Hosted {
+    std::unique_ptr<grpc::ClientContext> ctx = std::make_unique<grpc::ClientContext>();
+    std::unique_ptr<Stream> stream;
+    pid_t pid = 0;
+    std::string endpoint;
+  };
+
+  // Starts a catalog target and waits for Ready; `status` gets the error if there is one.
+  Hosted host(const std::string& name, grpc::Status* status = nullptr) {
+    Hosted h;
+    h.stream = stub->HostTarget(h.ctx.get());
+    v1::TargetCommand cmd;
+    cmd.mutable_spec()->set_catalog(name);
+    h.stream->Write(cmd);
+    for (v1::TargetEvent ev; h.stream->Read(&ev);) {
+      if (ev.has_started()) h.pid = ev.started().pid();
+      if (ev.has_ready()) {
+        h.endpoint = ev.ready().endpoint();
+        return h;
+      }
+    }
+    auto st = h.stream->Finish();
+    if (status) *status = st;
+    h.stream.reset();
+    return h;
+  }
+
+  v1::Usage measure(Hosted& h, std::chrono::milliseconds window) {
+    v1::TargetCommand cmd;
+    cmd.mutable_mark()->set_kind(v1::Mark::RESET);
+    h.stream->Write(cmd);
+    std::this_thread::sleep_for(window);
+    cmd.mutable_mark()->set_kind(v1::Mark::FINAL);
+    h.stream->Write(cmd);
+    v1::TargetEvent ev;
+    while (h.stream->Read(&ev) && !ev.has_usage()) {
+    }
+    return ev.usage();
+  }
+
+  void stop(Hosted& h) {
+    h.stream->WritesDone();
+    v1::TargetEvent ev;
+    bool exited = false;
+    while (h.stream->Read(&ev)) exited = exited || ev.has_exited();
+    EXPECT_TRUE(h.stream->Finish().ok());
+    EXPECT_TRUE(exited);
+  }
+
+  std::unique_ptr<AgentServer> server;
+  std::unique_ptr<v1::Agent::Stub> stub;
+};
+
+TEST_F(AgentTest, AChildBurningHalfACoreMeasuresFiftyPercent) {
+  auto h = host("burn50");
+  ASSERT_TRUE(h.stream);
+  std::this_thread::sleep_for(300ms);
+  auto u = measure(h, 5s);
+  EXPECT_NEAR(u.cpu_pct(), 50.0, 3.0);
+  EXPECT_NEAR(u.window_s(), 5.0, 0.2);
+  EXPECT_NEAR(u.cpu_user_pct() + u.cpu_system_pct(), u.cpu_pct(), 1e-6);
+  EXPECT_GE(u.samples(), 40u);  // 100 ms sampling over 5 s
+  EXPECT_GE(u.series_size(), 40);
+  EXPECT_EQ(u.processes(), 1u);
+  // The machine figure comes from /proc/stat's tick sampling, which can alias with a
+  // periodic load, so only its range is checked here.
+  EXPECT_GT(u.machine_cores(), 0u);
+  EXPECT_GT(u.machine_cpu_pct(), 0);
+  EXPECT_LE(u.machine_cpu_pct(), 100.0 * u.machine_cores() + 1);
+  stop(h);
+}
+
+TEST_F(AgentTest, AParentAndTwoChildrenAtThirtyPercentMeasureNinety) {
+  auto h = host("tree30");
+  ASSERT_TRUE(h.stream);
+  std::this_thread::sleep_for(300ms);
+  auto u = measure(h, 4s);
+  EXPECT_NEAR(u.cpu_pct(), 90.0, 5.0);
+  EXPECT_EQ(u.processes(), 3u);
+  stop(h);
+}
+
+TEST_F(AgentTest, AChildHolding200MiBMeasuresItsRss) {
+  auto h = host("rss200");
+  ASSERT_TRUE(h.stream);
+  auto u = measure(h, 1s);
+  const double truth_kb = 200.0 * 1024;
+  EXPECT_NEAR(static_cast<double>(u.rss_kb_mean()), truth_kb, truth_kb * 0.03);
+  EXPECT_NEAR(static_cast<double>(u.rss_kb_peak()), truth_kb, truth_kb * 0.03);
+  EXPECT_LT(u.cpu_pct(), 5.0);  // it only sleeps
+  stop(h);
+}
+
+TEST_F(AgentTest, CancellingTheStreamLeavesNoProcessOfTheJob) {
+  auto h = host("tree30");
+  ASSERT_TRUE(h.stream);
+  std::this_thread::sleep_for(200ms);
+  auto pids = tree_pids(h.pid);
+  ASSERT_EQ(pids.size(), 3u);
+  h.ctx->TryCancel();
+  h.stream->Finish();
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  for (pid_t p : pids) {
+    while (running(p) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(running(p)) << "pid " << p << " outlived its stream";
+  }
+}
+
+TEST_F(AgentTest, ASecondTargetIsRefusedWhileOneRuns) {
+  auto first = host("burn50");
+  ASSERT_TRUE(first.stream);
+  grpc::Status st;
+  auto second = host("burn50", &st);
+  EXPECT_FALSE(second.stream);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  stop(first);
+}
+
+TEST_F(AgentTest, AnUnknownNameIsNotFoundWithTheKnownOnes) {
+  grpc::Status st;
+  host("/bin/sh -c reboot", &st);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(st.error_message().find("this agent knows: hello, burn50, deaf, quitter, rss200, tree30"),
+            std::string::npos)
+      << st.error_message();
+}
+
+TEST_F(AgentTest, ATargetThatExitsEarlyReportsItsStatusAndOutput) {
+  grpc::Status st;
+  host("quitter", &st);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(st.error_message().find("exit status 7"), std::string::npos) << st.error_message();
+  EXPECT_NE(st.error_message().find("boom on "), std::string::npos) << st.error_message();
+}
+
+TEST_F(AgentTest, ATargetThatNeverListensTimesOutAndIsKilled) {
+  grpc::Status st;
+  auto t0 = std::chrono::steady_clock::now();
+  auto h = host("deaf", &st);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(st.error_message().find("accepted no connection within 500 ms"), std::string::npos) << st.error_message();
+  EXPECT_FALSE(running(h.pid));
+}
+
+TEST_F(AgentTest, DescribeListsTheMachineAndCatalog) {
+  grpc::ClientContext ctx;
+  v1::AgentInfo info;
+  ASSERT_TRUE(stub->Describe(&ctx, {}, &info).ok());
+  EXPECT_EQ(info.name(), "t");
+  EXPECT_GT(info.cores(), 0u);
+  EXPECT_GT(info.memory_bytes(), 0u);
+  EXPECT_FALSE(info.kernel().empty());
+  EXPECT_FALSE(info.hostname().empty());
+  EXPECT_EQ(info.catalog_size(), 6);
+  EXPECT_FALSE(info.busy());
+}
+
+}  // namespace
+}  // namespace loadlab::agent
