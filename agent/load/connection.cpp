@@ -1,9 +1,9 @@
 #include "connection.hpp"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
 #include <limits>
 
 #include "worker.hpp"
@@ -17,13 +17,27 @@ using boost::system::error_code;
 // Handlers capture a raw `this`: the worker owns its connections and destroys them only
 // after its io_context has run out of work, i.e. after every handler has run.
 
-Connection::Connection(Worker& worker) : worker_(worker), socket_(worker.io()) {}
+Connection::Connection(Worker& worker, int index)
+    : worker_(worker), index_(index), socket_(worker.io().get_executor()) {}
 
-void Connection::start() { next(); }
+void Connection::start() {
+  // Open loop with keep-alive: connect before the first slot (as wrk2 does), so the first
+  // requests do not pay for the handshake and an unreachable target shows at once rather
+  // than at each connection's first slot.
+  if (worker_.open_loop() && worker_.plan().keep_alive) {
+    preconnect_ = true;
+    return do_connect();
+  }
+  next();
+}
 
 void Connection::stop() {
   stopped_ = true;
   close();
+  if (waiting_) {  // no operation pending that would end the loop
+    waiting_ = false;
+    end();
+  }
 }
 
 void Connection::check_deadline(Clock::time_point now) {
@@ -34,13 +48,35 @@ void Connection::check_deadline(Clock::time_point now) {
   }
 }
 
-// Begins the next request, or ends the loop.
+// Begins the next request, waits for its slot (open loop), or ends the loop.
 void Connection::next() {
   if (stopped_ || worker_.stopping()) return end();
   const RunPlan& plan = worker_.plan();
   auto now = Clock::now();
-  if (plan.measure_end && now >= *plan.measure_end) return end();
-  measured_ = now >= plan.measure_start;
+  if (!worker_.open_loop()) {
+    if (plan.measure_end && now >= *plan.measure_end) return end();
+    return begin(now);
+  }
+  auto due = worker_.schedule().time_of(index_, turn_);
+  if (plan.measure_end && due >= *plan.measure_end) return end();
+  if (due > now) {
+    waiting_ = true;
+    return;
+  }
+  begin(due);
+}
+
+void Connection::on_slot(int64_t turn) {
+  if (!waiting_ || turn != turn_) return;  // busy: it takes the slot itself when free
+  waiting_ = false;
+  begin(worker_.schedule().time_of(index_, turn_));
+}
+
+// `origin`: the intended send time in open loop; now in closed loop (then re-set at the write).
+void Connection::begin(Clock::time_point origin) {
+  origin_ = origin;
+  ++turn_;
+  measured_ = origin >= worker_.plan().measure_start;
   if (measured_ && !worker_.take_ticket()) return end();
   if (connected_)
     do_write();
@@ -50,7 +86,8 @@ void Connection::next() {
 
 void Connection::do_connect() {
   timed_out_ = false;
-  deadline_ = Clock::now() + worker_.plan().timeout;
+  connect_started_ = Clock::now();
+  deadline_ = connect_started_ + worker_.plan().timeout;
   buffer_.clear();
   asio::async_connect(socket_, worker_.plan().endpoints,
                       [this](const error_code& ec, const asio::ip::tcp::endpoint&) { on_connect(ec); });
@@ -63,19 +100,30 @@ void Connection::on_connect(const error_code& ec) {
       first_connect_ = false;
       worker_.note_first_connect_failure(timed_out_ ? "connect timed out" : ec.message());
     }
+    if (preconnect_) {  // no request was lost: connect again when the first slot comes
+      preconnect_ = false;
+      close();
+      return next();
+    }
     return fail(ErrorKind::kConnect, ec);
   }
+  worker_.record_connect(connect_started_, Clock::now());
   first_connect_ = false;
   connected_ = true;
   error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   worker_.note_connected();
+  if (preconnect_) {
+    preconnect_ = false;
+    return next();
+  }
   do_write();
 }
 
 void Connection::do_write() {
   timed_out_ = false;
   sent_ = Clock::now();
+  if (!worker_.open_loop()) origin_ = sent_;
   deadline_ = sent_ + worker_.plan().timeout;
   asio::async_write(socket_, asio::buffer(worker_.plan().request),
                     [this](const error_code& ec, std::size_t) { on_write(ec); });
@@ -86,12 +134,49 @@ void Connection::on_write(const error_code& ec) {
   do_read();
 }
 
+// The read loop is Beast's http::async_read unrolled: read_some into the connection's
+// buffer, feed the parser, repeat until the message is done. One level of handler instead
+// of three composed operations per read.
 void Connection::do_read() {
   parser_.emplace();
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   if (worker_.plan().head) parser_->skip(true);
-  http::async_read(socket_, buffer_, *parser_,
-                   [this](const error_code& ec, std::size_t bytes) { on_read(ec, bytes); });
+  response_bytes_ = 0;
+  if (buffer_.size() > 0) return parse();  // bytes beyond the previous response
+  read_some();
+}
+
+void Connection::read_some() {
+  constexpr std::size_t kReadSize = 16 * 1024;  // untouched pages cost no RSS
+  socket_.async_read_some(buffer_.prepare(kReadSize),
+                          [this](const error_code& ec, std::size_t n) { on_read_some(ec, n); });
+}
+
+void Connection::on_read_some(const error_code& ec, std::size_t n) {
+  if (ec == asio::error::eof) {
+    // A body delimited by the end of the connection is complete now; anything else is cut.
+    if (!parser_->got_some()) return on_read(http::error::end_of_stream, 0);
+    error_code eof_ec;
+    parser_->put_eof(eof_ec);
+    return on_read(eof_ec, response_bytes_);
+  }
+  if (ec) return on_read(ec, 0);
+  buffer_.commit(n);
+  parse();
+}
+
+void Connection::parse() {
+  error_code ec;
+  while (buffer_.size() > 0) {
+    std::size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    response_bytes_ += used;
+    if (ec == http::error::need_more) break;
+    if (ec) return on_read(ec, 0);
+    if (parser_->is_done()) return on_read({}, response_bytes_);
+    if (used == 0) break;
+  }
+  read_some();
 }
 
 void Connection::on_read(const error_code& ec, std::size_t bytes) {
@@ -106,8 +191,7 @@ void Connection::on_read(const error_code& ec, std::size_t bytes) {
       kind = ErrorKind::kBadResponse;  // the peer sent something that is not HTTP/1.1
     return fail(kind, ec);
   }
-  auto latency_us = std::chrono::duration_cast<std::chrono::microseconds>(done - sent_).count();
-  worker_.record_response(measured_, done, latency_us, parser_->status(), bytes);
+  worker_.record_response(measured_, origin_, sent_, done, parser_->status(), bytes);
   if (!worker_.plan().keep_alive || !parser_->keep_alive()) close();
   next();
 }
@@ -116,7 +200,7 @@ void Connection::fail(ErrorKind kind, const error_code& ec) {
   close();
   // A stop discards the request in flight: it was cut short by us, not by the target.
   if (stopped_ || worker_.stopping()) return end();
-  worker_.record_failure(measured_, Clock::now(), kind);
+  worker_.record_failure(measured_, origin_, Clock::now(), kind);
   next();
 }
 

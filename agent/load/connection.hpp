@@ -1,7 +1,10 @@
 #pragma once
-// One closed-loop HTTP/1.1 client connection: connect, write the request, read the
-// response, record, repeat. Lives on its worker's thread; every method runs there.
-// Internal to loadlab_load.
+// One HTTP/1.1 client connection: connect, write the request, read the response, record,
+// repeat. Closed loop: the next request goes out as soon as the response is in. Open loop
+// (--rate): each request has an intended send time from the worker's schedule; the
+// connection waits for it when early and sends at once when late (never two requests in
+// flight). Lives on its worker's thread; every method runs there. Internal to loadlab_load.
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <optional>
@@ -16,7 +19,8 @@ class Worker;
 
 class Connection {
  public:
-  explicit Connection(Worker& worker);
+  // `index`: this connection's place among its worker's connections (its schedule lane).
+  Connection(Worker& worker, int index);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
@@ -27,25 +31,43 @@ class Connection {
   // has passed its deadline (one sweep timer per thread instead of re-arming a timer per
   // request keeps timer-queue work off the request path).
   void check_deadline(Clock::time_point now);
+  // Open loop: the worker's pacer says this connection's `turn`-th request is due.
+  void on_slot(int64_t turn);
 
  private:
   void next();
+  void begin(Clock::time_point origin);
   void do_connect();
   void on_connect(const boost::system::error_code& ec);
   void do_write();
   void on_write(const boost::system::error_code& ec);
   void do_read();
+  void read_some();
+  void on_read_some(const boost::system::error_code& ec, std::size_t bytes);
+  void parse();
   void on_read(const boost::system::error_code& ec, std::size_t bytes);
   void fail(ErrorKind kind, const boost::system::error_code& ec);
   void close();
   void end();
 
+  // The io_context's own executor type, not the polymorphic any_executor: no type erasure
+  // on each operation.
+  using Socket =
+      boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+
   Worker& worker_;
-  boost::asio::ip::tcp::socket socket_;
+  int index_;
+  Socket socket_;
+  std::size_t response_bytes_ = 0;  // of the response being parsed
   boost::beast::flat_buffer buffer_;
   std::optional<ResponseParser> parser_;
   Clock::time_point deadline_ = Clock::time_point::max();
-  Clock::time_point sent_{};
+  Clock::time_point origin_{};  // latency counts from here: intended send time, or the write
+  Clock::time_point sent_{};    // when the request was written
+  Clock::time_point connect_started_{};
+  int64_t turn_ = 0;         // open loop: requests this connection has begun
+  bool waiting_ = false;     // open loop: idle until the pacer hands over turn_
+  bool preconnect_ = false;  // open loop: the connect before the first slot
   bool connected_ = false;
   bool first_connect_ = true;
   bool measured_ = false;

@@ -15,6 +15,7 @@ constexpr int kMaxConnections = 1'000'000;
 constexpr int64_t kMaxRequests = 1'000'000'000'000;  // 10^12
 constexpr double kMaxDurationS = 7 * 24 * 3600.0;
 constexpr double kMaxWarmupS = 3600.0;
+constexpr double kMaxRate = 1e8;
 constexpr int kMaxTimeoutMs = 3'600'000;
 constexpr size_t kMaxBodyBytes = 64 << 20;
 
@@ -114,6 +115,8 @@ std::string validate(LoadOptions& o) {
     return "-d/--duration: must be > 0 and <= 604800 seconds, got " + std::to_string(*o.duration_s);
   if (!std::isfinite(o.warmup_s) || o.warmup_s < 0 || o.warmup_s > kMaxWarmupS)
     return "--warmup: must be in 0..3600 seconds, got " + std::to_string(o.warmup_s);
+  if (o.rate && (!std::isfinite(*o.rate) || *o.rate <= 0 || *o.rate > kMaxRate))
+    return "--rate: must be > 0 and <= 10^8 requests per second, got " + std::to_string(*o.rate);
   if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
     return "--timeout: must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms);
   if (!is_token(o.method) || o.method.size() > 32)

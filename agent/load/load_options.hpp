@@ -19,6 +19,10 @@ struct LoadOptions {
   std::optional<int64_t> total_requests;       // --total
   std::optional<double> duration_s;            // -d
   double warmup_s = 0;
+  // --rate: requests per second overall, open loop (each thread paces rate / threads);
+  // none = closed loop. Latency then counts from each request's intended send time.
+  std::optional<double> rate;
+  std::string csv_requests;  // --csv-requests FILE: one row per measured request; empty = none
   std::string method = "GET";
   std::vector<std::string> headers;  // "Name: value"
   std::string body;

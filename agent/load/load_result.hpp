@@ -37,7 +37,19 @@ struct LoadResult {
   int connections = 0;
   bool interrupted = false;  // stopped early by SIGINT/SIGTERM (figures cover what was measured)
   std::string error;         // non-empty when the target could not be reached at all
-  Histogram histogram;       // latency in µs of measured responses, all threads merged
+  std::string csv_error;     // --csv-requests could not be written (the figures stand)
+  // Open loop (--rate): the requested rate; 0 in closed loop.
+  double rate = 0;
+  // Latency in µs of measured responses, all threads merged. Open loop: from each request's
+  // intended send time (corrected for coordinated omission, as wrk2 does); closed loop: from
+  // the write of the request.
+  Histogram histogram;
+  // From the write of the request, whatever the loop: queueing behind a busy connection is
+  // not counted. Equals `histogram` in closed loop.
+  Histogram histogram_uncorrected;
+  // Connects (TCP handshake) completed inside the window, µs; apart from request latency.
+  Histogram connect_histogram;
+  int64_t connects = 0;
 };
 
 nlohmann::json to_json(const LoadResult& result);

@@ -5,7 +5,9 @@
 #include <mutex>
 #include <thread>
 
+#include "fd_limit.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "request_log.hpp"
 #include "run_plan.hpp"
 #include "worker.hpp"
 
@@ -50,6 +52,7 @@ LoadResult LoadRunner::run() {
   LoadResult result;
   result.threads = o.threads;
   result.connections = o.connections;
+  result.rate = o.rate.value_or(0);
   if (!invalid_.empty()) {
     result.error = invalid_;
     return result;
@@ -71,7 +74,16 @@ LoadResult LoadRunner::run() {
   plan.keep_alive = o.keep_alive;
   plan.head = o.method == "HEAD";
   plan.total_connections = o.connections;
+  plan.rate_per_thread = o.rate ? *o.rate / o.threads : 0;
+  plan.log_requests = !o.csv_requests.empty();
+  // Descriptors: one per connection, plus stdio, epoll and eventfds per thread and a margin.
+  int64_t fd_limit = raise_open_files_limit();
+  int64_t fds_needed = int64_t{o.connections} + 3 * int64_t{o.threads} + 16;
+  if (fd_limit >= 0 && fd_limit < fds_needed)
+    log->warn("open-files limit {} is below the {} descriptors {} connections need: connects will fail",
+              fd_limit, fds_needed, o.connections);
   auto start = Clock::now();
+  plan.pace_start = start;
   plan.measure_start =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_s));
   if (o.duration_s)
@@ -155,6 +167,11 @@ LoadResult LoadRunner::run() {
   }
   for (auto& t : threads) t.join();
   auto end = Clock::now();
+  // Workers may have stopped (target unreachable) before the loop above saw the flag.
+  if (!stopped_at && (state.stop.load() || shutdown_.load(std::memory_order_relaxed))) {
+    stopped_at = end;
+    result.interrupted = shutdown_.load(std::memory_order_relaxed);
+  }
   if (!measure_started && end >= plan.measure_start && !stopped_at && callbacks_.on_measure_start)
     callbacks_.on_measure_start();
 
@@ -163,6 +180,9 @@ LoadResult LoadRunner::run() {
   for (const auto& w : workers) {
     const WorkerTotals& t = w->totals();
     result.histogram.merge(t.histogram);
+    result.histogram_uncorrected.merge(plan.rate_per_thread > 0 ? t.histogram_uncorrected : t.histogram);
+    result.connect_histogram.merge(t.connect_histogram);
+    result.connects += t.connects;
     result.requests += t.requests;
     result.responses += t.responses;
     result.errors += t.errors;
@@ -177,12 +197,20 @@ LoadResult LoadRunner::run() {
     if (status[s]) result.status[static_cast<int>(s)] = status[s];
 
   if (plan.measure_end) {
-    auto window_end = std::min(*plan.measure_end, stopped_at.value_or(end));
+    // Open loop: connections end after their last slot, a little before the window does;
+    // the window is still the whole of it unless a stop cut it short.
+    auto window_end = stopped_at ? std::min(*plan.measure_end, *stopped_at) : *plan.measure_end;
     result.duration_s = std::max(0.0, seconds(window_end - plan.measure_start));
   } else if (last_completion) {
     result.duration_s = std::max(0.0, seconds(*last_completion - plan.measure_start));
   }
   result.qps = result.duration_s > 0 ? result.requests / result.duration_s : 0;
+
+  if (plan.log_requests) {
+    std::vector<RequestLog*> logs;
+    for (auto& w : workers) logs.push_back(&w->log());
+    write_request_csv(o.csv_requests, std::move(logs), &result.csv_error);
+  }
 
   if (!state.any_connected.load()) {
     std::lock_guard lock(state.error_mutex);

@@ -1,15 +1,20 @@
-// loadlab-load: closed-loop HTTP/1.1 load generator. Parses flags, wires the runner to
+// loadlab-load: closed- or open-loop HTTP/1.1 load generator. Parses flags, wires the runner to
 // the chosen output, maps outcomes to exit codes: 0 done (request errors included),
 // 1 target unreachable, 2 bad flags.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "load_options.hpp"
 #include "load_runner.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "progress_line.hpp"
 
 namespace {
 
@@ -32,9 +37,12 @@ void print_line(const nlohmann::json& j) {
 int main(int argc, char** argv) {
   using loadlab::load::OutputMode;
   loadlab::load::LoadOptions o;
-  CLI::App app{"loadlab-load: closed-loop HTTP/1.1 load generator (like wrk)", "loadlab-load"};
+  CLI::App app{
+      "loadlab-load: HTTP/1.1 load generator, closed loop (like wrk) or open loop with --rate "
+      "(like wrk2)",
+      "loadlab-load"};
   int64_t requests = 0, total = 0;
-  double duration = 0;
+  double duration = 0, rate = 0;
   bool no_keepalive = false, json = false, json_events = false;
   app.add_option("url", o.url, "http://HOST[:PORT][/PATH]")->required();
   app.add_option("-t,--threads", o.threads, "worker threads (default 1)");
@@ -43,12 +51,17 @@ int main(int argc, char** argv) {
   auto* n_opt = app.add_option("-n,--requests", requests, "measured requests per thread");
   auto* total_opt = app.add_option("--total", total, "measured requests overall, split over threads");
   auto* d_opt = app.add_option("-d,--duration", duration, "measured seconds (default 10 if no -n/--total)");
+  auto* rate_opt = app.add_option("--rate", rate,
+                                  "open loop: requests per second overall, each thread paces rate/threads; "
+                                  "latency counts from intended send times");
   app.add_option("--warmup", o.warmup_s, "warm-up seconds, excluded from every figure (default 0)");
   app.add_option("-m,--method", o.method, "request method (default GET)");
   app.add_option("-H,--header", o.headers, "request header 'Name: value' (repeatable)");
   app.add_option("--body", o.body, "request body");
   app.add_option("--timeout", o.timeout_ms, "per-request timeout in ms (default 5000)");
   app.add_flag("--no-keepalive", no_keepalive, "a new connection per request");
+  app.add_option("--csv-requests", o.csv_requests,
+                 "write one row per measured request: start_offset_us,latency_us,status,bytes");
   app.add_flag("--json", json, "print the final result as one JSON object");
   app.add_flag("--json-events", json_events, "print JSON lines: progress, measure_start, result");
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error|critical|off (default warn)");
@@ -63,6 +76,7 @@ int main(int argc, char** argv) {
   if (n_opt->count()) o.requests_per_thread = requests;
   if (total_opt->count()) o.total_requests = total;
   if (d_opt->count()) o.duration_s = duration;
+  if (rate_opt->count()) o.rate = rate;
   o.keep_alive = !no_keepalive;
   if (json && json_events) {
     std::fprintf(stderr, "loadlab-load: --json, --json-events: give at most one\n");
@@ -73,26 +87,45 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loadlab-load: %s\n", error.c_str());
     return 2;
   }
+  if (!o.csv_requests.empty()) {
+    // Fail now rather than after a long run; the file is written once, at the end.
+    std::FILE* f = std::fopen(o.csv_requests.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "loadlab-load: --csv-requests: cannot write %s: %s\n", o.csv_requests.c_str(),
+                   std::strerror(errno));
+      return 2;
+    }
+    std::fclose(f);
+  }
   loadlab::init_logging(o.log_level);
 
   loadlab::load::RunCallbacks callbacks;
-  if (o.output == OutputMode::kJsonEvents) {
-    callbacks.on_progress = [](const loadlab::load::Progress& p) {
-      print_line({{"event", "progress"},
-                  {"elapsed_s", p.elapsed_s},
-                  {"requests", p.requests},
-                  {"errors", p.errors},
-                  {"qps", p.qps},
-                  {"warmup", p.warmup}});
+  const bool events = o.output == OutputMode::kJsonEvents;
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  bool progress_shown = false;
+  if (events || tty) {
+    callbacks.on_progress = [events, tty, &progress_shown](const loadlab::load::Progress& p) {
+      if (events)
+        print_line({{"event", "progress"},
+                    {"elapsed_s", p.elapsed_s},
+                    {"requests", p.requests},
+                    {"errors", p.errors},
+                    {"qps", p.qps},
+                    {"warmup", p.warmup}});
+      if (tty) {
+        std::fputs(loadlab::load::format_progress_line(p).c_str(), stderr);
+        progress_shown = true;
+      }
     };
-    callbacks.on_measure_start = [] { print_line({{"event", "measure_start"}}); };
   }
+  if (events) callbacks.on_measure_start = [] { print_line({{"event", "measure_start"}}); };
   loadlab::load::LoadRunner runner(o, std::move(callbacks));
   g_runner.store(&runner);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   loadlab::load::LoadResult result = runner.run();
   g_runner.store(nullptr);
+  if (progress_shown) std::fputs("\r\x1b[K", stderr);  // the summary replaces the progress line
 
   if (!result.error.empty()) std::fprintf(stderr, "loadlab-load: %s\n", result.error.c_str());
   if (o.output == OutputMode::kJson) {
@@ -105,5 +138,6 @@ int main(int argc, char** argv) {
   } else if (result.error.empty()) {
     std::fputs(loadlab::load::format_summary(result, o).c_str(), stdout);
   }
-  return result.error.empty() ? 0 : 1;
+  if (!result.csv_error.empty()) std::fprintf(stderr, "loadlab-load: %s\n", result.csv_error.c_str());
+  return result.error.empty() && result.csv_error.empty() ? 0 : 1;
 }

@@ -22,13 +22,26 @@ std::string_view error_kind_name(ErrorKind kind) {
   return "unknown";
 }
 
-nlohmann::json to_json(const LoadResult& r) {
-  const Histogram& h = r.histogram;
-  nlohmann::json latency = {
+namespace {
+
+nlohmann::json percentiles(const Histogram& h) {
+  return {
       {"p50", h.value_at_percentile(50)}, {"p90", h.value_at_percentile(90)},
       {"p99", h.value_at_percentile(99)}, {"p999", h.value_at_percentile(99.9)},
       {"max", h.count() ? h.max() : 0},   {"mean", h.count() ? h.mean() : 0.0},
       {"min", h.count() ? h.min() : 0},
+  };
+}
+
+}  // namespace
+
+nlohmann::json to_json(const LoadResult& r) {
+  const Histogram& h = r.histogram;
+  const Histogram& c = r.connect_histogram;
+  nlohmann::json connect = {
+      {"p50", c.value_at_percentile(50)},   {"p90", c.value_at_percentile(90)},
+      {"p99", c.value_at_percentile(99)},   {"max", c.count() ? c.max() : 0},
+      {"mean", c.count() ? c.mean() : 0.0},
   };
   nlohmann::json status = nlohmann::json::object();
   for (const auto& [code, n] : r.status) status[std::to_string(code)] = n;
@@ -43,15 +56,22 @@ nlohmann::json to_json(const LoadResult& r) {
       {"qps", r.qps},
       {"threads", r.threads},
       {"connections", r.connections},
-      {"latency_us", latency},
+      {"rate", r.rate},
+      {"latency_corrected", r.rate > 0},
+      {"latency_us", percentiles(h)},
+      {"latency_uncorrected_us", percentiles(r.histogram_uncorrected)},
+      {"connects", r.connects},
+      {"connect_us", connect},
       {"status", status},
       {"errors_by_kind", kinds},
       {"bytes_read", r.bytes_read},
       {"warmup_requests", r.warmup_requests},
       {"interrupted", r.interrupted},
       {"histogram", h.to_json()},
+      {"histogram_uncorrected", r.histogram_uncorrected.to_json()},
   };
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.csv_error.empty()) j["csv_error"] = r.csv_error;
   return j;
 }
 
@@ -101,6 +121,21 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
       format_us(h.value_at_percentile(99)).c_str(), format_us(h.value_at_percentile(99.9)).c_str(),
       format_us(h.count() ? h.max() : 0).c_str(),
       format_us(h.count() ? static_cast<int64_t>(h.mean()) : 0).c_str());
+  if (r.rate > 0) {
+    const Histogram& u = r.histogram_uncorrected;
+    add("  (latency from intended send times, --rate %.0f/s; uncorrected from the write:)\n", r.rate);
+    add("  Uncorr.   p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
+        format_us(u.value_at_percentile(50)).c_str(), format_us(u.value_at_percentile(90)).c_str(),
+        format_us(u.value_at_percentile(99)).c_str(), format_us(u.value_at_percentile(99.9)).c_str(),
+        format_us(u.count() ? u.max() : 0).c_str());
+  }
+  if (r.connects > 0) {
+    const Histogram& c = r.connect_histogram;
+    add("  Connect   p50 %s  p90 %s  p99 %s  max %s  (%lld connects)\n",
+        format_us(c.value_at_percentile(50)).c_str(), format_us(c.value_at_percentile(90)).c_str(),
+        format_us(c.value_at_percentile(99)).c_str(), format_us(c.count() ? c.max() : 0).c_str(),
+        static_cast<long long>(r.connects));
+  }
   add("  %lld requests in %.2fs, %s read\n", (long long)r.requests, r.duration_s,
       format_bytes(r.bytes_read).c_str());
   if (r.errors > 0) {

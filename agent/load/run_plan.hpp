@@ -24,6 +24,11 @@ struct RunPlan {
   bool keep_alive = true;
   bool head = false;  // HEAD: responses carry no body whatever their Content-Length says
   int total_connections = 0;
+  // Open loop (--rate): each worker paces `rate_per_thread` requests per second from
+  // `pace_start`; 0 = closed loop (send as soon as the previous response arrived).
+  double rate_per_thread = 0;
+  Clock::time_point pace_start;
+  bool log_requests = false;  // --csv-requests: keep one record per measured request
 };
 
 // Cross-thread state, touched only on rare paths (stop, connect outcome), never per request.

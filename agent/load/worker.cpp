@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <cstdint>
 
 #include "connection.hpp"
 
@@ -10,12 +11,13 @@ namespace loadlab::load {
 namespace asio = boost::asio;
 
 Worker::Worker(const RunPlan& plan, RunState& state, int connections, std::optional<int64_t> budget)
-    : plan_(plan), state_(state), sweep_timer_(ioc_), end_timer_(ioc_), budget_(budget) {
+    : plan_(plan), state_(state), sweep_timer_(ioc_), end_timer_(ioc_), pace_timer_(ioc_), budget_(budget) {
   // Timeouts are enforced by a sweep; its period bounds how late a timeout fires.
   sweep_interval_ = std::clamp<Clock::duration>(plan.timeout / 10, std::chrono::milliseconds(1),
                                                 std::chrono::milliseconds(100));
   connections_.reserve(connections);
-  for (int i = 0; i < connections; ++i) connections_.push_back(std::make_unique<Connection>(*this));
+  for (int i = 0; i < connections; ++i) connections_.push_back(std::make_unique<Connection>(*this, i));
+  if (plan.rate_per_thread > 0) schedule_ = Schedule(plan.pace_start, plan.rate_per_thread, connections);
 }
 
 Worker::~Worker() = default;
@@ -31,6 +33,7 @@ void Worker::run() {
   }
   schedule_sweep();
   for (auto& c : connections_) c->start();
+  if (open_loop()) schedule_pace();
   ioc_.run();
   publish();
 }
@@ -55,6 +58,25 @@ void Worker::schedule_sweep() {
     publish();
     schedule_sweep();
   });
+}
+
+// Open loop: one timer per thread wakes at the next slot and hands every slot that is due
+// to its connection; a connection that is busy takes its slot itself when it gets free.
+void Worker::schedule_pace() {
+  if (stopping_ || active_ == 0) return;
+  auto due = schedule_.slot_time(next_slot_);
+  if (plan_.measure_end && due >= *plan_.measure_end) return;
+  pace_timer_.expires_at(due);
+  pace_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) on_pace();
+  });
+}
+
+void Worker::on_pace() {
+  auto now = Clock::now();
+  for (; schedule_.slot_time(next_slot_) <= now; ++next_slot_)
+    connections_[schedule_.connection_of(next_slot_)]->on_slot(schedule_.turn_of(next_slot_));
+  schedule_pace();
 }
 
 bool Worker::take_ticket() {
@@ -87,14 +109,23 @@ bool Worker::counts(bool measured, Clock::time_point done) {
   return true;
 }
 
-void Worker::record_response(bool measured, Clock::time_point done, int64_t latency_us, int status,
-                             size_t bytes) {
+namespace {
+int64_t micros(Clock::duration d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); }
+}  // namespace
+
+void Worker::record_response(bool measured, Clock::time_point origin, Clock::time_point sent,
+                             Clock::time_point done, int status, size_t bytes) {
   ++completed_;
   bool failed = status >= 400;
   if (failed) ++failed_;
   if (counts(measured, done)) {
+    int64_t latency_us = micros(done - origin);
     ++totals_.responses;
     totals_.histogram.record(latency_us);
+    if (open_loop()) totals_.histogram_uncorrected.record(micros(done - sent));
+    if (plan_.log_requests)
+      totals_.log.push_back({micros(origin - plan_.measure_start), static_cast<int64_t>(bytes),
+                             static_cast<uint32_t>(std::clamp<int64_t>(latency_us, 0, UINT32_MAX)), status});
     totals_.bytes_read += static_cast<int64_t>(bytes);
     ++totals_.status[status > 0 && status < 1000 ? status : 0];
     if (failed) {
@@ -105,14 +136,24 @@ void Worker::record_response(bool measured, Clock::time_point done, int64_t late
   publish();
 }
 
-void Worker::record_failure(bool measured, Clock::time_point done, ErrorKind kind) {
+void Worker::record_failure(bool measured, Clock::time_point origin, Clock::time_point done, ErrorKind kind) {
   ++completed_;
   ++failed_;
   if (counts(measured, done)) {
     ++totals_.errors;
     ++totals_.errors_by_kind[static_cast<int>(kind)];
+    if (plan_.log_requests)
+      totals_.log.push_back({micros(origin - plan_.measure_start), 0,
+                             static_cast<uint32_t>(std::clamp<int64_t>(micros(done - origin), 0, UINT32_MAX)),
+                             0});
   }
   publish();
+}
+
+void Worker::record_connect(Clock::time_point started, Clock::time_point done) {
+  if (done < plan_.measure_start || (plan_.measure_end && done > *plan_.measure_end)) return;
+  ++totals_.connects;
+  totals_.connect_histogram.record(micros(done - started));
 }
 
 void Worker::publish() {
@@ -127,6 +168,7 @@ void Worker::on_connection_done() {
   if (--active_ > 0) return;
   sweep_timer_.cancel();
   end_timer_.cancel();
+  pace_timer_.cancel();
 }
 
 }  // namespace loadlab::load

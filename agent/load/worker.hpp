@@ -11,7 +11,9 @@
 
 #include "load_result.hpp"
 #include "loadlab/shared/histogram.hpp"
+#include "request_log.hpp"
 #include "run_plan.hpp"
+#include "schedule.hpp"
 
 namespace loadlab::load {
 
@@ -19,7 +21,10 @@ class Connection;
 
 // Figures of one worker; read by the runner only after the worker's thread has ended.
 struct WorkerTotals {
-  Histogram histogram;
+  Histogram histogram;              // latency from the request's origin (intended send time in open loop)
+  Histogram histogram_uncorrected;  // from the actual write; open loop only (closed: = histogram)
+  Histogram connect_histogram;      // connects completed inside the window, µs
+  int64_t connects = 0;
   int64_t requests = 0;
   int64_t responses = 0;
   int64_t errors = 0;
@@ -28,6 +33,7 @@ struct WorkerTotals {
   std::array<int64_t, kErrorKindCount> errors_by_kind{};
   std::array<int64_t, 1000> status{};  // index = status code (Beast accepts 100..999)
   std::optional<Clock::time_point> last_measured_completion;
+  RequestLog log;  // --csv-requests only
 };
 
 class Worker {
@@ -46,6 +52,7 @@ class Worker {
 
   // After run() returned.
   const WorkerTotals& totals() const { return totals_; }
+  RequestLog& log() { return totals_.log; }
 
   // Progress snapshots, any thread (relaxed: one writer, the worker thread).
   int64_t completed() const { return pub_completed_.load(std::memory_order_relaxed); }
@@ -57,25 +64,38 @@ class Worker {
   const RunPlan& plan() const { return plan_; }
   boost::asio::io_context& io() { return ioc_; }
   bool stopping() const { return stopping_; }
+  bool open_loop() const { return plan_.rate_per_thread > 0; }
+  const Schedule& schedule() const { return schedule_; }
   // Takes a ticket for one measured request; false when the budget is spent.
   bool take_ticket();
   void note_connected();
   void note_first_connect_failure(const std::string& reason);
-  void record_response(bool measured, Clock::time_point done, int64_t latency_us, int status, size_t bytes);
-  void record_failure(bool measured, Clock::time_point done, ErrorKind kind);
+  // `origin`: where latency counts from (intended send time in open loop, else the write);
+  // `sent`: when the request was actually written.
+  void record_response(bool measured, Clock::time_point origin, Clock::time_point sent,
+                       Clock::time_point done, int status, size_t bytes);
+  void record_failure(bool measured, Clock::time_point origin, Clock::time_point done, ErrorKind kind);
+  void record_connect(Clock::time_point started, Clock::time_point done);
   void on_connection_done();
 
  private:
   void stop_now();
   void schedule_sweep();
+  void schedule_pace();
+  void on_pace();
   bool counts(bool measured, Clock::time_point done);
   void publish();
 
   const RunPlan& plan_;
   RunState& state_;
-  boost::asio::io_context ioc_{1};
+  // Only this worker's thread does I/O on its sockets and timers; other threads only post()
+  // (the scheduler keeps its lock), so the reactor's per-descriptor locks can go.
+  boost::asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   boost::asio::steady_timer sweep_timer_;
   boost::asio::steady_timer end_timer_;
+  boost::asio::steady_timer pace_timer_;
+  Schedule schedule_;
+  int64_t next_slot_ = 0;  // open loop: the first slot the pacer has not handed out yet
   Clock::duration sweep_interval_;
   std::vector<std::unique_ptr<Connection>> connections_;
   int active_ = 0;

@@ -71,6 +71,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"zero_total", [](LoadOptions& o) { o.total_requests = 0; }, "--total"},
                       BadCase{"zero_duration", [](LoadOptions& o) { o.duration_s = 0; }, "-d/--duration"},
                       BadCase{"negative_warmup", [](LoadOptions& o) { o.warmup_s = -1; }, "--warmup"},
+                      BadCase{"zero_rate", [](LoadOptions& o) { o.rate = 0.0; }, "--rate"},
+                      BadCase{"negative_rate", [](LoadOptions& o) { o.rate = -5.0; }, "--rate"},
                       BadCase{"zero_timeout", [](LoadOptions& o) { o.timeout_ms = 0; }, "--timeout"},
                       BadCase{"bad_method", [](LoadOptions& o) { o.method = "GE T"; }, "-m/--method"},
                       BadCase{"bad_header", [](LoadOptions& o) { o.headers = {"NoColon"}; }, "-H/--header"},

@@ -239,6 +239,20 @@ TEST(LoadRunnerTest, UnreachableWithRequestBudgetEnds) {
   EXPECT_FALSE(r.error.empty());
 }
 
+TEST(LoadRunnerTest, OpenLoopUnreachableTargetEndsAtOnce) {
+  // Connections connect before their first slot, so a slow rate does not delay the verdict.
+  LoadOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/";
+  o.connections = 100;
+  o.rate = 1;
+  o.duration_s = 30;
+  auto start = std::chrono::steady_clock::now();
+  LoadResult r = run_bounded(o, 10s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_FALSE(r.error.empty());
+  EXPECT_EQ(r.responses, 0);
+}
+
 TEST(LoadRunnerTest, SlowResponsesTimeOutAndReconnect) {
   TestServer server(400ms);
   LoadOptions o = options_for(server);
@@ -313,6 +327,51 @@ TEST(LoadRunnerTest, ProgressIsReported) {
   EXPECT_LE(seen.back().requests, r.requests);
 }
 
+TEST(LoadRunnerTest, KeepAliveConnectsAreTimedOncePerConnection) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.connections = 3;
+  o.requests_per_thread = 30;
+  LoadResult r = run_bounded(o);
+  EXPECT_EQ(r.connects, 3);
+  EXPECT_EQ(r.connect_histogram.count(), 3);
+  // Closed loop: nothing to correct, both histograms are the same.
+  EXPECT_EQ(r.histogram_uncorrected.count(), 30);
+  EXPECT_EQ(r.histogram_uncorrected.value_at_percentile(99), r.histogram.value_at_percentile(99));
+}
+
+TEST(LoadRunnerTest, CsvHasOneRowPerMeasuredRequest) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.threads = 2;
+  o.connections = 4;
+  o.rate = 2000;
+  o.duration_s = 0.5;
+  o.csv_requests = ::testing::TempDir() + "/load_requests.csv";
+  LoadResult r = run_bounded(o);
+  ASSERT_EQ(r.csv_error, "");
+  std::FILE* f = std::fopen(o.csv_requests.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char line[256];
+  ASSERT_NE(std::fgets(line, sizeof line, f), nullptr);
+  EXPECT_STREQ(line, "start_offset_us,latency_us,status,bytes\n");
+  int64_t rows = 0, last_start = -1, bytes = 0;
+  long long start, latency, status, size;
+  while (std::fscanf(f, "%lld,%lld,%lld,%lld\n", &start, &latency, &status, &size) == 4) {
+    ++rows;
+    EXPECT_GE(start, last_start);
+    EXPECT_LT(start, 500000);
+    EXPECT_EQ(status, 200);
+    last_start = start;
+    bytes += size;
+  }
+  std::fclose(f);
+  EXPECT_EQ(rows, r.requests);
+  EXPECT_EQ(bytes, r.bytes_read);
+  // Open loop: rows start on the schedule, 0.5 ms apart overall.
+  EXPECT_NEAR(static_cast<double>(last_start), 499500, 1000);
+}
+
 // --- the binary ---
 
 struct Exec {
@@ -362,6 +421,31 @@ TEST(LoadBinaryTest, JsonPrintsOneObject) {
   for (const char* key : {"p50", "p90", "p99", "p999", "max", "mean", "min"})
     EXPECT_TRUE(j["latency_us"].contains(key)) << key;
   EXPECT_EQ(Histogram::from_json(j["histogram"]).count(), 100);
+  for (const char* key : {"p50", "p90", "p99", "p999", "max", "mean", "min"})
+    EXPECT_TRUE(j["latency_uncorrected_us"].contains(key)) << key;
+  for (const char* key : {"p50", "p90", "p99", "max", "mean"})
+    EXPECT_TRUE(j["connect_us"].contains(key)) << key;
+  EXPECT_EQ(j["connects"], 2);
+  EXPECT_EQ(j["rate"], 0);
+  EXPECT_EQ(j["latency_corrected"], false);
+  EXPECT_EQ(Histogram::from_json(j["histogram_uncorrected"]).count(), 100);
+}
+
+TEST(LoadBinaryTest, RateMakesLatencyCorrected) {
+  TestServer server;
+  Exec e = run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
+                      "/ --rate 500 -d 0.4 -c 2 --json 2>/dev/null");
+  ASSERT_EQ(e.exit_code, 0);
+  auto j = nlohmann::json::parse(e.out);
+  EXPECT_EQ(j["rate"], 500.0);
+  EXPECT_EQ(j["latency_corrected"], true);
+  EXPECT_NEAR(j["qps"].get<double>(), 500, 10);
+}
+
+TEST(LoadBinaryTest, UnwritableCsvExitsTwoBeforeRunning) {
+  Exec e = run_binary("http://127.0.0.1:1/ --csv-requests /nonexistent-dir/r.csv 2>&1");
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.out.find("--csv-requests"), std::string::npos) << e.out;
 }
 
 TEST(LoadBinaryTest, JsonEventsStreamProgressMeasureStartAndResult) {

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# loadgen_vs_wrk.sh: loadlab-load against wrk and h2load (--h1), same target, same threads
+# and connections, runs alternated so drift in the machine hits every tool alike.
+#
+# Prints per tool and connection count: median req/s, median requests per CPU-second
+# (user + system time of the load generator from /usr/bin/time), peak RSS, and the ratios
+# of loadlab-load to wrk. One extra run per tool at 1000 connections measures RSS.
+#
+# Environment:
+#   BUILD_DIR  build tree with bin/loadlab-load and bin/loadlab-target (default: build)
+#   DURATION   seconds per run (integer, default 5)
+#   RUNS       runs per tool and connection count (default 3)
+#   THREADS    load threads for every tool (default 1); the target runs 1 thread
+#   CONNS      connection counts to compare (default "10 100")
+#   RSS_CONNS  connection count of the RSS run (default 1000; empty to skip)
+#   TARGET_DELAY_MS  --delay-ms of the target (default 0)
+#
+# Only 127.0.0.1 is ever loaded. Installs wrk, nghttp2-client (h2load) and time with
+# apt-get when they are missing and we are root.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$here/build}
+DURATION=${DURATION:-5}
+RUNS=${RUNS:-3}
+THREADS=${THREADS:-1}
+CONNS=${CONNS:-"10 100"}
+RSS_CONNS=${RSS_CONNS-1000}
+TARGET_DELAY_MS=${TARGET_DELAY_MS:-0}
+
+load=$BUILD_DIR/bin/loadlab-load
+target_bin=$BUILD_DIR/bin/loadlab-target
+for b in "$load" "$target_bin"; do
+  [[ -x $b ]] || { echo "loadgen_vs_wrk: $b not found; build it or set BUILD_DIR" >&2; exit 2; }
+done
+[[ $DURATION =~ ^[0-9]+$ && $DURATION -ge 1 ]] || { echo "loadgen_vs_wrk: DURATION must be an integer >= 1" >&2; exit 2; }
+[[ $RUNS =~ ^[0-9]+$ && $RUNS -ge 1 ]] || { echo "loadgen_vs_wrk: RUNS must be an integer >= 1" >&2; exit 2; }
+
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v h2load >/dev/null || need+=(nghttp2-client)
+[[ -x /usr/bin/time ]] || need+=(time)
+if ((${#need[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null ||
+      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null; }
+  else
+    echo "loadgen_vs_wrk: missing ${need[*]}; run: sudo apt-get install -y ${need[*]}" >&2
+    exit 2
+  fi
+fi
+
+# 1000 connections need more descriptors than the usual soft limit, in every tool and the target.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+work=$(mktemp -d)
+target_pid=""
+client_pid=""
+cleanup() {
+  [[ -n $client_pid ]] && kill "$client_pid" 2>/dev/null && wait "$client_pid" 2>/dev/null
+  if [[ -n $target_pid ]]; then
+    kill "$target_pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$target_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$target_pid" 2>/dev/null || true
+    wait "$target_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$target_bin" --listen 127.0.0.1:0 --threads 1 --delay-ms "$TARGET_DELAY_MS" >"$work/target.out" 2>"$work/target.err" &
+target_pid=$!
+port=""
+for _ in $(seq 50); do
+  port=$(sed -n '1s/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/target.out")
+  [[ -n $port ]] && break
+  sleep 0.1
+done
+[[ -n $port ]] || { echo "loadgen_vs_wrk: target did not start: $(cat "$work/target.err")" >&2; exit 1; }
+url="http://127.0.0.1:$port/"
+
+# run TOOL CONNS -> appends "tool conns reqps cpu_s rss_kb" to $work/results
+run() {
+  local tool=$1 c=$2 out=$work/out time=$work/time reqps
+  case $tool in
+    loadlab) /usr/bin/time -o "$time" -f '%U %S %M' "$load" "$url" -t "$THREADS" -c "$c" -d "$DURATION" >"$out" 2>/dev/null &
+      ;;
+    wrk) /usr/bin/time -o "$time" -f '%U %S %M' wrk -t "$THREADS" -c "$c" -d "${DURATION}s" "$url" >"$out" 2>/dev/null &
+      ;;
+    h2load) /usr/bin/time -o "$time" -f '%U %S %M' h2load --h1 -t "$THREADS" -c "$c" -D "$DURATION" "$url" >"$out" 2>/dev/null &
+      ;;
+  esac
+  client_pid=$!
+  wait "$client_pid" || true
+  client_pid=""
+  case $tool in
+    loadlab | wrk) reqps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$out") ;;
+    h2load) reqps=$(sed -n 's/^finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' "$out") ;;
+  esac
+  if [[ -z $reqps ]]; then
+    echo "loadgen_vs_wrk: $tool -c $c gave no rate:" >&2
+    cat "$out" >&2
+    return
+  fi
+  local user sys rss cpu
+  read -r user sys rss < <(tail -1 "$time")
+  cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN{print u+s}')
+  echo "$tool $c $reqps $cpu $rss" >>"$work/results"
+  printf '  %-8s -c %-5s %10.0f req/s  cpu %5.2f s  rss %6d KB\n' "$tool" "$c" "$reqps" "$cpu" "$rss" >&2
+}
+
+tools="loadlab wrk h2load"
+: >"$work/results"
+echo "target: loadlab-target --threads 1 --delay-ms $TARGET_DELAY_MS on $url; $THREADS load thread(s); ${DURATION}s x $RUNS runs" >&2
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for c in $CONNS; do
+  for r in $(seq "$RUNS"); do
+    for tool in $tools; do run "$tool" "$c"; done
+  done
+done
+if [[ -n $RSS_CONNS ]]; then
+  for tool in $tools; do run "$tool" "$RSS_CONNS"; done
+fi
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+# Medians (req/s, req per CPU-second) and peak RSS per tool and connection count, and the
+# loadlab/wrk ratios.
+awk -v tools="$tools" '
+function median(list,   n, a, i, j, t) {
+  n = split(list, a, " ")
+  for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{
+  key = $1 SUBSEP $2
+  rate[key] = rate[key] " " $3
+  eff[key] = eff[key] " " ($4 > 0 ? $3 * '"$DURATION"' / $4 : 0)
+  if ($5 > rss[key]) rss[key] = $5
+  runs[key]++
+  if (!($2 in seen)) { seen[$2] = 1; conns[++nc] = $2 }
+}
+END {
+  printf "%-8s %6s %5s %12s %14s %9s %9s %9s %9s\n", "tool", "conns", "runs", "req/s", "req/CPU-s", "RSS KB", "x wrk r/s", "x wrk eff", "x wrk RSS"
+  nt = split(tools, tl, " ")
+  for (ci = 1; ci <= nc; ci++) {
+    c = conns[ci]
+    wk = "wrk" SUBSEP c
+    wr = (wk in runs) ? median(rate[wk]) : 0; we = (wk in runs) ? median(eff[wk]) : 0; ws = rss[wk]
+    for (ti = 1; ti <= nt; ti++) {
+      k = tl[ti] SUBSEP c
+      if (!(k in runs)) continue
+      r = median(rate[k]); e = median(eff[k])
+      printf "%-8s %6s %5d %12.0f %14.0f %9d %9.2f %9.2f %9.2f\n", tl[ti], c, runs[k], r, e, rss[k], wr ? r / wr : 0, we ? e / we : 0, ws ? rss[k] / ws : 0
+    }
+  }
+}' "$work/results"

@@ -1,0 +1,73 @@
+// The open-loop schedule, the request CSV and the progress line, without the network.
+#include "schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "progress_line.hpp"
+#include "request_log.hpp"
+
+namespace loadlab::load {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ScheduleTest, SlotsAreEvenlySpacedAndConnectionsTakeTurns) {
+  Clock::time_point start{};
+  Schedule s(start, 1000.0, 4);  // a slot every 1 ms, 4 lanes
+  EXPECT_EQ(s.slot_time(0), start);
+  EXPECT_EQ(s.slot_time(1), start + 1ms);
+  EXPECT_EQ(s.slot_time(2500), start + 2500ms);
+  EXPECT_EQ(s.time_of(0, 0), start);
+  EXPECT_EQ(s.time_of(3, 0), start + 3ms);
+  EXPECT_EQ(s.time_of(1, 2), start + 9ms);  // slot 2 * 4 + 1
+  EXPECT_EQ(s.connection_of(9), 1);
+  EXPECT_EQ(s.turn_of(9), 2);
+}
+
+TEST(ScheduleTest, FractionalRatesDoNotDrift) {
+  Clock::time_point start{};
+  Schedule s(start, 3.0, 1);  // 333.33.. ms apart
+  // An hour of slots lands on the exact hour: times are computed, not accumulated.
+  EXPECT_EQ(s.slot_time(3 * 3600), start + 3600s);
+}
+
+TEST(RequestLogTest, WritesOneRowPerRecordMergedInStartOrder) {
+  RequestLog a{{0, 100, 50, 200}, {300, 100, 40, 200}, {200, 0, 7, 0}};
+  RequestLog b{{100, 120, 60, 404}, {400, 100, 10, 200}};
+  std::string path = ::testing::TempDir() + "/requests.csv";
+  std::string error;
+  ASSERT_TRUE(write_request_csv(path, {&a, &b}, &error)) << error;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(),
+            "start_offset_us,latency_us,status,bytes\n"
+            "0,50,200,100\n100,60,404,120\n200,7,0,0\n300,40,200,100\n400,10,200,100\n");
+}
+
+TEST(RequestLogTest, UnwritablePathIsAnErrorNamingTheFlag) {
+  RequestLog a{{0, 1, 1, 200}};
+  std::string error;
+  EXPECT_FALSE(write_request_csv("/nonexistent-dir/x.csv", {&a}, &error));
+  EXPECT_NE(error.find("--csv-requests"), std::string::npos) << error;
+}
+
+TEST(ProgressLineTest, Format) {
+  EXPECT_EQ(group_thousands(0), "0");
+  EXPECT_EQ(group_thousands(999), "999");
+  EXPECT_EQ(group_thousands(58213), "58 213");
+  EXPECT_EQ(group_thousands(1234567), "1 234 567");
+  Progress p;
+  p.elapsed_s = 3.04;
+  p.qps = 58213.4;
+  p.errors = 0;
+  EXPECT_EQ(format_progress_line(p), "\r  3.0 s  58 213 req/s  errors 0\x1b[K");
+  p.warmup = true;
+  EXPECT_EQ(format_progress_line(p), "\r  3.0 s  warm-up  58 213 req/s  errors 0\x1b[K");
+}
+
+}  // namespace
+}  // namespace loadlab::load

@@ -1,0 +1,188 @@
+// Truth tests: loadlab-load's figures against the real loadlab-target binary's own count,
+// its configured delay, and (open loop) the requested rate and a server stall. Every run
+// is bounded; the target is stopped by pid.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+
+#include "fd_limit.hpp"
+#include "load_options.hpp"
+#include "load_runner.hpp"
+#include "target_process.hpp"
+
+namespace loadlab::load {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TargetProcess;
+
+LoadResult run_bounded(LoadOptions o, std::chrono::seconds limit = 30s) {
+  EXPECT_EQ(validate(o), "");
+  LoadRunner runner(o);
+  auto future = std::async(std::launch::async, [&] { return runner.run(); });
+  if (future.wait_for(limit) != std::future_status::ready) {
+    ADD_FAILURE() << "run did not end within " << limit.count() << " s";
+    runner.initiate_shutdown();
+  }
+  return future.get();
+}
+
+double ms(int64_t us) { return us / 1000.0; }
+
+TEST(TruthTest, RequestCountEqualsTheTargetsCount) {
+  TargetProcess target({"--threads", "1"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = target.url();
+  o.threads = 2;
+  o.connections = 8;
+  o.requests_per_thread = 5000;
+  LoadResult r = run_bounded(o);
+  auto seen = target.stop();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(r.requests, 10000);
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_EQ(*seen, r.requests);
+  EXPECT_EQ(r.histogram.count(), r.requests);
+}
+
+TEST(TruthTest, RequestCountEqualsTheTargetsCountWithoutKeepAlive) {
+  TargetProcess target({"--threads", "1"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = target.url();
+  o.connections = 4;
+  o.total_requests = 400;
+  o.keep_alive = false;
+  LoadResult r = run_bounded(o);
+  auto seen = target.stop();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(r.requests, 400);
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_EQ(*seen, 400);
+  // One connect per request, each timed apart from the request.
+  EXPECT_EQ(r.connects, 400);
+  EXPECT_EQ(r.connect_histogram.count(), 400);
+  EXPECT_GT(r.connect_histogram.min(), 0);
+}
+
+TEST(TruthTest, MedianAgainstATenMsTargetIsTenToElevenMs) {
+  TargetProcess target({"--threads", "1", "--delay-ms", "10"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = target.url();
+  o.connections = 10;
+  o.duration_s = 2;
+  LoadResult r = run_bounded(o);
+  target.stop();
+  ASSERT_GT(r.requests, 1000);  // 10 connections / 10 ms = 1000 req/s at most
+  double p50 = ms(r.histogram.value_at_percentile(50));
+  EXPECT_GE(p50, 10.0);
+  EXPECT_LE(p50, 11.0);
+  EXPECT_GE(r.histogram.min(), 10000);
+}
+
+TEST(TruthTest, WarmupIsExcludedAtAThousandConnections) {
+  raise_open_files_limit();  // the target inherits it: it holds 1000 sockets too
+  TargetProcess target({"--threads", "1"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = target.url();
+  o.threads = 2;
+  o.connections = 1000;
+  o.requests_per_thread = 3000;
+  o.warmup_s = 1;
+  LoadResult r = run_bounded(o, 60s);
+  auto seen = target.stop();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(r.connections, 1000);
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_EQ(r.requests, 6000);
+  EXPECT_EQ(r.histogram.count(), 6000);
+  EXPECT_GT(r.warmup_requests, 1000);
+  // Every request the target answered is either warm-up or measured, never both.
+  EXPECT_EQ(*seen, r.requests + r.warmup_requests);
+  EXPECT_EQ(r.connects, 0);  // all 1000 connected during warm-up
+  EXPECT_NEAR(r.qps, r.requests / r.duration_s, 1e-6);
+}
+
+TEST(OpenLoopTest, FixedRateIsHeldWithinOnePercent) {
+  TargetProcess target({"--threads", "1", "--delay-ms", "1"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = target.url();
+  o.connections = 10;
+  o.rate = 2000;
+  o.duration_s = 2;
+  LoadResult r = run_bounded(o);
+  auto seen = target.stop();
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_NEAR(r.qps, 2000, 20);
+  EXPECT_EQ(r.rate, 2000);
+  EXPECT_GE(r.histogram.value_at_percentile(50), 1000);
+  EXPECT_GE(r.histogram_uncorrected.value_at_percentile(50), 1000);
+  EXPECT_EQ(r.histogram_uncorrected.count(), r.histogram.count());
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_LE(*seen - r.requests, 10);  // only the requests in flight when the window closed
+}
+
+TEST(OpenLoopTest, HalfTheClosedLoopMaximumIsHeldWithinOnePercent) {
+  TargetProcess target({"--threads", "1"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions closed;
+  closed.url = target.url();
+  closed.connections = 10;
+  closed.duration_s = 1;
+  LoadResult max = run_bounded(closed);
+  ASSERT_GT(max.qps, 1000);
+  LoadOptions open = closed;
+  open.rate = std::floor(max.qps / 2);
+  open.duration_s = 2;
+  LoadResult r = run_bounded(open);
+  target.stop();
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_NEAR(r.qps, *open.rate, *open.rate * 0.01) << "closed-loop maximum " << max.qps;
+}
+
+TEST(OpenLoopTest, RequestBudgetIsExact) {
+  TargetProcess target({"--threads", "1"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = target.url();
+  o.threads = 2;
+  o.connections = 4;
+  o.rate = 4000;
+  o.requests_per_thread = 1000;
+  LoadResult r = run_bounded(o);
+  auto seen = target.stop();
+  EXPECT_EQ(r.requests, 2000);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(*seen, 2000);
+  EXPECT_NEAR(r.duration_s, 0.5, 0.05);  // 2000 requests at 4000/s
+}
+
+// The target holds every response for 1 s, 1 s after the first request. Requests intended
+// during the stall wait for it (corrected latency up to 1 s); only the 10 in flight when it
+// began were themselves slow once sent (uncorrected latency).
+TEST(OpenLoopTest, CoordinatedOmissionShowsInCorrectedLatencyOnly) {
+  if (!testing::target_has_flag("--stall")) GTEST_SKIP() << "loadlab-target has no --stall yet";
+  TargetProcess target({"--threads", "1", "--stall", "1000:1000"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = target.url();
+  o.connections = 10;
+  o.rate = 1000;
+  o.duration_s = 5;
+  LoadResult r = run_bounded(o);
+  target.stop();
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_NEAR(r.qps, 1000, 30);
+  EXPECT_GE(ms(r.histogram.value_at_percentile(99)), 500.0);
+  EXPECT_GE(ms(r.histogram.max()), 900.0);
+  EXPECT_LT(ms(r.histogram_uncorrected.value_at_percentile(99)), 50.0);
+  EXPECT_GE(ms(r.histogram_uncorrected.max()), 900.0);  // the stalled requests themselves
+}
+
+}  // namespace
+}  // namespace loadlab::load
