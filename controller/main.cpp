@@ -18,11 +18,16 @@ int main(int argc, char** argv) {
 
   loadlab::controller::RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");
-  run_cmd->add_option("scenario", run.scenario_path, "scenario JSON file")->required();
+  run_cmd->add_option("scenario", run.scenario_path, "scenario JSON file");
+  run_cmd->add_option("--resume", run.resume_dir, "continue the run in this folder, keeping its finished cells");
   run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
   run_cmd->add_option("--out", run.out_dir, "run folder (default runs/NAME-TIME)");
   run_cmd->add_option("--bin-dir", run.bin_dir, "folder of loadlab-target and loadlab-load for the embedded agent");
   run_cmd->add_flag("--quiet", run.quiet, "no per-cell progress lines");
+
+  std::string agents_lab;
+  auto* agents_cmd = app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
+  agents_cmd->add_option("--lab", agents_lab, "lab JSON file")->required();
 
   std::string validate_path;
   auto* validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
@@ -45,9 +50,19 @@ int main(int argc, char** argv) {
       for (auto& c : cells) std::cout << "  " << c.key() << " (" << c.connections << " connections)\n";
       return 0;
     }
+    if (*agents_cmd) return loadlab::controller::describe_agents(agents_lab, std::cout);
+    if (run.scenario_path.empty() == run.resume_dir.empty()) {
+      std::cerr << "loadlab run: give either a SCENARIO file or --resume DIR\n";
+      return 2;
+    }
+    if (!run.resume_dir.empty() && !run.out_dir.empty()) {
+      std::cerr << "loadlab run: --out and --resume exclude each other (a resumed run stays in its folder)\n";
+      return 2;
+    }
     return loadlab::controller::run_scenario(run, std::cout);
   } catch (const loadlab::InputError& e) {
-    std::cerr << "loadlab: " << (*validate_cmd ? validate_path : run.scenario_path) << ": " << e.what() << "\n";
+    std::string source = *validate_cmd ? validate_path : *agents_cmd ? agents_lab : run.scenario_path;
+    std::cerr << "loadlab: " << (source.empty() ? run.resume_dir : source) << ": " << e.what() << "\n";
     return 2;
   } catch (const loadlab::controller::EnvironmentError& e) {
     std::cerr << "loadlab: " << e.what() << "\n";

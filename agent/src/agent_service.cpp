@@ -196,6 +196,7 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto fail_start = [&](const std::string& why) {
     auto st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+    child->wait_output_end(500ms);
     return Status(StatusCode::UNAVAILABLE, "target " + name + " did not become ready: " + why + " (" +
                                                st.describe() + "); last output:\n" + child->output_tail());
   };
@@ -335,9 +336,11 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx, grpc::ServerReaderWriter<
   auto st = child->wait_exit(std::chrono::milliseconds(options_.stop_grace_ms));
   if (!st) st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
   log->info("load pid {} ended: {}", child->pid(), st->describe());
-  if (!have_result || st->code != 0)
+  if (!have_result || st->code != 0) {
+    child->wait_output_end(500ms);
     return Status(StatusCode::UNAVAILABLE,
                   "load worker failed (" + st->describe() + "); last output:\n" + child->output_tail());
+  }
   TreeReading end;
   end.user_s = st->user_s;
   end.system_s = st->system_s;

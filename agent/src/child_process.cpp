@@ -264,6 +264,11 @@ ExitStatus ChildProcess::terminate(std::chrono::milliseconds grace) {
   return *poll_exit();
 }
 
+void ChildProcess::wait_output_end(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  cv_.wait_for(lock, timeout, [&] { return eof_; });
+}
+
 std::string ChildProcess::output_tail(size_t max_lines) const {
   std::lock_guard lock(mutex_);
   std::string out;

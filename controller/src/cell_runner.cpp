@@ -1,6 +1,12 @@
 #include "loadlab/controller/cell_runner.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "loadlab/shared/histogram.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -8,6 +14,10 @@
 namespace loadlab::controller {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+using TargetStream = grpc::ClientReaderWriterInterface<v1::TargetCommand, v1::TargetEvent>;
+using LoadStream = grpc::ClientReaderWriterInterface<v1::LoadCommand, v1::LoadEvent>;
 
 UsageResult from_proto(const v1::Usage& u) {
   UsageResult r;
@@ -18,48 +28,137 @@ UsageResult from_proto(const v1::Usage& u) {
   r.rss_kb_mean = u.rss_kb_mean();
   r.rss_kb_peak = u.rss_kb_peak();
   r.samples = u.samples();
+  r.machine_cpu_pct = u.machine_cpu_pct();
+  r.machine_cores = u.machine_cores();
+  for (auto& p : u.series()) r.series.push_back({p.t_s(), p.cpu_pct(), p.rss_kb()});
   return r;
-}
-
-void fill_from_proto(const v1::LoadResult& p, RepResult& r) {
-  r.requests = p.requests();
-  r.errors = p.errors();
-  r.duration_s = p.duration_s();
-  r.qps = p.qps();
-  const auto& l = p.latency();
-  r.latency_us = {l.p50_us(), l.p90_us(), l.p99_us(), l.p999_us(), l.max_us(), l.mean_us(), l.min_us()};
-  for (auto& [code, n] : p.status()) r.status[code] = n;
-  for (auto& [kind, n] : p.error_kinds()) r.error_kinds[kind] = n;
-  r.bytes_read = p.bytes_read();
-  Histogram h(static_cast<int64_t>(p.histogram().highest_trackable()),
-              static_cast<int>(p.histogram().significant_digits()));
-  for (auto& b : p.histogram().buckets()) h.add_bucket(b.index(), b.count());
-  r.histogram = h.to_json();
-  // The worker's exact extremes and mean (bucket midpoints otherwise).
-  r.histogram["min"] = static_cast<int64_t>(l.min_us());
-  r.histogram["max"] = static_cast<int64_t>(l.max_us());
-  r.histogram["mean"] = l.mean_us();
 }
 
 std::string status_text(const grpc::Status& st) {
   return st.error_message().empty() ? "gRPC status " + std::to_string(st.error_code()) : st.error_message();
 }
 
-// Ends a stream whatever happens: cancels it if it was not finished normally.
-template <class Stream>
-struct StreamCloser {
-  grpc::ClientContext& ctx;
-  std::unique_ptr<Stream>& stream;
-  bool finished = false;
-  ~StreamCloser() {
-    if (!finished && stream) {
-      ctx.TryCancel();
-      stream->Finish();
+// Cancels the registered calls when the current phase outlives its deadline, so that no
+// blocking Read waits forever; the phase that ran out names the failure.
+class Watchdog {
+ public:
+  Watchdog() : thread_([this] { loop(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void watch(grpc::ClientContext* ctx) {
+    std::lock_guard lock(mutex_);
+    contexts_.push_back(ctx);
+  }
+  void arm(const std::string& phase, double seconds) {
+    std::lock_guard lock(mutex_);
+    phase_ = phase;
+    limit_s_ = seconds;
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    cv_.notify_all();
+  }
+  // The phase that ran out, or "" if none did.
+  std::string expired() const {
+    std::lock_guard lock(mutex_);
+    return expired_;
+  }
+  CellError error(const std::string& phase, const std::string& message) const {
+    std::lock_guard lock(mutex_);
+    if (!expired_.empty())
+      return CellError(expired_, "phase '" + expired_ + "' ran out after " + std::to_string(static_cast<int>(limit_s_)) + " s");
+    return CellError(phase, message);
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mutex_);
+    while (!done_) {
+      if (phase_.empty() || !expired_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && !done_ && Clock::now() >= deadline_ &&
+          expired_.empty()) {
+        expired_ = phase_;
+        for (auto* c : contexts_) c->TryCancel();
+      }
     }
   }
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<grpc::ClientContext*> contexts_;
+  std::string phase_, expired_;
+  double limit_s_ = 0;
+  Clock::time_point deadline_;
+  bool done_ = false;
+  std::thread thread_;  // last
+};
+
+// What the load-stream reader threads hand to the cell's thread.
+struct LoadMessage {
+  size_t agent = 0;
+  bool end = false;
+  grpc::Status status;
+  v1::LoadEvent event;
+};
+
+class MessageQueue {
+ public:
+  void push(LoadMessage m) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(m));
+    }
+    cv_.notify_one();
+  }
+  LoadMessage pop() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return !queue_.empty(); });
+    auto m = std::move(queue_.front());
+    queue_.pop_front();
+    return m;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<LoadMessage> queue_;
+};
+
+struct LoadCall {
+  grpc::ClientContext ctx;
+  std::unique_ptr<LoadStream> stream;
+  std::thread reader;
+  LoadShare share;
+  std::optional<v1::LoadResult> result;
+  std::optional<UsageResult> usage;
+  v1::Progress progress;
 };
 
 }  // namespace
+
+std::vector<LoadShare> split_load(const Scenario& s, const Cell& c, size_t agents) {
+  size_t n = std::max<size_t>(1, std::min<size_t>(agents, c.threads));
+  std::vector<LoadShare> shares(n);
+  for (size_t i = 0; i < n; ++i) {
+    shares[i].threads = static_cast<uint32_t>(c.threads / n + (i < c.threads % n ? 1 : 0));
+    shares[i].connections = shares[i].threads * s.load.connections_per_thread;
+  }
+  if (s.load.total_requests) {
+    uint64_t total = *s.load.total_requests, given = 0;
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t part = i + 1 == n ? total - given : total * shares[i].threads / c.threads;
+      shares[i].total_requests = part;
+      given += part;
+    }
+  }
+  return shares;
+}
 
 v1::TargetSpec target_spec(const Scenario& s, const Cell& c) {
   const auto& t = s.targets[c.target_index];
@@ -72,7 +171,7 @@ v1::TargetSpec target_spec(const Scenario& s, const Cell& c) {
   return spec;
 }
 
-v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const std::string& endpoint) {
+v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share, const std::string& endpoint) {
   const auto& l = s.load;
   v1::LoadSpec spec;
   spec.set_endpoint(endpoint);
@@ -80,10 +179,10 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const std::string& endp
   spec.set_method(l.method);
   for (auto& [k, v] : l.headers) (*spec.mutable_headers())[k] = v;
   spec.set_body(l.body);
-  spec.set_threads(c.threads);
-  spec.set_connections(c.connections);
+  spec.set_threads(share.threads);
+  spec.set_connections(share.connections);
   if (l.requests_per_thread) spec.set_requests_per_thread(*l.requests_per_thread);
-  if (l.total_requests) spec.set_total_requests(*l.total_requests);
+  if (share.total_requests) spec.set_total_requests(*share.total_requests);
   if (l.duration_s) spec.set_duration_s(*l.duration_s);
   spec.set_warmup_s(l.warmup_s);
   spec.set_keep_alive(l.keep_alive);
@@ -91,31 +190,79 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const std::string& endp
   return spec;
 }
 
-RepResult run_repetition(v1::Agent::StubInterface& target_agent, v1::Agent::StubInterface& load_agent,
-                         const Scenario& s, const Cell& c, const ProgressFn& progress) {
+RepResult merge_load_results(const std::vector<v1::LoadResult>& results) {
+  RepResult r;
+  Histogram merged;
+  bool first = true;
+  double min_us = 0, max_us = 0, weighted_mean = 0;
+  for (const auto& p : results) {
+    r.requests += p.requests();
+    r.errors += p.errors();
+    r.duration_s = std::max(r.duration_s, p.duration_s());
+    r.qps += p.qps();  // concurrent windows: rates add
+    for (auto& [code, n] : p.status()) r.status[code] += n;
+    for (auto& [kind, n] : p.error_kinds()) r.error_kinds[kind] += n;
+    r.bytes_read += p.bytes_read();
+    Histogram h(static_cast<int64_t>(p.histogram().highest_trackable()),
+                static_cast<int>(p.histogram().significant_digits()));
+    for (auto& b : p.histogram().buckets()) h.add_bucket(b.index(), b.count());
+    if (first) merged = h;
+    else merged.merge(h);
+    if (h.count() > 0) {
+      min_us = first || min_us == 0 ? p.latency().min_us() : std::min(min_us, p.latency().min_us());
+      max_us = std::max(max_us, p.latency().max_us());
+      weighted_mean += p.latency().mean_us() * static_cast<double>(h.count());
+    }
+    first = false;
+  }
+  // Exact extremes and mean from the workers; percentiles from the merged buckets.
+  auto j = merged.to_json();
+  if (merged.count() > 0) {
+    j["min"] = static_cast<int64_t>(min_us);
+    j["max"] = static_cast<int64_t>(max_us);
+    j["mean"] = weighted_mean / static_cast<double>(merged.count());
+  }
+  Histogram exact = Histogram::from_json(j);
+  r.histogram = j;
+  auto pct = [&](double p) { return static_cast<double>(exact.value_at_percentile(p)); };
+  r.latency_us = {pct(50), pct(90), pct(99), pct(99.9), static_cast<double>(exact.max()), exact.mean(),
+                  static_cast<double>(exact.min())};
+  return r;
+}
+
+RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c, const PhaseLimits& limits,
+                         const ProgressFn& progress) {
   auto log = component_logger("controller");
-  RepResult rep;
+  Watchdog watchdog;
 
   // 1. Host the target and wait until it is ready.
   grpc::ClientContext tctx;
-  std::unique_ptr<grpc::ClientReaderWriterInterface<v1::TargetCommand, v1::TargetEvent>> target(
-      target_agent.HostTarget(&tctx));
-  StreamCloser<grpc::ClientReaderWriterInterface<v1::TargetCommand, v1::TargetEvent>> target_closer{tctx, target};
+  watchdog.watch(&tctx);
+  watchdog.arm("ready", limits.ready_s);
+  std::unique_ptr<TargetStream> target(placement.target.stub->HostTarget(&tctx));
+  bool target_closed = false;
+  auto close_target = [&] {
+    if (target_closed) return;
+    target_closed = true;
+    tctx.TryCancel();
+    target->Finish();
+  };
+  // The reason the target stream failed: its Exited event or its status.
   auto target_failure = [&](const std::string& phase) {
-    target_closer.finished = true;
+    target_closed = true;
     target->WritesDone();
-    v1::TargetEvent ignored;
-    while (target->Read(&ignored)) {
-      if (ignored.has_exited())
-        return CellError(phase, "target exited: " + ignored.exited().output_tail());
-    }
-    return CellError(phase, status_text(target->Finish()));
+    std::string exited;
+    for (v1::TargetEvent ev; target->Read(&ev);)
+      if (ev.has_exited()) exited = "target exited: " + ev.exited().output_tail();
+    auto st = target->Finish();
+    return watchdog.error(phase, exited.empty() ? status_text(st) : exited);
   };
   {
     v1::TargetCommand cmd;
     *cmd.mutable_spec() = target_spec(s, c);
     if (!target->Write(cmd)) throw target_failure("start");
   }
+  RepResult rep;
   std::string endpoint;
   for (v1::TargetEvent ev; endpoint.empty();) {
     if (!target->Read(&ev)) throw target_failure("ready");
@@ -131,57 +278,121 @@ RepResult run_repetition(v1::Agent::StubInterface& target_agent, v1::Agent::Stub
     if (!target->Write(cmd)) throw target_failure(phase);
   };
 
-  // 2. Run the load; bracket its measured window with marks on the target.
-  grpc::ClientContext lctx;
-  std::unique_ptr<grpc::ClientReaderWriterInterface<v1::LoadCommand, v1::LoadEvent>> load(load_agent.RunLoad(&lctx));
-  StreamCloser<grpc::ClientReaderWriterInterface<v1::LoadCommand, v1::LoadEvent>> load_closer{lctx, load};
-  {
+  // 2. Start every load agent's share; one reader thread per stream feeds a queue.
+  auto shares = split_load(s, c, placement.loads.size());
+  std::vector<std::unique_ptr<LoadCall>> calls;
+  MessageQueue queue;
+  watchdog.arm("warmup", s.load.warmup_s + limits.warmup_extra_s);
+  for (size_t i = 0; i < shares.size(); ++i) {
+    auto call = std::make_unique<LoadCall>();
+    call->share = shares[i];
+    watchdog.watch(&call->ctx);
+    call->stream = placement.loads[i].stub->RunLoad(&call->ctx);
     v1::LoadCommand cmd;
-    *cmd.mutable_spec() = load_spec(s, c, endpoint);
-    load->Write(cmd);
-    load->WritesDone();
+    *cmd.mutable_spec() = load_spec(s, c, shares[i], endpoint);
+    call->stream->Write(cmd);
+    call->stream->WritesDone();
+    call->reader = std::thread([&queue, i, stream = call->stream.get()] {
+      for (LoadMessage m{i, false, {}, {}}; stream->Read(&m.event);) queue.push(m);
+      queue.push({i, true, stream->Finish(), {}});
+    });
+    calls.push_back(std::move(call));
   }
-  bool measuring = false, have_result = false, have_server_usage = false, have_client_usage = false;
-  for (v1::LoadEvent ev; load->Read(&ev);) {
-    if (ev.has_progress()) {
-      if (progress) progress(ev.progress());
-    } else if (ev.has_measure_start()) {
-      mark(v1::Mark::RESET, "load");
-      measuring = true;
-    } else if (ev.has_result()) {
-      if (measuring) mark(v1::Mark::FINAL, "usage");
-      fill_from_proto(ev.result(), rep);
-      have_result = true;
-      if (measuring) {
-        for (v1::TargetEvent tev;;) {
-          if (!target->Read(&tev)) throw target_failure("usage");
-          if (tev.has_usage()) {
-            rep.server = from_proto(tev.usage());
-            have_server_usage = true;
-            break;
-          }
-          if (tev.has_exited()) throw CellError("load", "target exited: " + tev.exited().output_tail());
-        }
-      }
-    } else if (ev.has_usage()) {
-      rep.client = from_proto(ev.usage());
-      have_client_usage = true;
-    }
-  }
-  load_closer.finished = true;
-  auto load_status = load->Finish();
-  if (!load_status.ok()) throw CellError("load", status_text(load_status));
-  if (!have_result || !have_server_usage || !have_client_usage)
-    throw CellError("load", "the load agent ended without a result and usage for both sides");
+  auto cancel_loads = [&] {
+    for (auto& call : calls) call->ctx.TryCancel();
+  };
+  auto join_loads = [&] {
+    for (auto& call : calls)
+      if (call->reader.joinable()) call->reader.join();
+  };
 
-  // 3. Stop the target.
-  target_closer.finished = true;
+  size_t started = 0, ended = 0, results = 0;
+  std::optional<CellError> failure;
+  const double measure_limit =
+      limits.measure_s > 0 ? limits.measure_s : (s.load.duration_s ? *s.load.duration_s + 60 : 24 * 3600.0);
+  try {
+    while (ended < calls.size()) {
+      auto m = queue.pop();
+      auto& call = *calls[m.agent];
+      const std::string& agent = placement.loads[m.agent].name;
+      if (m.end) {
+        ++ended;
+        if (!m.status.ok()) throw watchdog.error("measure", "load agent " + agent + ": " + status_text(m.status));
+        if (!call.result || !call.usage)
+          throw CellError("measure", "load agent " + agent + " ended without a result and its usage");
+        continue;
+      }
+      const auto& ev = m.event;
+      if (ev.has_progress()) {
+        call.progress = ev.progress();
+        if (progress) {
+          LiveProgress live;
+          for (auto& other : calls) {
+            live.elapsed_s = std::max(live.elapsed_s, other->progress.elapsed_s());
+            live.requests += other->progress.requests();
+            live.errors += other->progress.errors();
+            live.qps += other->progress.qps();
+            live.warmup = live.warmup || other->progress.warmup();
+          }
+          progress(live);
+        }
+      } else if (ev.has_measure_start()) {
+        // The server's window opens with the first load agent's and closes with the last.
+        if (started++ == 0) {
+          mark(v1::Mark::RESET, "measure");
+          watchdog.arm("measure", measure_limit);
+        }
+      } else if (ev.has_result()) {
+        call.result = ev.result();
+        if (++results == calls.size()) {
+          watchdog.arm("usage", limits.stop_s);
+          mark(v1::Mark::FINAL, "usage");
+          for (v1::TargetEvent tev;;) {
+            if (!target->Read(&tev)) throw target_failure("usage");
+            if (tev.has_usage()) {
+              rep.server = from_proto(tev.usage());
+              break;
+            }
+            if (tev.has_exited()) throw CellError("measure", "target exited: " + tev.exited().output_tail());
+          }
+        }
+      } else if (ev.has_usage()) {
+        call.usage = from_proto(ev.usage());
+      }
+    }
+  } catch (const CellError& e) {
+    failure = e;
+  }
+  if (failure) {
+    cancel_loads();
+    join_loads();
+    close_target();
+    throw *failure;
+  }
+  join_loads();
+
+  // 3. Merge the load agents' results; stop the target.
+  std::vector<v1::LoadResult> parts;
+  for (auto& call : calls) parts.push_back(*call->result);
+  RepResult merged = merge_load_results(parts);
+  merged.server = rep.server;
+  merged.target_startup_ms = rep.target_startup_ms;
+  merged.target_agent = placement.target.name;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const auto& res = *calls[i]->result;
+    merged.parts.push_back({placement.loads[i].name, calls[i]->share.threads, calls[i]->share.connections,
+                            res.requests(), res.errors(), res.qps(), *calls[i]->usage});
+    if (i == 0) merged.client = *calls[i]->usage;
+    else merged.client.add(*calls[i]->usage);
+  }
+  watchdog.arm("stop", limits.stop_s);
+  target_closed = true;
   target->WritesDone();
   for (v1::TargetEvent ev; target->Read(&ev);) {
   }
   auto tstatus = target->Finish();
   if (!tstatus.ok()) log->warn("cell {}: target stream ended with: {}", c.key(), status_text(tstatus));
-  return rep;
+  return merged;
 }
 
 }  // namespace loadlab::controller

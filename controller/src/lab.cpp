@@ -10,6 +10,13 @@ namespace loadlab::controller {
 
 bool AgentDef::has_role(const std::string& r) const { return std::find(roles.begin(), roles.end(), r) != roles.end(); }
 
+bool AgentDef::matches(const std::string& role, const std::vector<std::pair<std::string, std::string>>& want) const {
+  if (!has_role(role)) return false;
+  for (auto& w : want)
+    if (std::find(labels.begin(), labels.end(), w) == labels.end()) return false;
+  return true;
+}
+
 const AgentDef& Lab::first_with_role(const std::string& role) const {
   for (auto& a : agents)
     if (a.has_role(role)) return a;
@@ -22,7 +29,7 @@ Lab parse_lab(const nlohmann::json& j) {
   Lab lab;
   std::set<std::string> names;
   for (auto& a : root.objects("agents")) {
-    a.allow({"name", "address", "roles"});
+    a.allow({"name", "address", "roles", "labels"});
     AgentDef d;
     d.name = a.string("name");
     if (d.name.empty()) throw InputError(a.path("name"), "must not be empty");
@@ -38,6 +45,7 @@ Lab parse_lab(const nlohmann::json& j) {
         throw InputError(a.path("roles") + "/" + std::to_string(i), "must be \"target\" or \"load\"");
       d.roles.push_back(r.get<std::string>());
     }
+    d.labels = a.string_map("labels");
     lab.agents.push_back(std::move(d));
   }
   return lab;

@@ -25,10 +25,43 @@ double CellResult::qps_max() const {
   return v;
 }
 
+void UsageResult::add(const UsageResult& o) {
+  window_s = std::max(window_s, o.window_s);
+  cpu_pct += o.cpu_pct;
+  cpu_user_pct += o.cpu_user_pct;
+  cpu_system_pct += o.cpu_system_pct;
+  rss_kb_mean += o.rss_kb_mean;
+  rss_kb_peak += o.rss_kb_peak;
+  samples += o.samples;
+  // Machine figures stay per machine: keep the busiest.
+  if (o.machine_cpu_pct > machine_cpu_pct) {
+    machine_cpu_pct = o.machine_cpu_pct;
+    machine_cores = o.machine_cores;
+  }
+  if (series.empty()) series = o.series;
+}
+
+std::vector<std::string> CellResult::flags() const {
+  std::vector<std::string> out;
+  for (auto& r : reps)
+    for (auto& f : r.flags)
+      if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  return out;
+}
+
 nlohmann::json to_json(const UsageResult& u) {
-  return {{"cpu_pct", u.cpu_pct},         {"cpu_user_pct", u.cpu_user_pct}, {"cpu_system_pct", u.cpu_system_pct},
-          {"rss_kb_mean", u.rss_kb_mean}, {"rss_kb_peak", u.rss_kb_peak},   {"window_s", u.window_s},
-          {"samples", u.samples}};
+  nlohmann::json series = nlohmann::json::array();
+  for (auto& p : u.series) series.push_back({p.t_s, p.cpu_pct, p.rss_kb});
+  return {{"cpu_pct", u.cpu_pct},
+          {"cpu_user_pct", u.cpu_user_pct},
+          {"cpu_system_pct", u.cpu_system_pct},
+          {"rss_kb_mean", u.rss_kb_mean},
+          {"rss_kb_peak", u.rss_kb_peak},
+          {"window_s", u.window_s},
+          {"samples", u.samples},
+          {"machine_cpu_pct", u.machine_cpu_pct},
+          {"machine_cores", u.machine_cores},
+          {"series", series}};  // [t_s, cpu_pct, rss_kb] every sampling interval
 }
 
 namespace {
@@ -41,7 +74,71 @@ nlohmann::json status_json(const std::map<uint32_t, uint64_t>& m) {
   for (auto& [code, n] : m) j[std::to_string(code)] = n;
   return j;
 }
+nlohmann::json parts_json(const std::vector<LoadPart>& parts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& p : parts)
+    out.push_back({{"agent", p.agent},
+                   {"threads", p.threads},
+                   {"connections", p.connections},
+                   {"requests", p.requests},
+                   {"errors", p.errors},
+                   {"qps", p.qps},
+                   {"client", to_json(p.client)}});
+  return out;
+}
+
+UsageResult usage_from_json(const nlohmann::json& j) {
+  UsageResult u;
+  u.window_s = j.value("window_s", 0.0);
+  u.cpu_pct = j.value("cpu_pct", 0.0);
+  u.cpu_user_pct = j.value("cpu_user_pct", 0.0);
+  u.cpu_system_pct = j.value("cpu_system_pct", 0.0);
+  u.rss_kb_mean = j.value("rss_kb_mean", uint64_t{0});
+  u.rss_kb_peak = j.value("rss_kb_peak", uint64_t{0});
+  u.samples = j.value("samples", 0u);
+  u.machine_cpu_pct = j.value("machine_cpu_pct", -1.0);
+  u.machine_cores = j.value("machine_cores", 0u);
+  if (j.contains("series"))
+    for (auto& p : j["series"]) u.series.push_back({p[0].get<double>(), p[1].get<double>(), p[2].get<uint64_t>()});
+  return u;
+}
+
+LatencyUs latency_from_json(const nlohmann::json& l) {
+  return {l.value("p50", 0.0), l.value("p90", 0.0), l.value("p99", 0.0), l.value("p999", 0.0),
+          l.value("max", 0.0), l.value("mean", 0.0), l.value("min", 0.0)};
+}
+
 }  // namespace
+
+CellResult cell_from_json(const nlohmann::json& j, const Cell& cell) {
+  CellResult c;
+  c.cell = cell;
+  c.error = j.value("error", std::string());
+  for (auto& r : j.at("repetitions")) {
+    RepResult rep;
+    rep.requests = r.at("requests").get<uint64_t>();
+    rep.errors = r.at("errors").get<uint64_t>();
+    rep.duration_s = r.at("duration_s").get<double>();
+    rep.qps = r.at("qps").get<double>();
+    rep.latency_us = latency_from_json(r.at("latency_us"));
+    for (auto& [code, n] : r.at("status").items()) rep.status[static_cast<uint32_t>(std::stoul(code))] = n.get<uint64_t>();
+    for (auto& [kind, n] : r.value("error_kinds", nlohmann::json::object()).items()) rep.error_kinds[kind] = n.get<uint64_t>();
+    rep.bytes_read = r.value("bytes_read", uint64_t{0});
+    rep.histogram = r.at("histogram");
+    rep.server = usage_from_json(r.at("server"));
+    rep.client = usage_from_json(r.at("client"));
+    rep.target_startup_ms = r.value("target_startup_ms", 0u);
+    rep.target_agent = r.value("target_agent", std::string());
+    for (auto& p : r.value("load_parts", nlohmann::json::array()))
+      rep.parts.push_back({p.at("agent").get<std::string>(), p.at("threads").get<uint32_t>(),
+                           p.at("connections").get<uint32_t>(), p.at("requests").get<uint64_t>(),
+                           p.at("errors").get<uint64_t>(), p.at("qps").get<double>(), usage_from_json(p.at("client"))});
+    rep.flags = r.value("flags", std::vector<std::string>());
+    rep.attempts = r.value("attempts", 1u);
+    c.reps.push_back(std::move(rep));
+  }
+  return c;
+}
 
 nlohmann::json to_json(const RepResult& r) {
   return {{"requests", r.requests},
@@ -55,6 +152,10 @@ nlohmann::json to_json(const RepResult& r) {
           {"server", to_json(r.server)},
           {"client", to_json(r.client)},
           {"target_startup_ms", r.target_startup_ms},
+          {"target_agent", r.target_agent},
+          {"load_parts", parts_json(r.parts)},
+          {"flags", r.flags},
+          {"attempts", r.attempts},
           {"histogram", r.histogram}};
 }
 
@@ -80,7 +181,10 @@ nlohmann::json to_json(const CellResult& c) {
     j["status"] = status_json(m.status);
     j["server"] = to_json(m.server);
     j["client"] = to_json(m.client);
+    j["server"].erase("series");  // the series stay with their repetition
+    j["client"].erase("series");
   }
+  j["flags"] = c.flags();
   j["repetitions"] = reps;
   return j;
 }

@@ -1,17 +1,27 @@
 #include "loadlab/controller/runner.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <random>
+#include <thread>
 
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/cell_runner.hpp"
+#include "loadlab/controller/flags.hpp"
 #include "loadlab/controller/lab.hpp"
+#include "loadlab/controller/progress.hpp"
+#include "loadlab/controller/provenance.hpp"
 #include "loadlab/controller/reporters.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/json_input.hpp"
@@ -34,9 +44,9 @@ std::string utc_now(const char* format) {
 
 std::shared_ptr<grpc::Channel> make_channel(const std::string& address) {
   grpc::ChannelArguments args;
-  // Notice a vanished agent (killed, cable cut) instead of waiting forever.
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 5000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  // Notice a vanished agent (killed, cable cut) within seconds instead of waiting forever.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 3000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
@@ -44,43 +54,35 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& address) {
 }
 
 struct ConnectedAgent {
-  std::string role;
-  std::string name;
-  std::string address;
+  AgentDef def;
   std::unique_ptr<v1::Agent::Stub> stub;
   v1::AgentInfo info;
+  std::string error;  // why it is unusable; "" when it answered
+  AgentRef ref() const { return {def.name, stub.get(), info.cores()}; }
+  bool can_host(const std::string& name) const {
+    return std::find(info.catalog().begin(), info.catalog().end(), name) != info.catalog().end();
+  }
 };
 
-ConnectedAgent connect(const std::string& role, const std::string& name, const std::string& address) {
-  ConnectedAgent a{role, name, address, v1::Agent::NewStub(make_channel(address)), {}};
+std::unique_ptr<ConnectedAgent> connect(const AgentDef& def, double timeout_s) {
+  auto a = std::make_unique<ConnectedAgent>();
+  a->def = def;
+  a->stub = v1::Agent::NewStub(make_channel(def.address));
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
   ctx.set_wait_for_ready(true);
-  auto st = a.stub->Describe(&ctx, v1::DescribeRequest(), &a.info);
-  if (!st.ok()) throw EnvironmentError("cannot reach agent " + name + " at " + address + ": " + st.error_message());
+  auto st = a->stub->Describe(&ctx, v1::DescribeRequest(), &a->info);
+  if (!st.ok()) a->error = "cannot reach agent " + def.name + " at " + def.address + ": " + st.error_message();
   return a;
 }
 
-nlohmann::json agent_json(const ConnectedAgent& a) {
-  std::string info;
+nlohmann::json describe_json(const v1::AgentInfo& info) {
+  std::string text;
   google::protobuf::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(a.info, &info, opts);
-  return {{"role", a.role}, {"name", a.name}, {"address", a.address}, {"describe", nlohmann::json::parse(info)}};
-}
-
-// Every target must be one the target agent can host.
-void check_targets(const Scenario& s, const ConnectedAgent& target_agent) {
-  const auto& known = target_agent.info.catalog();
-  for (size_t i = 0; i < s.targets.size(); ++i) {
-    const auto& t = s.targets[i];
-    const std::string& name = t.builtin.empty() ? t.catalog : t.builtin;
-    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-    std::string list;
-    for (auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    throw InputError("/targets/" + std::to_string(i) + (t.builtin.empty() ? "/catalog" : "/builtin"),
-                     "agent " + target_agent.name + " cannot host \"" + name + "\"; it knows: " + list);
-  }
+  opts.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(info, &text, opts);
+  return nlohmann::json::parse(text);
 }
 
 void write_file(const fs::path& path, const std::string& content) {
@@ -94,90 +96,298 @@ void write_file(const fs::path& path, const std::string& content) {
   fs::rename(tmp, path);  // readers never see half a file
 }
 
+// journal.jsonl: one line per finished cell, flushed to the disk before the next cell.
+class Journal {
+ public:
+  explicit Journal(const fs::path& path) {
+    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw EnvironmentError("cannot open " + path.string());
+  }
+  ~Journal() { close(fd_); }
+  void append(const nlohmann::json& j) {
+    std::string line = j.dump() + "\n";
+    if (write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()) || fsync(fd_) != 0)
+      throw EnvironmentError("cannot write the journal");
+  }
+  // Cells already finished, by key; a torn last line (killed mid-write) is ignored.
+  static std::map<std::string, nlohmann::json> read(const fs::path& path) {
+    std::map<std::string, nlohmann::json> done;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("key")) done[j["key"].get<std::string>()] = j;
+    }
+    return done;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string cell_summary(const CellResult& c) {
+  if (!c.ok()) return "FAILED: " + c.error;
+  const auto& m = c.median();
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%.0f req/s, p50 %.2f ms, p99 %.2f ms, %llu errors", m.qps, m.latency_us.p50 / 1000,
+                m.latency_us.p99 / 1000, static_cast<unsigned long long>(m.errors));
+  std::string s = buf;
+  for (auto& f : c.flags()) s += " [" + f + "]";
+  return s;
+}
+
+// The lab's agents and the choice of agents for each attempt.
+class AgentPool {
+ public:
+  std::vector<std::unique_ptr<ConnectedAgent>> agents;
+
+  // Eligible target agents for `target`, then load agents; rotated by `attempt` so a
+  // retry goes to another agent when the lab has one.
+  Placement place(const Scenario& s, const TargetDef& t, uint32_t attempt) const {
+    const std::string& name = t.builtin.empty() ? t.catalog : t.builtin;
+    std::vector<const ConnectedAgent*> targets, loads;
+    for (auto& a : agents) {
+      if (!a->error.empty()) continue;
+      if (a->def.matches(s.placement.target_role, s.placement.target_labels) && a->can_host(name)) targets.push_back(a.get());
+      if (a->def.matches(s.placement.load_role, s.placement.load_labels)) loads.push_back(a.get());
+    }
+    if (targets.empty()) throw EnvironmentError("no reachable agent with role " + s.placement.target_role + " can host \"" + name + "\"");
+    Placement p;
+    const ConnectedAgent* target = targets[attempt % targets.size()];
+    p.target = target->ref();
+    const bool share = s.placement.share_agents || agents.size() == 1;
+    std::vector<const ConnectedAgent*> eligible;
+    for (auto* l : loads)
+      if (share || l != target) eligible.push_back(l);
+    if (eligible.empty())
+      throw EnvironmentError("no reachable agent with role " + s.placement.load_role + " other than the target's " +
+                             target->def.name + " (set placement.share_agents to allow sharing)");
+    size_t n = std::min<size_t>(s.placement.load_agents, eligible.size());
+    for (size_t i = 0; i < n; ++i) p.loads.push_back(eligible[(attempt + i) % eligible.size()]->ref());
+    return p;
+  }
+
+  std::map<std::string, uint32_t> cores() const {
+    std::map<std::string, uint32_t> out;
+    for (auto& a : agents) out[a->def.name] = a->info.cores();
+    return out;
+  }
+};
+
 }  // namespace
 
 int run_scenario(const RunOptions& options, std::ostream& table_out) {
   auto log = component_logger("controller");
-  Scenario scenario = load_scenario_file(options.scenario_path);
+  const bool resuming = !options.resume_dir.empty();
+  fs::path out;
+  std::string scenario_path = options.scenario_path;
+  nlohmann::json previous;  // result.json of the run being resumed
+  if (resuming) {
+    out = options.resume_dir;
+    if (!fs::exists(out / "scenario.json"))
+      throw InputError("", "--resume: " + out.string() + " holds no scenario.json; is it a run folder?");
+    if (fs::exists(out / "result.json")) previous = read_json_file((out / "result.json").string());
+    scenario_path = (out / "scenario.json").string();
+  }
+  Scenario scenario = load_scenario_file(scenario_path);
   auto cells = expand(scenario);
-
-  fs::path out = options.out_dir.empty() ? fs::path("runs") / (scenario.name + "-" + utc_now("%Y%m%dT%H%M%SZ"))
-                                         : fs::path(options.out_dir);
-  if (fs::exists(out / "result.json"))
-    throw InputError("", "--out: " + out.string() + " already holds a result.json; choose another folder");
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) throw InputError("", "--out: cannot create " + out.string() + ": " + ec.message());
+  if (!resuming) {
+    out = options.out_dir.empty() ? fs::path("runs") / (scenario.name + "-" + utc_now("%Y%m%dT%H%M%SZ"))
+                                  : fs::path(options.out_dir);
+    if (fs::exists(out / "result.json") || fs::exists(out / "journal.jsonl"))
+      throw InputError("", "--out: " + out.string() + " already holds a run; choose another folder or --resume it");
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) throw InputError("", "--out: cannot create " + out.string() + ": " + ec.message());
+    fs::copy_file(scenario_path, out / "scenario.json", fs::copy_options::overwrite_existing, ec);
+    if (ec) throw EnvironmentError("cannot copy the scenario into " + out.string() + ": " + ec.message());
+  }
+  std::string lab_path = options.lab_path;
+  if (resuming && lab_path.empty() && previous.contains("lab_path")) lab_path = previous["lab_path"].get<std::string>();
 
   // Agents: from the lab, or one embedded agent reached over the same gRPC path.
   std::unique_ptr<agent::AgentServer> embedded;
-  ConnectedAgent target_agent, load_agent;
-  if (options.lab_path.empty()) {
+  AgentPool pool;
+  if (lab_path.empty()) {
     agent::AgentOptions ao;
     ao.name = "embedded";
     ao.bin_dir = options.bin_dir;
     embedded = std::make_unique<agent::AgentServer>(ao);
     std::string address = embedded->start("127.0.0.1:0");
-    log->info("embedded agent on {}", address);
-    target_agent = connect("target", "embedded", address);
-    load_agent = connect("load", "embedded", address);
+    log->debug("embedded agent on {}", address);
+    pool.agents.push_back(connect({"embedded", address, {"target", "load"}, {}}, 10));
   } else {
-    Lab lab = load_lab_file(options.lab_path);
-    const auto& t = lab.first_with_role("target");
-    const auto& l = lab.first_with_role("load");
-    target_agent = connect("target", t.name, t.address);
-    load_agent = connect("load", l.name, l.address);
+    Lab lab = load_lab_file(lab_path);
+    for (auto& def : lab.agents) {
+      pool.agents.push_back(connect(def, 10));
+      if (!pool.agents.back()->error.empty()) log->warn("{}", pool.agents.back()->error);
+    }
   }
-  check_targets(scenario, target_agent);
+  // Every target must be one some eligible agent can host, before anything runs.
+  for (size_t i = 0; i < scenario.targets.size(); ++i) {
+    const auto& t = scenario.targets[i];
+    const std::string& name = t.builtin.empty() ? t.catalog : t.builtin;
+    bool hostable = false, reachable = false;
+    for (auto& a : pool.agents) {
+      if (!a->error.empty() || !a->def.matches(scenario.placement.target_role, scenario.placement.target_labels)) continue;
+      reachable = true;
+      hostable = hostable || a->can_host(name);
+    }
+    if (!reachable) {
+      std::string why;
+      for (auto& a : pool.agents) why += a->error.empty() ? "" : "; " + a->error;
+      throw EnvironmentError("no reachable agent with role " + scenario.placement.target_role + why);
+    }
+    if (!hostable) {
+      std::string list;
+      for (auto& a : pool.agents)
+        for (auto& k : a->info.catalog()) list += (list.empty() ? "" : ", ") + a->def.name + ":" + k;
+      throw InputError("/targets/" + std::to_string(i) + (t.builtin.empty() ? "/catalog" : "/builtin"),
+                       "no agent can host \"" + name + "\"; known: " + list);
+    }
+  }
+  pool.place(scenario, scenario.targets[0], 0);  // fails now, not mid-run, if placement is impossible
 
-  nlohmann::json result = {{"loadlab_version", LOADLAB_VERSION},
-                           {"scenario_path", options.scenario_path},
-                           {"scenario", scenario.source},
-                           {"started_at", utc_now("%Y-%m-%dT%H:%M:%SZ")},
-                           {"agents", {agent_json(target_agent), agent_json(load_agent)}},
-                           {"cells", nlohmann::json::array()}};
-  std::vector<CellResult> results;
+  nlohmann::json agents_json = nlohmann::json::array();
+  for (auto& a : pool.agents)
+    agents_json.push_back({{"name", a->def.name},
+                           {"address", a->def.address},
+                           {"roles", a->def.roles},
+                           {"describe", a->error.empty() ? describe_json(a->info) : nlohmann::json(nullptr)},
+                           {"error", a->error}});
+  nlohmann::json result = previous.is_object() ? previous : nlohmann::json::object();
+  if (!resuming || !result.contains("started_at")) {
+    result["loadlab_version"] = LOADLAB_VERSION;
+    result["scenario_path"] = options.scenario_path;
+    result["scenario_file"] = file_provenance(options.scenario_path);
+    result["scenario"] = scenario.source;
+    result["lab_path"] = lab_path;
+    result["started_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  }
+  result["agents"] = agents_json;
+  if (resuming) result["resumed_at"].push_back(utc_now("%Y-%m-%dT%H:%M:%SZ"));
+
+  // Cells finished before a resume are kept as they were.
+  auto done = Journal::read(out / "journal.jsonl");
+  Journal journal(out / "journal.jsonl");
+  std::vector<CellResult> results(cells.size());
+  std::vector<bool> have(cells.size(), false);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    auto it = done.find(cells[i].key());
+    if (it == done.end()) continue;
+    results[i] = cell_from_json(it->second["cell"], cells[i]);
+    have[i] = true;
+  }
   auto save = [&] {
+    std::vector<CellResult> finished;
     result["cells"] = nlohmann::json::array();
-    for (auto& r : results) result["cells"].push_back(to_json(r));
+    for (size_t i = 0; i < cells.size(); ++i)
+      if (have[i]) {
+        result["cells"].push_back(to_json(results[i]));
+        finished.push_back(results[i]);
+      }
     write_file(out / "result.json", result.dump(2) + "\n");
     std::ostringstream csv, md;
-    write_csv(csv, results);
-    write_markdown(md, scenario.name, results);
+    write_csv(csv, finished);
+    write_markdown(md, scenario.name, finished);
     write_file(out / "matrix.csv", csv.str());
     write_file(out / "matrix.md", md.str());
   };
+  save();
 
-  size_t failed = 0;
-  for (const auto& cell : cells) {
-    CellResult cr{cell, {}, {}};
-    for (uint32_t rep = 0; rep < scenario.repetitions; ++rep) {
-      try {
-        cr.reps.push_back(run_repetition(*target_agent.stub, *load_agent.stub, scenario, cell, nullptr));
-        if (!options.quiet)
-          log->info("[{}/{}] {} rep {}/{}: {:.0f} qps, p99 {:.2f} ms", cell.index + 1, cells.size(), cell.key(),
-                    rep + 1, scenario.repetitions, cr.reps.back().qps, cr.reps.back().latency_us.p99 / 1000.0);
-      } catch (const CellError& e) {
-        cr.error = e.what();
-        log->error("[{}/{}] {} rep {}/{} failed: {}", cell.index + 1, cells.size(), cell.key(), rep + 1,
-                   scenario.repetitions, e.what());
-        break;
+  std::vector<size_t> order(cells.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (scenario.execution.shuffle_seed) std::shuffle(order.begin(), order.end(), std::mt19937_64(*scenario.execution.shuffle_seed));
+
+  const auto cores = pool.cores();
+  const PhaseLimits limits{scenario.execution.ready_s, scenario.execution.warmup_extra_s, scenario.execution.measure_s,
+                           scenario.execution.stop_s};
+  ProgressReporter progress(cells.size(), ProgressReporter::stderr_is_tty(), options.quiet);
+  size_t finished = static_cast<size_t>(std::count(have.begin(), have.end(), true));
+  bool first_cell = true;
+  for (size_t idx : order) {
+    if (have[idx]) continue;
+    const Cell& cell = cells[idx];
+    if (!first_cell && scenario.execution.cooldown_s > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(scenario.execution.cooldown_s));
+    first_cell = false;
+    CellResult cr;
+    cr.cell = cell;
+    for (uint32_t rep = 0; rep < scenario.repetitions && cr.error.empty(); ++rep) {
+      progress.cell_started(finished, cell.key(), rep, scenario.repetitions);
+      for (uint32_t attempt = 0;; ++attempt) {
+        try {
+          auto placement = pool.place(scenario, scenario.targets[cell.target_index], attempt);
+          auto r = run_repetition(placement, scenario, cell, limits, [&](const LiveProgress& p) { progress.live(p); });
+          r.attempts = attempt + 1;
+          r.flags = saturation_flags(r, cores);
+          cr.reps.push_back(std::move(r));
+          break;
+        } catch (const CellError& e) {
+          if (attempt < scenario.execution.retries) {
+            progress.note(cell.key() + " attempt " + std::to_string(attempt + 1) + " failed (" + e.what() + "); retrying");
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            continue;
+          }
+          cr.error = std::string(e.what()) + " (after " + std::to_string(attempt + 1) + " attempts)";
+          break;
+        } catch (const EnvironmentError& e) {
+          cr.error = e.what();
+          break;
+        }
       }
     }
-    if (!cr.ok()) ++failed;
-    results.push_back(std::move(cr));
+    results[idx] = std::move(cr);
+    have[idx] = true;
+    journal.append({{"key", cell.key()}, {"cell", to_json(results[idx])}});
+    ++finished;
+    progress.cell_finished(finished, cell.key(), cell_summary(results[idx]));
     save();  // after every cell: a broken run keeps what it measured
   }
   result["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
   save();
   if (embedded) embedded->shutdown(1000);
 
-  table_out << "\n" << scenario.name << " (" << cells.size() << " cells, " << scenario.repetitions
-            << " repetition" << (scenario.repetitions == 1 ? "" : "s") << " each)\n\n";
+  size_t failed = static_cast<size_t>(std::count_if(results.begin(), results.end(), [](auto& c) { return !c.ok(); }));
+  table_out << "\n" << scenario.name << " (" << cells.size() << " cells, " << scenario.repetitions << " repetition"
+            << (scenario.repetitions == 1 ? "" : "s") << " each)\n\n";
   write_table(table_out, results);
   table_out << "\nresults: " << (out / "result.json").string() << ", matrix.csv, matrix.md\n";
   if (failed) table_out << failed << " of " << cells.size() << " cells failed\n";
   return failed ? 3 : 0;
+}
+
+int describe_agents(const std::string& lab_path, std::ostream& out) {
+  Lab lab = load_lab_file(lab_path);
+  std::vector<std::vector<std::string>> rows{{"agent", "address", "roles", "version", "host", "cores", "memory", "busy",
+                                              "catalog / error"}};
+  bool all = true;
+  for (auto& def : lab.agents) {
+    auto a = connect(def, 5);
+    std::string roles;
+    for (auto& r : def.roles) roles += (roles.empty() ? "" : ",") + r;
+    if (!a->error.empty()) {
+      all = false;
+      rows.push_back({def.name, def.address, roles, "-", "-", "-", "-", "-", "UNREACHABLE: " + a->error});
+      continue;
+    }
+    std::string catalog;
+    for (auto& c : a->info.catalog()) catalog += (catalog.empty() ? "" : ", ") + c;
+    char mem[32];
+    std::snprintf(mem, sizeof mem, "%.1f GiB", static_cast<double>(a->info.memory_bytes()) / (1024.0 * 1024 * 1024));
+    rows.push_back({def.name, def.address, roles, a->info.version(), a->info.hostname(), std::to_string(a->info.cores()),
+                    mem, a->info.busy() ? "yes" : "no", catalog});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (auto& r : rows)
+    for (size_t i = 0; i + 1 < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  for (auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      out << r[i];
+      if (i + 1 < r.size()) out << std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    out << "\n";
+  }
+  return all ? 0 : 1;
 }
 
 }  // namespace loadlab::controller

@@ -65,11 +65,47 @@ LoadDef parse_load(const ObjectReader& l) {
   return d;
 }
 
+std::vector<std::pair<std::string, std::string>> parse_selector(const ObjectReader& o, std::string& role,
+                                                                uint32_t* agents) {
+  if (agents) o.allow({"role", "labels", "agents"});
+  else o.allow({"role", "labels"});
+  role = o.string("role", role);
+  if (role != "target" && role != "load") throw InputError(o.path("role"), "must be \"target\" or \"load\"");
+  if (agents) *agents = static_cast<uint32_t>(o.integer("agents", 1, 1000, 1));
+  return o.string_map("labels");
+}
+
+PlacementDef parse_placement(const ObjectReader& p) {
+  p.allow({"target", "load", "share_agents"});
+  PlacementDef d;
+  if (p.has("target")) d.target_labels = parse_selector(p.object("target"), d.target_role, nullptr);
+  if (p.has("load")) d.load_labels = parse_selector(p.object("load"), d.load_role, &d.load_agents);
+  d.share_agents = p.boolean("share_agents", false);
+  return d;
+}
+
+ExecutionDef parse_execution(const ObjectReader& e) {
+  e.allow({"retries", "cooldown_s", "shuffle_seed", "deadlines"});
+  ExecutionDef d;
+  d.retries = static_cast<uint32_t>(e.integer("retries", 0, 100, 2));
+  d.cooldown_s = e.number("cooldown_s", 0, 3600, 0);
+  if (e.has("shuffle_seed")) d.shuffle_seed = static_cast<uint64_t>(e.integer("shuffle_seed", 0, INT64_MAX));
+  if (e.has("deadlines")) {
+    auto dl = e.object("deadlines");
+    dl.allow({"ready_s", "warmup_extra_s", "measure_s", "stop_s"});
+    d.ready_s = dl.number("ready_s", 0.1, 86400, d.ready_s);
+    d.warmup_extra_s = dl.number("warmup_extra_s", 0.1, 86400, d.warmup_extra_s);
+    d.measure_s = dl.number("measure_s", 0.1, 7 * 86400, 0);
+    d.stop_s = dl.number("stop_s", 0.1, 3600, d.stop_s);
+  }
+  return d;
+}
+
 }  // namespace
 
 Scenario parse_scenario(const nlohmann::json& j) {
   ObjectReader root(j, "");
-  root.allow({"name", "description", "targets", "matrix", "load", "repetitions"});
+  root.allow({"name", "description", "targets", "matrix", "load", "repetitions", "placement", "execution"});
   Scenario s;
   s.source = j;
   s.name = root.string("name");
@@ -94,6 +130,8 @@ Scenario parse_scenario(const nlohmann::json& j) {
                                                      std::to_string(i) + ")");
   }
   s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, 100, 1));
+  if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
+  if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
   return s;
 }
 

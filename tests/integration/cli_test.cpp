@@ -51,7 +51,7 @@ TEST(Cli, TargetTheAgentCannotHostExitsTwoBeforeAnyCell) {
       "matrix": {"delay_ms": [0], "threads": [1]}, "load": {"total_requests": 10}})");
   auto r = run_command({bin("loadlab"), "run", s, "--out", (dir.path() / "o").string()});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output_tail.find("/targets/1/catalog: agent embedded cannot host \"go-nethttp\"; it knows: hello"),
+  EXPECT_NE(r.output_tail.find("/targets/1/catalog: no agent can host \"go-nethttp\"; known: embedded:hello"),
             std::string::npos)
       << r.output_tail;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "o" / "result.json"));

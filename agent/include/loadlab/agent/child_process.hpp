@@ -57,6 +57,9 @@ class ChildProcess {
   // SIGTERM to the group, SIGKILL to the group after `grace`; returns the exit status.
   ExitStatus terminate(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
 
+  // Waits (up to `timeout`) until both pipes are drained to their end, so that the tail
+  // of an exited child's output is complete.
+  void wait_output_end(std::chrono::milliseconds timeout);
   // The last lines of stdout and stderr, joined by '\n'.
   std::string output_tail(size_t max_lines = 20) const;
 

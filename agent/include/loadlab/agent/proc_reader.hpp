@@ -29,8 +29,8 @@ struct ProcStat {
 
 // Machine-wide CPU since boot, from the first line of /proc/stat, in clock ticks.
 struct MachineCpu {
-  uint64_t busy = 0;   // user + nice + system + irq + softirq + steal
-  uint64_t total = 0;  // busy + idle + iowait
+  uint64_t busy = 0;   // user + nice + system + steal (interrupts: see machine_cpu())
+  uint64_t total = 0;  // all of /proc/stat's first eight fields
   uint32_t cores = 0;
 };
 

@@ -1,9 +1,12 @@
 #pragma once
-// Runs one repetition of one cell: hosts the target on one agent, drives it from another
-// (or the same) agent, and brackets the measured window with marks on the target stream.
+// Runs one repetition of one cell: hosts the target on one agent, drives it from one or
+// more load agents at once, brackets the measured window with marks on the target stream,
+// and merges the load agents' results (histogram buckets add, rates sum).
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/results.hpp"
@@ -12,7 +15,7 @@
 
 namespace loadlab::controller {
 
-// A failed repetition; `phase` is one of start, ready, load, usage, stop.
+// A failed repetition; `phase` is one of start, ready, warmup, measure, usage, stop.
 class CellError : public std::runtime_error {
  public:
   CellError(std::string phase, const std::string& message)
@@ -23,14 +26,51 @@ class CellError : public std::runtime_error {
   std::string phase_;
 };
 
-// Progress from the load worker (called on the calling thread).
-using ProgressFn = std::function<void(const v1::Progress&)>;
+struct AgentRef {
+  std::string name;
+  v1::Agent::StubInterface* stub = nullptr;
+  uint32_t cores = 0;
+};
+
+struct Placement {
+  AgentRef target;
+  std::vector<AgentRef> loads;  // at least one
+};
+
+// Deadlines of the phases of a repetition, in seconds.
+struct PhaseLimits {
+  double ready_s = 30;          // target started and accepting
+  double warmup_extra_s = 30;   // beyond the scenario's warmup_s
+  double measure_s = 0;         // 0 = duration_s + 60 s, or 24 h for request counts
+  double stop_s = 15;           // usage answered and target stopped
+};
+
+// One load agent's share of a cell.
+struct LoadShare {
+  uint32_t threads = 0, connections = 0;
+  std::optional<uint64_t> total_requests;
+};
+// Splits the cell's threads over at most `agents` load agents (fewer if there are fewer
+// threads), connections with them, and total_requests in proportion.
+std::vector<LoadShare> split_load(const Scenario& s, const Cell& c, size_t agents);
+
+// Progress from the load workers, summed (called on the calling thread).
+struct LiveProgress {
+  double elapsed_s = 0;
+  uint64_t requests = 0, errors = 0;
+  double qps = 0;
+  bool warmup = false;
+};
+using ProgressFn = std::function<void(const LiveProgress&)>;
 
 v1::TargetSpec target_spec(const Scenario& s, const Cell& c);
-v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const std::string& endpoint);
+v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share, const std::string& endpoint);
 
 // Throws CellError. Blocks until the repetition is over and the target has stopped.
-RepResult run_repetition(v1::Agent::StubInterface& target_agent, v1::Agent::StubInterface& load_agent,
-                         const Scenario& s, const Cell& c, const ProgressFn& progress);
+RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c, const PhaseLimits& limits,
+                         const ProgressFn& progress);
+
+// The merged result of several load agents' results.
+RepResult merge_load_results(const std::vector<v1::LoadResult>& results);
 
 }  // namespace loadlab::controller

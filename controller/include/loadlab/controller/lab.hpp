@@ -11,7 +11,10 @@ struct AgentDef {
   std::string name;
   std::string address;  // HOST:PORT or unix:PATH
   std::vector<std::string> roles;  // "target", "load"
+  std::vector<std::pair<std::string, std::string>> labels;
   bool has_role(const std::string& r) const;
+  // Has the role and every one of the labels.
+  bool matches(const std::string& role, const std::vector<std::pair<std::string, std::string>>& want) const;
 };
 
 struct Lab {

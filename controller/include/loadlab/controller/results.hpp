@@ -11,11 +11,30 @@
 
 namespace loadlab::controller {
 
+struct UsagePoint {
+  double t_s = 0, cpu_pct = 0;
+  uint64_t rss_kb = 0;
+};
+
 struct UsageResult {
   double window_s = 0;
   double cpu_pct = 0, cpu_user_pct = 0, cpu_system_pct = 0;  // 100 = one core
   uint64_t rss_kb_mean = 0, rss_kb_peak = 0;
   uint32_t samples = 0;
+  double machine_cpu_pct = -1;  // the agent machine's busy CPU, 100 = one core; -1 unknown
+  uint32_t machine_cores = 0;
+  std::vector<UsagePoint> series;
+  // Sums another agent's figures into these (several load agents = one client).
+  void add(const UsageResult& other);
+};
+
+// One load agent's share of a repetition.
+struct LoadPart {
+  std::string agent;
+  uint32_t threads = 0, connections = 0;
+  uint64_t requests = 0, errors = 0;
+  double qps = 0;
+  UsageResult client;
 };
 
 struct LatencyUs {
@@ -32,8 +51,13 @@ struct RepResult {
   std::map<std::string, uint64_t> error_kinds;
   uint64_t bytes_read = 0;
   nlohmann::json histogram;  // loadlab::Histogram::to_json() form
-  UsageResult server, client;
+  UsageResult server, client;  // client: summed over the load agents
   uint32_t target_startup_ms = 0;
+  std::string target_agent;
+  std::vector<LoadPart> parts;
+  // Warnings that make the figures suspect, e.g. "client-saturated" (see flags.cpp).
+  std::vector<std::string> flags;
+  uint32_t attempts = 1;  // 1 + retries it took
 };
 
 struct CellResult {
@@ -46,7 +70,11 @@ struct CellResult {
   const RepResult& median() const;
   double qps_min() const;
   double qps_max() const;
+  std::vector<std::string> flags() const;  // union over repetitions
 };
+
+// A cell read back from journal.jsonl / result.json (for --resume).
+CellResult cell_from_json(const nlohmann::json& j, const Cell& cell);
 
 nlohmann::json to_json(const UsageResult& u);
 nlohmann::json to_json(const RepResult& r);

@@ -1,6 +1,6 @@
 #pragma once
-// A whole run: agents (from a lab file, or one embedded agent), every cell and repetition,
-// result files written as cells finish.
+// A whole run: agents (from a lab file, or one embedded agent), every cell and repetition
+// with retries, result files and a journal written as cells finish, --resume.
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -9,13 +9,14 @@ namespace loadlab::controller {
 
 struct RunOptions {
   std::string scenario_path;
-  std::string lab_path;  // "" = start an embedded agent on a loopback port
-  std::string out_dir;   // "" = runs/<scenario name>-<UTC time>
-  std::string bin_dir;   // embedded agent: folder of loadlab-target/-load; "" = this executable's
-  bool quiet = false;    // no per-cell progress lines
+  std::string lab_path;    // "" = start an embedded agent on a loopback port
+  std::string out_dir;     // "" = runs/<scenario name>-<UTC time>
+  std::string resume_dir;  // continue the run in this folder (its scenario copy and journal)
+  std::string bin_dir;     // embedded agent: folder of loadlab-target/-load; "" = this executable's
+  bool quiet = false;      // no per-cell progress
 };
 
-// The lab could not be used (agent unreachable, ...): exit status 1.
+// The lab could not be used (no reachable agent for a role, ...): exit status 1.
 class EnvironmentError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -24,5 +25,9 @@ class EnvironmentError : public std::runtime_error {
 // Returns the exit status: 0 when every cell succeeded, 3 when some failed. Throws
 // loadlab::InputError for bad input (exit status 2) and EnvironmentError.
 int run_scenario(const RunOptions& options, std::ostream& table_out);
+
+// `loadlab agents`: each agent's Describe, or why it is unreachable, as a table.
+// Returns 0 if every agent answered, 1 otherwise.
+int describe_agents(const std::string& lab_path, std::ostream& out);
 
 }  // namespace loadlab::controller

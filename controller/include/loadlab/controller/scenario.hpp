@@ -34,6 +34,23 @@ struct LoadDef {
   uint32_t timeout_ms = 0;  // 0 = the worker's default
 };
 
+// Which agents of the lab take which part of a cell.
+struct PlacementDef {
+  std::string target_role = "target";
+  std::vector<std::pair<std::string, std::string>> target_labels;  // all must match
+  std::string load_role = "load";
+  std::vector<std::pair<std::string, std::string>> load_labels;
+  uint32_t load_agents = 1;  // load agents driving each cell together
+  bool share_agents = false; // may the target's agent also run load? (always, in a one-agent lab)
+};
+
+struct ExecutionDef {
+  uint32_t retries = 2;           // per repetition, on the same or another eligible agent
+  double cooldown_s = 0;          // pause between cells
+  std::optional<uint64_t> shuffle_seed;  // run cells in a seeded random order
+  double ready_s = 30, warmup_extra_s = 30, measure_s = 0, stop_s = 15;  // phase deadlines
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -42,6 +59,8 @@ struct Scenario {
   std::vector<uint32_t> threads;
   LoadDef load;
   uint32_t repetitions = 1;
+  PlacementDef placement;
+  ExecutionDef execution;
   nlohmann::json source;  // the scenario as written, kept in result.json
 };
 

@@ -1,0 +1,17 @@
+#pragma once
+// Saturation guard: flags on a repetition whose figures measure the lab, not the target.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loadlab/controller/results.hpp"
+
+namespace loadlab::controller {
+
+// "client-saturated": a load agent's worker used ≥ 90 % of its machine's cores.
+// "busy-machine:NAME": an agent's machine spent ≥ 50 % of a core on work other than the
+// benchmark's own processes during the window (a noisy neighbour).
+// `cores` maps agent names to their core counts (from Describe).
+std::vector<std::string> saturation_flags(const RepResult& r, const std::map<std::string, uint32_t>& cores);
+
+}  // namespace loadlab::controller

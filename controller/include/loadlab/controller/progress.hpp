@@ -1,0 +1,39 @@
+#pragma once
+// Run progress for a person: on a terminal a bar redrawn in place (cells done/total,
+// current cell, live QPS, ETA); elsewhere (CI, files, --quiet off) one log line per cell.
+// Called from the run's thread only.
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "loadlab/controller/cell_runner.hpp"
+
+namespace loadlab::controller {
+
+class ProgressReporter {
+ public:
+  // `tty`: draw the bar on stderr; `quiet`: print nothing at all.
+  ProgressReporter(size_t total_cells, bool tty, bool quiet);
+  ~ProgressReporter();
+
+  void cell_started(size_t done, const std::string& key, uint32_t rep, uint32_t reps);
+  void live(const LiveProgress& p);
+  void cell_finished(size_t done, const std::string& key, const std::string& summary);
+  // Text to print as a normal line (warnings) without breaking the bar.
+  void note(const std::string& line);
+
+  static bool stderr_is_tty();
+
+ private:
+  void draw();
+  size_t total_;
+  bool tty_, quiet_;
+  size_t done_ = 0;
+  std::string current_;
+  LiveProgress live_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_draw_{};
+  bool drawn_ = false;
+};
+
+}  // namespace loadlab::controller

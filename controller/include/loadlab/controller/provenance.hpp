@@ -1,0 +1,14 @@
+#pragma once
+// Where a run's inputs came from: the scenario file's hash and its git state.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace loadlab::controller {
+
+std::string sha256_file(const std::string& path);  // hex; "" if unreadable
+
+// {"path", "sha256", "git": {"commit", "dirty"} or null when not in a git work tree}
+nlohmann::json file_provenance(const std::string& path);
+
+}  // namespace loadlab::controller

@@ -1,0 +1,77 @@
+#include "loadlab/controller/progress.hpp"
+
+#include <unistd.h>
+
+#include "loadlab/shared/logging.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+std::string clock_text(double s) {
+  if (s < 0) return "--:--";
+  int t = static_cast<int>(s + 0.5);
+  char buf[32];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
+  return buf;
+}
+}  // namespace
+
+bool ProgressReporter::stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+
+ProgressReporter::ProgressReporter(size_t total_cells, bool tty, bool quiet)
+    : total_(total_cells), tty_(tty && !quiet), quiet_(quiet) {}
+
+ProgressReporter::~ProgressReporter() {
+  if (drawn_) std::fprintf(stderr, "\r\033[K");
+}
+
+void ProgressReporter::cell_started(size_t done, const std::string& key, uint32_t rep, uint32_t reps) {
+  done_ = done;
+  current_ = reps > 1 ? key + " rep " + std::to_string(rep + 1) + "/" + std::to_string(reps) : key;
+  live_ = {};
+  if (tty_) draw();
+}
+
+void ProgressReporter::live(const LiveProgress& p) {
+  live_ = p;
+  auto now = std::chrono::steady_clock::now();
+  if (tty_ && now - last_draw_ > std::chrono::milliseconds(200)) draw();
+}
+
+void ProgressReporter::cell_finished(size_t done, const std::string& key, const std::string& summary) {
+  done_ = done;
+  if (quiet_) return;
+  std::string line = "[" + std::to_string(done) + "/" + std::to_string(total_) + "] " + key + ": " + summary;
+  if (tty_) note(line);
+  else component_logger("controller")->info("{}", line);
+}
+
+void ProgressReporter::note(const std::string& line) {
+  if (quiet_) return;
+  if (!tty_) {
+    component_logger("controller")->warn("{}", line);
+    return;
+  }
+  std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
+  draw();
+}
+
+void ProgressReporter::draw() {
+  last_draw_ = std::chrono::steady_clock::now();
+  const int width = 24;
+  int filled = total_ ? static_cast<int>(width * done_ / total_) : width;
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.resize(width, '-');
+  double elapsed = std::chrono::duration<double>(last_draw_ - start_).count();
+  double eta = done_ > 0 ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : -1;
+  char qps[64] = "";
+  if (live_.elapsed_s > 0)
+    std::snprintf(qps, sizeof qps, "  %s%.0f req/s", live_.warmup ? "warm-up " : "", live_.qps);
+  std::fprintf(stderr, "\r\033[K[%s] %zu/%zu  %s%s  elapsed %s  ETA %s", bar.c_str(), done_, total_, current_.c_str(), qps,
+               clock_text(elapsed).c_str(), clock_text(eta).c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+}  // namespace loadlab::controller
