@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <iostream>
 #include <optional>
 #include <regex>
 #include <string>
@@ -122,12 +124,13 @@ class Child {
 };
 
 // One bounded GET on a fresh connection; returns the body or the error.
-std::string get_body(uint16_t port) {
+std::string get_body(uint16_t port, std::string target = "/", std::string work_us = "") {
   net::io_context ioc;
   beast::tcp_stream stream(ioc);
   beast::flat_buffer buffer;
-  http::request<http::empty_body> req{http::verb::get, "/", 11};
+  http::request<http::empty_body> req{http::verb::get, target, 11};
   req.set(http::field::host, "127.0.0.1");
+  if (!work_us.empty()) req.set("x-loadlab-work-us", work_us);
   http::response<http::string_body> res;
   std::string result = "<no answer>";
   stream.expires_after(5s);
@@ -184,6 +187,55 @@ TEST(TargetBinary, AnnouncesIpv6WithBrackets) {
   EXPECT_TRUE(std::regex_match(*line, std::regex(R"(listening on \[::1\]:[1-9]\d*)"))) << *line;
 }
 
+TEST(TargetBinary, StatsEndpointReadsTheCountOfARunningServer) {
+  Child child({"--threads", "2", "--body-size", "5"});
+  auto line = child.read_line();
+  ASSERT_TRUE(line);
+  uint16_t port = port_of(*line);
+  ASSERT_NE(port, 0) << *line;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(get_body(port), "xxxxx");
+  EXPECT_EQ(get_body(port, "/__loadlab/stats"), "{\"requests\": 5}\n");
+  EXPECT_EQ(get_body(port, "/__loadlab/stats"), "{\"requests\": 5}\n");
+  ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
+  EXPECT_EQ(child.read_line(), "requests 5");
+  EXPECT_EQ(child.wait_exit(), 0);
+}
+
+// CPU time of a whole process, exact (ns), from its CPU clock.
+double process_cpu_seconds(pid_t pid) {
+  clockid_t clock;
+  if (clock_getcpuclockid(pid, &clock) != 0) return -1;
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return -1;
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// 200 requests x 2000 us of work = 0.4 s of the server's CPU, whether the work comes from the
+// flag or from the header, and however long the requests took on the wall clock.
+class TargetBinaryWork : public ::testing::TestWithParam<bool> {};
+
+TEST_P(TargetBinaryWork, BurnsTheRequestedCpu) {
+  const bool by_header = GetParam();
+  std::vector<std::string> args{"--threads", "1"};
+  if (!by_header) args.insert(args.end(), {"--work-us", "2000"});
+  Child child(args);
+  auto line = child.read_line();
+  ASSERT_TRUE(line);
+  uint16_t port = port_of(*line);
+  ASSERT_NE(port, 0) << *line;
+  EXPECT_EQ(get_body(port), "Have Fun ~ Tester !");  // warm: the first connection is not measured
+  const double before = process_cpu_seconds(child.pid());
+  ASSERT_GE(before, 0);
+  for (int i = 0; i < 200; ++i)
+    ASSERT_EQ(get_body(port, "/", by_header ? "2000" : ""), "Have Fun ~ Tester !");
+  const double used = process_cpu_seconds(child.pid()) - before;
+  std::cout << "[ measured ] 200 x 2000 us of work used " << used << " s of server CPU\n";
+  EXPECT_GT(used, 0.4 * 0.8);
+  EXPECT_LT(used, 0.4 * 1.2);
+}
+
+INSTANTIATE_TEST_SUITE_P(FlagOrHeader, TargetBinaryWork, ::testing::Values(false, true));
+
 struct BadFlag {
   std::vector<std::string> args;
   std::string flag;
@@ -199,16 +251,23 @@ TEST_P(TargetBinaryBadFlags, ExitWith2AndNameTheFlag) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Flags, TargetBinaryBadFlags,
-                         ::testing::Values(BadFlag{{"--listen", "nope"}, "--listen"},
-                                           BadFlag{{"--listen", "1.2.3.4:70000"}, "--listen"},
-                                           BadFlag{{"--listen", "::1:80"}, "--listen"},
-                                           BadFlag{{"--threads", "0"}, "--threads"},
-                                           BadFlag{{"--threads", "two"}, "--threads"},
-                                           BadFlag{{"--delay-ms", "-1"}, "--delay-ms"},
-                                           BadFlag{{"--delay-ms", "5ms"}, "--delay-ms"},
-                                           BadFlag{{"--log-level", "loud"}, "--log-level"},
-                                           BadFlag{{"--no-such-flag"}, "--no-such-flag"}));
+INSTANTIATE_TEST_SUITE_P(
+    Flags, TargetBinaryBadFlags,
+    ::testing::Values(
+        BadFlag{{"--listen", "nope"}, "--listen"}, BadFlag{{"--listen", "1.2.3.4:70000"}, "--listen"},
+        BadFlag{{"--listen", "::1:80"}, "--listen"}, BadFlag{{"--threads", "0"}, "--threads"},
+        BadFlag{{"--threads", "two"}, "--threads"}, BadFlag{{"--delay-ms", "-1"}, "--delay-ms"},
+        BadFlag{{"--delay-ms", "5ms"}, "--delay-ms"}, BadFlag{{"--log-level", "loud"}, "--log-level"},
+        BadFlag{{"--delay-ms", "uniform:5-1"}, "--delay-ms"}, BadFlag{{"--delay-ms", "exp:-1"}, "--delay-ms"},
+        BadFlag{{"--delay-ms", "60001"}, "--delay-ms"}, BadFlag{{"--body-size", "-1"}, "--body-size"},
+        BadFlag{{"--body-size", "67108865"}, "--body-size"},
+        BadFlag{{"--body", "a", "--body-size", "3"}, "--body-size"}, BadFlag{{"--status", "199"}, "--status"},
+        BadFlag{{"--status", "600"}, "--status"}, BadFlag{{"--work-us", "x"}, "--work-us"},
+        BadFlag{{"--work-us", "1000001"}, "--work-us"}, BadFlag{{"--stall", "1000"}, "--stall"},
+        BadFlag{{"--stall", "a:b"}, "--stall"}, BadFlag{{"--stall", "1000:0"}, "--stall"},
+        BadFlag{{"--read-timeout-ms", "0"}, "--read-timeout-ms"},
+        BadFlag{{"--idle-timeout-ms", "soon"}, "--idle-timeout-ms"},
+        BadFlag{{"--acceptor", "many"}, "--acceptor"}, BadFlag{{"--no-such-flag"}, "--no-such-flag"}));
 
 TEST(TargetBinary, PortInUseExitsWith1AndSaysWhy) {
   Child first({"--threads", "1"});

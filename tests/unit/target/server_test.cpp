@@ -3,6 +3,8 @@
 #include "server.hpp"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -61,10 +63,27 @@ class TestClient {
     return ec_;
   }
 
+  // One request with extra header fields, and its response.
+  http::response<http::string_body> request_with(
+      const std::vector<std::pair<std::string, std::string>>& fields, http::verb verb = http::verb::get,
+      std::string target = "/test/fun") {
+    http::request<http::empty_body> req{verb, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    for (const auto& [name, value] : fields) req.set(name, value);
+    stream_.expires_after(kIoTimeout);
+    http::async_write(stream_, req, [this](beast::error_code ec, std::size_t) { ec_ = ec; });
+    run();
+    http::response<http::string_body> res;
+    EXPECT_FALSE(ec_) << ec_.message();
+    EXPECT_FALSE(read(res, verb == http::verb::head)) << ec_.message();
+    return res;
+  }
+
   // Reads one response; `head` tells the parser not to expect a body.
   beast::error_code read(http::response<http::string_body>& out, bool head = false) {
     http::response_parser<http::string_body> parser;
     parser.skip(head);
+    parser.body_limit(128 * 1024 * 1024);
     stream_.expires_after(kIoTimeout);
     http::async_read(stream_, buffer_, parser, [this](beast::error_code ec, std::size_t) { ec_ = ec; });
     run();
@@ -137,7 +156,7 @@ class RunningServer {
 ServerOptions options_with(unsigned threads = 1, std::chrono::milliseconds delay = 0ms) {
   ServerOptions options;
   options.threads = threads;
-  options.delay = delay;
+  options.delay.a_ms = static_cast<double>(delay.count());
   return options;
 }
 
@@ -272,7 +291,7 @@ TEST(TargetServer, OversizedBodyGets413) {
 
 TEST(TargetServer, IdleConnectionIsClosedAfterTheReadTimeout) {
   auto options = options_with();
-  options.read_timeout = 100ms;
+  options.idle_timeout = 100ms;
   RunningServer srv(options);
   TestClient client(srv.port());
   auto res = client.request(http::verb::get);
@@ -459,6 +478,253 @@ TEST(TargetServer, ListenOnIpv6Loopback) {
   EXPECT_EQ(local.host, "::1");
   EXPECT_NE(local.port, 0);
   EXPECT_EQ(local.to_string(), "[::1]:" + std::to_string(local.port));
+}
+
+// --- behaviour knobs --------------------------------------------------------------------
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+TEST(TargetKnobs, DelayHeaderOverridesTheServerDelay) {
+  RunningServer srv(options_with(1, 0ms));
+  TestClient client(srv.port());
+  auto start = Clock::now();
+  auto res = client.request_with({{"x-loadlab-delay-ms", "30"}});
+  EXPECT_EQ(res.result(), http::status::ok);
+  EXPECT_GE(ms_since(start), 30.0);
+  EXPECT_LT(ms_since(start), 80.0);
+  start = Clock::now();
+  client.request(http::verb::get);
+  EXPECT_LT(ms_since(start), 20.0);  // the override was for that request only
+}
+
+TEST(TargetKnobs, FractionalFixedDelayRunsOnTheTimer) {
+  auto options = options_with();
+  options.delay = *parse_delay("2.5");
+  RunningServer srv(options);
+  TestClient client(srv.port());
+  for (int i = 0; i < 5; ++i) {
+    auto start = Clock::now();
+    client.request(http::verb::get);
+    EXPECT_GE(ms_since(start), 2.5);
+    EXPECT_LT(ms_since(start), 25.0);
+  }
+}
+
+TEST(TargetKnobs, UniformDelayStaysInItsRangeAndVaries) {
+  RunningServer srv(options_with());
+  TestClient client(srv.port());
+  double lo = 1e9, hi = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto start = Clock::now();
+    auto res = client.request_with({{"x-loadlab-delay-ms", "uniform:10-30"}});
+    ASSERT_EQ(res.result(), http::status::ok);
+    lo = std::min(lo, ms_since(start));
+    hi = std::max(hi, ms_since(start));
+  }
+  EXPECT_GE(lo, 10.0);
+  EXPECT_LT(hi, 50.0);
+  EXPECT_GT(hi - lo, 5.0);  // twenty draws from 20 ms of width are not all within 5 ms
+}
+
+TEST(TargetKnobs, ExponentialDelayHasItsMean) {
+  auto options = options_with();
+  options.delay = *parse_delay("exp:5");
+  RunningServer srv(options);
+  TestClient client(srv.port());
+  std::vector<double> samples;
+  for (int i = 0; i < 200; ++i) {
+    auto start = Clock::now();
+    ASSERT_EQ(client.request(http::verb::get).result(), http::status::ok);
+    samples.push_back(ms_since(start));
+  }
+  double mean = 0;
+  for (double s : samples) mean += s;
+  mean /= samples.size();
+  double var = 0;
+  for (double s : samples) var += (s - mean) * (s - mean);
+  const double sd = std::sqrt(var / samples.size());
+  std::cout << "[ measured ] exp:5 mean " << mean << " ms, sd " << sd << " ms\n";
+  EXPECT_NEAR(mean, 5.0, 1.25);
+  EXPECT_GT(sd, 2.5);  // an exponential's sd equals its mean; a fixed delay's is ~0
+}
+
+TEST(TargetKnobs, BodySizeHeaderSendsThatManyFillerBytes) {
+  RunningServer srv(options_with());
+  TestClient client(srv.port());
+  auto big = client.request_with({{"x-loadlab-body-size", "200000"}});
+  EXPECT_EQ(big.result(), http::status::ok);
+  EXPECT_EQ(big[http::field::content_length], "200000");
+  ASSERT_EQ(big.body().size(), 200000u);
+  EXPECT_EQ(big.body().find_first_not_of('x'), std::string::npos);
+  auto empty = client.request_with({{"x-loadlab-body-size", "0"}});
+  EXPECT_EQ(empty[http::field::content_length], "0");
+  EXPECT_TRUE(empty.body().empty());
+  auto head = client.request_with({{"x-loadlab-body-size", "1234"}}, http::verb::head);
+  EXPECT_EQ(head[http::field::content_length], "1234");
+  EXPECT_TRUE(head.body().empty());
+  EXPECT_EQ(client.request(http::verb::get).body(), "Have Fun ~ Tester !");  // framing intact
+}
+
+TEST(TargetKnobs, LargeConfiguredBodyIsSentWhole) {
+  auto options = options_with();
+  options.body = std::string(300000, 'b');
+  RunningServer srv(options);
+  TestClient client(srv.port());
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(client.request(http::verb::get).body(), options.body);
+  EXPECT_TRUE(client.request(http::verb::head).body().empty());
+}
+
+TEST(TargetKnobs, StatusFromOptionsAndFromTheHeader) {
+  auto options = options_with();
+  options.status = 503;
+  RunningServer srv(options);
+  TestClient client(srv.port());
+  auto res = client.request(http::verb::get);
+  EXPECT_EQ(res.result_int(), 503u);
+  EXPECT_EQ(res.body(), "Have Fun ~ Tester !");
+  EXPECT_TRUE(res.keep_alive());
+  auto not_found = client.request_with({{"x-loadlab-status", "404"}});
+  EXPECT_EQ(not_found.result_int(), 404u);
+  EXPECT_EQ(not_found.reason(), "Not Found");
+  EXPECT_EQ(not_found.body(), "Have Fun ~ Tester !");
+  auto no_content = client.request_with({{"x-loadlab-status", "204"}});
+  EXPECT_EQ(no_content.result_int(), 204u);
+  EXPECT_EQ(no_content.count(http::field::content_length), 0u);
+  EXPECT_TRUE(no_content.body().empty());
+  EXPECT_EQ(client.request(http::verb::get).result_int(), 503u);  // the connection is still in step
+}
+
+TEST(TargetKnobs, BadHeaderValuesGet400NamingTheHeader) {
+  RunningServer srv(options_with());
+  TestClient client(srv.port());
+  struct Case {
+    const char* name;
+    const char* value;
+  };
+  for (auto c : {Case{"x-loadlab-delay-ms", "soon"}, Case{"x-loadlab-delay-ms", "uniform:9-1"},
+                 Case{"x-loadlab-body-size", "-3"}, Case{"x-loadlab-status", "700"},
+                 Case{"x-loadlab-work-us", "lots"}}) {
+    auto res = client.request_with({{c.name, c.value}});
+    EXPECT_EQ(res.result(), http::status::bad_request) << c.name;
+    EXPECT_NE(res.body().find(std::string(c.name) + ": expected"), std::string::npos) << res.body();
+    EXPECT_NE(res.body().find(std::string("got '") + c.value + "'"), std::string::npos) << res.body();
+  }
+  EXPECT_EQ(client.request(http::verb::get).result(), http::status::ok);  // request framing was fine
+}
+
+TEST(TargetKnobs, StatsEndpointCountsRequestsButNotItself) {
+  RunningServer srv(options_with(2));
+  {
+    TestClient a(srv.port());
+    TestClient b(srv.port());
+    for (int i = 0; i < 4; ++i) a.request(http::verb::get);
+    for (int i = 0; i < 3; ++i) b.request(http::verb::post);
+  }
+  TestClient client(srv.port());
+  for (int i = 0; i < 2; ++i) {
+    auto res = client.request_with({}, http::verb::get, "/__loadlab/stats");
+    EXPECT_EQ(res.result(), http::status::ok);
+    EXPECT_EQ(res[http::field::content_type], "application/json");
+    EXPECT_EQ(res.body(), "{\"requests\": 7}\n");
+  }
+  srv.stop();
+  EXPECT_EQ(srv.server().requests(), 7u);
+}
+
+TEST(TargetKnobs, StallHoldsEveryResponseOnceThenLetsThemGo) {
+  auto options = options_with(2, 0ms);
+  options.stall_after = 300ms;
+  options.stall_duration = 500ms;
+  RunningServer srv(options);
+  TestClient first(srv.port());
+  TestClient other(srv.port());  // the other io thread
+  const auto t0 = Clock::now();
+  first.request(http::verb::get);  // the first request starts the stall clock
+  EXPECT_LT(ms_since(t0), 100.0);
+  auto start = Clock::now();
+  other.request(http::verb::get);  // before the stall: fast
+  EXPECT_LT(ms_since(start), 100.0);
+
+  // Sent before the stall, ready (after its 150 ms delay) during it: held to the end.
+  std::this_thread::sleep_until(t0 + 200ms);
+  ASSERT_FALSE(other.send_raw("GET / HTTP/1.1\r\nHost: x\r\nx-loadlab-delay-ms: 150\r\n\r\n"));
+  std::this_thread::sleep_until(t0 + 400ms);
+  // Sent during the stall: held to the end too; the stats endpoint is not held.
+  start = Clock::now();
+  auto stats = first.request_with({}, http::verb::get, "/__loadlab/stats");
+  EXPECT_LT(ms_since(start), 100.0);
+  EXPECT_EQ(stats.body(), "{\"requests\": 2}\n");
+  auto held = first.request(http::verb::get);
+  EXPECT_EQ(held.result(), http::status::ok);
+  const double end_ms = ms_since(t0);
+  EXPECT_GE(end_ms, 790.0);
+  EXPECT_LT(end_ms, 900.0);
+  http::response<http::string_body> res;
+  ASSERT_FALSE(other.read(res));
+  EXPECT_LT(ms_since(t0), 900.0);
+
+  // After the stall: fast again, and no second stall.
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(100ms);
+    start = Clock::now();
+    first.request(http::verb::get);
+    EXPECT_LT(ms_since(start), 100.0) << i;
+  }
+}
+
+TEST(TargetTimeouts, SlowlorisIsDroppedAfterTheReadTimeout) {
+  auto options = options_with();
+  options.read_timeout = 300ms;
+  options.idle_timeout = 10s;
+  RunningServer srv(options);
+  // A plain blocking socket: one byte every 100 ms, polling for the server's close between.
+  net::io_context ioc;
+  tcp::socket socket(ioc);
+  socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), srv.port()));
+  const std::string request = "GET / HTTP/1.1\r\nHost: x\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+  const auto start = Clock::now();
+  bool dropped = false;
+  for (std::size_t i = 0; i < request.size() && !dropped; ++i) {
+    beast::error_code ec;
+    net::write(socket, net::buffer(&request[i], 1), ec);
+    if (ec) {
+      dropped = true;
+      break;
+    }
+    pollfd pfd{socket.native_handle(), POLLIN, 0};
+    if (poll(&pfd, 1, 100) > 0) {
+      char byte;
+      dropped = ::recv(socket.native_handle(), &byte, 1, 0) <= 0;  // EOF or reset, no response
+    }
+  }
+  const double took = ms_since(start);
+  EXPECT_TRUE(dropped) << "the whole request went through in " << took << " ms";
+  EXPECT_GE(took, 280.0);
+  EXPECT_LT(took, 700.0);
+}
+
+TEST(TargetTimeouts, IdleConnectionOutlivesTheReadTimeout) {
+  auto options = options_with();
+  options.read_timeout = 100ms;
+  options.idle_timeout = 10s;
+  RunningServer srv(options);
+  TestClient client(srv.port());
+  EXPECT_EQ(client.request(http::verb::get).result(), http::status::ok);
+  std::this_thread::sleep_for(400ms);  // idle, not reading a request: the connection is kept
+  EXPECT_EQ(client.request(http::verb::get).result(), http::status::ok);
+}
+
+TEST(TargetServer, ReuseportAcceptorsServeFromEveryThread) {
+  auto options = options_with(3);
+  options.acceptor = AcceptorMode::reuseport;
+  RunningServer srv(options);
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < 9; ++i) clients.push_back(std::make_unique<TestClient>(srv.port()));
+  for (auto& client : clients) EXPECT_EQ(client->request(http::verb::get).body(), "Have Fun ~ Tester !");
+  srv.stop();
+  EXPECT_EQ(srv.server().requests(), 9u);
 }
 
 }  // namespace

@@ -1,0 +1,155 @@
+// A lab of three agent processes on loopback ports (one target, two load): placement,
+// merging, a load agent killed mid-cell, a controller killed and resumed.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "loadlab/shared/json_input.hpp"
+#include "test_support.hpp"
+
+namespace loadlab {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::bin;
+using testing::run_command;
+using testing::TempDir;
+
+struct AgentProcess {
+  std::unique_ptr<agent::ChildProcess> proc;
+  std::string address;
+  explicit AgentProcess(const std::string& name) {
+    proc = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", name});
+    std::string line;
+    EXPECT_EQ(proc->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine);
+    address = line.substr(13);
+  }
+};
+
+class LabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (auto* n : {"srv", "cli1", "cli2"}) agents.emplace_back(std::make_unique<AgentProcess>(n));
+    lab = dir.file("lab.json", R"({"agents": [
+      {"name": "srv", "address": ")" + agents[0]->address + R"(", "roles": ["target"]},
+      {"name": "cli1", "address": ")" + agents[1]->address + R"(", "roles": ["load"], "labels": {"rack": "a"}},
+      {"name": "cli2", "address": ")" + agents[2]->address + R"(", "roles": ["load"], "labels": {"rack": "b"}}]})");
+  }
+  TempDir dir;
+  std::vector<std::unique_ptr<AgentProcess>> agents;
+  std::string lab;
+};
+
+TEST_F(LabTest, TwoLoadAgentsShareACellAndTheirCountsAdd) {
+  auto s = dir.file("s.json", R"({"name": "two", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [2], "threads": [4]},
+      "load": {"requests_per_thread": 200},
+      "placement": {"load": {"agents": 2}}})");
+  auto out = dir.path() / "out";
+  auto r = run_command({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto result = read_json_file((out / "result.json").string());
+  const auto& rep = result["cells"][0]["repetitions"][0];
+  ASSERT_EQ(rep["load_parts"].size(), 2u);
+  uint64_t sum = 0;
+  std::set<std::string> names;
+  for (auto& p : rep["load_parts"]) {
+    EXPECT_EQ(p["threads"], 2);
+    sum += p["requests"].get<uint64_t>();
+    names.insert(p["agent"].get<std::string>());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"cli1", "cli2"}));
+  EXPECT_EQ(rep["target_agent"], "srv");
+  EXPECT_EQ(rep["requests"].get<uint64_t>(), sum);
+  EXPECT_EQ(sum, 4u * 200u);
+  EXPECT_EQ(rep["histogram"]["count"].get<uint64_t>(), sum);
+  // Both clients measured; the client figure is their sum.
+  double cpu = 0;
+  for (auto& p : rep["load_parts"]) cpu += p["client"]["cpu_pct"].get<double>();
+  EXPECT_NEAR(rep["client"]["cpu_pct"].get<double>(), cpu, 1e-6);
+  // Four closed loops on a 2 ms server: ~2000 req/s, whatever the split.
+  EXPECT_NEAR(rep["qps"].get<double>(), 2000, 400);
+}
+
+TEST_F(LabTest, LabelsSelectTheLoadAgent) {
+  auto s = dir.file("s.json", R"({"name": "lbl", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [0], "threads": [1]}, "load": {"total_requests": 50},
+      "placement": {"load": {"labels": {"rack": "b"}}}})");
+  auto out = dir.path() / "out";
+  auto r = run_command({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto result = read_json_file((out / "result.json").string());
+  EXPECT_EQ(result["cells"][0]["repetitions"][0]["load_parts"][0]["agent"], "cli2");
+}
+
+TEST_F(LabTest, ALoadAgentKilledMidCellIsRetriedOnAnotherAndTheCellCompletes) {
+  auto s = dir.file("s.json", R"({"name": "kill", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 3}})");
+  auto out = dir.path() / "out";
+  auto controller = agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  // Wait until cli1 runs the load, then kill it.
+  auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (agents[1]->proc->output_tail(50).find("load pid") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(500ms);
+  kill(agents[1]->proc->pid(), SIGKILL);
+  auto st = controller->wait_exit(60s);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->code, 0) << controller->output_tail();
+  auto result = read_json_file((out / "result.json").string());
+  const auto& rep = result["cells"][0]["repetitions"][0];
+  EXPECT_TRUE(result["cells"][0]["ok"].get<bool>());
+  EXPECT_EQ(rep["attempts"], 2);
+  EXPECT_EQ(rep["load_parts"][0]["agent"], "cli2");
+  EXPECT_NE(controller->output_tail(40).find("retrying"), std::string::npos);
+}
+
+TEST_F(LabTest, AKilledControllerResumesWithItsEarlierCellsIntact) {
+  auto s = dir.file("s.json", R"({"name": "resume", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [0, 1, 2], "threads": [1]}, "load": {"duration_s": 1.5}})");
+  auto out = dir.path() / "out";
+  auto controller = agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  // Kill it once the first cell is in the journal.
+  auto journal = out / "journal.jsonl";
+  auto lines = [&] {
+    std::ifstream in(journal);
+    return std::count(std::istreambuf_iterator<char>(in), {}, '\n');
+  };
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (lines() < 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(lines(), 1);
+  kill(controller->pid(), SIGKILL);
+  controller->wait_exit(10s);
+  std::string first_line;
+  std::getline(std::ifstream(journal), first_line);
+  auto first = nlohmann::json::parse(first_line);
+
+  auto r = run_command({bin("loadlab"), "run", "--resume", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto result = read_json_file((out / "result.json").string());
+  ASSERT_EQ(result["cells"].size(), 3u);
+  // The cell measured before the kill is kept exactly, not measured again.
+  EXPECT_EQ(result["cells"][0], first["cell"]);
+  EXPECT_EQ(lines(), 3);
+  EXPECT_EQ(result["resumed_at"].size(), 1u);
+  for (auto& c : result["cells"]) EXPECT_TRUE(c["ok"].get<bool>());
+}
+
+TEST_F(LabTest, AgentsCommandDescribesEachAgentOrWhyItIsUnreachable) {
+  auto r = run_command({bin("loadlab"), "agents", "--lab", lab});
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("cli2"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("hello"), std::string::npos);
+  auto bad = dir.file("bad.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["load"]}]})");
+  r = run_command({bin("loadlab"), "agents", "--lab", bad});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.stdout_text.find("UNREACHABLE"), std::string::npos) << r.stdout_text;
+}
+
+}  // namespace
+}  // namespace loadlab
