@@ -23,6 +23,27 @@ std::string fmt(double v) {
   o << v;
   return o.str();
 }
+void fill_latency(const nlohmann::json& l, v1::Latency* lat) {
+  lat->set_p50_us(num(l, "p50"));
+  lat->set_p90_us(num(l, "p90"));
+  lat->set_p99_us(num(l, "p99"));
+  lat->set_p999_us(num(l, "p999"));
+  lat->set_max_us(num(l, "max"));
+  lat->set_mean_us(num(l, "mean"));
+  lat->set_min_us(num(l, "min"));
+}
+
+void fill_histogram(const nlohmann::json& j, v1::Histogram* ph) {
+  auto h = Histogram::from_json(j);
+  ph->set_highest_trackable(static_cast<uint64_t>(h.highest_trackable()));
+  ph->set_significant_digits(static_cast<uint32_t>(h.significant_digits()));
+  for (auto& [index, n] : h.sparse()) {
+    auto* b = ph->add_buckets();
+    b->set_index(index);
+    b->set_count(n);
+  }
+}
+
 }  // namespace
 
 std::string load_result_from_json(const nlohmann::json& j, v1::LoadResult* out) {
@@ -36,15 +57,12 @@ std::string load_result_from_json(const nlohmann::json& j, v1::LoadResult* out) 
   out->set_bytes_read(count(j, "bytes_read"));
   out->set_threads(static_cast<uint32_t>(count(j, "threads")));
   out->set_connections(static_cast<uint32_t>(count(j, "connections")));
-  const auto& l = j["latency_us"];
-  auto* lat = out->mutable_latency();
-  lat->set_p50_us(num(l, "p50"));
-  lat->set_p90_us(num(l, "p90"));
-  lat->set_p99_us(num(l, "p99"));
-  lat->set_p999_us(num(l, "p999"));
-  lat->set_max_us(num(l, "max"));
-  lat->set_mean_us(num(l, "mean"));
-  lat->set_min_us(num(l, "min"));
+  fill_latency(j["latency_us"], out->mutable_latency());
+  if (j.contains("latency_uncorrected_us")) fill_latency(j["latency_uncorrected_us"], out->mutable_latency_uncorrected());
+  if (j.contains("connect_us")) fill_latency(j["connect_us"], out->mutable_connect());
+  out->set_connects(count(j, "connects"));
+  out->set_rate(num(j, "rate"));
+  out->set_latency_corrected(j.value("latency_corrected", false));
   if (auto it = j.find("status"); it != j.end() && it->is_object())
     for (auto& [code, n] : it->items())
       if (n.is_number()) (*out->mutable_status())[static_cast<uint32_t>(std::stoul(code))] = n.get<uint64_t>();
@@ -52,15 +70,8 @@ std::string load_result_from_json(const nlohmann::json& j, v1::LoadResult* out) 
     for (auto& [kind, n] : it->items())
       if (n.is_number() && n.get<uint64_t>() > 0) (*out->mutable_error_kinds())[kind] = n.get<uint64_t>();
   try {
-    auto h = Histogram::from_json(j["histogram"]);
-    auto* ph = out->mutable_histogram();
-    ph->set_highest_trackable(static_cast<uint64_t>(h.highest_trackable()));
-    ph->set_significant_digits(static_cast<uint32_t>(h.significant_digits()));
-    for (auto& [index, n] : h.sparse()) {
-      auto* b = ph->add_buckets();
-      b->set_index(index);
-      b->set_count(n);
-    }
+    fill_histogram(j["histogram"], out->mutable_histogram());
+    if (j.contains("histogram_uncorrected")) fill_histogram(j["histogram_uncorrected"], out->mutable_histogram_uncorrected());
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -87,6 +98,7 @@ std::string validate_load_spec(const v1::LoadSpec& s) {
       return "stop: one of requests_per_thread, total_requests, duration_s is required";
   }
   if (!(s.warmup_s() >= 0 && s.warmup_s() <= 3600)) return "warmup_s: must be in [0, 3600]";
+  if (!(s.rate() >= 0 && s.rate() <= 1e8)) return "rate: must be in [0, 1e8] requests per second (0 = closed loop)";
   for (char c : s.method())
     if (!std::isupper(static_cast<unsigned char>(c))) return "method: must be an upper-case token like GET";
   for (auto& [k, v] : s.headers()) {
@@ -115,6 +127,7 @@ std::vector<std::string> load_command_line(const std::string& binary, const v1::
   for (auto& [k, v] : s.headers()) argv.insert(argv.end(), {"-H", k + ": " + v});
   if (!s.body().empty()) argv.insert(argv.end(), {"--body", s.body()});
   if (s.timeout_ms() > 0) argv.insert(argv.end(), {"--timeout", std::to_string(s.timeout_ms())});
+  if (s.rate() > 0) argv.insert(argv.end(), {"--rate", fmt(s.rate())});
   if (!s.keep_alive()) argv.push_back("--no-keepalive");
   argv.push_back("--json-events");
   return argv;

@@ -187,12 +187,45 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
   spec.set_warmup_s(l.warmup_s);
   spec.set_keep_alive(l.keep_alive);
   spec.set_timeout_ms(l.timeout_ms);
+  // The cell's rate is shared by its load agents in proportion to their threads.
+  if (l.rate > 0) spec.set_rate(l.rate * share.threads / c.threads);
   return spec;
 }
 
+namespace {
+// Percentiles of the merged buckets of one histogram field of several results.
+LatencyUs merged_latency(const std::vector<v1::LoadResult>& results, const v1::Histogram& (v1::LoadResult::*hist)() const,
+                         const v1::Latency& (v1::LoadResult::*lat)() const, nlohmann::json* out) {
+  Histogram merged;
+  double min_us = -1, max_us = 0, weighted_mean = 0;
+  for (const auto& p : results) {
+    const auto& ph = (p.*hist)();
+    if (ph.highest_trackable() == 0) continue;
+    Histogram h(static_cast<int64_t>(ph.highest_trackable()), static_cast<int>(ph.significant_digits()));
+    for (auto& b : ph.buckets()) h.add_bucket(b.index(), b.count());
+    merged.merge(h);
+    if (h.count() == 0) continue;
+    const auto& l = (p.*lat)();
+    min_us = min_us < 0 ? l.min_us() : std::min(min_us, l.min_us());
+    max_us = std::max(max_us, l.max_us());
+    weighted_mean += l.mean_us() * static_cast<double>(h.count());
+  }
+  auto j = merged.to_json();
+  if (merged.count() > 0) {
+    j["min"] = static_cast<int64_t>(min_us);
+    j["max"] = static_cast<int64_t>(max_us);
+    j["mean"] = weighted_mean / static_cast<double>(merged.count());
+  }
+  Histogram exact = Histogram::from_json(j);
+  if (out) *out = j;
+  auto pct = [&](double p) { return static_cast<double>(exact.value_at_percentile(p)); };
+  return {pct(50), pct(90), pct(99), pct(99.9), static_cast<double>(exact.max()), exact.mean(),
+          static_cast<double>(exact.min())};
+}
+}  // namespace
+
 RepResult merge_load_results(const std::vector<v1::LoadResult>& results) {
   RepResult r;
-  Histogram merged;
   bool first = true;
   double min_us = 0, max_us = 0, weighted_mean = 0;
   for (const auto& p : results) {
@@ -203,30 +236,21 @@ RepResult merge_load_results(const std::vector<v1::LoadResult>& results) {
     for (auto& [code, n] : p.status()) r.status[code] += n;
     for (auto& [kind, n] : p.error_kinds()) r.error_kinds[kind] += n;
     r.bytes_read += p.bytes_read();
-    Histogram h(static_cast<int64_t>(p.histogram().highest_trackable()),
-                static_cast<int>(p.histogram().significant_digits()));
-    for (auto& b : p.histogram().buckets()) h.add_bucket(b.index(), b.count());
-    if (first) merged = h;
-    else merged.merge(h);
-    if (h.count() > 0) {
-      min_us = first || min_us == 0 ? p.latency().min_us() : std::min(min_us, p.latency().min_us());
-      max_us = std::max(max_us, p.latency().max_us());
-      weighted_mean += p.latency().mean_us() * static_cast<double>(h.count());
-    }
-    first = false;
+    r.rate += p.rate();
+    r.latency_corrected = r.latency_corrected || p.latency_corrected();
+    r.connects += p.connects();
   }
-  // Exact extremes and mean from the workers; percentiles from the merged buckets.
-  auto j = merged.to_json();
-  if (merged.count() > 0) {
-    j["min"] = static_cast<int64_t>(min_us);
-    j["max"] = static_cast<int64_t>(max_us);
-    j["mean"] = weighted_mean / static_cast<double>(merged.count());
+  r.latency_us = merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, &r.histogram);
+  r.latency_uncorrected_us = merged_latency(results, &v1::LoadResult::histogram_uncorrected,
+                                            &v1::LoadResult::latency_uncorrected, nullptr);
+  // Connect times come as percentiles only: the part with the most connects stands for all.
+  const v1::LoadResult* most = nullptr;
+  for (const auto& p : results)
+    if (!most || p.connects() > most->connects()) most = &p;
+  if (most && most->connects() > 0) {
+    const auto& c = most->connect();
+    r.connect_us = {c.p50_us(), c.p90_us(), c.p99_us(), c.p999_us(), c.max_us(), c.mean_us(), c.min_us()};
   }
-  Histogram exact = Histogram::from_json(j);
-  r.histogram = j;
-  auto pct = [&](double p) { return static_cast<double>(exact.value_at_percentile(p)); };
-  r.latency_us = {pct(50), pct(90), pct(99), pct(99.9), static_cast<double>(exact.max()), exact.mean(),
-                  static_cast<double>(exact.min())};
   return r;
 }
 

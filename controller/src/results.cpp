@@ -121,8 +121,14 @@ CellResult cell_from_json(const nlohmann::json& j, const Cell& cell) {
     rep.duration_s = r.at("duration_s").get<double>();
     rep.qps = r.at("qps").get<double>();
     rep.latency_us = latency_from_json(r.at("latency_us"));
+    rep.latency_uncorrected_us = latency_from_json(r.value("latency_uncorrected_us", nlohmann::json::object()));
+    rep.latency_corrected = r.value("latency_corrected", false);
+    rep.rate = r.value("rate", 0.0);
+    rep.connects = r.value("connects", uint64_t{0});
+    rep.connect_us = latency_from_json(r.value("connect_us", nlohmann::json::object()));
     for (auto& [code, n] : r.at("status").items()) rep.status[static_cast<uint32_t>(std::stoul(code))] = n.get<uint64_t>();
-    for (auto& [kind, n] : r.value("error_kinds", nlohmann::json::object()).items()) rep.error_kinds[kind] = n.get<uint64_t>();
+    const auto kinds = r.value("error_kinds", nlohmann::json::object());  // items() needs a living object
+    for (auto& [kind, n] : kinds.items()) rep.error_kinds[kind] = n.get<uint64_t>();
     rep.bytes_read = r.value("bytes_read", uint64_t{0});
     rep.histogram = r.at("histogram");
     rep.server = usage_from_json(r.at("server"));
@@ -146,6 +152,11 @@ nlohmann::json to_json(const RepResult& r) {
           {"duration_s", r.duration_s},
           {"qps", r.qps},
           {"latency_us", latency_json(r.latency_us)},
+          {"latency_uncorrected_us", latency_json(r.latency_uncorrected_us)},
+          {"latency_corrected", r.latency_corrected},
+          {"rate", r.rate},
+          {"connects", r.connects},
+          {"connect_us", latency_json(r.connect_us)},
           {"status", status_json(r.status)},
           {"error_kinds", r.error_kinds},
           {"bytes_read", r.bytes_read},
@@ -178,6 +189,8 @@ nlohmann::json to_json(const CellResult& c) {
     j["qps_min"] = c.qps_min();
     j["qps_max"] = c.qps_max();
     j["latency_us"] = latency_json(m.latency_us);
+    j["latency_uncorrected_us"] = latency_json(m.latency_uncorrected_us);
+    j["latency_corrected"] = m.latency_corrected;
     j["status"] = status_json(m.status);
     j["server"] = to_json(m.server);
     j["client"] = to_json(m.client);

@@ -34,7 +34,7 @@ TargetDef parse_target(const ObjectReader& t) {
 
 LoadDef parse_load(const ObjectReader& l) {
   l.allow({"requests_per_thread", "total_requests", "duration_s", "connections_per_thread", "warmup_s", "keep_alive",
-           "method", "path", "headers", "body", "timeout_ms"});
+           "method", "path", "headers", "body", "timeout_ms", "rate"});
   LoadDef d;
   int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
   if (stops != 1)
@@ -62,6 +62,7 @@ LoadDef parse_load(const ObjectReader& l) {
   }
   d.body = l.string("body", "");
   d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, 3'600'000, 0));
+  d.rate = l.number("rate", 0.001, 1e8, 0);
   return d;
 }
 

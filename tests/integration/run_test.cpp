@@ -81,6 +81,27 @@ TEST_F(RunTest, EmbeddedAgentMatrixMatchesGroundTruth) {
   EXPECT_NE(table.str().find("beast"), std::string::npos);
 }
 
+TEST_F(RunTest, OpenLoopRateGoesThroughTheAgentAndIsHeld) {
+  RunOptions o;
+  o.scenario_path = dir.file("s.json", R"({"name": "open",
+      "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [1], "threads": [2]},
+      "load": {"duration_s": 2, "rate": 500, "connections_per_thread": 4}})");
+  o.out_dir = (dir.path() / "out").string();
+  o.bin_dir = LOADLAB_BIN_DIR;
+  o.quiet = true;
+  std::ostringstream table;
+  ASSERT_EQ(run_scenario(o, table), 0) << table.str();
+  auto cell = read_json_file((dir.path() / "out" / "result.json").string())["cells"][0];
+  const auto& rep = cell["repetitions"][0];
+  EXPECT_NEAR(cell["qps"].get<double>(), 500.0, 5.0);
+  EXPECT_DOUBLE_EQ(rep["rate"].get<double>(), 500.0);
+  EXPECT_TRUE(rep["latency_corrected"].get<bool>());
+  // Nothing stalls, so corrected and uncorrected agree to within a millisecond.
+  EXPECT_GE(rep["latency_us"]["p50"].get<double>(), 1000.0);
+  EXPECT_NEAR(rep["latency_us"]["p50"].get<double>(), rep["latency_uncorrected_us"]["p50"].get<double>(), 1000.0);
+}
+
 TEST_F(RunTest, RefusesToOverwriteAnEarlierResult) {
   RunOptions o;
   o.scenario_path = dir.file("s.json", kScenario);

@@ -46,7 +46,12 @@ struct RepResult {
   uint64_t errors = 0;
   double duration_s = 0;
   double qps = 0;
-  LatencyUs latency_us;
+  LatencyUs latency_us;  // from intended send times when latency_corrected (open loop)
+  LatencyUs latency_uncorrected_us;
+  bool latency_corrected = false;
+  double rate = 0;  // requested, 0 = closed loop
+  uint64_t connects = 0;
+  LatencyUs connect_us;
   std::map<uint32_t, uint64_t> status;
   std::map<std::string, uint64_t> error_kinds;
   uint64_t bytes_read = 0;

@@ -32,6 +32,7 @@ struct LoadDef {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   uint32_t timeout_ms = 0;  // 0 = the worker's default
+  double rate = 0;          // open loop: requests/s over the whole cell; 0 = closed loop
 };
 
 // Which agents of the lab take which part of a cell.
