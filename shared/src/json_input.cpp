@@ -1,5 +1,6 @@
 #include "loadlab/shared/json_input.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -105,6 +106,8 @@ std::vector<int64_t> ObjectReader::integers(const char* key, int64_t min, int64_
     const auto& e = v[i];
     if (!e.is_number_integer() || e.get<int64_t>() < min || e.get<int64_t>() > max)
       throw InputError(path(key) + "/" + std::to_string(i), "must be an integer in " + range(min, max));
+    if (std::find(out.begin(), out.end(), e.get<int64_t>()) != out.end())
+      throw InputError(path(key) + "/" + std::to_string(i), "duplicate value " + std::to_string(e.get<int64_t>()));
     out.push_back(e.get<int64_t>());
   }
   return out;

@@ -76,6 +76,7 @@ TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
 TEST(Scenario, WrongTypesAreErrorsNamingTheirPath) {
   EXPECT_EQ(error_of(with("[1, 5, 10, 20]", R"([1, 5, "10", 20])")), "/matrix/threads/2: must be an integer in 1..4096");
   EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[1, 0]")), "/matrix/threads/1: must be an integer in 1..4096");
+  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[1, 5, 1]")), "/matrix/threads/2: duplicate value 1");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keep_alive": "yes")")),
             "/load/keep_alive: must be true or false, got a string");
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 2.5)")), "/repetitions: must be an integer in 1..100");

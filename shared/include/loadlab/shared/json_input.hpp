@@ -48,7 +48,7 @@ class ObjectReader {
   double number(const char* key, double min, double max) const;  // required
   double number(const char* key, double min, double max, double fallback) const;
   bool boolean(const char* key, bool fallback) const;
-  // A non-empty array of integers in [min, max].
+  // A non-empty array of distinct integers in [min, max].
   std::vector<int64_t> integers(const char* key, int64_t min, int64_t max) const;
   // A non-empty array of objects.
   std::vector<ObjectReader> objects(const char* key) const;
