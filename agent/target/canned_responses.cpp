@@ -1,9 +1,8 @@
 #include "canned_responses.hpp"
 
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
-#include <sstream>
+#include <boost/beast/http/status.hpp>
+#include <charconv>
+#include <ostream>
 
 namespace loadlab::target {
 
@@ -11,38 +10,65 @@ namespace http = boost::beast::http;
 
 namespace {
 
-std::string serialize(http::status status, unsigned version, bool keep_alive, std::string_view body,
-                      bool head) {
-  http::response<http::string_body> res{status, version};
-  res.set(http::field::server, "loadlab-target");
-  res.set(http::field::content_type, "text/plain");
-  res.keep_alive(keep_alive);
-  res.body() = std::string(body);
-  res.prepare_payload();
-  std::ostringstream out;
-  if (head) {
-    out << res.base();  // Content-Length stays the GET one, as RFC 9110 allows for HEAD
-  } else {
-    out << res;
-  }
-  return std::move(out).str();
+constexpr std::size_t kInlineBodyMax = 64 * 1024;
+
+void append_number(std::string& out, std::uint64_t value) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, end);
+}
+
+std::string error_response(unsigned status, std::string_view body) {
+  std::string out;
+  append_head(out, status, false, false, body.size());
+  out.append(body);
+  return out;
 }
 
 }  // namespace
 
-CannedResponses::CannedResponses(std::string_view body) {
+void append_head(std::string& out, unsigned status, bool http10, bool keep_alive,
+                 std::optional<std::uint64_t> content_length, std::string_view content_type) {
+  out.append(http10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+  append_number(out, status);
+  out.push_back(' ');
+  auto reason = http::obsolete_reason(static_cast<http::status>(status));
+  out.append(reason.data(), reason.size());
+  out.append("\r\nServer: loadlab-target\r\nContent-Type: ");
+  out.append(content_type);
+  if (content_length) {
+    out.append("\r\nContent-Length: ");
+    append_number(out, *content_length);
+  }
+  if (http10 && keep_alive) out.append("\r\nConnection: keep-alive");
+  if (!http10 && !keep_alive) out.append("\r\nConnection: close");
+  out.append("\r\n\r\n");
+}
+
+std::string_view Filler::block() {
+  static const std::string block(kBlock, 'x');
+  return block;
+}
+
+CannedResponses::CannedResponses(std::string body, unsigned status)
+    : body_(status_has_body(status) ? std::move(body) : std::string()),
+      status_(status),
+      inline_body_(body_.size() <= kInlineBodyMax) {
+  const bool has_body = status_has_body(status);
   for (int http10 = 0; http10 < 2; ++http10) {
     for (int keep_alive = 0; keep_alive < 2; ++keep_alive) {
       for (int head = 0; head < 2; ++head) {
-        ok_[http10 * 4 + keep_alive * 2 + head] =
-            serialize(http::status::ok, http10 ? 10 : 11, keep_alive != 0, body, head != 0);
+        auto& out = ok_[http10 * 4 + keep_alive * 2 + head];
+        // HEAD keeps the GET Content-Length, as RFC 9110 §9.3.2 allows.
+        append_head(out, status, http10 != 0, keep_alive != 0,
+                    has_body ? std::optional<std::uint64_t>(body_.size()) : std::nullopt);
+        if (!head && inline_body_) out.append(body_);
       }
     }
   }
-  bad_request_ = serialize(http::status::bad_request, 11, false, "bad request\n", false);
-  payload_too_large_ = serialize(http::status::payload_too_large, 11, false, "payload too large\n", false);
-  header_too_large_ = serialize(http::status::request_header_fields_too_large, 11, false,
-                                "request header fields too large\n", false);
+  bad_request_ = error_response(400, "bad request\n");
+  payload_too_large_ = error_response(413, "payload too large\n");
+  header_too_large_ = error_response(431, "request header fields too large\n");
 }
 
 std::string_view CannedResponses::error(http::status status) const {

@@ -12,16 +12,26 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 
-Listener::Listener(net::io_context& accept_ioc, std::vector<std::unique_ptr<IoWorker>>& workers,
-                   const SessionEnv& env)
-    : accept_ioc_(accept_ioc), acceptor_(accept_ioc), backoff_(accept_ioc), workers_(workers), env_(env) {}
+Listener::Listener(net::io_context& accept_ioc, std::vector<IoWorker*> workers, const SessionEnv& env)
+    : accept_ioc_(accept_ioc),
+      acceptor_(accept_ioc),
+      backoff_(accept_ioc),
+      workers_(std::move(workers)),
+      env_(env) {}
 
-beast::error_code Listener::listen(const tcp::endpoint& endpoint) {
+beast::error_code Listener::listen(const tcp::endpoint& endpoint, bool reuse_port) {
   beast::error_code ec;
   acceptor_.open(endpoint.protocol(), ec);
   if (ec) return ec;
   acceptor_.set_option(net::socket_base::reuse_address(true), ec);
-  if (ec) return ec;
+  if (!ec && reuse_port) {
+    acceptor_.set_option(net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true), ec);
+  }
+  if (ec) {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+    return ec;
+  }
   acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
   if (ec) {

@@ -1,36 +1,30 @@
 #pragma once
-// Accepts connections on one io_context and hands each socket to the next io thread's
-// io_context in turn, where its Session lives for good.
-#include <atomic>
+// Accepts connections on one io_context and hands each socket to the next of its io workers in
+// turn, where its Session lives for good. A server has either one Listener for all workers
+// (a shared acceptor) or one per worker on a SO_REUSEPORT socket (the kernel spreads
+// connections); see ServerOptions::acceptor.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <cstddef>
-#include <cstdint>
-#include <functional>
 #include <memory>
+#include <vector>
 
+#include "io_worker.hpp"
 #include "session_env.hpp"
 
 namespace loadlab::target {
 
-// An io thread's context and the count of responses its sessions sent (one cache line each,
-// so the hot counters of different threads do not share one).
-struct alignas(64) IoWorker {
-  std::atomic<std::uint64_t> responses_sent{0};
-  boost::asio::io_context ioc{1};  // destroyed first: its sessions hold `responses_sent`
-};
-
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
   // `accept_ioc` runs the acceptor; sessions go round-robin to `workers` (non-empty).
-  Listener(boost::asio::io_context& accept_ioc, std::vector<std::unique_ptr<IoWorker>>& workers,
-           const SessionEnv& env);
+  Listener(boost::asio::io_context& accept_ioc, std::vector<IoWorker*> workers, const SessionEnv& env);
 
   // Opens, binds and listens. Called once, before run(), from the owning thread.
-  boost::beast::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint);
+  boost::beast::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint, bool reuse_port);
   boost::asio::ip::tcp::endpoint local_endpoint() const;
+  boost::asio::io_context& accept_context() { return accept_ioc_; }
 
   void run();
   // Stops accepting. Called on the accepting io_context's thread.
@@ -44,7 +38,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   boost::asio::io_context& accept_ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer backoff_;
-  std::vector<std::unique_ptr<IoWorker>>& workers_;
+  std::vector<IoWorker*> workers_;
   const SessionEnv& env_;
   std::size_t next_worker_ = 0;
 };

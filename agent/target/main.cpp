@@ -6,41 +6,76 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "knobs.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "server.hpp"
 
 namespace {
 
+namespace target = loadlab::target;
+
 constexpr int kExitCannotListen = 1;
 constexpr int kExitUsage = 2;
+constexpr std::uint64_t kMaxTimeoutMs = 3600000;
 
 int usage_error(const std::string& message) {
   std::cerr << "loadlab-target: " << message << "\n";
   return kExitUsage;
 }
 
+std::string got(const std::string& text) { return ", got '" + text + "'"; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"loadlab built-in HTTP target: answers 200 with a fixed body to any request"};
-  std::string listen = "127.0.0.1:0";
+  CLI::App app{"loadlab built-in HTTP target: answers any request with a configurable status and body"};
   unsigned hw = std::thread::hardware_concurrency();
-  long long threads = hw == 0 ? 1 : hw;
-  long long delay_ms = 0;
-  std::string body = "Have Fun ~ Tester !";
-  std::string log_level = "warn";
-  // Numbers are parsed as text and validated below, so every error names the flag and range.
-  std::string threads_text = std::to_string(threads);
+  // Every value is taken as text and validated below, so each error names the flag and range.
+  std::string listen = "127.0.0.1:0";
+  std::string threads_text = std::to_string(hw == 0 ? 1 : hw);
+  std::string acceptor_text = "shared";
   std::string delay_text = "0";
+  std::string work_text = "0";
+  std::string body = "Have Fun ~ Tester !";
+  std::string body_size_text;
+  std::string status_text = "200";
+  std::string stall_text;
+  std::string read_timeout_text = "10000";
+  std::string idle_timeout_text = "60000";
+  std::string log_level = "warn";
   app.add_option("--listen", listen, "HOST:PORT to bind; port 0 lets the kernel pick")->capture_default_str();
-  app.add_option("--threads", threads_text, "io threads, 1..1024")->capture_default_str();
-  app.add_option("--delay-ms", delay_text, "delay before each response in ms, 0..60000")
+  app.add_option("--threads", threads_text, "io threads, 1..1024 (default: cores)")->capture_default_str();
+  app.add_option("--acceptor", acceptor_text,
+                 "shared (one acceptor, round-robin) or reuseport (one SO_REUSEPORT acceptor per thread)")
       ->capture_default_str();
-  app.add_option("--body", body, "response body")->capture_default_str();
+  app.add_option("--delay-ms", delay_text,
+                 "delay before each response: D, uniform:A-B or exp:MEAN, in ms "
+                 "(0..60000, fractions allowed); header x-loadlab-delay-ms overrides")
+      ->capture_default_str();
+  app.add_option("--work-us", work_text,
+                 "CPU to burn per request in us, 0..1000000; header x-loadlab-work-us")
+      ->capture_default_str();
+  auto* body_opt = app.add_option("--body", body, "response body")->capture_default_str();
+  app.add_option(
+         "--body-size", body_size_text,
+         "response body of N filler bytes, 0..67108864 (instead of --body); header x-loadlab-body-size")
+      ->excludes(body_opt);
+  app.add_option("--status", status_text, "response status, 200..599; header x-loadlab-status")
+      ->capture_default_str();
+  app.add_option("--stall", stall_text,
+                 "AFTER_MS:DURATION_MS: once, AFTER_MS after the first request, hold every response "
+                 "until DURATION_MS after the stall began");
+  app.add_option("--read-timeout-ms", read_timeout_text,
+                 "a request must arrive whole within this from its first byte, 1..3600000")
+      ->capture_default_str();
+  app.add_option("--idle-timeout-ms", idle_timeout_text,
+                 "keep-alive connection idle between requests at most this, 1..3600000")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off")
       ->capture_default_str();
   try {
@@ -51,39 +86,80 @@ int main(int argc, char** argv) {
     return usage_error(e.what());
   }
 
-  auto parse_int = [](const std::string& text, long long min, long long max, long long& out) {
-    std::size_t used = 0;
-    try {
-      out = std::stoll(text, &used);
-    } catch (const std::exception&) {
-      return false;
-    }
-    return used == text.size() && out >= min && out <= max;
-  };
   auto endpoint = loadlab::parse_endpoint(listen);
   if (!endpoint) {
-    return usage_error("--listen: expected HOST:PORT (IPv6 as [ADDR]:PORT) with port 0..65535, got '" +
-                       listen + "'");
+    return usage_error("--listen: expected HOST:PORT (IPv6 as [ADDR]:PORT) with port 0..65535" + got(listen));
   }
-  if (!parse_int(threads_text, 1, 1024, threads)) {
-    return usage_error("--threads: expected an integer in 1..1024, got '" + threads_text + "'");
+  auto threads = target::parse_uint(threads_text, 1, 1024);
+  if (!threads) return usage_error("--threads: " + target::expected_range(1, 1024) + got(threads_text));
+  if (acceptor_text != "shared" && acceptor_text != "reuseport") {
+    return usage_error("--acceptor: expected shared or reuseport" + got(acceptor_text));
   }
-  if (!parse_int(delay_text, 0, 60000, delay_ms)) {
-    return usage_error("--delay-ms: expected an integer in 0..60000, got '" + delay_text + "'");
+  auto delay = target::parse_delay(delay_text);
+  if (!delay) return usage_error("--delay-ms: " + target::expected_delay() + got(delay_text));
+  auto work = target::parse_uint(work_text, 0, target::kMaxWorkUs);
+  if (!work)
+    return usage_error("--work-us: " + target::expected_range(0, target::kMaxWorkUs) + got(work_text));
+  if (!body_size_text.empty()) {
+    auto size = target::parse_uint(body_size_text, 0, target::kMaxBodySize);
+    if (!size) {
+      return usage_error("--body-size: " + target::expected_range(0, target::kMaxBodySize) +
+                         got(body_size_text));
+    }
+    body.assign(*size, 'x');
+  }
+  auto status = target::parse_uint(status_text, target::kMinStatus, target::kMaxStatus);
+  if (!status) {
+    return usage_error("--status: " + target::expected_range(target::kMinStatus, target::kMaxStatus) +
+                       got(status_text));
+  }
+  std::optional<std::uint64_t> stall_after, stall_duration;
+  if (!stall_text.empty()) {
+    auto colon = stall_text.find(':');
+    if (colon != std::string::npos) {
+      stall_after = target::parse_uint(std::string_view(stall_text).substr(0, colon), 0, kMaxTimeoutMs);
+      stall_duration = target::parse_uint(std::string_view(stall_text).substr(colon + 1), 1, kMaxTimeoutMs);
+    }
+    if (!stall_after || !stall_duration) {
+      return usage_error(
+          "--stall: expected AFTER_MS:DURATION_MS, integers, AFTER_MS 0..3600000 and "
+          "DURATION_MS 1..3600000" +
+          got(stall_text));
+    }
+  }
+  auto read_timeout = target::parse_uint(read_timeout_text, 1, kMaxTimeoutMs);
+  if (!read_timeout) {
+    return usage_error("--read-timeout-ms: " + target::expected_range(1, kMaxTimeoutMs) +
+                       got(read_timeout_text));
+  }
+  auto idle_timeout = target::parse_uint(idle_timeout_text, 1, kMaxTimeoutMs);
+  if (!idle_timeout) {
+    return usage_error("--idle-timeout-ms: " + target::expected_range(1, kMaxTimeoutMs) +
+                       got(idle_timeout_text));
   }
   static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
   if (std::find(std::begin(kLevels), std::end(kLevels), log_level) == std::end(kLevels)) {
-    return usage_error("--log-level: expected one of trace, debug, info, warn, error, critical, off, got '" +
-                       log_level + "'");
+    return usage_error("--log-level: expected one of trace, debug, info, warn, error, critical, off" +
+                       got(log_level));
   }
   loadlab::init_logging(log_level);
 
-  loadlab::target::ServerOptions options;
+  target::ServerOptions options;
   options.listen = *endpoint;
-  options.threads = static_cast<unsigned>(threads);
-  options.delay = std::chrono::milliseconds(delay_ms);
+  options.threads = static_cast<unsigned>(*threads);
+  options.acceptor =
+      acceptor_text == "reuseport" ? target::AcceptorMode::reuseport : target::AcceptorMode::shared;
+  options.delay = *delay;
+  options.work = std::chrono::microseconds(*work);
   options.body = body;
-  loadlab::target::Server server(options);
+  options.status = static_cast<unsigned>(*status);
+  if (stall_duration) {
+    options.stall_after = std::chrono::milliseconds(*stall_after);
+    options.stall_duration = std::chrono::milliseconds(*stall_duration);
+  }
+  options.read_timeout = std::chrono::milliseconds(*read_timeout);
+  options.idle_timeout = std::chrono::milliseconds(*idle_timeout);
+  target::Server server(options);
   if (auto ec = server.listen()) {
     std::cerr << "loadlab-target: cannot listen on " << endpoint->to_string() << ": " << ec.message() << "\n";
     return kExitCannotListen;

@@ -1,6 +1,7 @@
 #pragma once
-// The loadlab target: an HTTP/1.1 server answering 200 with a fixed body to any request,
-// optionally after a delay, on N io threads. Usable in-process (tests) or from main.cpp.
+// The loadlab target: an HTTP/1.1 server answering any request with a configurable status and
+// body, after optional CPU work, delay and stall, on N io threads. Usable in-process (tests) or
+// from main.cpp. GET /__loadlab/stats answers {"requests": N}.
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -13,18 +14,33 @@
 #include <vector>
 
 #include "canned_responses.hpp"
+#include "io_worker.hpp"
+#include "knobs.hpp"
 #include "listener.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "session_env.hpp"
+#include "stall.hpp"
 
 namespace loadlab::target {
 
+enum class AcceptorMode {
+  shared,     // one acceptor, sockets handed round-robin to the io threads (measured faster)
+  reuseport,  // one SO_REUSEPORT acceptor per io thread; the kernel spreads connections
+};
+
 struct ServerOptions {
   Endpoint listen{"127.0.0.1", 0};
-  unsigned threads = 1;                // io threads, each with its own io_context
-  std::chrono::milliseconds delay{0};  // wait before each response (a timer, never a sleep)
+  unsigned threads = 1;  // io threads, each with its own io_context
+  AcceptorMode acceptor = AcceptorMode::shared;
+  DelaySpec delay;                    // wait before each response (a timer, never a sleep)
+  std::chrono::microseconds work{0};  // CPU burnt per request on the io thread
   std::string body = "Have Fun ~ Tester !";
-  std::chrono::steady_clock::duration read_timeout = std::chrono::seconds(60);
+  unsigned status = 200;  // 200..599
+  // Once, `stall_after` after the first request, hold every response for `stall_duration`.
+  std::chrono::milliseconds stall_after{0};
+  std::chrono::milliseconds stall_duration{0};                                  // 0 = no stall
+  std::chrono::steady_clock::duration read_timeout = std::chrono::seconds(10);  // first byte to last
+  std::chrono::steady_clock::duration idle_timeout = std::chrono::seconds(60);  // between requests
   std::chrono::steady_clock::duration shutdown_grace = std::chrono::seconds(2);
   std::uint32_t header_limit = 8 * 1024;
   std::uint64_t body_limit = 1024 * 1024;
@@ -42,7 +58,7 @@ class Server {
   // The bound address with the real port (valid after a successful listen()).
   Endpoint local_endpoint() const;
 
-  // The executor of the accepting io_context: where a signal_set belongs.
+  // The executor of the first io_context: where a signal_set belongs.
   boost::asio::any_io_executor control_executor();
 
   // Runs the io threads (the caller's thread is one of them) until a shutdown completes.
@@ -52,10 +68,11 @@ class Server {
   // (at most `shutdown_grace`), then make run() return.
   void initiate_shutdown();
 
-  // Responses sent so far, summed over io threads.
+  // Requests answered so far (the stats endpoint's own excluded), summed over io threads.
   std::uint64_t requests() const;
 
  private:
+  boost::beast::error_code listen_on(const boost::asio::ip::tcp::endpoint& endpoint);
   void on_drain_tick();
   void stop_io();
 
@@ -64,11 +81,12 @@ class Server {
   std::shared_ptr<spdlog::logger> log_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::int64_t> in_flight_{0};
+  Stall stall_;
   SessionEnv env_;
   // Declared after what sessions reference: destroying the io_contexts destroys the sessions.
-  std::vector<std::unique_ptr<IoWorker>> workers_;
+  IoWorkers workers_;
   std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
-  std::shared_ptr<Listener> listener_;
+  std::vector<std::shared_ptr<Listener>> listeners_;
   boost::asio::steady_timer drain_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;
 };

@@ -1,25 +1,37 @@
 #pragma once
-// One accepted connection: read a request, wait the configured delay on a timer, write the
-// canned response, repeat while keep-alive. All handlers of a session run on the single thread
-// of the io_context owning its socket, so the session needs no strand and no lock.
+// One accepted connection: read a request, burn the configured CPU, wait the delay (and any
+// stall) on a timer, write the response, repeat while keep-alive. All handlers of a session run
+// on the single thread of the io_context owning its socket, so it needs no strand and no lock.
+//
+// Timeouts use one lazy watchdog timer per session instead of a timer per operation: an
+// operation only stores its deadline; the watchdog wakes at the latest every `period` (the
+// shortest timeout), so it never sleeps past a deadline set after it was armed, and closes the
+// socket when the deadline has passed.
 #include <atomic>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/status.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "knobs.hpp"
+#include "request_parser.hpp"
 #include "session_env.hpp"
 
 namespace loadlab::target {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
+  using Clock = std::chrono::steady_clock;
+
   // `responses_sent` is the counter of the io thread owning `socket`.
   Session(boost::asio::ip::tcp::socket&& socket, const SessionEnv& env,
           std::atomic<std::uint64_t>& responses_sent);
@@ -29,9 +41,15 @@ class Session : public std::enable_shared_from_this<Session> {
   void run();
 
  private:
+  void start();
+  void start_request();
+  void parse_buffered();
   void do_read();
   void on_read(boost::beast::error_code ec, std::size_t bytes);
+  void on_request();
   void on_delay(boost::beast::error_code ec);
+  void hold_or_write();
+  void on_hold(boost::beast::error_code ec);
   void do_write();
   void on_write(boost::beast::error_code ec, std::size_t bytes);
   void do_close();
@@ -40,21 +58,40 @@ class Session : public std::enable_shared_from_this<Session> {
   void answer_error(boost::beast::http::status status);
   void fail(boost::beast::error_code ec, const char* what);
 
-  boost::beast::tcp_stream stream_;
+  void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  void arm_watchdog(Clock::time_point at);
+  void on_watchdog(boost::beast::error_code ec);
+
+  // Fills out_ with the response to the request read; returns whether to close after it.
+  bool build_response();
+
+  boost::asio::ip::tcp::socket socket_;
   boost::beast::flat_buffer buffer_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  boost::asio::steady_timer timer_;
+  std::optional<RequestParser> parser_;
+  boost::asio::steady_timer timer_;     // delay and stall
+  boost::asio::steady_timer watchdog_;  // timeouts
+  Clock::time_point deadline_ = Clock::time_point::max();
+  Clock::duration watchdog_period_;
+  bool timed_out_ = false;
   const SessionEnv& env_;
   std::atomic<std::uint64_t>& responses_sent_;
+  Random random_;
 
   // The request being answered.
+  bool request_started_ = false;  // a byte of it has arrived: the read deadline runs
+  bool in_flight_ = false;        // counted in env_.in_flight
   bool http10_ = false;
   bool keep_alive_ = false;
-  bool head_ = false;
-  bool in_flight_ = false;           // counted in env_.in_flight
-  std::string_view error_response_;  // non-empty: answer with this and close
-  std::string_view response_;        // what is being written
+  bool head_request_ = false;
   bool close_after_write_ = false;
+  std::string_view error_response_;  // non-empty: answer with this and close
+  bool custom_ = false;              // built per request (knob headers, stats, bad knob)
+  bool stats_ = false;
+  unsigned status_ = 200;
+  std::optional<std::uint64_t> body_size_;  // filler instead of the configured body
+  std::string custom_text_;                 // stats JSON or an error message
+  std::string head_;                        // per-request head, capacity reused
+  std::vector<boost::asio::const_buffer> out_;
 };
 
 }  // namespace loadlab::target

@@ -7,13 +7,21 @@
 #include <cstdint>
 
 #include "canned_responses.hpp"
+#include "io_worker.hpp"
+#include "knobs.hpp"
+#include "stall.hpp"
 
 namespace loadlab::target {
 
 struct SessionEnv {
-  const CannedResponses* responses = nullptr;
-  std::chrono::milliseconds delay{0};
-  std::chrono::steady_clock::duration read_timeout = std::chrono::seconds(60);
+  const CannedResponses* responses = nullptr;  // the configured status and body
+  DelaySpec delay;                             // default delay; x-loadlab-delay-ms overrides
+  std::chrono::microseconds work{0};           // default CPU work; x-loadlab-work-us overrides
+  Stall* stall = nullptr;
+  // From a request's first byte to its last: a slowloris peer is dropped when this passes.
+  std::chrono::steady_clock::duration read_timeout = std::chrono::seconds(10);
+  // Between requests on a keep-alive connection.
+  std::chrono::steady_clock::duration idle_timeout = std::chrono::seconds(60);
   std::chrono::steady_clock::duration write_timeout = std::chrono::seconds(30);
   // After a closing response, how long we keep reading (and discarding) so that unread client
   // bytes do not turn our close into a reset that would destroy the response in flight.
@@ -24,6 +32,7 @@ struct SessionEnv {
   const std::atomic<bool>* stopping = nullptr;
   // Requests read but not yet answered, across all io threads; shutdown waits for zero.
   std::atomic<std::int64_t>* in_flight = nullptr;
+  const IoWorkers* workers = nullptr;  // for the stats endpoint's count
   spdlog::logger* log = nullptr;
 };
 

@@ -1,0 +1,26 @@
+// gohttp: the Go net/http peer of bench/target_vs_peers.sh. Answers any path with 200
+// "Have Fun ~ Tester !", after an optional delay slept in the handler's own goroutine.
+package main
+
+import (
+	"flag"
+	"log"
+	"net/http"
+	"time"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "HOST:PORT to listen on")
+	delayMs := flag.Int("delay-ms", 0, "delay before each response, in ms")
+	flag.Parse()
+	body := []byte("Have Fun ~ Tester !")
+	delay := time.Duration(*delayMs) * time.Millisecond
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		if delay > 0 {
+			time.Sleep(delay) // parks this goroutine only
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(body)
+	}
+	log.Fatal(http.ListenAndServe(*addr, http.HandlerFunc(handler)))
+}
