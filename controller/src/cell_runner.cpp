@@ -100,11 +100,15 @@ class Watchdog {
 };
 
 // What the load-stream reader threads hand to the cell's thread.
+// What the stream reader threads hand to the cell's thread: an event of a load stream
+// (agent = its index) or of the target stream (agent = kTarget), or a stream's end.
+constexpr size_t kTarget = SIZE_MAX;
 struct LoadMessage {
   size_t agent = 0;
   bool end = false;
   grpc::Status status;
   v1::LoadEvent event;
+  v1::TargetEvent target_event;
 };
 
 class MessageQueue {
@@ -226,8 +230,6 @@ LatencyUs merged_latency(const std::vector<v1::LoadResult>& results, const v1::H
 
 RepResult merge_load_results(const std::vector<v1::LoadResult>& results) {
   RepResult r;
-  bool first = true;
-  double min_us = 0, max_us = 0, weighted_mean = 0;
   for (const auto& p : results) {
     r.requests += p.requests();
     r.errors += p.errors();
@@ -265,12 +267,6 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
   watchdog.arm("ready", limits.ready_s);
   std::unique_ptr<TargetStream> target(placement.target.stub->HostTarget(&tctx));
   bool target_closed = false;
-  auto close_target = [&] {
-    if (target_closed) return;
-    target_closed = true;
-    tctx.TryCancel();
-    target->Finish();
-  };
   // The reason the target stream failed: its Exited event or its status.
   auto target_failure = [&](const std::string& phase) {
     target_closed = true;
@@ -295,17 +291,25 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
       rep.target_startup_ms = ev.ready().startup_ms();
     }
   }
+  // Marks are sent while the target reader thread owns the reading side.
   auto mark = [&](v1::Mark::Kind kind, const std::string& phase) {
     v1::TargetCommand cmd;
     cmd.mutable_mark()->set_kind(kind);
     cmd.mutable_mark()->set_label(c.key());
-    if (!target->Write(cmd)) throw target_failure(phase);
+    if (!target->Write(cmd))
+      throw watchdog.error(phase, "target agent " + placement.target.name + " lost: cannot send a mark");
   };
 
-  // 2. Start every load agent's share; one reader thread per stream feeds a queue.
+  // 2. Start every load agent's share. One reader thread per stream, the target's
+  // included, feeds one queue: a target agent lost mid-cell is noticed at once (its
+  // stream fails on gRPC keepalive), not when the load ends.
   auto shares = split_load(s, c, placement.loads.size());
   std::vector<std::unique_ptr<LoadCall>> calls;
   MessageQueue queue;
+  std::thread target_reader([&queue, stream = target.get()] {
+    for (LoadMessage m{kTarget, false, {}, {}, {}}; stream->Read(&m.target_event);) queue.push(m);
+    queue.push({kTarget, true, {}, {}, {}});  // Finish() is called by the cell's thread
+  });
   watchdog.arm("warmup", s.load.warmup_s + limits.warmup_extra_s);
   for (size_t i = 0; i < shares.size(); ++i) {
     auto call = std::make_unique<LoadCall>();
@@ -317,26 +321,43 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
     call->stream->Write(cmd);
     call->stream->WritesDone();
     call->reader = std::thread([&queue, i, stream = call->stream.get()] {
-      for (LoadMessage m{i, false, {}, {}}; stream->Read(&m.event);) queue.push(m);
-      queue.push({i, true, stream->Finish(), {}});
+      for (LoadMessage m{i, false, {}, {}, {}}; stream->Read(&m.event);) queue.push(m);
+      queue.push({i, true, stream->Finish(), {}, {}});
     });
     calls.push_back(std::move(call));
   }
-  auto cancel_loads = [&] {
+  auto stop_all = [&] {
     for (auto& call : calls) call->ctx.TryCancel();
-  };
-  auto join_loads = [&] {
+    tctx.TryCancel();
     for (auto& call : calls)
       if (call->reader.joinable()) call->reader.join();
+    if (target_reader.joinable()) target_reader.join();
+    target_closed = true;
+    target->Finish();
   };
 
   size_t started = 0, ended = 0, results = 0;
+  bool have_usage = false;
+  std::string target_exit;  // the Exited event's text, if the target died
   std::optional<CellError> failure;
   const double measure_limit =
       limits.measure_s > 0 ? limits.measure_s : (s.load.duration_s ? *s.load.duration_s + 60 : 24 * 3600.0);
   try {
-    while (ended < calls.size()) {
+    while (ended < calls.size() || !have_usage) {
       auto m = queue.pop();
+      if (m.agent == kTarget) {
+        if (m.end)
+          throw watchdog.error(started ? "measure" : "warmup",
+                               target_exit.empty() ? "target agent " + placement.target.name + " lost: the stream ended"
+                                                   : target_exit);
+        if (m.target_event.has_usage()) {
+          rep.server = from_proto(m.target_event.usage());
+          have_usage = true;
+        } else if (m.target_event.has_exited()) {
+          target_exit = "target exited: " + m.target_event.exited().output_tail();
+        }
+        continue;
+      }
       auto& call = *calls[m.agent];
       const std::string& agent = placement.loads[m.agent].name;
       if (m.end) {
@@ -370,15 +391,7 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
         call.result = ev.result();
         if (++results == calls.size()) {
           watchdog.arm("usage", limits.stop_s);
-          mark(v1::Mark::FINAL, "usage");
-          for (v1::TargetEvent tev;;) {
-            if (!target->Read(&tev)) throw target_failure("usage");
-            if (tev.has_usage()) {
-              rep.server = from_proto(tev.usage());
-              break;
-            }
-            if (tev.has_exited()) throw CellError("measure", "target exited: " + tev.exited().output_tail());
-          }
+          mark(v1::Mark::FINAL, "usage");  // answered through the target reader
         }
       } else if (ev.has_usage()) {
         call.usage = from_proto(ev.usage());
@@ -388,12 +401,10 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
     failure = e;
   }
   if (failure) {
-    cancel_loads();
-    join_loads();
-    close_target();
+    stop_all();
     throw *failure;
   }
-  join_loads();
+  for (auto& call : calls) call->reader.join();
 
   // 3. Merge the load agents' results; stop the target.
   std::vector<v1::LoadResult> parts;
@@ -412,8 +423,7 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
   watchdog.arm("stop", limits.stop_s);
   target_closed = true;
   target->WritesDone();
-  for (v1::TargetEvent ev; target->Read(&ev);) {
-  }
+  target_reader.join();  // drains Exited; ends with the stream
   auto tstatus = target->Finish();
   if (!tstatus.ok()) log->warn("cell {}: target stream ended with: {}", c.key(), status_text(tstatus));
   return merged;
