@@ -6,7 +6,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
 	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
 	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
-	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev
+	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev iproute2
 
 .PHONY: all deps build demo test clean
 
