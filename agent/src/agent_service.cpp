@@ -26,17 +26,20 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Holds a busy flag for the lifetime of a job; a second job of the same kind is refused.
+// Holds a job slot for the lifetime of a job.
 class BusyGuard {
  public:
-  explicit BusyGuard(std::atomic<bool>& flag) : flag_(flag), owned_(!flag.exchange(true)) {}
+  BusyGuard(JobSlot& slot, std::chrono::milliseconds wait) : slot_(slot), owned_(slot.acquire(wait)) {}
   ~BusyGuard() {
-    if (owned_) flag_ = false;
+    if (owned_) slot_.release();
   }
   bool owned() const { return owned_; }
+  void stopping() {
+    if (owned_) slot_.mark_stopping();
+  }
 
  private:
-  std::atomic<bool>& flag_;
+  JobSlot& slot_;
   bool owned_;
 };
 
@@ -107,6 +110,46 @@ std::string read_first_match(const char* path, const std::string& prefix) {
 
 }  // namespace
 
+bool JobSlot::acquire(std::chrono::milliseconds wait_for_stopping) {
+  // A holder whose call was just cancelled notices within its polling period (100 ms) and
+  // then stops its child: give it a moment to say so, then wait for the stop to finish.
+  const auto now = std::chrono::steady_clock::now();
+  const auto notice_deadline = now + std::chrono::milliseconds(500);
+  const auto stop_deadline = now + wait_for_stopping;
+  std::unique_lock lock(mutex_);
+  while (busy_) {
+    auto t = std::chrono::steady_clock::now();
+    if (t >= stop_deadline || (!stopping_ && t >= notice_deadline)) break;
+    cv_.wait_until(lock, stopping_ ? stop_deadline : notice_deadline);
+  }
+  if (busy_) return false;
+  busy_ = true;
+  stopping_ = false;
+  return true;
+}
+
+void JobSlot::mark_stopping() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+}
+
+void JobSlot::release() {
+  {
+    std::lock_guard lock(mutex_);
+    busy_ = false;
+    stopping_ = false;
+  }
+  cv_.notify_all();
+}
+
+bool JobSlot::busy() const {
+  std::lock_guard lock(mutex_);
+  return busy_;
+}
+
 std::string executable_dir() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -134,7 +177,7 @@ Status AgentService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, 
   info->set_cpu_model(read_first_match("/proc/cpuinfo", "model name"));
   for (auto& t : options_.catalog.names()) info->add_catalog(t);
   info->add_protocols("http/1.1");
-  info->set_busy(target_busy_ || load_busy_);
+  info->set_busy(target_slot_.busy() || load_slot_.busy());
   return Status::OK;
 }
 
@@ -152,7 +195,8 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
                   "unknown target \"" + name + "\"; this agent knows: " + options_.catalog.names_joined());
   if (spec.delay_ms() > 60000) return Status(StatusCode::INVALID_ARGUMENT, "delay_ms: must be 0..60000");
   if (spec.threads() > 1024) return Status(StatusCode::INVALID_ARGUMENT, "threads: must be 0..1024");
-  BusyGuard busy(target_busy_);
+  const auto wait_for_stopping = std::chrono::milliseconds(options_.stop_grace_ms + 2000);
+  BusyGuard busy(target_slot_, wait_for_stopping);
   if (!busy.owned()) return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already hosts a target");
 
   unsigned threads = spec.threads() ? spec.threads() : std::max(1u, std::thread::hardware_concurrency());
@@ -260,6 +304,7 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
       stream->Write(ev);
     }
   }
+  busy.stopping();
   sampler.reset();  // before the stop, so the exit we cause is not taken for a crash
   auto st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
   log->info("target pid {} stopped: {}", child->pid(), st.describe());
@@ -282,7 +327,7 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx, grpc::ServerReaderWriter<
     return Status(StatusCode::INVALID_ARGUMENT, "the first command must be a LoadSpec");
   const auto& spec = cmd.spec();
   if (auto err = validate_load_spec(spec); !err.empty()) return Status(StatusCode::INVALID_ARGUMENT, err);
-  BusyGuard busy(load_busy_);
+  BusyGuard busy(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!busy.owned()) return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");
 
   auto argv = load_command_line(options_.bin_dir + "/loadlab-load", spec);
@@ -301,6 +346,7 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx, grpc::ServerReaderWriter<
   for (;;) {
     auto ls = child->next_line(line, 100ms);
     if (ctx->IsCancelled()) {
+      busy.stopping();
       child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
       return Status(StatusCode::CANCELLED, "load cancelled");
     }

@@ -13,6 +13,14 @@ std::string fixed(double v, int decimals) {
 }
 std::string ms(double us) { return fixed(us / 1000.0, 2); }
 std::string mb(uint64_t kb) { return fixed(static_cast<double>(kb) / 1024.0, 1); }
+// "ok", or the saturation flags that make the row suspect.
+std::string flags_text(const std::vector<std::string>& flags) {
+  if (flags.empty()) return "ok";
+  std::string out = "ok, but";
+  for (auto& f : flags) out += " " + f;
+  return out;
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
@@ -35,7 +43,8 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
       const auto& m = c.median();
       row.insert(row.end(), {fixed(m.qps, 0), ms(m.latency_us.p50), ms(m.latency_us.p90), ms(m.latency_us.p99),
                              ms(m.latency_us.max), std::to_string(m.errors), fixed(m.server.cpu_pct, 1),
-                             mb(m.server.rss_kb_peak), fixed(m.client.cpu_pct, 1), mb(m.client.rss_kb_peak), "ok"});
+                             mb(m.server.rss_kb_peak), fixed(m.client.cpu_pct, 1), mb(m.client.rss_kb_peak),
+                             flags_text(c.flags())});
     } else {
       for (int i = 0; i < 10; ++i) row.push_back("-");
       row.push_back("FAILED: " + c.error);
@@ -90,7 +99,7 @@ void write_markdown(std::ostream& out, const std::string& title, const std::vect
 void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
   out << "target,delay_ms,threads,connections,requests,errors,duration_s,qps,qps_min,qps_max,p50_us,p90_us,p99_us,"
          "p999_us,max_us,mean_us,server_cpu_pct,server_rss_kb_mean,server_rss_kb_peak,client_cpu_pct,"
-         "client_rss_kb_mean,client_rss_kb_peak,repetitions,error\n";
+         "client_rss_kb_mean,client_rss_kb_peak,repetitions,flags,error\n";
   for (auto& c : cells) {
     out << csv_field(c.cell.target) << "," << c.cell.delay_ms << "," << c.cell.threads << "," << c.cell.connections;
     if (c.ok()) {
@@ -104,6 +113,9 @@ void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
     } else {
       out << ",,,,,,,,,,,,,,,,,," << c.reps.size() << ",";
     }
+    std::string flags;
+    for (auto& f : c.flags()) flags += (flags.empty() ? "" : " ") + f;
+    out << csv_field(flags) << ",";
     out << csv_field(c.error) << "\n";
   }
 }

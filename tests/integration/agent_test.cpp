@@ -4,10 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "loadlab/agent/agent_service.hpp"
+#include "loadlab/agent/ports.hpp"
+#include "loadlab/shared/json_input.hpp"
 #include "test_support.hpp"
 
 namespace loadlab::agent {
@@ -49,7 +53,15 @@ class AgentTest : public ::testing::Test {
           {"tree30", burn_entry({"--cpu-pct", "30", "--children", "2"})},
           {"rss200", burn_entry({"--rss-mb", "200"})},
           {"quitter", {{"argv", {"/bin/sh", "-c", "echo boom on {port}; exit 7"}}}},
-          {"deaf", {{"argv", {"/bin/sleep", "30"}}, {"start_timeout_ms", 500}}}}}};
+          {"deaf", {{"argv", {"/bin/sleep", "30"}}, {"start_timeout_ms", 500}}},
+          {"beast-http",
+           {{"argv", {bin("loadlab-target"), "--listen", "{host}:{port}", "--threads", "{threads}", "--delay-ms",
+                      "{delay_ms}"}},
+            {"readiness", {{"type", "http"}, {"path", "/ready"}}}}},
+          {"envcwd",
+           {{"argv", {"/bin/sh", "-c", "echo FOO=$FOO; pwd; exec " + bin("loadlab-burn") + " --port {port}"}},
+            {"env", {{"FOO", "bar-{delay_ms}"}}},
+            {"cwd", "/tmp"}}}}}};
     AgentOptions o;
     o.name = "t";
     o.bin_dir = LOADLAB_BIN_DIR;
@@ -68,11 +80,13 @@ class AgentTest : public ::testing::Test {
   };
 
   // Starts a catalog target and waits for Ready; `status` gets the error if there is one.
-  Hosted host(const std::string& name, grpc::Status* status = nullptr) {
+  Hosted host(const std::string& name, grpc::Status* status = nullptr, uint32_t delay_ms = 0) {
     Hosted h;
     h.stream = stub->HostTarget(h.ctx.get());
     v1::TargetCommand cmd;
     cmd.mutable_spec()->set_catalog(name);
+    cmd.mutable_spec()->set_delay_ms(delay_ms);
+    cmd.mutable_spec()->set_threads(1);
     h.stream->Write(cmd);
     for (v1::TargetEvent ev; h.stream->Read(&ev);) {
       if (ev.has_started()) h.pid = ev.started().pid();
@@ -100,13 +114,20 @@ class AgentTest : public ::testing::Test {
     return ev.usage();
   }
 
-  void stop(Hosted& h) {
+  // Ends the stream; returns the Exited event's output tail.
+  std::string stop(Hosted& h) {
     h.stream->WritesDone();
     v1::TargetEvent ev;
     bool exited = false;
-    while (h.stream->Read(&ev)) exited = exited || ev.has_exited();
+    std::string tail;
+    while (h.stream->Read(&ev))
+      if (ev.has_exited()) {
+        exited = true;
+        tail = ev.exited().output_tail();
+      }
     EXPECT_TRUE(h.stream->Finish().ok());
     EXPECT_TRUE(exited);
+    return tail;
   }
 
   std::unique_ptr<AgentServer> server;
@@ -182,7 +203,7 @@ TEST_F(AgentTest, AnUnknownNameIsNotFoundWithTheKnownOnes) {
   grpc::Status st;
   host("/bin/sh -c reboot", &st);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_NE(st.error_message().find("this agent knows: hello, burn50, deaf, quitter, rss200, tree30"),
+  EXPECT_NE(st.error_message().find("this agent knows: hello, beast-http, burn50, deaf, envcwd, quitter, rss200, tree30"),
             std::string::npos)
       << st.error_message();
 }
@@ -205,6 +226,65 @@ TEST_F(AgentTest, ATargetThatNeverListensTimesOutAndIsKilled) {
   EXPECT_FALSE(running(h.pid));
 }
 
+TEST_F(AgentTest, AnHttpReadinessProbeWaitsForA2xxAndPlaceholdersAreFilled) {
+  auto h = host("beast-http", nullptr, 7);
+  ASSERT_TRUE(h.stream);
+  // The catalog's {port} is the port the agent reserved, on the advertised host.
+  EXPECT_EQ(h.endpoint.rfind("127.0.0.1:", 0), 0u);
+  // {delay_ms} reached the program: a request takes at least 7 ms.
+  auto ep = parse_endpoint(h.endpoint);
+  ASSERT_TRUE(ep);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(agent::http_ready(*ep, "/"));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 7ms);
+  stop(h);
+}
+
+TEST_F(AgentTest, CatalogEnvAndWorkingDirectoryReachTheProgram) {
+  auto h = host("envcwd", nullptr, 3);
+  ASSERT_TRUE(h.stream);
+  auto tail = stop(h);
+  EXPECT_NE(tail.find("FOO=bar-3"), std::string::npos) << tail;
+  EXPECT_NE(tail.find("/tmp"), std::string::npos) << tail;
+}
+
+TEST(Catalog, BadEntriesAreRejectedWithTheirPath) {
+  auto err = [](const std::string& text) {
+    try {
+      Catalog::parse(nlohmann::json::parse(text));
+      return std::string();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["bin/rel"]}}})"), "/targets/x/argv/0: must be an absolute path to the program");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/nonexistent/prog"]}}})"),
+            "/targets/x/argv/0: /nonexistent/prog is not an executable file on this machine");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh", "{prot}"]}}})"),
+            "/targets/x/argv/1: unknown placeholder {prot}; allowed: {port}, {host}, {delay_ms}, {threads}");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "readiness": {"type": "grpc"}}}})"),
+            "/targets/x/readiness/type: must be \"tcp\" or \"http\"");
+  EXPECT_EQ(err(R"({"targets": {"hello": {"argv": ["/bin/sh"]}}})"),
+            "/targets/hello: \"hello\" is a built-in target; choose another name");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "cmd": "rm"}}})").substr(0, 33), "/targets/x/cmd: unknown key; allo");
+}
+
+TEST(Ports, TwoReservationsNeverShareAPortAndReleaseOnDestruction) {
+  char tmpl[] = "/tmp/loadlab-ports-test-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::set<uint16_t> seen;
+  {
+    std::vector<std::unique_ptr<PortReservation>> held;
+    for (int i = 0; i < 20; ++i) {
+      held.push_back(std::make_unique<PortReservation>("127.0.0.1", dir));
+      EXPECT_TRUE(seen.insert(held.back()->port()).second);
+      EXPECT_TRUE(std::filesystem::exists(dir + "/" + std::to_string(held.back()->port())));
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(AgentTest, DescribeListsTheMachineAndCatalog) {
   grpc::ClientContext ctx;
   v1::AgentInfo info;
@@ -214,7 +294,7 @@ TEST_F(AgentTest, DescribeListsTheMachineAndCatalog) {
   EXPECT_GT(info.memory_bytes(), 0u);
   EXPECT_FALSE(info.kernel().empty());
   EXPECT_FALSE(info.hostname().empty());
-  EXPECT_EQ(info.catalog_size(), 6);
+  EXPECT_EQ(info.catalog_size(), 8);
   EXPECT_FALSE(info.busy());
 }
 

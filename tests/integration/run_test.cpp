@@ -102,6 +102,30 @@ TEST_F(RunTest, OpenLoopRateGoesThroughTheAgentAndIsHeld) {
   EXPECT_NEAR(rep["latency_us"]["p50"].get<double>(), rep["latency_uncorrected_us"]["p50"].get<double>(), 1000.0);
 }
 
+TEST_F(RunTest, APhaseThatRunsOutFailsTheCellNamingThePhase) {
+  RunOptions o;
+  o.scenario_path = dir.file("s.json", R"({"name": "slow",
+      "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [0, 1], "threads": [1]},
+      "load": {"duration_s": 5},
+      "execution": {"retries": 0, "deadlines": {"measure_s": 1}}})");
+  o.out_dir = (dir.path() / "out").string();
+  o.bin_dir = LOADLAB_BIN_DIR;
+  o.quiet = true;
+  std::ostringstream table;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_scenario(o, table), 3);  // some cells failed
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(8));
+  auto cells = read_json_file((dir.path() / "out" / "result.json").string())["cells"];
+  ASSERT_EQ(cells.size(), 2u);  // the run went on after the first failure
+  for (auto& c : cells) {
+    EXPECT_FALSE(c["ok"].get<bool>());
+    EXPECT_EQ(c["error"], "measure: phase 'measure' ran out after 1 s (after 1 attempts)");
+  }
+  EXPECT_NE(table.str().find("FAILED: measure: phase 'measure' ran out"), std::string::npos) << table.str();
+  EXPECT_TRUE(child_pids().empty());
+}
+
 TEST_F(RunTest, RefusesToOverwriteAnEarlierResult) {
   RunOptions o;
   o.scenario_path = dir.file("s.json", kScenario);

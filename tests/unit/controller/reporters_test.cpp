@@ -56,6 +56,13 @@ TEST(Reporters, TableAndMarkdownShowFiguresAndFailures) {
   EXPECT_NE(table.str().find("5.10"), std::string::npos);
   EXPECT_NE(table.str().find("FAILED: ready: timeout"), std::string::npos);
   EXPECT_NE(md.str().find("| beast | 5 | 10 | 10 | 2000 | 5.10 |"), std::string::npos);
+  auto flagged = cell(2000);
+  flagged.reps[1].flags = {"client-saturated"};
+  std::ostringstream t2, csv;
+  write_table(t2, {flagged});
+  write_csv(csv, {flagged});
+  EXPECT_NE(t2.str().find("ok, but client-saturated"), std::string::npos) << t2.str();
+  EXPECT_NE(csv.str().find(",3,client-saturated,\n"), std::string::npos) << csv.str();
 }
 
 }  // namespace

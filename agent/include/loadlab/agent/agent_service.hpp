@@ -3,6 +3,9 @@
 // and a server wrapper used both by the loadlab-agent daemon and by the controller's
 // embedded agent.
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 
@@ -26,6 +29,23 @@ struct AgentOptions {
 // The folder of the running executable (from /proc/self/exe).
 std::string executable_dir();
 
+// One job of a kind at a time. A job whose stream has ended but whose child is still being
+// stopped is "stopping": a new job waits for it (bounded) instead of being refused, so a
+// controller that cancels a cell and starts the next one at once is not told "busy".
+class JobSlot {
+ public:
+  // True if the slot was taken; waits up to `wait_for_stopping` while the holder is stopping.
+  bool acquire(std::chrono::milliseconds wait_for_stopping);
+  void mark_stopping();
+  void release();
+  bool busy() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  bool busy_ = false, stopping_ = false;
+};
+
 class AgentService final : public loadlab::v1::Agent::Service {
  public:
   explicit AgentService(AgentOptions options);
@@ -39,8 +59,8 @@ class AgentService final : public loadlab::v1::Agent::Service {
  private:
   AgentOptions options_;
   ProcFsReader proc_;
-  std::atomic<bool> target_busy_{false};
-  std::atomic<bool> load_busy_{false};
+  JobSlot target_slot_;
+  JobSlot load_slot_;
 };
 
 class AgentServer {
