@@ -22,8 +22,13 @@ bool ProgressReporter::stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 ProgressReporter::ProgressReporter(size_t total_cells, bool tty, bool quiet)
     : total_(total_cells), tty_(tty && !quiet), quiet_(quiet) {}
 
-ProgressReporter::~ProgressReporter() {
+ProgressReporter::~ProgressReporter() { finish(); }
+
+void ProgressReporter::finish() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
+  drawn_ = false;
+  tty_ = false;
+  quiet_ = true;
 }
 
 void ProgressReporter::cell_started(size_t done, const std::string& key, uint32_t rep, uint32_t reps) {

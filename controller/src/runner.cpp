@@ -345,6 +345,7 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
   }
   result["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
   save();
+  progress.finish();
   if (embedded) embedded->shutdown(1000);
 
   size_t failed = static_cast<size_t>(std::count_if(results.begin(), results.end(), [](auto& c) { return !c.ok(); }));

@@ -21,6 +21,8 @@ class ProgressReporter {
   void cell_finished(size_t done, const std::string& key, const std::string& summary);
   // Text to print as a normal line (warnings) without breaking the bar.
   void note(const std::string& line);
+  // Clears the bar, before the final table.
+  void finish();
 
   static bool stderr_is_tty();
 
