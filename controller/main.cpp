@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
     return loadlab::controller::run_scenario(run, std::cout);
   } catch (const loadlab::InputError& e) {
     std::string source = *validate_cmd ? validate_path : *agents_cmd ? agents_lab : run.scenario_path;
+    if (!e.file().empty()) source = e.file();
     std::cerr << "loadlab: " << (source.empty() ? run.resume_dir : source) << ": " << e.what() << "\n";
     return 2;
   } catch (const loadlab::controller::EnvironmentError& e) {

@@ -1,6 +1,8 @@
 #include "loadlab/agent/agent_service.hpp"
 
 #include <netdb.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -163,6 +165,17 @@ AgentService::AgentService(AgentOptions options) : options_(std::move(options)) 
   if (options_.bin_dir.empty()) options_.bin_dir = executable_dir();
 }
 
+ExitStatus AgentService::stop_tree(ChildProcess& child) {
+  // Descendants that left the process group (setsid, daemonising servers) are not reached
+  // by the group kill: find them first, kill them after.
+  auto pids = tree_pids(proc_, child.pid());
+  auto st = child.terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+  for (pid_t p : pids)
+    if (p != child.pid()) kill(p, SIGKILL);
+  proc_.forget_exited();
+  return st;
+}
+
 Status AgentService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::AgentInfo* info) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -285,11 +298,9 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
     ev.mutable_exited()->set_exit_code(st->code);
     ev.mutable_exited()->set_signal(st->signal);
     ev.mutable_exited()->set_output_tail(child->output_tail());
-    {
-      std::lock_guard lock(write_mutex);
-      stream->Write(ev);
-    }
-    ctx->TryCancel();
+    std::lock_guard lock(write_mutex);
+    stream->Write(ev);
+    // The stream stays open: the controller ends it (and the keepalive, if it is gone).
     return false;
   });
 
@@ -306,7 +317,7 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   }
   busy.stopping();
   sampler.reset();  // before the stop, so the exit we cause is not taken for a crash
-  auto st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+  auto st = stop_tree(*child);
   log->info("target pid {} stopped: {}", child->pid(), st.describe());
   if (died) return Status(StatusCode::ABORTED, "target exited early: " + st.describe());
   if (!ctx->IsCancelled()) {
@@ -342,12 +353,13 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx, grpc::ServerReaderWriter<
   PeriodicSampler sampler(window, options_.sample_interval_ms, nullptr);
 
   bool have_result = false;
+  std::optional<UsageFigures> client_usage;
   std::string line;
   for (;;) {
     auto ls = child->next_line(line, 100ms);
     if (ctx->IsCancelled()) {
       busy.stopping();
-      child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+      stop_tree(*child);
       return Status(StatusCode::CANCELLED, "load cancelled");
     }
     if (ls == ChildProcess::LineStatus::kEof) break;
@@ -367,7 +379,11 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx, grpc::ServerReaderWriter<
       window.start();
       ev.mutable_measure_start();
     } else if (event == "result") {
-      window.close_at_now();
+      // The window ends here. The worker is usually still alive: read it now; if it has
+      // already exited, its final CPU comes from wait4() below.
+      auto now = read_tree(proc_, child->pid());
+      if (now.processes > 0) client_usage = window.finish(&now);
+      else window.close_at_now();
       if (auto err = load_result_from_json(j, ev.mutable_result()); !err.empty()) {
         child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
         return Status(StatusCode::INTERNAL, "bad result from load worker: " + err);
@@ -380,18 +396,22 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx, grpc::ServerReaderWriter<
   }
   // The worker's final CPU comes from wait4(): exact, and immune to the race with its exit.
   auto st = child->wait_exit(std::chrono::milliseconds(options_.stop_grace_ms));
-  if (!st) st = child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+  if (!st) st = stop_tree(*child);  // slow to exit after its result: that is not a failure
   log->info("load pid {} ended: {}", child->pid(), st->describe());
-  if (!have_result || st->code != 0) {
+  if (!have_result || (st->code != 0 && st->signal == 0)) {
     child->wait_output_end(500ms);
     return Status(StatusCode::UNAVAILABLE,
                   "load worker failed (" + st->describe() + "); last output:\n" + child->output_tail());
   }
-  TreeReading end;
-  end.user_s = st->user_s;
-  end.system_s = st->system_s;
+  if (!client_usage) {
+    TreeReading end;
+    end.user_s = st->user_s;
+    end.system_s = st->system_s;
+    client_usage = window.finish_closed(end);
+  }
+  proc_.forget_exited();
   v1::LoadEvent ev;
-  fill_usage(window.finish_closed(end), "load", ev.mutable_usage());
+  fill_usage(*client_usage, "load", ev.mutable_usage());
   stream->Write(ev);
   return Status::OK;
 }
@@ -403,6 +423,13 @@ AgentServer::~AgentServer() {
 }
 
 std::string AgentServer::start(const std::string& listen) {
+  // Targets and workers inherit the limit: a target at thousands of connections must not
+  // measure the agent's soft limit of open files.
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);

@@ -19,7 +19,11 @@ namespace loadlab::agent {
 
 namespace {
 constexpr size_t kTailLines = 200;
-constexpr size_t kMaxLine = 64 * 1024;     // stdout lines longer than this are cut
+constexpr size_t kTailLineChars = 300;     // a line kept for error messages is cut here
+constexpr size_t kTailChars = 4096;        // an error message's whole tail (gRPC trailers are small)
+// A stdout line (a worker's result with its histograms) may be large; past this it is
+// cut and marked, so it can never parse as an event by accident.
+constexpr size_t kMaxLine = 64 * 1024 * 1024;
 constexpr size_t kMaxQueued = 10000;       // unread stdout lines kept
 
 // PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process. gRPC's
@@ -115,23 +119,35 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
 // Runs on the launcher thread. Returns the pid; out/err receive the parent's pipe ends.
 static pid_t fork_exec(std::vector<char*>& args, std::vector<char*>& envp, const char* cwd, const std::string& path,
                        int out[2], int err[2]) {
-  int exec_err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(exec_err, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  int exec_err[2] = {-1, -1};
+  out[0] = out[1] = err[0] = err[1] = -1;
+  auto close_all = [&] {
+    for (int fd : {out[0], out[1], err[0], err[1], exec_err[0], exec_err[1]})
+      if (fd >= 0) close(fd);
+  };
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(exec_err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_all();
+    throw std::runtime_error(std::string("pipe: ") + strerror(e));
+  }
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
+  if (pid < 0) {
+    int e = errno;
+    close_all();
+    throw std::runtime_error(std::string("fork: ") + strerror(e));
+  }
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     setpgid(0, 0);
-    // Dies with the agent. (The forking thread must outlive the child; see Spawner use.)
+    // Dies with the agent (the forking thread is the launcher, which lives as long).
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) dup2(devnull, 0);  // dup2's copy does not inherit O_CLOEXEC
     dup2(out[1], 1);
     dup2(err[1], 2);
     if (cwd && chdir(cwd) != 0) {
@@ -175,6 +191,10 @@ ChildProcess::~ChildProcess() {
 }
 
 void ChildProcess::push_tail(std::string line) {
+  if (line.size() > kTailLineChars) {
+    line.resize(kTailLineChars);
+    line += " [...]";
+  }
   tail_.push_back(std::move(line));
   if (tail_.size() > kTailLines) tail_.pop_front();
 }
@@ -210,7 +230,10 @@ void ChildProcess::reader_loop(int out_fd, int err_fd) {
         push_tail(std::move(line));
       }
       partial[i].erase(0, start);
-      if (partial[i].size() > kMaxLine) partial[i].resize(kMaxLine);
+      if (partial[i].size() > kMaxLine) {
+        partial[i].resize(kMaxLine);
+        partial[i] += "\n[line cut]";  // no longer valid JSON: never taken for an event
+      }
     }
     cv_.notify_all();
   }
@@ -257,11 +280,14 @@ ExitStatus ChildProcess::terminate(std::chrono::milliseconds grace) {
     kill(-pid_, SIGTERM);
     if (!wait_exit(grace)) {
       kill(-pid_, SIGKILL);
-      wait_exit(std::chrono::hours(1));
+      wait_exit(std::chrono::seconds(10));  // SIGKILL is not refused; D state may delay it
     }
   }
   kill(-pid_, SIGKILL);  // whatever else is left in the group
-  return *poll_exit();
+  if (auto st = poll_exit()) return *st;
+  ExitStatus unknown;  // still not reaped (stuck in the kernel); the destructor tries again
+  unknown.signal = SIGKILL;
+  return unknown;
 }
 
 void ChildProcess::wait_output_end(std::chrono::milliseconds timeout) {
@@ -277,6 +303,7 @@ std::string ChildProcess::output_tail(size_t max_lines) const {
     if (!out.empty()) out += '\n';
     out += tail_[i];
   }
+  if (out.size() > kTailChars) out = "[...]" + out.substr(out.size() - kTailChars);
   return out;
 }
 

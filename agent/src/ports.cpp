@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -62,8 +63,6 @@ uint16_t kernel_free_port(const std::string& host) {
   return port;
 }
 
-bool pid_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
-
 }  // namespace
 
 PortReservation::PortReservation(const std::string& host, const std::string& lock_dir) {
@@ -71,34 +70,29 @@ PortReservation::PortReservation(const std::string& host, const std::string& loc
   for (int attempt = 0; attempt < 50; ++attempt) {
     uint16_t port = kernel_free_port(host);
     std::string file = lock_dir + "/" + std::to_string(port);
-    int fd = open(file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST) {
-      // Held: by a live agent (try another port), or stale (take it over).
-      char buf[32] = {};
-      int r = open(file.c_str(), O_RDONLY | O_CLOEXEC);
-      if (r >= 0) {
-        ssize_t n = read(r, buf, sizeof buf - 1);
-        (void)n;
-        close(r);
-      }
-      if (pid_alive(static_cast<pid_t>(atol(buf)))) continue;
-      unlink(file.c_str());
-      fd = open(file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    }
+    int fd = open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
     if (fd < 0) continue;
-    std::string pid = std::to_string(getpid());
-    ssize_t n = write(fd, pid.data(), pid.size());
-    (void)n;
-    close(fd);
+    // The reservation is the lock itself: held while this object lives, released by the
+    // kernel if the agent dies, so there are no stale reservations to judge.
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      close(fd);  // another agent holds this port
+      continue;
+    }
+    std::string pid = std::to_string(getpid()) + "\n";  // for people looking at the folder
+    if (ftruncate(fd, 0) == 0) {
+      ssize_t n = pwrite(fd, pid.data(), pid.size(), 0);
+      (void)n;
+    }
     port_ = port;
-    lock_file_ = file;
+    lock_fd_ = fd;
     return;
   }
   throw std::runtime_error("no free port could be reserved on " + host);
 }
 
 PortReservation::~PortReservation() {
-  if (!lock_file_.empty()) unlink(lock_file_.c_str());
+  // The file stays: removing it could let two agents lock two different files of one port.
+  if (lock_fd_ >= 0) close(lock_fd_);
 }
 
 bool tcp_accepts(const Endpoint& ep) {

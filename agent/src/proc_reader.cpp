@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,12 +48,17 @@ ssize_t ProcFsReader::read_cached(const std::string& path, char* buf, size_t siz
       fds_.erase(it);  // taken; put back after a good read
     }
   }
-  if (fd < 0) fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t n = pread(fd, buf, size - 1, 0);
+  ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
   if (n < 0) {
-    close(fd);
-    return -1;
+    // Never opened, or its process died (the pid may since belong to a new one): open anew.
+    if (fd >= 0) close(fd);
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    n = pread(fd, buf, size - 1, 0);
+    if (n < 0) {
+      close(fd);
+      return -1;
+    }
   }
   buf[n] = '\0';
   std::lock_guard lock(fds_mutex_);
@@ -61,6 +68,22 @@ ssize_t ProcFsReader::read_cached(const std::string& path, char* buf, size_t siz
   }
   if (!fds_.emplace(path, fd).second) close(fd);
   return n;
+}
+
+void ProcFsReader::forget_exited() {
+  std::lock_guard lock(fds_mutex_);
+  const size_t prefix = root_.size() + 1;  // "/proc/"
+  for (auto it = fds_.begin(); it != fds_.end();) {
+    pid_t pid = static_cast<pid_t>(std::atol(it->first.c_str() + prefix));
+    char probe[8];
+    // A dead process's files fail to read; a live one (even a reused pid) is kept.
+    if (pid <= 0 || pread(it->second, probe, sizeof probe, 0) < 0 || (kill(pid, 0) != 0 && errno == ESRCH)) {
+      close(it->second);
+      it = fds_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 std::vector<pid_t> ProcFsReader::list_pids() {

@@ -86,6 +86,28 @@ TreeReading read_tree(ProcReader& reader, pid_t root) {
   return r;
 }
 
+std::vector<pid_t> tree_pids(ProcReader& reader, pid_t root) {
+  std::vector<pid_t> out;
+  auto root_stat = reader.stat(root);
+  if (!root_stat) return out;
+  if (!reader.children(root, root_stat->threads)) {
+    for (auto& s : scan_tree(reader, *root_stat)) out.push_back(s.pid);
+    return out;
+  }
+  std::unordered_set<pid_t> seen;
+  std::vector<std::pair<pid_t, uint32_t>> todo{{root, root_stat->threads}};
+  while (!todo.empty()) {
+    auto [p, threads] = todo.back();
+    todo.pop_back();
+    if (!seen.insert(p).second) continue;
+    out.push_back(p);
+    if (auto kids = reader.children(p, threads))
+      for (pid_t c : *kids)
+        if (auto s = reader.stat(c)) todo.emplace_back(c, s->threads);
+  }
+  return out;
+}
+
 UsageWindow::UsageWindow(ProcReader& reader, pid_t root, Clock clock)
     : reader_(reader), root_(root), clock_(std::move(clock)) {}
 
@@ -158,9 +180,13 @@ UsageFigures UsageWindow::finish(const TreeReading* given_end) {
     if (f.window_s <= 0 || b < a) return 0.0;
     return (b - a) / f.window_s * 100.0;
   };
-  f.cpu_user_pct = pct(start_.user_s, end.user_s);
-  f.cpu_system_pct = pct(start_.system_s, end.system_s);
-  f.cpu_pct = f.cpu_user_pct + f.cpu_system_pct;
+  // The total is exact; user and system are split by their own deltas (each is a share of
+  // the exact time by a tick ratio that may move between readings, so alone they may dip).
+  f.cpu_pct = pct(start_.cpu_s(), end.cpu_s());
+  double du = std::max(0.0, end.user_s - start_.user_s), ds = std::max(0.0, end.system_s - start_.system_s);
+  double user_share = du + ds > 0 ? du / (du + ds) : 1.0;
+  f.cpu_user_pct = f.cpu_pct * user_share;
+  f.cpu_system_pct = f.cpu_pct - f.cpu_user_pct;
   f.rss_kb_mean = samples_ ? rss_sum_ / samples_ : 0;
   f.rss_kb_peak = rss_peak_;
   f.samples = samples_;

@@ -34,6 +34,10 @@ UsageResult from_proto(const v1::Usage& u) {
   return r;
 }
 
+std::string exit_text(const v1::Exited& e) {
+  return e.signal() ? "killed by signal " + std::to_string(e.signal()) : "exit status " + std::to_string(e.exit_code());
+}
+
 std::string status_text(const grpc::Status& st) {
   return st.error_message().empty() ? "gRPC status " + std::to_string(st.error_code()) : st.error_message();
 }
@@ -207,7 +211,8 @@ LatencyUs merged_latency(const std::vector<v1::LoadResult>& results, const v1::H
     if (ph.highest_trackable() == 0) continue;
     Histogram h(static_cast<int64_t>(ph.highest_trackable()), static_cast<int>(ph.significant_digits()));
     for (auto& b : ph.buckets()) h.add_bucket(b.index(), b.count());
-    merged.merge(h);
+    if (!merged.merge(h))
+      throw CellError("measure", "a load agent's histogram has other parameters (an agent of another version?)");
     if (h.count() == 0) continue;
     const auto& l = (p.*lat)();
     min_us = min_us < 0 ? l.min_us() : std::min(min_us, l.min_us());
@@ -259,10 +264,13 @@ RepResult merge_load_results(const std::vector<v1::LoadResult>& results) {
 RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c, const PhaseLimits& limits,
                          const ProgressFn& progress) {
   auto log = component_logger("controller");
+  // Declared before the watchdog, so that it is gone (no more cancels) before they are.
+  grpc::ClientContext tctx;
+  std::vector<std::unique_ptr<LoadCall>> calls;
+  MessageQueue queue;
   Watchdog watchdog;
 
   // 1. Host the target and wait until it is ready.
-  grpc::ClientContext tctx;
   watchdog.watch(&tctx);
   watchdog.arm("ready", limits.ready_s);
   std::unique_ptr<TargetStream> target(placement.target.stub->HostTarget(&tctx));
@@ -304,8 +312,6 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
   // included, feeds one queue: a target agent lost mid-cell is noticed at once (its
   // stream fails on gRPC keepalive), not when the load ends.
   auto shares = split_load(s, c, placement.loads.size());
-  std::vector<std::unique_ptr<LoadCall>> calls;
-  MessageQueue queue;
   std::thread target_reader([&queue, stream = target.get()] {
     for (LoadMessage m{kTarget, false, {}, {}, {}}; stream->Read(&m.target_event);) queue.push(m);
     queue.push({kTarget, true, {}, {}, {}});  // Finish() is called by the cell's thread
@@ -338,7 +344,6 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
 
   size_t started = 0, ended = 0, results = 0;
   bool have_usage = false;
-  std::string target_exit;  // the Exited event's text, if the target died
   std::optional<CellError> failure;
   const double measure_limit =
       limits.measure_s > 0 ? limits.measure_s : (s.load.duration_s ? *s.load.duration_s + 60 : 24 * 3600.0);
@@ -348,13 +353,15 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
       if (m.agent == kTarget) {
         if (m.end)
           throw watchdog.error(started ? "measure" : "warmup",
-                               target_exit.empty() ? "target agent " + placement.target.name + " lost: the stream ended"
-                                                   : target_exit);
+                               "target agent " + placement.target.name + " lost: the stream ended");
         if (m.target_event.has_usage()) {
           rep.server = from_proto(m.target_event.usage());
           have_usage = true;
         } else if (m.target_event.has_exited()) {
-          target_exit = "target exited: " + m.target_event.exited().output_tail();
+          // The target died under load: the cell cannot be measured any more.
+          throw CellError(started ? "measure" : "warmup",
+                          "target exited (" + exit_text(m.target_event.exited()) + "): " +
+                              m.target_event.exited().output_tail());
         }
         continue;
       }
@@ -399,6 +406,9 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
     }
   } catch (const CellError& e) {
     failure = e;
+  } catch (...) {
+    stop_all();  // never unwind past running reader threads
+    throw;
   }
   if (failure) {
     stop_all();

@@ -150,17 +150,26 @@ class AgentPool {
       if (a->def.matches(s.placement.target_role, s.placement.target_labels) && a->can_host(name)) targets.push_back(a.get());
       if (a->def.matches(s.placement.load_role, s.placement.load_labels)) loads.push_back(a.get());
     }
-    if (targets.empty()) throw EnvironmentError("no reachable agent with role " + s.placement.target_role + " can host \"" + name + "\"");
-    Placement p;
-    const ConnectedAgent* target = targets[attempt % targets.size()];
-    p.target = target->ref();
     const bool share = s.placement.share_agents || agents.size() == 1;
-    std::vector<const ConnectedAgent*> eligible;
-    for (auto* l : loads)
-      if (share || l != target) eligible.push_back(l);
-    if (eligible.empty())
+    auto eligible_loads = [&](const ConnectedAgent* target) {
+      std::vector<const ConnectedAgent*> eligible;
+      for (auto* l : loads)
+        if (share || l != target) eligible.push_back(l);
+      return eligible;
+    };
+    // Only target agents that leave at least one load agent can take the cell.
+    std::vector<const ConnectedAgent*> usable;
+    for (auto* t : targets)
+      if (!eligible_loads(t).empty()) usable.push_back(t);
+    if (targets.empty())
+      throw EnvironmentError("no reachable agent with role " + s.placement.target_role + " can host \"" + name + "\"");
+    if (usable.empty())
       throw EnvironmentError("no reachable agent with role " + s.placement.load_role + " other than the target's " +
-                             target->def.name + " (set placement.share_agents to allow sharing)");
+                             targets[0]->def.name + " (set placement.share_agents to allow sharing)");
+    Placement p;
+    const ConnectedAgent* target = usable[attempt % usable.size()];
+    p.target = target->ref();
+    auto eligible = eligible_loads(target);
     size_t n = std::min<size_t>(s.placement.load_agents, eligible.size());
     for (size_t i = 0; i < n; ++i) p.loads.push_back(eligible[(attempt + i) % eligible.size()]->ref());
     return p;
@@ -197,7 +206,7 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
       throw InputError("", "--out: " + out.string() + " already holds a run; choose another folder or --resume it");
     std::error_code ec;
     fs::create_directories(out, ec);
-    if (ec) throw InputError("", "--out: cannot create " + out.string() + ": " + ec.message());
+    if (ec) throw EnvironmentError("--out: cannot create " + out.string() + ": " + ec.message());
     fs::copy_file(scenario_path, out / "scenario.json", fs::copy_options::overwrite_existing, ec);
     if (ec) throw EnvironmentError("cannot copy the scenario into " + out.string() + ": " + ec.message());
   }
@@ -216,7 +225,12 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
     log->debug("embedded agent on {}", address);
     pool.agents.push_back(connect({"embedded", address, {"target", "load"}, {}}, 10));
   } else {
-    Lab lab = load_lab_file(lab_path);
+    Lab lab;
+    try {
+      lab = load_lab_file(lab_path);
+    } catch (const InputError& e) {
+      throw e.in_file(lab_path);
+    }
     for (auto& def : lab.agents) {
       pool.agents.push_back(connect(def, 10));
       if (!pool.agents.back()->error.empty()) log->warn("{}", pool.agents.back()->error);
@@ -245,7 +259,7 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
                        "no agent can host \"" + name + "\"; known: " + list);
     }
   }
-  pool.place(scenario, scenario.targets[0], 0);  // fails now, not mid-run, if placement is impossible
+  for (auto& t : scenario.targets) pool.place(scenario, t, 0);  // fails now, not mid-run, if impossible
 
   nlohmann::json agents_json = nlohmann::json::array();
   for (auto& a : pool.agents)

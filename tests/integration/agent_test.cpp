@@ -1,6 +1,8 @@
 // The agent's numbers against ground truth: processes of known CPU and memory cost
 // (loadlab-burn) hosted through the catalog, measured between marks over real gRPC.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 
 #include <gtest/gtest.h>
 
@@ -278,10 +280,19 @@ TEST(Ports, TwoReservationsNeverShareAPortAndReleaseOnDestruction) {
     for (int i = 0; i < 20; ++i) {
       held.push_back(std::make_unique<PortReservation>("127.0.0.1", dir));
       EXPECT_TRUE(seen.insert(held.back()->port()).second);
-      EXPECT_TRUE(std::filesystem::exists(dir + "/" + std::to_string(held.back()->port())));
+      // Held: nobody else can lock it.
+      int fd = open((dir + "/" + std::to_string(held.back()->port())).c_str(), O_RDWR);
+      ASSERT_GE(fd, 0);
+      EXPECT_NE(flock(fd, LOCK_EX | LOCK_NB), 0);
+      close(fd);
     }
   }
-  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  for (uint16_t port : seen) {  // released
+    int fd = open((dir + "/" + std::to_string(port)).c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+    close(fd);
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -140,6 +140,30 @@ TEST_F(LabTest, AKilledControllerResumesWithItsEarlierCellsIntact) {
   for (auto& c : result["cells"]) EXPECT_TRUE(c["ok"].get<bool>());
 }
 
+TEST(LabCatalog, ATargetThatDiesMidCellFailsItWithItsExitStatus) {
+  TempDir dir;
+  // A catalog server that serves for 1.5 s, then its main process exits with status 3.
+  auto catalog = dir.file("catalog.json", R"({"targets": {"flaky": {"argv": ["/bin/sh", "-c",
+      ")" + bin("loadlab-target") + R"( --listen {host}:{port} --threads 1 & sleep 1.5; echo dying; exit 3"]}}})");
+  auto agent = agent::ChildProcess::spawn(
+      {bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo", "--catalog", catalog});
+  std::string line;
+  ASSERT_EQ(agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << agent->output_tail();
+  auto lab = dir.file("lab.json", R"({"agents": [{"name": "solo", "address": ")" + line.substr(13) +
+                                      R"(", "roles": ["target", "load"]}]})");
+  auto s = dir.file("s.json", R"({"name": "flaky", "targets": [{"name": "f", "catalog": "flaky"}],
+      "matrix": {"delay_ms": [0], "threads": [1]}, "load": {"duration_s": 10}, "execution": {"retries": 0}})");
+  auto out = dir.path() / "out";
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_command({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s);  // not the whole 10 s load
+  EXPECT_EQ(r.code, 3) << r.output_tail;
+  auto cell = read_json_file((out / "result.json").string())["cells"][0];
+  EXPECT_FALSE(cell["ok"].get<bool>());
+  EXPECT_NE(cell["error"].get<std::string>().find("target exited (exit status 3)"), std::string::npos) << cell["error"];
+  EXPECT_NE(cell["error"].get<std::string>().find("dying"), std::string::npos) << cell["error"];
+}
+
 TEST_F(LabTest, AgentsCommandDescribesEachAgentOrWhyItIsUnreachable) {
   auto r = run_command({bin("loadlab"), "agents", "--lab", lab});
   EXPECT_EQ(r.code, 0) << r.output_tail;

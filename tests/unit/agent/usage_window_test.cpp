@@ -74,6 +74,22 @@ TEST(UsageWindow, ADescendantReapedInsideTheTreeKeepsItsCpu) {
   EXPECT_NEAR(f.cpu_pct, 20.0, 1e-9);
 }
 
+TEST(UsageWindow, TheTotalIsExactWhenTheTickRatioMovesBetweenReadings) {
+  FakeProc proc;
+  double now = 0;
+  proc.set(100, 1, 5, 1000);  // 5 ms, no tick yet: all counted as user
+  proc.procs[100].utime = 0;
+  UsageWindow w(proc, 100, [&] { return now; });
+  w.start();
+  now = 1.0;
+  proc.procs[100].cpu_ns = 15'000'000;  // 10 ms more, and the first tick went to system
+  proc.procs[100].stime = 1;
+  auto f = w.finish();
+  EXPECT_NEAR(f.cpu_pct, 1.0, 1e-9);  // 10 ms in 1 s, not 15 ms
+  EXPECT_NEAR(f.cpu_user_pct + f.cpu_system_pct, f.cpu_pct, 1e-9);
+  EXPECT_GE(f.cpu_user_pct, 0);
+}
+
 TEST(UsageWindow, RssMeanAndPeakComeFromTheSamples) {
   FakeProc proc;
   double now = 0;

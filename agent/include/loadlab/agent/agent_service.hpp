@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "loadlab/agent/catalog.hpp"
+#include "loadlab/agent/child_process.hpp"
 #include "loadlab/agent/proc_reader.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
 
@@ -57,6 +58,9 @@ class AgentService final : public loadlab::v1::Agent::Service {
                        grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* stream) override;
 
  private:
+  // SIGTERM/SIGKILL to the child's group and to every descendant found before it.
+  ExitStatus stop_tree(ChildProcess& child);
+
   AgentOptions options_;
   ProcFsReader proc_;
   JobSlot target_slot_;

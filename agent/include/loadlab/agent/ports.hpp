@@ -2,9 +2,8 @@
 // Free ports for catalog targets, and readiness probes.
 //
 // The agent asks the kernel for a free port (bind to port 0) and then reserves it
-// machine-wide with a lock file /tmp/loadlab-ports/PORT holding the agent's pid, so two
-// jobs or two agents on one machine never hand out the same port while it is in use. A
-// lock whose pid is gone is stale and taken over.
+// machine-wide with flock() on /tmp/loadlab-ports/PORT, held while the job runs, so two
+// jobs or two agents on one machine never hand out the same port while it is in use.
 #include <cstdint>
 #include <string>
 
@@ -23,7 +22,7 @@ class PortReservation {
 
  private:
   uint16_t port_ = 0;
-  std::string lock_file_;
+  int lock_fd_ = -1;
 };
 
 // True once HOST:PORT accepts a TCP connection.

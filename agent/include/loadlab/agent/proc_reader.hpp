@@ -48,6 +48,8 @@ class ProcReader {
   // parent).
   virtual std::optional<std::vector<pid_t>> children(pid_t, uint32_t /*threads*/) { return std::nullopt; }
   virtual std::optional<MachineCpu> machine_cpu() { return std::nullopt; }
+  // Drops what is kept about processes that have exited (called when a job ends).
+  virtual void forget_exited() {}
 };
 
 class ProcFsReader : public ProcReader {
@@ -59,9 +61,10 @@ class ProcFsReader : public ProcReader {
   long ticks_per_second() override;
   std::optional<std::vector<pid_t>> children(pid_t pid, uint32_t threads) override;
   std::optional<MachineCpu> machine_cpu() override;
+  void forget_exited() override;
 
  private:
-  static constexpr size_t kMaxCachedFds = 4096;
+  static constexpr size_t kMaxCachedFds = 512;  // a few per sampled process
   ssize_t read_cached(const std::string& path, char* buf, size_t size);
   std::string root_;
   std::mutex fds_mutex_;

@@ -26,6 +26,8 @@ struct TreeReading {
 
 // Sums the tree rooted at `root` (nothing if the root is gone).
 TreeReading read_tree(ProcReader& reader, pid_t root);
+// The pids of the tree rooted at `root`, root first (empty if the root is gone).
+std::vector<pid_t> tree_pids(ProcReader& reader, pid_t root);
 
 struct SeriesPoint {
   double t_s = 0;

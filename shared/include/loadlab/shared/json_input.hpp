@@ -16,11 +16,21 @@ namespace loadlab {
 class InputError : public std::runtime_error {
  public:
   InputError(std::string path, const std::string& message)
-      : std::runtime_error((path.empty() ? "/" : path) + ": " + message), path_(std::move(path)) {}
+      : std::runtime_error((path.empty() ? "/" : path) + ": " + message), path_(std::move(path)), message_(message) {}
   const std::string& path() const { return path_; }
+  const std::string& message() const { return message_; }
+  // The file the error is in, when the catcher cannot know it ("" = the obvious one).
+  const std::string& file() const { return file_; }
+  InputError in_file(std::string file) const {
+    InputError e = *this;
+    e.file_ = std::move(file);
+    return e;
+  }
 
  private:
   std::string path_;
+  std::string message_;
+  std::string file_;
 };
 
 // Reads and parses a JSON file; InputError with the line and column on a syntax error.
