@@ -23,13 +23,7 @@ using namespace std::chrono_literals;
 using loadlab::testing::bin;
 using Stream = grpc::ClientReaderWriter<v1::TargetCommand, v1::TargetEvent>;
 
-bool running(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return false;
-  auto rparen = line.rfind(')');
-  return rparen != std::string::npos && line[rparen + 2] != 'Z';
-}
+bool running(pid_t pid) { return loadlab::testing::process_running(pid); }
 
 std::vector<pid_t> tree_pids(pid_t root) {
   std::vector<pid_t> out{root};

@@ -138,13 +138,7 @@ struct LongRun {
   }
 };
 
-bool running(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return false;
-  auto rparen = line.rfind(')');
-  return rparen != std::string::npos && line[rparen + 2] != 'Z';
-}
+bool running(pid_t pid) { return loadlab::testing::process_running(pid); }
 
 bool gone_within(pid_t pid, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;

@@ -23,13 +23,7 @@ using testing::TempDir;
 
 bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
 
-bool running(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return false;
-  auto rparen = line.rfind(')');
-  return rparen != std::string::npos && line[rparen + 2] != 'Z';
-}
+bool running(pid_t pid) { return loadlab::testing::process_running(pid); }
 
 // Two namespaces, "target host" (10.213.0.1) and "load host" (10.213.0.2), one cable.
 class TwoHosts {

@@ -58,6 +58,15 @@ inline RunOutput run_command(const std::vector<std::string>& argv,
   return out;
 }
 
+// True while `pid` runs; a zombie has finished (whoever adopted it may reap it late).
+inline bool process_running(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return false;
+  auto rparen = line.rfind(')');
+  return rparen != std::string::npos && rparen + 2 < line.size() && line[rparen + 2] != 'Z';
+}
+
 // The direct children of this process, living or zombie.
 inline std::vector<pid_t> child_pids() {
   std::vector<pid_t> pids;
