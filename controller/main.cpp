@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
   run_cmd->add_option("--out", run.out_dir, "run folder (default runs/NAME-TIME)");
   run_cmd->add_option("--bin-dir", run.bin_dir, "folder of loadlab-target and loadlab-load for the embedded agent");
-  run_cmd->add_flag("--quiet", run.quiet, "no per-cell progress lines");
+  run_cmd->add_flag("--quiet", run.quiet, "no progress bar, plain log lines (--log-level warn silences them)");
 
   std::string agents_lab;
   auto* agents_cmd = app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");

@@ -20,7 +20,7 @@ std::string clock_text(double s) {
 bool ProgressReporter::stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 
 ProgressReporter::ProgressReporter(size_t total_cells, bool tty, bool quiet)
-    : total_(total_cells), tty_(tty && !quiet), quiet_(quiet) {}
+    : total_(total_cells), tty_(tty && !quiet), quiet_(false) {}
 
 ProgressReporter::~ProgressReporter() { finish(); }
 

@@ -61,7 +61,10 @@ nlohmann::json file_provenance(const std::string& path) {
   if (!commit.empty()) {
     std::string status = capture("git -C " + quote(dir) + " status --porcelain -- " + quote(abs.filename().string()) +
                                  " 2>/dev/null; echo .");
-    j["git"] = {{"commit", commit}, {"dirty", status != "."}};
+    std::string tree = capture("git -C " + quote(dir) + " status --porcelain --untracked-files=no 2>/dev/null; echo .");
+    j["git"] = {{"commit", commit},
+                {"dirty", status != "."},          // the scenario file differs from the commit
+                {"tree_dirty", tree != "."}};      // some tracked file of the work tree does
   }
   return j;
 }

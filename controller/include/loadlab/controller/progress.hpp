@@ -1,7 +1,7 @@
 #pragma once
 // Run progress for a person: on a terminal a bar redrawn in place (cells done/total,
-// current cell, live QPS, ETA); elsewhere (CI, files, --quiet off) one log line per cell.
-// Called from the run's thread only.
+// current cell, live QPS, ETA); elsewhere (CI, files) or with --quiet, one plain log line
+// per cell. Called from the run's thread only.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -12,7 +12,7 @@ namespace loadlab::controller {
 
 class ProgressReporter {
  public:
-  // `tty`: draw the bar on stderr; `quiet`: print nothing at all.
+  // `tty`: draw the bar on stderr; `quiet`: plain lines even on a terminal.
   ProgressReporter(size_t total_cells, bool tty, bool quiet);
   ~ProgressReporter();
 

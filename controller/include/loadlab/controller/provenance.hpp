@@ -8,7 +8,7 @@ namespace loadlab::controller {
 
 std::string sha256_file(const std::string& path);  // hex; "" if unreadable
 
-// {"path", "sha256", "git": {"commit", "dirty"} or null when not in a git work tree}
+// {"path", "sha256", "git": {"commit", "dirty", "tree_dirty"} or null outside a git work tree}
 nlohmann::json file_provenance(const std::string& path);
 
 }  // namespace loadlab::controller

@@ -13,7 +13,7 @@ struct RunOptions {
   std::string out_dir;     // "" = runs/<scenario name>-<UTC time>
   std::string resume_dir;  // continue the run in this folder (its scenario copy and journal)
   std::string bin_dir;     // embedded agent: folder of loadlab-target/-load; "" = this executable's
-  bool quiet = false;      // no per-cell progress
+  bool quiet = false;      // no progress bar: plain log lines, as in CI
 };
 
 // The lab could not be used (no reachable agent for a role, ...): exit status 1.
