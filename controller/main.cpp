@@ -1,9 +1,12 @@
 // loadlab: the controller CLI. Parses flags, runs, maps errors to exit statuses:
-// 0 ok, 1 environment (agent unreachable), 2 bad input, 3 some cells failed.
+// 0 ok, 1 environment (agent unreachable) or a regression (compare), 2 bad input,
+// 3 some cells failed.
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
+#include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
@@ -29,6 +32,16 @@ int main(int argc, char** argv) {
   auto* agents_cmd = app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
   agents_cmd->add_option("--lab", agents_lab, "lab JSON file")->required();
 
+  std::string compare_base, compare_new, compare_metric;
+  double compare_threshold = -1;
+  auto* compare_cmd = app.add_subcommand("compare", "compare two runs cell by cell; exit status 1 on a regression");
+  compare_cmd->add_option("base", compare_base, "baseline run folder or result.json")->required();
+  compare_cmd->add_option("new", compare_new, "new run folder or result.json")->required();
+  compare_cmd->add_option("--metric", compare_metric, "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, "
+                                                      "client_cpu_pct (default: the scenario's regression.metric, or qps)");
+  compare_cmd->add_option("--threshold-pct", compare_threshold,
+                          "smallest change that counts (default: the scenario's regression.threshold_pct, or 5)");
+
   std::string validate_path;
   auto* validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
   validate_cmd->add_option("scenario", validate_path, "scenario JSON file")->required();
@@ -51,6 +64,23 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*agents_cmd) return loadlab::controller::describe_agents(agents_lab, std::cout);
+    if (*compare_cmd) {
+      auto load = [](std::string path) {
+        if (std::filesystem::is_directory(path)) path += "/result.json";
+        try {
+          return loadlab::read_json_file(path);
+        } catch (const loadlab::InputError& e) {
+          throw e.in_file(path);
+        }
+      };
+      auto base = load(compare_base), current = load(compare_new);
+      auto options = loadlab::controller::options_from_result(current);
+      if (!compare_metric.empty()) options.metric = compare_metric;
+      if (compare_threshold >= 0) options.threshold_pct = compare_threshold;
+      auto c = loadlab::controller::compare_results(base, current, options);
+      loadlab::controller::write_comparison(std::cout, c);
+      return c.regressions ? 1 : 0;
+    }
     if (run.scenario_path.empty() == run.resume_dir.empty()) {
       std::cerr << "loadlab run: give either a SCENARIO file or --resume DIR\n";
       return 2;
@@ -61,7 +91,7 @@ int main(int argc, char** argv) {
     }
     return loadlab::controller::run_scenario(run, std::cout);
   } catch (const loadlab::InputError& e) {
-    std::string source = *validate_cmd ? validate_path : *agents_cmd ? agents_lab : run.scenario_path;
+    std::string source = *validate_cmd ? validate_path : *agents_cmd ? agents_lab : *compare_cmd ? "compare" : run.scenario_path;
     if (!e.file().empty()) source = e.file();
     std::cerr << "loadlab: " << (source.empty() ? run.resume_dir : source) << ": " << e.what() << "\n";
     return 2;

@@ -1,8 +1,10 @@
 #include "loadlab/controller/scenario.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
+#include "loadlab/controller/compare.hpp"
 #include "loadlab/shared/json_input.hpp"
 
 namespace loadlab::controller {
@@ -106,7 +108,8 @@ ExecutionDef parse_execution(const ObjectReader& e) {
 
 Scenario parse_scenario(const nlohmann::json& j) {
   ObjectReader root(j, "");
-  root.allow({"name", "description", "targets", "matrix", "load", "repetitions", "placement", "execution"});
+  root.allow({"name", "description", "targets", "matrix", "load", "repetitions", "placement", "execution",
+              "regression"});
   Scenario s;
   s.source = j;
   s.name = root.string("name");
@@ -133,6 +136,19 @@ Scenario parse_scenario(const nlohmann::json& j) {
   s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, 100, 1));
   if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
+  if (root.has("regression")) {
+    // Read by `loadlab compare` from the result's copy of the scenario.
+    auto r = root.object("regression");
+    r.allow({"metric", "threshold_pct"});
+    std::string metric = r.string("metric", "qps");
+    const auto& names = metric_names();
+    if (std::find(names.begin(), names.end(), metric) == names.end()) {
+      std::string all;
+      for (auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      throw InputError(r.path("metric"), "unknown metric \"" + metric + "\"; allowed: " + all);
+    }
+    r.number("threshold_pct", 0, 1000, 5);
+  }
   return s;
 }
 

@@ -180,6 +180,45 @@ TEST(Lease, SigtermToTheAgentStopsEveryChildAndTheCellFailsWithAReason) {
   EXPECT_FALSE(result["cells"][0]["error"].get<std::string>().empty());
 }
 
+// Ground truth for compare: the same cell against a server that really got slower.
+TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
+  TempDir dir;
+  auto scenario = [&](const std::string& name, int server_delay_ms) {
+    // The cell key stays beast/d2/t4; a header makes the server itself take longer.
+    return dir.file(name, R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+        "matrix": {"delay_ms": [2], "threads": [4]},
+        "load": {"requests_per_thread": 150, "headers": {"x-loadlab-delay-ms": ")" +
+                              std::to_string(server_delay_ms) + R"("}},
+        "repetitions": 2, "regression": {"metric": "qps", "threshold_pct": 10}})");
+  };
+  auto run = [&](const std::string& s, const std::string& out) {
+    auto r = run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out", (dir.path() / out).string()});
+    EXPECT_EQ(r.code, 0) << r.output_tail;
+    return (dir.path() / out).string();
+  };
+  auto base = run(scenario("a.json", 2), "base");
+  auto same = run(scenario("b.json", 2), "same");
+  auto slow = run(scenario("c.json", 4), "slow");  // half the throughput
+  auto r = run_command({bin("loadlab"), "compare", base, same});
+  EXPECT_EQ(r.code, 0) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("0 regressions"), std::string::npos) << r.stdout_text;
+  r = run_command({bin("loadlab"), "compare", base, slow});
+  EXPECT_EQ(r.code, 1) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("REGRESSION"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("beast/d2/t4"), std::string::npos);
+  // The other way round it is an improvement, and p99 agrees with qps.
+  r = run_command({bin("loadlab"), "compare", slow, base});
+  EXPECT_EQ(r.code, 0) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("improvement"), std::string::npos) << r.stdout_text;
+  r = run_command({bin("loadlab"), "compare", base, slow, "--metric", "p99_ms"});
+  EXPECT_EQ(r.code, 1) << r.stdout_text;
+  r = run_command({bin("loadlab"), "compare", base, slow, "--metric", "rps"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("--metric: unknown metric \"rps\""), std::string::npos) << r.output_tail;
+  r = run_command({bin("loadlab"), "compare", base, (dir.path() / "nope").string()});
+  EXPECT_EQ(r.code, 2);
+}
+
 TEST(Cli, UnreachableAgentIsOneClearLine) {
   TempDir dir;
   auto lab = dir.file("lab.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["target", "load"]}]})");

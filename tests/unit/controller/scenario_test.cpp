@@ -64,7 +64,7 @@ TEST(Scenario, TheDemoScenarioIsValid) {
 
 TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "repetition": 3)")),
-            "/repetition: unknown key; allowed here: name, description, targets, matrix, load, repetitions, placement, execution");
+            "/repetition: unknown key; allowed here: name, description, targets, matrix, load, repetitions, placement, execution, regression");
   EXPECT_EQ(error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")).substr(0, 30),
             "/matrix/thread: unknown key; a");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keepalive": true)")).substr(0, 33),
