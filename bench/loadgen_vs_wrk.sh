@@ -14,6 +14,7 @@
 #   CONNS      connection counts to compare (default "10 100")
 #   RSS_CONNS  connection count of the RSS run (default 1000; empty to skip)
 #   TARGET_DELAY_MS  --delay-ms of the target (default 0)
+#   PIN        1: target pinned to the last core, clients to core 0 (taskset); default 0
 #   TARGET_THREADS   --threads of the target (default 1). With 2 on a 2-core machine the
 #                    client and the target share the cores, and a client that needs less
 #                    CPU per request leaves more to the target: req/s then shows it.
@@ -31,6 +32,14 @@ CONNS=${CONNS:-"10 100"}
 RSS_CONNS=${RSS_CONNS-1000}
 TARGET_DELAY_MS=${TARGET_DELAY_MS:-0}
 TARGET_THREADS=${TARGET_THREADS:-1}
+# PIN=1: the target on the last core, every client on core 0 (taskset), so no tool's
+# scheduling luck decides where the target's threads run.
+PIN=${PIN:-0}
+target_pin=(); client_pin=()
+if [ "$PIN" = 1 ]; then
+  last=$(($(nproc) - 1))
+  target_pin=(taskset -c "$last"); client_pin=(taskset -c 0)
+fi
 
 load=$BUILD_DIR/bin/loadlab-load
 target_bin=$BUILD_DIR/bin/loadlab-target
@@ -73,7 +82,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$target_bin" --listen 127.0.0.1:0 --threads "$TARGET_THREADS" --delay-ms "$TARGET_DELAY_MS" >"$work/target.out" 2>"$work/target.err" &
+"${target_pin[@]}" "$target_bin" --listen 127.0.0.1:0 --threads "$TARGET_THREADS" --delay-ms "$TARGET_DELAY_MS" >"$work/target.out" 2>"$work/target.err" &
 target_pid=$!
 port=""
 for _ in $(seq 50); do
@@ -88,11 +97,11 @@ url="http://127.0.0.1:$port/"
 run() {
   local tool=$1 c=$2 out=$work/out time=$work/time reqps
   case $tool in
-    loadlab) /usr/bin/time -o "$time" -f '%U %S %M' "$load" "$url" -t "$THREADS" -c "$c" -d "$DURATION" >"$out" 2>/dev/null &
+    loadlab) /usr/bin/time -o "$time" -f '%U %S %M' "${client_pin[@]}" "$load" "$url" -t "$THREADS" -c "$c" -d "$DURATION" >"$out" 2>/dev/null &
       ;;
-    wrk) /usr/bin/time -o "$time" -f '%U %S %M' wrk -t "$THREADS" -c "$c" -d "${DURATION}s" "$url" >"$out" 2>/dev/null &
+    wrk) /usr/bin/time -o "$time" -f '%U %S %M' "${client_pin[@]}" wrk -t "$THREADS" -c "$c" -d "${DURATION}s" "$url" >"$out" 2>/dev/null &
       ;;
-    h2load) /usr/bin/time -o "$time" -f '%U %S %M' h2load --h1 -t "$THREADS" -c "$c" -D "$DURATION" "$url" >"$out" 2>/dev/null &
+    h2load) /usr/bin/time -o "$time" -f '%U %S %M' "${client_pin[@]}" h2load --h1 -t "$THREADS" -c "$c" -D "$DURATION" "$url" >"$out" 2>/dev/null &
       ;;
   esac
   client_pid=$!
