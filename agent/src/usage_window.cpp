@@ -145,11 +145,6 @@ void UsageWindow::sample() {
   last_cpu_s_ = r.cpu_s();
 }
 
-bool UsageWindow::open() const {
-  std::lock_guard lock(mutex_);
-  return open_;
-}
-
 void UsageWindow::close_at_now() {
   std::lock_guard lock(mutex_);
   if (open_ && t1_ < 0) {

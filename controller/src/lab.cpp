@@ -17,12 +17,6 @@ bool AgentDef::matches(const std::string& role, const std::vector<std::pair<std:
   return true;
 }
 
-const AgentDef& Lab::first_with_role(const std::string& role) const {
-  for (auto& a : agents)
-    if (a.has_role(role)) return a;
-  throw InputError("/agents", "no agent has the role \"" + role + "\"");
-}
-
 Lab parse_lab(const nlohmann::json& j) {
   ObjectReader root(j, "");
   root.allow({"agents"});

@@ -59,7 +59,6 @@ class UsageWindow {
   // Closes the window at the current time but defers the CPU reading to finish_closed().
   void close_at_now();
   UsageFigures finish_closed(const TreeReading& end);
-  bool open() const;
 
  private:
   static constexpr size_t kMaxSeries = 100000;

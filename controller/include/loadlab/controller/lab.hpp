@@ -19,8 +19,6 @@ struct AgentDef {
 
 struct Lab {
   std::vector<AgentDef> agents;
-  // The first agent with the role; InputError if none.
-  const AgentDef& first_with_role(const std::string& role) const;
 };
 
 Lab parse_lab(const nlohmann::json& j);  // InputError naming the JSON path
