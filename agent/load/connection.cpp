@@ -55,29 +55,30 @@ void Connection::next() {
   auto now = Clock::now();
   if (!worker_.open_loop()) {
     if (plan.measure_end && now >= *plan.measure_end) return end();
-    return begin(now);
+    return begin(now, now);
   }
+  worker_.resume_due(now);  // other connections whose slots came while this one was busy
   auto due = worker_.schedule().time_of(index_, turn_);
   if (plan.measure_end && due >= *plan.measure_end) return end();
   if (due > now) {
     waiting_ = true;
-    return;
+    return worker_.wait_for_slot(due, index_);
   }
-  begin(due);
+  begin(due, now);
 }
 
-void Connection::on_slot(int64_t turn) {
-  if (!waiting_ || turn != turn_) return;  // busy: it takes the slot itself when free
+void Connection::resume(Clock::time_point now) {
+  if (!waiting_) return;  // stopped while waiting
   waiting_ = false;
-  begin(worker_.schedule().time_of(index_, turn_));
+  begin(worker_.schedule().time_of(index_, turn_), now);
 }
 
 // `origin`: the intended send time in open loop; now in closed loop (then re-set at the write).
-void Connection::begin(Clock::time_point origin) {
+void Connection::begin(Clock::time_point origin, Clock::time_point now) {
   origin_ = origin;
   ++turn_;
   measured_ = origin >= worker_.plan().measure_start;
-  if (measured_ && !worker_.take_ticket()) return end();
+  if (measured_ && !worker_.take_ticket(now)) return end();
   if (connected_)
     do_write();
   else

@@ -31,12 +31,12 @@ class Connection {
   // has passed its deadline (one sweep timer per thread instead of re-arming a timer per
   // request keeps timer-queue work off the request path).
   void check_deadline(Clock::time_point now);
-  // Open loop: the worker's pacer says this connection's `turn`-th request is due.
-  void on_slot(int64_t turn);
+  // Open loop: the slot this connection waited for is due (`now` or earlier).
+  void resume(Clock::time_point now);
 
  private:
   void next();
-  void begin(Clock::time_point origin);
+  void begin(Clock::time_point origin, Clock::time_point now);
   void do_connect();
   void on_connect(const boost::system::error_code& ec);
   void do_write();
@@ -66,7 +66,7 @@ class Connection {
   Clock::time_point sent_{};    // when the request was written
   Clock::time_point connect_started_{};
   int64_t turn_ = 0;         // open loop: requests this connection has begun
-  bool waiting_ = false;     // open loop: idle until the pacer hands over turn_
+  bool waiting_ = false;     // open loop: idle in the worker's waiters until its slot
   bool preconnect_ = false;  // open loop: the connect before the first slot
   bool connected_ = false;
   bool first_connect_ = true;

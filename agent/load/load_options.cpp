@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/limits.hpp"
 
 namespace loadlab::load {
 
@@ -15,7 +17,8 @@ constexpr int kMaxConnections = 1'000'000;
 constexpr int64_t kMaxRequests = 1'000'000'000'000;  // 10^12
 constexpr double kMaxDurationS = 7 * 24 * 3600.0;
 constexpr double kMaxWarmupS = 3600.0;
-constexpr double kMaxRate = 1e8;
+using limits::kMaxRatePerThread;
+using limits::kMinRatePerThread;
 constexpr int kMaxTimeoutMs = 3'600'000;
 constexpr size_t kMaxBodyBytes = 64 << 20;
 
@@ -115,8 +118,15 @@ std::string validate(LoadOptions& o) {
     return "-d/--duration: must be > 0 and <= 604800 seconds, got " + std::to_string(*o.duration_s);
   if (!std::isfinite(o.warmup_s) || o.warmup_s < 0 || o.warmup_s > kMaxWarmupS)
     return "--warmup: must be in 0..3600 seconds, got " + std::to_string(o.warmup_s);
-  if (o.rate && (!std::isfinite(*o.rate) || *o.rate <= 0 || *o.rate > kMaxRate))
-    return "--rate: must be > 0 and <= 10^8 requests per second, got " + std::to_string(*o.rate);
+  if (o.rate && (!std::isfinite(*o.rate) || *o.rate < kMinRatePerThread * o.threads ||
+                 *o.rate > kMaxRatePerThread * o.threads)) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "--rate: must be in %g..%g requests per second with %d threads (%g..%g per thread), got %g",
+                  kMinRatePerThread * o.threads, kMaxRatePerThread * o.threads, o.threads, kMinRatePerThread,
+                  kMaxRatePerThread, *o.rate);
+    return buf;
+  }
   if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
     return "--timeout: must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms);
   if (!is_token(o.method) || o.method.size() > 32)

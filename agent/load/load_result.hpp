@@ -40,6 +40,11 @@ struct LoadResult {
   std::string csv_error;     // --csv-requests could not be written (the figures stand)
   // Open loop (--rate): the requested rate; 0 in closed loop.
   double rate = 0;
+  // Open loop: measured requests begun per second of the window: the rate the pacing
+  // delivered. `rate_held` is false when some thread began fewer than 99 % of the slots its
+  // schedule had due in the window (the target or the client could not keep up).
+  double achieved_rate = 0;
+  bool rate_held = true;
   // Latency in µs of measured responses, all threads merged. Open loop: from each request's
   // intended send time (corrected for coordinated omission, as wrk2 does); closed loop: from
   // the write of the request.
@@ -53,6 +58,9 @@ struct LoadResult {
 };
 
 nlohmann::json to_json(const LoadResult& result);
+
+// "rate not held: achieved X of Y req/s" when an open loop fell behind its schedule, else "".
+std::string rate_not_held_message(const LoadResult& result);
 
 // A wrk-like text summary.
 std::string format_summary(const LoadResult& result, const LoadOptions& options);

@@ -1,6 +1,7 @@
 #include "load_runner.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -35,6 +36,33 @@ std::vector<asio::ip::tcp::endpoint> resolve(const Url& url, std::string& error)
   for (const auto& r : results) endpoints.push_back(r.endpoint());
   if (endpoints.empty()) error = "no address";
   return endpoints;
+}
+
+// Open loop: did the pacing begin the slots its schedule had due? The window ends at the
+// end of -d (or the stop), else at the last measured request a thread began.
+void judge_rate(const RunPlan& plan, const std::vector<std::unique_ptr<Worker>>& workers,
+                std::optional<Clock::time_point> stopped_at, LoadResult& result) {
+  int64_t begun = 0;
+  Clock::duration window{};
+  for (const auto& w : workers) {
+    const WorkerTotals& t = w->totals();
+    begun += t.begun;
+    std::optional<Clock::time_point> end;
+    if (plan.measure_end)
+      end = stopped_at ? std::min(*plan.measure_end, *stopped_at) : *plan.measure_end;
+    else if (t.last_begun)
+      end = *t.last_begun + std::chrono::nanoseconds(1);
+    if (!end || *end <= plan.measure_start) continue;
+    window = std::max(window, *end - plan.measure_start);
+    int64_t due = w->slots_due_before(*end);
+    if (static_cast<double>(t.begun) < std::floor(0.99 * static_cast<double>(due))) result.rate_held = false;
+  }
+  // -n/--total: the last slot's own interval belongs to the window.
+  if (!plan.measure_end && window > Clock::duration::zero())
+    window += std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(1.0 / plan.rate_per_thread));
+  double s = seconds(window);
+  result.achieved_rate = s > 0 ? static_cast<double>(begun) / s : 0;
 }
 
 }  // namespace
@@ -205,6 +233,7 @@ LoadResult LoadRunner::run() {
     result.duration_s = std::max(0.0, seconds(*last_completion - plan.measure_start));
   }
   result.qps = result.duration_s > 0 ? result.requests / result.duration_s : 0;
+  if (plan.rate_per_thread > 0) judge_rate(plan, workers, stopped_at, result);
 
   if (plan.log_requests) {
     std::vector<RequestLog*> logs;

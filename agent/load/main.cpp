@@ -19,8 +19,10 @@
 namespace {
 
 std::atomic<loadlab::load::LoadRunner*> g_runner{nullptr};
+std::atomic<bool> g_signalled{false};  // a signal came before the runner existed
 
 extern "C" void on_signal(int sig) {
+  g_signalled.store(true);
   if (auto* runner = g_runner.load()) runner->initiate_shutdown();
   std::signal(sig, SIG_DFL);  // a second signal ends the process at once
 }
@@ -36,6 +38,9 @@ void print_line(const nlohmann::json& j) {
 
 int main(int argc, char** argv) {
   using loadlab::load::OutputMode;
+  // First: a SIGINT/SIGTERM during start-up still ends the run with its (empty) result.
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
   loadlab::load::LoadOptions o;
   CLI::App app{
       "loadlab-load: HTTP/1.1 load generator, closed loop (like wrk) or open loop with --rate "
@@ -121,13 +126,15 @@ int main(int argc, char** argv) {
   if (events) callbacks.on_measure_start = [] { print_line({{"event", "measure_start"}}); };
   loadlab::load::LoadRunner runner(o, std::move(callbacks));
   g_runner.store(&runner);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  if (g_signalled.load()) runner.initiate_shutdown();
   loadlab::load::LoadResult result = runner.run();
   g_runner.store(nullptr);
   if (progress_shown) std::fputs("\r\x1b[K", stderr);  // the summary replaces the progress line
 
   if (!result.error.empty()) std::fprintf(stderr, "loadlab-load: %s\n", result.error.c_str());
+  if (auto held = loadlab::load::rate_not_held_message(result);
+      !held.empty() && o.output != OutputMode::kHuman)
+    std::fprintf(stderr, "loadlab-load: %s\n", held.c_str());
   if (o.output == OutputMode::kJson) {
     print_line(loadlab::load::to_json(result));
   } else if (o.output == OutputMode::kJsonEvents) {

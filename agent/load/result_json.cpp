@@ -57,6 +57,8 @@ nlohmann::json to_json(const LoadResult& r) {
       {"threads", r.threads},
       {"connections", r.connections},
       {"rate", r.rate},
+      {"achieved_rate", r.achieved_rate},
+      {"rate_held", r.rate_held},
       {"latency_corrected", r.rate > 0},
       {"latency_us", percentiles(h)},
       {"latency_uncorrected_us", percentiles(r.histogram_uncorrected)},
@@ -102,6 +104,13 @@ std::string format_bytes(int64_t bytes) {
 }
 
 }  // namespace
+
+std::string rate_not_held_message(const LoadResult& r) {
+  if (r.rate <= 0 || r.rate_held || !r.error.empty()) return {};
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "rate not held: achieved %.0f of %.0f req/s", r.achieved_rate, r.rate);
+  return buf;
+}
 
 std::string format_summary(const LoadResult& r, const LoadOptions& o) {
   const Histogram& h = r.histogram;
@@ -151,6 +160,7 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
     out += "\n";
   }
   add("Requests/sec: %.2f\n", r.qps);
+  if (r.rate > 0) out += rate_not_held_message(r).empty() ? "" : rate_not_held_message(r) + "\n";
   if (!r.error.empty()) out += "Error: " + r.error + "\n";
   return out;
 }

@@ -28,6 +28,8 @@ struct RunPlan {
   // `pace_start`; 0 = closed loop (send as soon as the previous response arrived).
   double rate_per_thread = 0;
   Clock::time_point pace_start;
+  // Open loop: the least time between two wake-ups of a worker's pacer timer (see Worker).
+  Clock::duration pace_gap{};
   bool log_requests = false;  // --csv-requests: keep one record per measured request
 };
 

@@ -17,7 +17,10 @@ Worker::Worker(const RunPlan& plan, RunState& state, int connections, std::optio
                                                 std::chrono::milliseconds(100));
   connections_.reserve(connections);
   for (int i = 0; i < connections; ++i) connections_.push_back(std::make_unique<Connection>(*this, i));
-  if (plan.rate_per_thread > 0) schedule_ = Schedule(plan.pace_start, plan.rate_per_thread, connections);
+  if (plan.rate_per_thread > 0) {
+    schedule_ = Schedule(plan.pace_start, plan.rate_per_thread, connections);
+    waiters_.reserve(connections);
+  }
 }
 
 Worker::~Worker() = default;
@@ -33,7 +36,6 @@ void Worker::run() {
   }
   schedule_sweep();
   for (auto& c : connections_) c->start();
-  if (open_loop()) schedule_pace();
   ioc_.run();
   publish();
 }
@@ -60,29 +62,54 @@ void Worker::schedule_sweep() {
   });
 }
 
-// Open loop: one timer per thread wakes at the next slot and hands every slot that is due
-// to its connection; a connection that is busy takes its slot itself when it gets free.
-void Worker::schedule_pace() {
-  if (stopping_ || active_ == 0) return;
-  auto due = schedule_.slot_time(next_slot_);
-  if (plan_.measure_end && due >= *plan_.measure_end) return;
-  pace_timer_.expires_at(due);
-  pace_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) on_pace();
-  });
+// Open loop. A connection that is early for its slot waits in `waiters_`; every completion
+// on this thread resumes the ones that are due (resume_due), and one timer covers the
+// earliest waiter for when no completion comes first. The timer is re-armed only when a
+// waiter is earlier than its expiry, and wakes at most once per `plan.pace_gap`: under load
+// a wake-up hands out several slots instead of one, and a slot is never served early.
+void Worker::wait_for_slot(Clock::time_point due, int index) {
+  waiters_.push_back({due, index});
+  std::push_heap(waiters_.begin(), waiters_.end(),
+                 [](const Waiter& a, const Waiter& b) { return a.due > b.due; });
+  arm_pacer();
 }
 
-void Worker::on_pace() {
-  auto now = Clock::now();
-  for (; schedule_.slot_time(next_slot_) <= now; ++next_slot_)
-    connections_[schedule_.connection_of(next_slot_)]->on_slot(schedule_.turn_of(next_slot_));
-  schedule_pace();
+void Worker::resume_due_slow(Clock::time_point now) {
+  auto later = [](const Waiter& a, const Waiter& b) { return a.due > b.due; };
+  while (!waiters_.empty() && waiters_.front().due <= now) {
+    std::pop_heap(waiters_.begin(), waiters_.end(), later);
+    int index = waiters_.back().index;
+    waiters_.pop_back();
+    connections_[index]->resume(now);
+  }
 }
 
-bool Worker::take_ticket() {
-  if (!budget_) return true;
-  if (*budget_ <= 0) return false;
-  --*budget_;
+void Worker::arm_pacer() {
+  if (waiters_.empty() || stopping_) return;
+  auto at = std::max(waiters_.front().due, last_pace_ + plan_.pace_gap);
+  if (pace_armed_ && *pace_armed_ <= at) return;  // the pending wake-up comes first
+  pace_armed_ = at;
+  pace_timer_.expires_at(at);  // cancels a later pending wait: its handler sees operation_aborted
+  pace_timer_.async_wait([this](const boost::system::error_code& ec) { on_pace(ec); });
+}
+
+void Worker::on_pace(const boost::system::error_code& ec) {
+  if (ec) return;  // re-armed earlier, or stopping
+  pace_armed_.reset();
+  last_pace_ = Clock::now();
+  resume_due(last_pace_);
+  arm_pacer();
+}
+
+bool Worker::take_ticket(Clock::time_point now) {
+  if (budget_) {
+    if (*budget_ <= 0) return false;
+    --*budget_;
+  }
+  if (open_loop()) {
+    ++totals_.begun;
+    totals_.last_begun = now;
+  }
   return true;
 }
 

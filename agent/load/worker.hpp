@@ -33,6 +33,9 @@ struct WorkerTotals {
   std::array<int64_t, kErrorKindCount> errors_by_kind{};
   std::array<int64_t, 1000> status{};  // index = status code (Beast accepts 100..999)
   std::optional<Clock::time_point> last_measured_completion;
+  // Open loop: measured requests begun (sent or connecting) and when the last one began.
+  int64_t begun = 0;
+  std::optional<Clock::time_point> last_begun;
   RequestLog log;  // --csv-requests only
 };
 
@@ -52,6 +55,10 @@ class Worker {
 
   // After run() returned.
   const WorkerTotals& totals() const { return totals_; }
+  // Open loop: slots of this worker's schedule due in [measure start, `end`).
+  int64_t slots_due_before(Clock::time_point end) const {
+    return schedule_.slots_between(plan_.measure_start, end);
+  }
   RequestLog& log() { return totals_.log; }
 
   // Progress snapshots, any thread (relaxed: one writer, the worker thread).
@@ -66,8 +73,16 @@ class Worker {
   bool stopping() const { return stopping_; }
   bool open_loop() const { return plan_.rate_per_thread > 0; }
   const Schedule& schedule() const { return schedule_; }
-  // Takes a ticket for one measured request; false when the budget is spent.
-  bool take_ticket();
+  // Open loop: connection `index` is idle until `due`; the worker calls its resume() then
+  // (or later, never earlier).
+  void wait_for_slot(Clock::time_point due, int index);
+  // Open loop: resumes every connection whose slot is due at `now`. Called from every
+  // completion, so under load the slots are handed out without a timer wake-up.
+  void resume_due(Clock::time_point now) {
+    if (!waiters_.empty() && waiters_.front().due <= now) resume_due_slow(now);
+  }
+  // Takes a ticket for one measured request begun at `now`; false when the budget is spent.
+  bool take_ticket(Clock::time_point now);
   void note_connected();
   void note_first_connect_failure(const std::string& reason);
   // `origin`: where latency counts from (intended send time in open loop, else the write);
@@ -81,8 +96,9 @@ class Worker {
  private:
   void stop_now();
   void schedule_sweep();
-  void schedule_pace();
-  void on_pace();
+  void resume_due_slow(Clock::time_point now);
+  void arm_pacer();
+  void on_pace(const boost::system::error_code& ec);
   bool counts(bool measured, Clock::time_point done);
   void publish();
 
@@ -95,7 +111,14 @@ class Worker {
   boost::asio::steady_timer end_timer_;
   boost::asio::steady_timer pace_timer_;
   Schedule schedule_;
-  int64_t next_slot_ = 0;  // open loop: the first slot the pacer has not handed out yet
+  // Open loop: the idle connections, a min-heap on their due time (one entry each at most).
+  struct Waiter {
+    Clock::time_point due;
+    int index;
+  };
+  std::vector<Waiter> waiters_;
+  std::optional<Clock::time_point> pace_armed_;  // expiry of the pending pacer wait
+  Clock::time_point last_pace_{};                // when the pacer last woke
   Clock::duration sweep_interval_;
   std::vector<std::unique_ptr<Connection>> connections_;
   int active_ = 0;

@@ -5,6 +5,7 @@
 
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/histogram.hpp"
+#include "loadlab/shared/limits.hpp"
 
 namespace loadlab::agent {
 
@@ -58,20 +59,25 @@ std::string load_result_from_json(const nlohmann::json& j, v1::LoadResult* out) 
   out->set_threads(static_cast<uint32_t>(count(j, "threads")));
   out->set_connections(static_cast<uint32_t>(count(j, "connections")));
   fill_latency(j["latency_us"], out->mutable_latency());
-  if (j.contains("latency_uncorrected_us")) fill_latency(j["latency_uncorrected_us"], out->mutable_latency_uncorrected());
+  if (j.contains("latency_uncorrected_us"))
+    fill_latency(j["latency_uncorrected_us"], out->mutable_latency_uncorrected());
   if (j.contains("connect_us")) fill_latency(j["connect_us"], out->mutable_connect());
   out->set_connects(count(j, "connects"));
   out->set_rate(num(j, "rate"));
+  out->set_achieved_rate(num(j, "achieved_rate"));
+  out->set_rate_not_held(!j.value("rate_held", true));
   out->set_latency_corrected(j.value("latency_corrected", false));
   if (auto it = j.find("status"); it != j.end() && it->is_object())
     for (auto& [code, n] : it->items())
-      if (n.is_number()) (*out->mutable_status())[static_cast<uint32_t>(std::stoul(code))] = n.get<uint64_t>();
+      if (n.is_number())
+        (*out->mutable_status())[static_cast<uint32_t>(std::stoul(code))] = n.get<uint64_t>();
   if (auto it = j.find("errors_by_kind"); it != j.end() && it->is_object())
     for (auto& [kind, n] : it->items())
       if (n.is_number() && n.get<uint64_t>() > 0) (*out->mutable_error_kinds())[kind] = n.get<uint64_t>();
   try {
     fill_histogram(j["histogram"], out->mutable_histogram());
-    if (j.contains("histogram_uncorrected")) fill_histogram(j["histogram_uncorrected"], out->mutable_histogram_uncorrected());
+    if (j.contains("histogram_uncorrected"))
+      fill_histogram(j["histogram_uncorrected"], out->mutable_histogram_uncorrected());
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -98,12 +104,19 @@ std::string validate_load_spec(const v1::LoadSpec& s) {
       return "stop: one of requests_per_thread, total_requests, duration_s is required";
   }
   if (!(s.warmup_s() >= 0 && s.warmup_s() <= 3600)) return "warmup_s: must be in [0, 3600]";
-  if (!(s.rate() >= 0 && s.rate() <= 1e8)) return "rate: must be in [0, 1e8] requests per second (0 = closed loop)";
+  if (s.rate() != 0) {
+    double per_thread = s.rate() / s.threads();
+    if (!(per_thread >= limits::kMinRatePerThread && per_thread <= limits::kMaxRatePerThread))
+      return "rate: must be 0 (closed loop) or " + std::to_string(limits::kMinRatePerThread) + ".." +
+             std::to_string(limits::kMaxRatePerThread) + " requests per second per thread";
+  }
   for (char c : s.method())
     if (!std::isupper(static_cast<unsigned char>(c))) return "method: must be an upper-case token like GET";
   for (auto& [k, v] : s.headers()) {
-    if (k.empty() || k.find_first_of(":\r\n ") != std::string::npos) return "headers: bad header name \"" + k + "\"";
-    if (v.find_first_of("\r\n") != std::string::npos) return "headers/" + k + ": value must not contain CR or LF";
+    if (k.empty() || k.find_first_of(":\r\n ") != std::string::npos)
+      return "headers: bad header name \"" + k + "\"";
+    if (v.find_first_of("\r\n") != std::string::npos)
+      return "headers/" + k + ": value must not contain CR or LF";
   }
   return "";
 }

@@ -16,8 +16,10 @@ std::vector<std::string> saturation_flags(const RepResult& r, const std::map<std
     own[p.agent] += p.client.cpu_pct;
     machine[p.agent] = std::max(machine[p.agent], p.client.machine_cpu_pct);
     auto c = cores.find(p.agent);
-    if (c != cores.end() && c->second > 0 && p.client.cpu_pct >= 0.9 * 100.0 * c->second) add("client-saturated");
+    if (c != cores.end() && c->second > 0 && p.client.cpu_pct >= 0.9 * 100.0 * c->second)
+      add("client-saturated");
   }
+  if (r.rate_not_held) add("rate-not-held");
   for (auto& [agent, busy] : machine)
     if (busy >= 0 && busy - own[agent] >= 50.0) add("busy-machine:" + agent);
   return flags;

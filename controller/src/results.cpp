@@ -66,7 +66,7 @@ nlohmann::json to_json(const UsageResult& u) {
 
 namespace {
 nlohmann::json latency_json(const LatencyUs& l) {
-  return {{"p50", l.p50}, {"p90", l.p90}, {"p99", l.p99}, {"p999", l.p999},
+  return {{"p50", l.p50}, {"p90", l.p90},   {"p99", l.p99}, {"p999", l.p999},
           {"max", l.max}, {"mean", l.mean}, {"min", l.min}};
 }
 nlohmann::json status_json(const std::map<uint32_t, uint64_t>& m) {
@@ -99,12 +99,13 @@ UsageResult usage_from_json(const nlohmann::json& j) {
   u.machine_cpu_pct = j.value("machine_cpu_pct", -1.0);
   u.machine_cores = j.value("machine_cores", 0u);
   if (j.contains("series"))
-    for (auto& p : j["series"]) u.series.push_back({p[0].get<double>(), p[1].get<double>(), p[2].get<uint64_t>()});
+    for (auto& p : j["series"])
+      u.series.push_back({p[0].get<double>(), p[1].get<double>(), p[2].get<uint64_t>()});
   return u;
 }
 
 LatencyUs latency_from_json(const nlohmann::json& l) {
-  return {l.value("p50", 0.0), l.value("p90", 0.0), l.value("p99", 0.0), l.value("p999", 0.0),
+  return {l.value("p50", 0.0), l.value("p90", 0.0),  l.value("p99", 0.0), l.value("p999", 0.0),
           l.value("max", 0.0), l.value("mean", 0.0), l.value("min", 0.0)};
 }
 
@@ -121,12 +122,16 @@ CellResult cell_from_json(const nlohmann::json& j, const Cell& cell) {
     rep.duration_s = r.at("duration_s").get<double>();
     rep.qps = r.at("qps").get<double>();
     rep.latency_us = latency_from_json(r.at("latency_us"));
-    rep.latency_uncorrected_us = latency_from_json(r.value("latency_uncorrected_us", nlohmann::json::object()));
+    rep.latency_uncorrected_us =
+        latency_from_json(r.value("latency_uncorrected_us", nlohmann::json::object()));
     rep.latency_corrected = r.value("latency_corrected", false);
     rep.rate = r.value("rate", 0.0);
+    rep.achieved_rate = r.value("achieved_rate", 0.0);
+    rep.rate_not_held = r.value("rate_not_held", false);
     rep.connects = r.value("connects", uint64_t{0});
     rep.connect_us = latency_from_json(r.value("connect_us", nlohmann::json::object()));
-    for (auto& [code, n] : r.at("status").items()) rep.status[static_cast<uint32_t>(std::stoul(code))] = n.get<uint64_t>();
+    for (auto& [code, n] : r.at("status").items())
+      rep.status[static_cast<uint32_t>(std::stoul(code))] = n.get<uint64_t>();
     const auto kinds = r.value("error_kinds", nlohmann::json::object());  // items() needs a living object
     for (auto& [kind, n] : kinds.items()) rep.error_kinds[kind] = n.get<uint64_t>();
     rep.bytes_read = r.value("bytes_read", uint64_t{0});
@@ -138,7 +143,8 @@ CellResult cell_from_json(const nlohmann::json& j, const Cell& cell) {
     for (auto& p : r.value("load_parts", nlohmann::json::array()))
       rep.parts.push_back({p.at("agent").get<std::string>(), p.at("threads").get<uint32_t>(),
                            p.at("connections").get<uint32_t>(), p.at("requests").get<uint64_t>(),
-                           p.at("errors").get<uint64_t>(), p.at("qps").get<double>(), usage_from_json(p.at("client"))});
+                           p.at("errors").get<uint64_t>(), p.at("qps").get<double>(),
+                           usage_from_json(p.at("client"))});
     rep.flags = r.value("flags", std::vector<std::string>());
     rep.attempts = r.value("attempts", 1u);
     c.reps.push_back(std::move(rep));
@@ -155,6 +161,8 @@ nlohmann::json to_json(const RepResult& r) {
           {"latency_uncorrected_us", latency_json(r.latency_uncorrected_us)},
           {"latency_corrected", r.latency_corrected},
           {"rate", r.rate},
+          {"achieved_rate", r.achieved_rate},
+          {"rate_not_held", r.rate_not_held},
           {"connects", r.connects},
           {"connect_us", latency_json(r.connect_us)},
           {"status", status_json(r.status)},
@@ -171,12 +179,9 @@ nlohmann::json to_json(const RepResult& r) {
 }
 
 nlohmann::json to_json(const CellResult& c) {
-  nlohmann::json j = {{"key", c.cell.key()},
-                      {"target", c.cell.target},
-                      {"delay_ms", c.cell.delay_ms},
-                      {"threads", c.cell.threads},
-                      {"connections", c.cell.connections},
-                      {"ok", c.ok()}};
+  nlohmann::json j = {
+      {"key", c.cell.key()},       {"target", c.cell.target},           {"delay_ms", c.cell.delay_ms},
+      {"threads", c.cell.threads}, {"connections", c.cell.connections}, {"ok", c.ok()}};
   if (!c.error.empty()) j["error"] = c.error;
   nlohmann::json reps = nlohmann::json::array();
   for (auto& r : c.reps) reps.push_back(to_json(r));

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdlib>
 #include <random>
 
 #include "loadlab/controller/flags.hpp"
@@ -16,7 +16,8 @@ namespace {
 
 Scenario scenario(const std::string& load) {
   return parse_scenario(nlohmann::json::parse(R"({"name": "s", "targets": [{"name": "b", "builtin": "hello"}],
-      "matrix": {"delay_ms": [0], "threads": [5]}, "load": )" + load + "}"));
+      "matrix": {"delay_ms": [0], "threads": [5]}, "load": )" +
+                                              load + "}"));
 }
 
 TEST(SplitLoad, ThreadsConnectionsAndTotalsSplitWithoutLoss) {
@@ -93,6 +94,20 @@ TEST(SaturationFlags, FlagAClientNearItsCoresAndABusyMachine) {
   EXPECT_EQ(saturation_flags(r, {{"srv", 4}, {"cli", 2}}), (std::vector<std::string>{"busy-machine:srv"}));
   r.server.machine_cpu_pct = 90;
   EXPECT_TRUE(saturation_flags(r, {{"srv", 4}, {"cli", 2}}).empty());
+}
+
+TEST(SaturationFlags, AnOpenLoopThatFellBehindOnOneLoadAgentFlagsTheRepetition) {
+  v1::LoadResult held = part({100}, 1000), behind = part({100}, 400);
+  held.set_rate(1000);
+  held.set_achieved_rate(1000);
+  behind.set_rate(1000);
+  behind.set_achieved_rate(400);
+  behind.set_rate_not_held(true);
+  RepResult r = merge_load_results({held, behind});
+  EXPECT_DOUBLE_EQ(r.achieved_rate, 1400);
+  EXPECT_TRUE(r.rate_not_held);
+  EXPECT_EQ(saturation_flags(r, {}), (std::vector<std::string>{"rate-not-held"}));
+  EXPECT_TRUE(saturation_flags(merge_load_results({held, held}), {}).empty());
 }
 
 TEST(Results, ACellSurvivesTheJournalRoundTrip) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace loadlab::load {
 namespace {
 
@@ -49,36 +51,45 @@ TEST_P(LoadOptionsRejectTest, MessageNamesTheFlag) {
 
 INSTANTIATE_TEST_SUITE_P(
     Flags, LoadOptionsRejectTest,
-    ::testing::Values(BadCase{"https", [](LoadOptions& o) { o.url = "https://127.0.0.1/"; }, "only http://"},
-                      BadCase{"no_scheme", [](LoadOptions& o) { o.url = "127.0.0.1:80"; }, "URL"},
-                      BadCase{"no_host", [](LoadOptions& o) { o.url = "http:///x"; }, "URL"},
-                      BadCase{"bad_port", [](LoadOptions& o) { o.url = "http://h:99999/"; }, "URL"},
-                      BadCase{"zero_threads", [](LoadOptions& o) { o.threads = 0; }, "-t/--threads"},
-                      BadCase{"too_many_threads", [](LoadOptions& o) { o.threads = 5000; }, "1..1024"},
-                      BadCase{"fewer_connections",
-                              [](LoadOptions& o) {
-                                o.threads = 4;
-                                o.connections = 2;
-                              },
-                              "-c/--connections"},
-                      BadCase{"two_stops",
-                              [](LoadOptions& o) {
-                                o.requests_per_thread = 1;
-                                o.duration_s = 1;
-                              },
-                              "-n, --total, -d"},
-                      BadCase{"zero_n", [](LoadOptions& o) { o.requests_per_thread = 0; }, "-n/--requests"},
-                      BadCase{"zero_total", [](LoadOptions& o) { o.total_requests = 0; }, "--total"},
-                      BadCase{"zero_duration", [](LoadOptions& o) { o.duration_s = 0; }, "-d/--duration"},
-                      BadCase{"negative_warmup", [](LoadOptions& o) { o.warmup_s = -1; }, "--warmup"},
-                      BadCase{"zero_rate", [](LoadOptions& o) { o.rate = 0.0; }, "--rate"},
-                      BadCase{"negative_rate", [](LoadOptions& o) { o.rate = -5.0; }, "--rate"},
-                      BadCase{"zero_timeout", [](LoadOptions& o) { o.timeout_ms = 0; }, "--timeout"},
-                      BadCase{"bad_method", [](LoadOptions& o) { o.method = "GE T"; }, "-m/--method"},
-                      BadCase{"bad_header", [](LoadOptions& o) { o.headers = {"NoColon"}; }, "-H/--header"},
-                      BadCase{"crlf_header", [](LoadOptions& o) { o.headers = {"A: b\r\nC: d"}; },
-                              "-H/--header"},
-                      BadCase{"log_level", [](LoadOptions& o) { o.log_level = "loud"; }, "--log-level"}),
+    ::testing::Values(
+        BadCase{"https", [](LoadOptions& o) { o.url = "https://127.0.0.1/"; }, "only http://"},
+        BadCase{"no_scheme", [](LoadOptions& o) { o.url = "127.0.0.1:80"; }, "URL"},
+        BadCase{"no_host", [](LoadOptions& o) { o.url = "http:///x"; }, "URL"},
+        BadCase{"bad_port", [](LoadOptions& o) { o.url = "http://h:99999/"; }, "URL"},
+        BadCase{"zero_threads", [](LoadOptions& o) { o.threads = 0; }, "-t/--threads"},
+        BadCase{"too_many_threads", [](LoadOptions& o) { o.threads = 5000; }, "1..1024"},
+        BadCase{"fewer_connections",
+                [](LoadOptions& o) {
+                  o.threads = 4;
+                  o.connections = 2;
+                },
+                "-c/--connections"},
+        BadCase{"two_stops",
+                [](LoadOptions& o) {
+                  o.requests_per_thread = 1;
+                  o.duration_s = 1;
+                },
+                "-n, --total, -d"},
+        BadCase{"zero_n", [](LoadOptions& o) { o.requests_per_thread = 0; }, "-n/--requests"},
+        BadCase{"zero_total", [](LoadOptions& o) { o.total_requests = 0; }, "--total"},
+        BadCase{"zero_duration", [](LoadOptions& o) { o.duration_s = 0; }, "-d/--duration"},
+        BadCase{"negative_warmup", [](LoadOptions& o) { o.warmup_s = -1; }, "--warmup"},
+        BadCase{"zero_rate", [](LoadOptions& o) { o.rate = 0.0; }, "--rate"},
+        BadCase{"negative_rate", [](LoadOptions& o) { o.rate = -5.0; }, "--rate"},
+        BadCase{"tiny_rate", [](LoadOptions& o) { o.rate = 1e-300; }, "--rate: must be in 0.001.."},
+        BadCase{"tiny_rate_per_thread",
+                [](LoadOptions& o) {
+                  o.threads = 4;
+                  o.rate = 0.002;  // 0.0005 per thread
+                },
+                "(0.001..1e+07 per thread)"},
+        BadCase{"huge_rate", [](LoadOptions& o) { o.rate = 1.1e7; }, "--rate"},
+        BadCase{"nan_rate", [](LoadOptions& o) { o.rate = std::nan(""); }, "--rate"},
+        BadCase{"zero_timeout", [](LoadOptions& o) { o.timeout_ms = 0; }, "--timeout"},
+        BadCase{"bad_method", [](LoadOptions& o) { o.method = "GE T"; }, "-m/--method"},
+        BadCase{"bad_header", [](LoadOptions& o) { o.headers = {"NoColon"}; }, "-H/--header"},
+        BadCase{"crlf_header", [](LoadOptions& o) { o.headers = {"A: b\r\nC: d"}; }, "-H/--header"},
+        BadCase{"log_level", [](LoadOptions& o) { o.log_level = "loud"; }, "--log-level"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ParseUrlTest, Forms) {

@@ -3,6 +3,7 @@
 #include "load_runner.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -307,6 +308,59 @@ TEST(LoadRunnerTest, ShutdownStopsEarlyAndKeepsWhatWasMeasured) {
   EXPECT_NEAR(r.duration_s, 0.3, 0.1);
 }
 
+// The slowest rate the flags allow: one slot at the start, the next 1000 s later. The
+// window still ends on time, and a shutdown still ends a run whose budget would take hours.
+TEST(LoadRunnerTest, SlowestRateKeepsTheDeadlineAndTheShutdown) {
+  TestServer server;
+  LoadOptions o = options_for(server);
+  o.rate = 0.001;
+  o.duration_s = 0.5;
+  auto start = std::chrono::steady_clock::now();
+  LoadResult r = run_bounded(o, 10s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_EQ(r.requests, 1);
+  EXPECT_TRUE(r.rate_held);
+
+  o.duration_s.reset();
+  o.requests_per_thread = 5;  // 4000 s of schedule
+  ASSERT_EQ(validate(o), "");
+  LoadRunner runner(o);
+  auto future = std::async(std::launch::async, [&] { return runner.run(); });
+  std::this_thread::sleep_for(300ms);
+  runner.initiate_shutdown();
+  ASSERT_EQ(future.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(future.get().interrupted);
+}
+
+// A 2 ms server on one connection completes at most 500 requests a second: asked for
+// 2000, the run says it did not hold the rate and what it achieved.
+TEST(LoadRunnerTest, RateNotHeldIsReported) {
+  TestServer server(2ms);
+  LoadOptions o = options_for(server);
+  o.rate = 2000;
+  o.duration_s = 1;
+  LoadResult r = run_bounded(o);
+  EXPECT_FALSE(r.rate_held);
+  EXPECT_GT(r.achieved_rate, 100);
+  EXPECT_LT(r.achieved_rate, 600);
+  EXPECT_NE(rate_not_held_message(r).find("rate not held: achieved "), std::string::npos);
+  EXPECT_NE(rate_not_held_message(r).find(" of 2000 req/s"), std::string::npos) << rate_not_held_message(r);
+}
+
+// The same server with ten connections holds 500 a second: -n ends on schedule, and the
+// rate counts as held.
+TEST(LoadRunnerTest, RateWithinReachIsHeld) {
+  TestServer server(2ms);
+  LoadOptions o = options_for(server);
+  o.connections = 10;
+  o.rate = 500;
+  o.requests_per_thread = 250;
+  LoadResult r = run_bounded(o);
+  EXPECT_TRUE(r.rate_held) << r.achieved_rate;
+  EXPECT_NEAR(r.achieved_rate, 500, 5);
+  EXPECT_EQ(rate_not_held_message(r), "");
+}
+
 TEST(LoadRunnerTest, ProgressIsReported) {
   TestServer server;
   LoadOptions o = options_for(server);
@@ -470,11 +524,40 @@ TEST(LoadBinaryTest, JsonEventsStreamProgressMeasureStartAndResult) {
   EXPECT_EQ(measure_starts, 1);
 }
 
+TEST(LoadBinaryTest, RateNotHeldIsPrintedAndInTheJson) {
+  TestServer server(2ms);
+  Exec e = run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
+                      "/ -c 1 -d 0.5 --rate 2000 --json 2>&1");
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  EXPECT_NE(e.out.find("loadlab-load: rate not held: achieved "), std::string::npos) << e.out;
+  auto brace = e.out.find('{');
+  ASSERT_NE(brace, std::string::npos) << e.out;
+  auto j = nlohmann::json::parse(e.out.substr(brace, e.out.find('\n', brace) - brace));
+  EXPECT_EQ(j["rate_held"], false);
+  EXPECT_LT(j["achieved_rate"].get<double>(), 1000);
+}
+
 TEST(LoadBinaryTest, SigintPrintsTheResult) {
   TestServer server;
-  Exec e = run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
-                      "/ -d 30 --json 2>/dev/null & pid=$!; sleep 0.5; kill -INT $pid; wait $pid");
   // `timeout` wraps the binary: SIGINT goes to the shell's child `timeout`, which forwards it.
+  // The signal is sent once the server has answered requests, however slow the start.
+  std::string pid_file = ::testing::TempDir() + "/sigint-load.pid";
+  std::remove(pid_file.c_str());
+  auto exec = std::async(std::launch::async, [&] {
+    return run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
+                      "/ -d 30 --json 2>/dev/null & echo $! > " + pid_file + "; wait $!");
+  });
+  auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (server.requests() < 10 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  pid_t pid = 0;
+  if (std::FILE* f = std::fopen(pid_file.c_str(), "r")) {
+    if (std::fscanf(f, "%d", &pid) != 1) pid = 0;
+    std::fclose(f);
+  }
+  ASSERT_GT(pid, 0);
+  ::kill(pid, SIGINT);
+  Exec e = exec.get();
   ASSERT_EQ(e.exit_code, 0) << e.out;
   auto j = nlohmann::json::parse(e.out);
   EXPECT_EQ(j["interrupted"], true);

@@ -34,6 +34,28 @@ TEST(ScheduleTest, FractionalRatesDoNotDrift) {
   EXPECT_EQ(s.slot_time(3 * 3600), start + 3600s);
 }
 
+TEST(ScheduleTest, SlotsInAWindowAreCountedExactly) {
+  Clock::time_point start{};
+  Schedule s(start, 1000.0, 3);
+  EXPECT_EQ(s.first_slot_at(start), 0);
+  EXPECT_EQ(s.first_slot_at(start + 1ms), 1);
+  EXPECT_EQ(s.first_slot_at(start + 1ms + 1ns), 2);
+  EXPECT_EQ(s.slots_between(start, start + 1s), 1000);
+  EXPECT_EQ(s.slots_between(start + 500us, start + 1s + 500us), 1000);
+  EXPECT_EQ(s.slots_between(start + 1s, start), 0);
+  Schedule third(start, 3.0, 1);
+  EXPECT_EQ(third.slots_between(start, start + 1s), 3);  // 0, 333.3, 666.7 ms
+}
+
+TEST(ScheduleTest, TimesStayFiniteAtTheSlowestRateAndLargestSlot) {
+  Clock::time_point start{};
+  Schedule s(start, 0.001, 1);  // a slot every 1000 s
+  auto far = s.slot_time(int64_t{1} << 40);
+  EXPECT_GT(far, start);
+  EXPECT_LE(far - start, std::chrono::nanoseconds(static_cast<int64_t>(Schedule::kHorizonNs)));
+  EXPECT_GT(s.first_slot_at(start + std::chrono::hours(24 * 365 * 40)), 0);  // beyond the horizon, no loop
+}
+
 TEST(RequestLogTest, WritesOneRowPerRecordMergedInStartOrder) {
   RequestLog a{{0, 100, 50, 200}, {300, 100, 40, 200}, {200, 0, 7, 0}};
   RequestLog b{{100, 120, 60, 404}, {400, 100, 10, 200}};

@@ -127,7 +127,10 @@ TEST(OpenLoopTest, FixedRateIsHeldWithinOnePercent) {
   EXPECT_LE(*seen - r.requests, 10);  // only the requests in flight when the window closed
 }
 
-TEST(OpenLoopTest, HalfTheClosedLoopMaximumIsHeldWithinOnePercent) {
+// A rate well inside what this machine does in closed loop, measured here with the same
+// connections, is held within 1 % and counts as held; three times that maximum is not, and
+// says so. How close to the maximum the open loop gets is a figure for bench/open_loop.sh.
+TEST(OpenLoopTest, RateWithinReachIsHeldAndBeyondItIsFlagged) {
   TargetProcess target({"--threads", "1"});
   ASSERT_NE(target.port(), 0);
   LoadOptions closed;
@@ -137,12 +140,20 @@ TEST(OpenLoopTest, HalfTheClosedLoopMaximumIsHeldWithinOnePercent) {
   LoadResult max = run_bounded(closed);
   ASSERT_GT(max.qps, 1000);
   LoadOptions open = closed;
-  open.rate = std::floor(max.qps / 2);
+  open.rate = std::floor(max.qps / 4);
   open.duration_s = 2;
   LoadResult r = run_bounded(open);
-  target.stop();
   EXPECT_EQ(r.errors, 0);
   EXPECT_NEAR(r.qps, *open.rate, *open.rate * 0.01) << "closed-loop maximum " << max.qps;
+  EXPECT_TRUE(r.rate_held) << r.achieved_rate;
+
+  open.rate = std::floor(max.qps * 3);
+  open.duration_s = 1;
+  LoadResult beyond = run_bounded(open);
+  target.stop();
+  EXPECT_FALSE(beyond.rate_held) << "closed-loop maximum " << max.qps << ", achieved "
+                                 << beyond.achieved_rate;
+  EXPECT_LT(beyond.achieved_rate, *open.rate * 0.9);
 }
 
 TEST(OpenLoopTest, RequestBudgetIsExact) {

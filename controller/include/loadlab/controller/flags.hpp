@@ -9,6 +9,8 @@
 namespace loadlab::controller {
 
 // "client-saturated": a load agent's worker used ≥ 90 % of its machine's cores.
+// "rate-not-held": open loop, a load agent began fewer than 99 % of the requests its
+// schedule had due: the figures are at a lower rate than asked.
 // "busy-machine:NAME": an agent's machine spent ≥ 50 % of a core on work other than the
 // benchmark's own processes during the window (a noisy neighbour).
 // `cores` maps agent names to their core counts (from Describe).

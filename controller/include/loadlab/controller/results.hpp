@@ -2,10 +2,9 @@
 // The result model: raw figures per repetition, and a cell's summary over repetitions.
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "loadlab/controller/plan.hpp"
 
@@ -49,13 +48,15 @@ struct RepResult {
   LatencyUs latency_us;  // from intended send times when latency_corrected (open loop)
   LatencyUs latency_uncorrected_us;
   bool latency_corrected = false;
-  double rate = 0;  // requested, 0 = closed loop
+  double rate = 0;             // requested, 0 = closed loop
+  double achieved_rate = 0;    // open loop: requests begun per second, summed over load agents
+  bool rate_not_held = false;  // open loop: some load agent fell behind its schedule
   uint64_t connects = 0;
   LatencyUs connect_us;
   std::map<uint32_t, uint64_t> status;
   std::map<std::string, uint64_t> error_kinds;
   uint64_t bytes_read = 0;
-  nlohmann::json histogram;  // loadlab::Histogram::to_json() form
+  nlohmann::json histogram;    // loadlab::Histogram::to_json() form
   UsageResult server, client;  // client: summed over the load agents
   uint32_t target_startup_ms = 0;
   std::string target_agent;
