@@ -1,10 +1,9 @@
 // loadlab: the controller CLI. Parses flags, runs, maps errors to exit statuses:
 // 0 ok, 1 environment (agent unreachable) or a regression (compare), 2 bad input,
 // 3 some cells failed.
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/plan.hpp"
@@ -22,25 +21,32 @@ int main(int argc, char** argv) {
   loadlab::controller::RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");
   run_cmd->add_option("scenario", run.scenario_path, "scenario JSON file");
-  run_cmd->add_option("--resume", run.resume_dir, "continue the run in this folder, keeping its finished cells");
+  run_cmd->add_option("--resume", run.resume_dir,
+                      "continue the run in this folder, keeping its finished cells");
   run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
   run_cmd->add_option("--out", run.out_dir, "run folder (default runs/NAME-TIME)");
-  run_cmd->add_option("--bin-dir", run.bin_dir, "folder of loadlab-target and loadlab-load for the embedded agent");
-  run_cmd->add_flag("--quiet", run.quiet, "no progress bar, plain log lines (--log-level warn silences them)");
+  run_cmd->add_option("--bin-dir", run.bin_dir,
+                      "folder of loadlab-target and loadlab-load for the embedded agent");
+  run_cmd->add_flag("--quiet", run.quiet,
+                    "no progress bar, plain log lines (--log-level warn silences them)");
 
   std::string agents_lab;
-  auto* agents_cmd = app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
+  auto* agents_cmd =
+      app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
   agents_cmd->add_option("--lab", agents_lab, "lab JSON file")->required();
 
   std::string compare_base, compare_new, compare_metric;
   double compare_threshold = -1;
-  auto* compare_cmd = app.add_subcommand("compare", "compare two runs cell by cell; exit status 1 on a regression");
+  auto* compare_cmd =
+      app.add_subcommand("compare", "compare two runs cell by cell; exit status 1 on a regression");
   compare_cmd->add_option("base", compare_base, "baseline run folder or result.json")->required();
   compare_cmd->add_option("new", compare_new, "new run folder or result.json")->required();
-  compare_cmd->add_option("--metric", compare_metric, "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, "
-                                                      "client_cpu_pct (default: the scenario's regression.metric, or qps)");
-  compare_cmd->add_option("--threshold-pct", compare_threshold,
-                          "smallest change that counts (default: the scenario's regression.threshold_pct, or 5)");
+  compare_cmd->add_option("--metric", compare_metric,
+                          "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, "
+                          "client_cpu_pct (default: the scenario's regression.metric, or qps)");
+  compare_cmd->add_option(
+      "--threshold-pct", compare_threshold,
+      "smallest change that counts (default: the scenario's regression.threshold_pct, or 5)");
 
   std::string validate_path;
   auto* validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
@@ -59,7 +65,8 @@ int main(int argc, char** argv) {
     if (*validate_cmd) {
       auto s = loadlab::controller::load_scenario_file(validate_path);
       auto cells = loadlab::controller::expand(s);
-      std::cout << validate_path << ": ok, " << cells.size() << " cells × " << s.repetitions << " repetitions\n";
+      std::cout << validate_path << ": ok, " << cells.size() << " cells × " << s.repetitions
+                << " repetitions\n";
       for (auto& c : cells) std::cout << "  " << c.key() << " (" << c.connections << " connections)\n";
       return 0;
     }
@@ -91,7 +98,10 @@ int main(int argc, char** argv) {
     }
     return loadlab::controller::run_scenario(run, std::cout);
   } catch (const loadlab::InputError& e) {
-    std::string source = *validate_cmd ? validate_path : *agents_cmd ? agents_lab : *compare_cmd ? "compare" : run.scenario_path;
+    std::string source = *validate_cmd  ? validate_path
+                         : *agents_cmd  ? agents_lab
+                         : *compare_cmd ? "compare"
+                                        : run.scenario_path;
     if (!e.file().empty()) source = e.file();
     std::cerr << "loadlab: " << (source.empty() ? run.resume_dir : source) << ": " << e.what() << "\n";
     return 2;

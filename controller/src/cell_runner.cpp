@@ -35,7 +35,8 @@ UsageResult from_proto(const v1::Usage& u) {
 }
 
 std::string exit_text(const v1::Exited& e) {
-  return e.signal() ? "killed by signal " + std::to_string(e.signal()) : "exit status " + std::to_string(e.exit_code());
+  return e.signal() ? "killed by signal " + std::to_string(e.signal())
+                    : "exit status " + std::to_string(e.exit_code());
 }
 
 std::string status_text(const grpc::Status& st) {
@@ -63,7 +64,8 @@ class Watchdog {
     std::lock_guard lock(mutex_);
     phase_ = phase;
     limit_s_ = seconds;
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    deadline_ =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     cv_.notify_all();
   }
   // The phase that ran out, or "" if none did.
@@ -74,7 +76,8 @@ class Watchdog {
   CellError error(const std::string& phase, const std::string& message) const {
     std::lock_guard lock(mutex_);
     if (!expired_.empty())
-      return CellError(expired_, "phase '" + expired_ + "' ran out after " + std::to_string(static_cast<int>(limit_s_)) + " s");
+      return CellError(expired_, "phase '" + expired_ + "' ran out after " +
+                                     std::to_string(static_cast<int>(limit_s_)) + " s");
     return CellError(phase, message);
   }
 
@@ -171,15 +174,18 @@ std::vector<LoadShare> split_load(const Scenario& s, const Cell& c, size_t agent
 v1::TargetSpec target_spec(const Scenario& s, const Cell& c) {
   const auto& t = s.targets[c.target_index];
   v1::TargetSpec spec;
-  if (!t.builtin.empty()) spec.set_builtin(t.builtin);
-  else spec.set_catalog(t.catalog);
+  if (!t.builtin.empty())
+    spec.set_builtin(t.builtin);
+  else
+    spec.set_catalog(t.catalog);
   spec.set_delay_ms(c.delay_ms);
   spec.set_threads(t.server_threads);
   spec.set_body(t.body);
   return spec;
 }
 
-v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share, const std::string& endpoint) {
+v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
+                       const std::string& endpoint) {
   const auto& l = s.load;
   v1::LoadSpec spec;
   spec.set_endpoint(endpoint);
@@ -202,7 +208,8 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
 
 namespace {
 // Percentiles of the merged buckets of one histogram field of several results.
-LatencyUs merged_latency(const std::vector<v1::LoadResult>& results, const v1::Histogram& (v1::LoadResult::*hist)() const,
+LatencyUs merged_latency(const std::vector<v1::LoadResult>& results,
+                         const v1::Histogram& (v1::LoadResult::*hist)() const,
                          const v1::Latency& (v1::LoadResult::*lat)() const, nlohmann::json* out) {
   Histogram merged;
   double min_us = -1, max_us = 0, weighted_mean = 0;
@@ -212,7 +219,8 @@ LatencyUs merged_latency(const std::vector<v1::LoadResult>& results, const v1::H
     Histogram h(static_cast<int64_t>(ph.highest_trackable()), static_cast<int>(ph.significant_digits()));
     for (auto& b : ph.buckets()) h.add_bucket(b.index(), b.count());
     if (!merged.merge(h))
-      throw CellError("measure", "a load agent's histogram has other parameters (an agent of another version?)");
+      throw CellError("measure",
+                      "a load agent's histogram has other parameters (an agent of another version?)");
     if (h.count() == 0) continue;
     const auto& l = (p.*lat)();
     min_us = min_us < 0 ? l.min_us() : std::min(min_us, l.min_us());
@@ -228,7 +236,12 @@ LatencyUs merged_latency(const std::vector<v1::LoadResult>& results, const v1::H
   Histogram exact = Histogram::from_json(j);
   if (out) *out = j;
   auto pct = [&](double p) { return static_cast<double>(exact.value_at_percentile(p)); };
-  return {pct(50), pct(90), pct(99), pct(99.9), static_cast<double>(exact.max()), exact.mean(),
+  return {pct(50),
+          pct(90),
+          pct(99),
+          pct(99.9),
+          static_cast<double>(exact.max()),
+          exact.mean(),
           static_cast<double>(exact.min())};
 }
 }  // namespace
@@ -261,8 +274,8 @@ RepResult merge_load_results(const std::vector<v1::LoadResult>& results) {
   return r;
 }
 
-RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c, const PhaseLimits& limits,
-                         const ProgressFn& progress) {
+RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
+                         const PhaseLimits& limits, const ProgressFn& progress) {
   auto log = component_logger("controller");
   // Declared before the watchdog, so that it is gone (no more cancels) before they are.
   grpc::ClientContext tctx;
@@ -359,9 +372,9 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
           have_usage = true;
         } else if (m.target_event.has_exited()) {
           // The target died under load: the cell cannot be measured any more.
-          throw CellError(started ? "measure" : "warmup",
-                          "target exited (" + exit_text(m.target_event.exited()) + "): " +
-                              m.target_event.exited().output_tail());
+          throw CellError(started ? "measure" : "warmup", "target exited (" +
+                                                              exit_text(m.target_event.exited()) +
+                                                              "): " + m.target_event.exited().output_tail());
         }
         continue;
       }
@@ -369,7 +382,8 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
       const std::string& agent = placement.loads[m.agent].name;
       if (m.end) {
         ++ended;
-        if (!m.status.ok()) throw watchdog.error("measure", "load agent " + agent + ": " + status_text(m.status));
+        if (!m.status.ok())
+          throw watchdog.error("measure", "load agent " + agent + ": " + status_text(m.status));
         if (!call.result || !call.usage)
           throw CellError("measure", "load agent " + agent + " ended without a result and its usage");
         continue;
@@ -427,8 +441,10 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
     const auto& res = *calls[i]->result;
     merged.parts.push_back({placement.loads[i].name, calls[i]->share.threads, calls[i]->share.connections,
                             res.requests(), res.errors(), res.qps(), *calls[i]->usage});
-    if (i == 0) merged.client = *calls[i]->usage;
-    else merged.client.add(*calls[i]->usage);
+    if (i == 0)
+      merged.client = *calls[i]->usage;
+    else
+      merged.client.add(*calls[i]->usage);
   }
   watchdog.arm("stop", limits.stop_s);
   target_closed = true;

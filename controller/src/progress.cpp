@@ -11,8 +11,10 @@ std::string clock_text(double s) {
   if (s < 0) return "--:--";
   int t = static_cast<int>(s + 0.5);
   char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
   return buf;
 }
 }  // namespace
@@ -48,8 +50,10 @@ void ProgressReporter::cell_finished(size_t done, const std::string& key, const 
   done_ = done;
   if (quiet_) return;
   std::string line = "[" + std::to_string(done) + "/" + std::to_string(total_) + "] " + key + ": " + summary;
-  if (tty_) note(line);
-  else component_logger("controller")->info("{}", line);
+  if (tty_)
+    note(line);
+  else
+    component_logger("controller")->info("{}", line);
 }
 
 void ProgressReporter::note(const std::string& line) {
@@ -73,8 +77,8 @@ void ProgressReporter::draw() {
   char qps[64] = "";
   if (live_.elapsed_s > 0)
     std::snprintf(qps, sizeof qps, "  %s%.0f req/s", live_.warmup ? "warm-up " : "", live_.qps);
-  std::fprintf(stderr, "\r\033[K[%s] %zu/%zu  %s%s  elapsed %s  ETA %s", bar.c_str(), done_, total_, current_.c_str(), qps,
-               clock_text(elapsed).c_str(), clock_text(eta).c_str());
+  std::fprintf(stderr, "\r\033[K[%s] %zu/%zu  %s%s  elapsed %s  ETA %s", bar.c_str(), done_, total_,
+               current_.c_str(), qps, clock_text(elapsed).c_str(), clock_text(eta).c_str());
   std::fflush(stderr);
   drawn_ = true;
 }

@@ -1,6 +1,8 @@
 #include "loadlab/controller/runner.hpp"
 
 #include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,9 +14,6 @@
 #include <memory>
 #include <random>
 #include <thread>
-
-#include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/cell_runner.hpp"
@@ -69,10 +68,12 @@ std::unique_ptr<ConnectedAgent> connect(const AgentDef& def, double timeout_s) {
   a->def = def;
   a->stub = v1::Agent::NewStub(make_channel(def.address));
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
   ctx.set_wait_for_ready(true);
   auto st = a->stub->Describe(&ctx, v1::DescribeRequest(), &a->info);
-  if (!st.ok()) a->error = "cannot reach agent " + def.name + " at " + def.address + ": " + st.error_message();
+  if (!st.ok())
+    a->error = "cannot reach agent " + def.name + " at " + def.address + ": " + st.error_message();
   return a;
 }
 
@@ -128,8 +129,8 @@ std::string cell_summary(const CellResult& c) {
   if (!c.ok()) return "FAILED: " + c.error;
   const auto& m = c.median();
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%.0f req/s, p50 %.2f ms, p99 %.2f ms, %llu errors", m.qps, m.latency_us.p50 / 1000,
-                m.latency_us.p99 / 1000, static_cast<unsigned long long>(m.errors));
+  std::snprintf(buf, sizeof buf, "%.0f req/s, p50 %.2f ms, p99 %.2f ms, %llu errors", m.qps,
+                m.latency_us.p50 / 1000, m.latency_us.p99 / 1000, static_cast<unsigned long long>(m.errors));
   std::string s = buf;
   for (auto& f : c.flags()) s += " [" + f + "]";
   return s;
@@ -147,7 +148,8 @@ class AgentPool {
     std::vector<const ConnectedAgent*> targets, loads;
     for (auto& a : agents) {
       if (!a->error.empty()) continue;
-      if (a->def.matches(s.placement.target_role, s.placement.target_labels) && a->can_host(name)) targets.push_back(a.get());
+      if (a->def.matches(s.placement.target_role, s.placement.target_labels) && a->can_host(name))
+        targets.push_back(a.get());
       if (a->def.matches(s.placement.load_role, s.placement.load_labels)) loads.push_back(a.get());
     }
     const bool share = s.placement.share_agents || agents.size() == 1;
@@ -162,10 +164,12 @@ class AgentPool {
     for (auto* t : targets)
       if (!eligible_loads(t).empty()) usable.push_back(t);
     if (targets.empty())
-      throw EnvironmentError("no reachable agent with role " + s.placement.target_role + " can host \"" + name + "\"");
+      throw EnvironmentError("no reachable agent with role " + s.placement.target_role + " can host \"" +
+                             name + "\"");
     if (usable.empty())
-      throw EnvironmentError("no reachable agent with role " + s.placement.load_role + " other than the target's " +
-                             targets[0]->def.name + " (set placement.share_agents to allow sharing)");
+      throw EnvironmentError("no reachable agent with role " + s.placement.load_role +
+                             " other than the target's " + targets[0]->def.name +
+                             " (set placement.share_agents to allow sharing)");
     Placement p;
     const ConnectedAgent* target = usable[attempt % usable.size()];
     p.target = target->ref();
@@ -203,7 +207,8 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
     out = options.out_dir.empty() ? fs::path("runs") / (scenario.name + "-" + utc_now("%Y%m%dT%H%M%SZ"))
                                   : fs::path(options.out_dir);
     if (fs::exists(out / "result.json") || fs::exists(out / "journal.jsonl"))
-      throw InputError("", "--out: " + out.string() + " already holds a run; choose another folder or --resume it");
+      throw InputError(
+          "", "--out: " + out.string() + " already holds a run; choose another folder or --resume it");
     std::error_code ec;
     fs::create_directories(out, ec);
     if (ec) throw EnvironmentError("--out: cannot create " + out.string() + ": " + ec.message());
@@ -211,7 +216,8 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
     if (ec) throw EnvironmentError("cannot copy the scenario into " + out.string() + ": " + ec.message());
   }
   std::string lab_path = options.lab_path;
-  if (resuming && lab_path.empty() && previous.contains("lab_path")) lab_path = previous["lab_path"].get<std::string>();
+  if (resuming && lab_path.empty() && previous.contains("lab_path"))
+    lab_path = previous["lab_path"].get<std::string>();
 
   // Agents: from the lab, or one embedded agent reached over the same gRPC path.
   std::unique_ptr<agent::AgentServer> embedded;
@@ -242,7 +248,9 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
     const std::string& name = t.builtin.empty() ? t.catalog : t.builtin;
     bool hostable = false, reachable = false;
     for (auto& a : pool.agents) {
-      if (!a->error.empty() || !a->def.matches(scenario.placement.target_role, scenario.placement.target_labels)) continue;
+      if (!a->error.empty() ||
+          !a->def.matches(scenario.placement.target_role, scenario.placement.target_labels))
+        continue;
       reachable = true;
       hostable = hostable || a->can_host(name);
     }
@@ -310,11 +318,12 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
 
   std::vector<size_t> order(cells.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (scenario.execution.shuffle_seed) std::shuffle(order.begin(), order.end(), std::mt19937_64(*scenario.execution.shuffle_seed));
+  if (scenario.execution.shuffle_seed)
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(*scenario.execution.shuffle_seed));
 
   const auto cores = pool.cores();
-  const PhaseLimits limits{scenario.execution.ready_s, scenario.execution.warmup_extra_s, scenario.execution.measure_s,
-                           scenario.execution.stop_s};
+  const PhaseLimits limits{scenario.execution.ready_s, scenario.execution.warmup_extra_s,
+                           scenario.execution.measure_s, scenario.execution.stop_s};
   ProgressReporter progress(cells.size(), ProgressReporter::stderr_is_tty(), options.quiet);
   size_t finished = static_cast<size_t>(std::count(have.begin(), have.end(), true));
   bool first_cell = true;
@@ -331,14 +340,16 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
       for (uint32_t attempt = 0;; ++attempt) {
         try {
           auto placement = pool.place(scenario, scenario.targets[cell.target_index], attempt);
-          auto r = run_repetition(placement, scenario, cell, limits, [&](const LiveProgress& p) { progress.live(p); });
+          auto r = run_repetition(placement, scenario, cell, limits,
+                                  [&](const LiveProgress& p) { progress.live(p); });
           r.attempts = attempt + 1;
           r.flags = saturation_flags(r, cores);
           cr.reps.push_back(std::move(r));
           break;
         } catch (const CellError& e) {
           if (attempt < scenario.execution.retries) {
-            progress.note(cell.key() + " attempt " + std::to_string(attempt + 1) + " failed (" + e.what() + "); retrying");
+            progress.note(cell.key() + " attempt " + std::to_string(attempt + 1) + " failed (" + e.what() +
+                          "); retrying");
             std::this_thread::sleep_for(std::chrono::milliseconds(500));
             continue;
           }
@@ -362,8 +373,10 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
   progress.finish();
   if (embedded) embedded->shutdown(1000);
 
-  size_t failed = static_cast<size_t>(std::count_if(results.begin(), results.end(), [](auto& c) { return !c.ok(); }));
-  table_out << "\n" << scenario.name << " (" << cells.size() << " cells, " << scenario.repetitions << " repetition"
+  size_t failed =
+      static_cast<size_t>(std::count_if(results.begin(), results.end(), [](auto& c) { return !c.ok(); }));
+  table_out << "\n"
+            << scenario.name << " (" << cells.size() << " cells, " << scenario.repetitions << " repetition"
             << (scenario.repetitions == 1 ? "" : "s") << " each)\n\n";
   write_table(table_out, results);
   table_out << "\nresults: " << (out / "result.json").string() << ", matrix.csv, matrix.md\n";
@@ -373,8 +386,8 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
 
 int describe_agents(const std::string& lab_path, std::ostream& out) {
   Lab lab = load_lab_file(lab_path);
-  std::vector<std::vector<std::string>> rows{{"agent", "address", "roles", "version", "host", "cores", "memory", "busy",
-                                              "catalog / error"}};
+  std::vector<std::vector<std::string>> rows{
+      {"agent", "address", "roles", "version", "host", "cores", "memory", "busy", "catalog / error"}};
   bool all = true;
   for (auto& def : lab.agents) {
     auto a = connect(def, 5);
@@ -388,9 +401,10 @@ int describe_agents(const std::string& lab_path, std::ostream& out) {
     std::string catalog;
     for (auto& c : a->info.catalog()) catalog += (catalog.empty() ? "" : ", ") + c;
     char mem[32];
-    std::snprintf(mem, sizeof mem, "%.1f GiB", static_cast<double>(a->info.memory_bytes()) / (1024.0 * 1024 * 1024));
-    rows.push_back({def.name, def.address, roles, a->info.version(), a->info.hostname(), std::to_string(a->info.cores()),
-                    mem, a->info.busy() ? "yes" : "no", catalog});
+    std::snprintf(mem, sizeof mem, "%.1f GiB",
+                  static_cast<double>(a->info.memory_bytes()) / (1024.0 * 1024 * 1024));
+    rows.push_back({def.name, def.address, roles, a->info.version(), a->info.hostname(),
+                    std::to_string(a->info.cores()), mem, a->info.busy() ? "yes" : "no", catalog});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (auto& r : rows)

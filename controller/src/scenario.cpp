@@ -24,7 +24,8 @@ TargetDef parse_target(const ObjectReader& t) {
     d.builtin = t.string("builtin");
     bool known = false;
     for (auto* b : kBuiltins) known = known || d.builtin == b;
-    if (!known) throw InputError(t.path("builtin"), "unknown built-in target \"" + d.builtin + "\"; allowed: hello");
+    if (!known)
+      throw InputError(t.path("builtin"), "unknown built-in target \"" + d.builtin + "\"; allowed: hello");
   } else {
     d.catalog = t.string("catalog");
     if (d.catalog.empty()) throw InputError(t.path("catalog"), "must not be empty");
@@ -35,15 +36,17 @@ TargetDef parse_target(const ObjectReader& t) {
 }
 
 LoadDef parse_load(const ObjectReader& l) {
-  l.allow({"requests_per_thread", "total_requests", "duration_s", "connections_per_thread", "warmup_s", "keep_alive",
-           "method", "path", "headers", "body", "timeout_ms", "rate"});
+  l.allow({"requests_per_thread", "total_requests", "duration_s", "connections_per_thread", "warmup_s",
+           "keep_alive", "method", "path", "headers", "body", "timeout_ms", "rate"});
   LoadDef d;
   int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
   if (stops != 1)
-    throw InputError(l.where(), "exactly one of requests_per_thread, total_requests or duration_s is required");
+    throw InputError(l.where(),
+                     "exactly one of requests_per_thread, total_requests or duration_s is required");
   if (l.has("requests_per_thread"))
     d.requests_per_thread = static_cast<uint64_t>(l.integer("requests_per_thread", 1, 1'000'000'000));
-  if (l.has("total_requests")) d.total_requests = static_cast<uint64_t>(l.integer("total_requests", 1, 1'000'000'000'000));
+  if (l.has("total_requests"))
+    d.total_requests = static_cast<uint64_t>(l.integer("total_requests", 1, 1'000'000'000'000));
   if (l.has("duration_s")) d.duration_s = l.number("duration_s", 0.001, 86400);
   d.connections_per_thread = static_cast<uint32_t>(l.integer("connections_per_thread", 1, 10000, 1));
   d.warmup_s = l.number("warmup_s", 0, 3600, 0);
@@ -52,14 +55,16 @@ LoadDef parse_load(const ObjectReader& l) {
   if (d.method.empty() || d.method.size() > 32)
     throw InputError(l.path("method"), "must be an HTTP method token like GET");
   for (char c : d.method)
-    if (!std::isupper(static_cast<unsigned char>(c))) throw InputError(l.path("method"), "must be an upper-case HTTP method token like GET");
+    if (!std::isupper(static_cast<unsigned char>(c)))
+      throw InputError(l.path("method"), "must be an upper-case HTTP method token like GET");
   d.path = l.string("path", "/");
   if (d.path.empty() || d.path[0] != '/' || d.path.find_first_of(" \r\n") != std::string::npos)
     throw InputError(l.path("path"), "must start with '/' and hold no spaces or line breaks");
   d.headers = l.string_map("headers");
   for (auto& [k, v] : d.headers) {
     std::string at = l.path("headers") + "/" + pointer_token(k);
-    if (k.empty() || k.find_first_of(": \r\n") != std::string::npos) throw InputError(at, "is not a valid header name");
+    if (k.empty() || k.find_first_of(": \r\n") != std::string::npos)
+      throw InputError(at, "is not a valid header name");
     if (v.find_first_of("\r\n") != std::string::npos) throw InputError(at, "must not contain line breaks");
   }
   d.body = l.string("body", "");
@@ -70,8 +75,10 @@ LoadDef parse_load(const ObjectReader& l) {
 
 std::vector<std::pair<std::string, std::string>> parse_selector(const ObjectReader& o, std::string& role,
                                                                 uint32_t* agents) {
-  if (agents) o.allow({"role", "labels", "agents"});
-  else o.allow({"role", "labels"});
+  if (agents)
+    o.allow({"role", "labels", "agents"});
+  else
+    o.allow({"role", "labels"});
   role = o.string("role", role);
   if (role != "target" && role != "load") throw InputError(o.path("role"), "must be \"target\" or \"load\"");
   if (agents) *agents = static_cast<uint32_t>(o.integer("agents", 1, 1000, 1));

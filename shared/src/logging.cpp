@@ -1,8 +1,8 @@
 #include "loadlab/shared/logging.hpp"
 
-#include <mutex>
-
 #include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <mutex>
 
 namespace loadlab {
 

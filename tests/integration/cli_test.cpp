@@ -1,9 +1,8 @@
 // The binaries as a user runs them: exit statuses, error lines, a remote agent via --lab.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
-
-#include <gtest/gtest.h>
 
 #include <fstream>
 #include <thread>
@@ -31,7 +30,8 @@ TEST(Cli, BadScenarioExitsTwoNamingTheField) {
       "matrix": {"delay_ms": [0], "threads": [1, "2"]}, "load": {"duration_s": 1}})");
   auto r = run_command({bin("loadlab"), "run", bad, "--out", (dir.path() / "o").string()});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output_tail.find("/matrix/threads/1: must be an integer in 1..4096"), std::string::npos) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("/matrix/threads/1: must be an integer in 1..4096"), std::string::npos)
+      << r.output_tail;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "o" / "result.json"));
 }
 
@@ -47,7 +47,9 @@ TEST(Cli, MissingFileAndBrokenJsonExitTwo) {
 
 TEST(Cli, TargetTheAgentCannotHostExitsTwoBeforeAnyCell) {
   TempDir dir;
-  auto s = dir.file("s.json", R"({"name": "x", "targets": [{"name": "a", "builtin": "hello"}, {"name": "go", "catalog": "go-nethttp"}],
+  auto s = dir.file(
+      "s.json",
+      R"({"name": "x", "targets": [{"name": "a", "builtin": "hello"}, {"name": "go", "catalog": "go-nethttp"}],
       "matrix": {"delay_ms": [0], "threads": [1]}, "load": {"total_requests": 10}})");
   auto r = run_command({bin("loadlab"), "run", s, "--out", (dir.path() / "o").string()});
   EXPECT_EQ(r.code, 2);
@@ -64,7 +66,8 @@ TEST(Cli, UnknownFlagExitsTwo) {
 
 TEST(Cli, ValidatePrintsTheCells) {
   TempDir dir;
-  auto r = run_command({bin("loadlab"), "validate", std::string(LOADLAB_SOURCE_DIR) + "/scenarios/demo.json"});
+  auto r =
+      run_command({bin("loadlab"), "validate", std::string(LOADLAB_SOURCE_DIR) + "/scenarios/demo.json"});
   EXPECT_EQ(r.code, 0) << r.output_tail;
   EXPECT_NE(r.stdout_text.find("ok, 12 cells"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("beast/d10/t20"), std::string::npos);
@@ -96,7 +99,8 @@ TEST(Cli, RunsOnARemoteAgentFromALabFileAndTheAgentStopsCleanly) {
   auto lab = dir.file("lab.json", R"({"agents": [{"name": "a1", "address": ")" + address +
                                       R"(", "roles": ["target", "load"]}]})");
   auto out = dir.path() / "out";
-  auto r = run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out", out.string()});
+  auto r =
+      run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out", out.string()});
   ASSERT_EQ(r.code, 0) << r.output_tail;
   auto result = read_json_file((out / "result.json").string());
   EXPECT_EQ(result["cells"][0]["requests"], 500);
@@ -121,7 +125,8 @@ struct LongRun {
     EXPECT_EQ(agent->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine);
     auto lab = dir.file("lab.json", R"({"agents": [{"name": "a1", "address": ")" + line.substr(13) +
                                         R"(", "roles": ["target", "load"]}]})");
-    auto s = dir.file("s.json", R"({"name": "long", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+    auto s = dir.file("s.json",
+                      R"({"name": "long", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
         "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 60}})");
     controller = agent::ChildProcess::spawn(
         {bin("loadlab"), "run", s, "--lab", lab, "--out", (dir.path() / "out").string()});
@@ -185,14 +190,16 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   TempDir dir;
   auto scenario = [&](const std::string& name, int server_delay_ms) {
     // The cell key stays beast/d2/t4; a header makes the server itself take longer.
-    return dir.file(name, R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+    return dir.file(
+        name, R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
         "matrix": {"delay_ms": [2], "threads": [4]},
         "load": {"requests_per_thread": 150, "headers": {"x-loadlab-delay-ms": ")" +
-                              std::to_string(server_delay_ms) + R"("}},
+                  std::to_string(server_delay_ms) + R"("}},
         "repetitions": 2, "regression": {"metric": "qps", "threshold_pct": 10}})");
   };
   auto run = [&](const std::string& s, const std::string& out) {
-    auto r = run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out", (dir.path() / out).string()});
+    auto r =
+        run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out", (dir.path() / out).string()});
     EXPECT_EQ(r.code, 0) << r.output_tail;
     return (dir.path() / out).string();
   };
@@ -221,7 +228,8 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
 
 TEST(Cli, UnreachableAgentIsOneClearLine) {
   TempDir dir;
-  auto lab = dir.file("lab.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["target", "load"]}]})");
+  auto lab = dir.file(
+      "lab.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["target", "load"]}]})");
   auto r = run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out",
                         (dir.path() / "o").string()});
   EXPECT_EQ(r.code, 1);

@@ -1,8 +1,7 @@
 // A lab of three agent processes on loopback ports (one target, two load): placement,
 // merging, a load agent killed mid-cell, a controller killed and resumed.
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <fstream>
 #include <set>
@@ -34,10 +33,14 @@ class LabTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (auto* n : {"srv", "cli1", "cli2"}) agents.emplace_back(std::make_unique<AgentProcess>(n));
-    lab = dir.file("lab.json", R"({"agents": [
-      {"name": "srv", "address": ")" + agents[0]->address + R"(", "roles": ["target"]},
-      {"name": "cli1", "address": ")" + agents[1]->address + R"(", "roles": ["load"], "labels": {"rack": "a"}},
-      {"name": "cli2", "address": ")" + agents[2]->address + R"(", "roles": ["load"], "labels": {"rack": "b"}}]})");
+    lab =
+        dir.file("lab.json", R"({"agents": [
+      {"name": "srv", "address": ")" +
+                                 agents[0]->address + R"(", "roles": ["target"]},
+      {"name": "cli1", "address": ")" +
+                                 agents[1]->address + R"(", "roles": ["load"], "labels": {"rack": "a"}},
+      {"name": "cli2", "address": ")" +
+                                 agents[2]->address + R"(", "roles": ["load"], "labels": {"rack": "b"}}]})");
   }
   TempDir dir;
   std::vector<std::unique_ptr<AgentProcess>> agents;
@@ -45,7 +48,8 @@ class LabTest : public ::testing::Test {
 };
 
 TEST_F(LabTest, TwoLoadAgentsShareACellAndTheirCountsAdd) {
-  auto s = dir.file("s.json", R"({"name": "two", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+  auto s = dir.file("s.json",
+                    R"({"name": "two", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [2], "threads": [4]},
       "load": {"requests_per_thread": 200},
       "placement": {"load": {"agents": 2}}})");
@@ -76,7 +80,8 @@ TEST_F(LabTest, TwoLoadAgentsShareACellAndTheirCountsAdd) {
 }
 
 TEST_F(LabTest, LabelsSelectTheLoadAgent) {
-  auto s = dir.file("s.json", R"({"name": "lbl", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+  auto s = dir.file("s.json",
+                    R"({"name": "lbl", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [0], "threads": [1]}, "load": {"total_requests": 50},
       "placement": {"load": {"labels": {"rack": "b"}}}})");
   auto out = dir.path() / "out";
@@ -87,10 +92,12 @@ TEST_F(LabTest, LabelsSelectTheLoadAgent) {
 }
 
 TEST_F(LabTest, ALoadAgentKilledMidCellIsRetriedOnAnotherAndTheCellCompletes) {
-  auto s = dir.file("s.json", R"({"name": "kill", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+  auto s = dir.file("s.json",
+                    R"({"name": "kill", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 3}})");
   auto out = dir.path() / "out";
-  auto controller = agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  auto controller =
+      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   // Wait until cli1 runs the load, then kill it.
   auto deadline = std::chrono::steady_clock::now() + 15s;
   while (agents[1]->proc->output_tail(50).find("load pid") == std::string::npos &&
@@ -110,10 +117,12 @@ TEST_F(LabTest, ALoadAgentKilledMidCellIsRetriedOnAnotherAndTheCellCompletes) {
 }
 
 TEST_F(LabTest, AKilledControllerResumesWithItsEarlierCellsIntact) {
-  auto s = dir.file("s.json", R"({"name": "resume", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+  auto s = dir.file("s.json",
+                    R"({"name": "resume", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [0, 1, 2], "threads": [1]}, "load": {"duration_s": 1.5}})");
   auto out = dir.path() / "out";
-  auto controller = agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  auto controller =
+      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   // Kill it once the first cell is in the journal.
   auto journal = out / "journal.jsonl";
   auto lines = [&] {
@@ -143,8 +152,10 @@ TEST_F(LabTest, AKilledControllerResumesWithItsEarlierCellsIntact) {
 TEST(LabCatalog, ATargetThatDiesMidCellFailsItWithItsExitStatus) {
   TempDir dir;
   // A catalog server that serves for 1.5 s, then its main process exits with status 3.
-  auto catalog = dir.file("catalog.json", R"({"targets": {"flaky": {"argv": ["/bin/sh", "-c",
-      ")" + bin("loadlab-target") + R"( --listen {host}:{port} --threads 1 & sleep 1.5; echo dying; exit 3"]}}})");
+  auto catalog = dir.file("catalog.json",
+                          R"({"targets": {"flaky": {"argv": ["/bin/sh", "-c",
+      ")" + bin("loadlab-target") +
+                              R"( --listen {host}:{port} --threads 1 & sleep 1.5; echo dying; exit 3"]}}})");
   auto agent = agent::ChildProcess::spawn(
       {bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo", "--catalog", catalog});
   std::string line;
@@ -160,7 +171,8 @@ TEST(LabCatalog, ATargetThatDiesMidCellFailsItWithItsExitStatus) {
   EXPECT_EQ(r.code, 3) << r.output_tail;
   auto cell = read_json_file((out / "result.json").string())["cells"][0];
   EXPECT_FALSE(cell["ok"].get<bool>());
-  EXPECT_NE(cell["error"].get<std::string>().find("target exited (exit status 3)"), std::string::npos) << cell["error"];
+  EXPECT_NE(cell["error"].get<std::string>().find("target exited (exit status 3)"), std::string::npos)
+      << cell["error"];
   EXPECT_NE(cell["error"].get<std::string>().find("dying"), std::string::npos) << cell["error"];
 }
 
@@ -169,7 +181,8 @@ TEST_F(LabTest, AgentsCommandDescribesEachAgentOrWhyItIsUnreachable) {
   EXPECT_EQ(r.code, 0) << r.output_tail;
   EXPECT_NE(r.stdout_text.find("cli2"), std::string::npos);
   EXPECT_NE(r.stdout_text.find("hello"), std::string::npos);
-  auto bad = dir.file("bad.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["load"]}]})");
+  auto bad =
+      dir.file("bad.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["load"]}]})");
   r = run_command({bin("loadlab"), "agents", "--lab", bad});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.stdout_text.find("UNREACHABLE"), std::string::npos) << r.stdout_text;

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdlib>
 #include <random>
 
 #include "loadlab/controller/flags.hpp"
@@ -16,7 +16,8 @@ namespace {
 
 Scenario scenario(const std::string& load) {
   return parse_scenario(nlohmann::json::parse(R"({"name": "s", "targets": [{"name": "b", "builtin": "hello"}],
-      "matrix": {"delay_ms": [0], "threads": [5]}, "load": )" + load + "}"));
+      "matrix": {"delay_ms": [0], "threads": [5]}, "load": )" +
+                                              load + "}"));
 }
 
 TEST(SplitLoad, ThreadsConnectionsAndTotalsSplitWithoutLoss) {

@@ -64,7 +64,8 @@ TEST(Scenario, TheDemoScenarioIsValid) {
 
 TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "repetition": 3)")),
-            "/repetition: unknown key; allowed here: name, description, targets, matrix, load, repetitions, placement, execution, regression");
+            "/repetition: unknown key; allowed here: name, description, targets, matrix, load, repetitions, "
+            "placement, execution, regression");
   EXPECT_EQ(error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")).substr(0, 30),
             "/matrix/thread: unknown key; a");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keepalive": true)")).substr(0, 33),
@@ -74,20 +75,27 @@ TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
 }
 
 TEST(Scenario, WrongTypesAreErrorsNamingTheirPath) {
-  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", R"([1, 5, "10", 20])")), "/matrix/threads/2: must be an integer in 1..4096");
+  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", R"([1, 5, "10", 20])")),
+            "/matrix/threads/2: must be an integer in 1..4096");
   EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[1, 0]")), "/matrix/threads/1: must be an integer in 1..4096");
   EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[1, 5, 1]")), "/matrix/threads/2: duplicate value 1");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keep_alive": "yes")")),
             "/load/keep_alive: must be true or false, got a string");
-  EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 2.5)")), "/repetitions: must be an integer in 1..100");
-  EXPECT_EQ(error_of(with(R"("name": "hello-matrix")", R"("name": 7)")), "/name: must be a string, got a number");
-  EXPECT_EQ(error_of(with(R"("warmup_s": 1)", R"("warmup_s": -1)")), "/load/warmup_s: must be a number in [0, 3600]");
+  EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 2.5)")),
+            "/repetitions: must be an integer in 1..100");
+  EXPECT_EQ(error_of(with(R"("name": "hello-matrix")", R"("name": 7)")),
+            "/name: must be a string, got a number");
+  EXPECT_EQ(error_of(with(R"("warmup_s": 1)", R"("warmup_s": -1)")),
+            "/load/warmup_s: must be a number in [0, 3600]");
 }
 
 TEST(Scenario, EmptyMatrixIsAnError) {
-  EXPECT_EQ(error_of(with("[0, 5, 10]", "[]")), "/matrix/delay_ms: must be a non-empty array of integers in 0..60000");
-  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[]")), "/matrix/threads: must be a non-empty array of integers in 1..4096");
-  EXPECT_NE(error_of(with(R"("matrix": {"delay_ms": [0, 5, 10], "threads": [1, 5, 10, 20]},)", "")).find("/matrix: is required"),
+  EXPECT_EQ(error_of(with("[0, 5, 10]", "[]")),
+            "/matrix/delay_ms: must be a non-empty array of integers in 0..60000");
+  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[]")),
+            "/matrix/threads: must be a non-empty array of integers in 1..4096");
+  EXPECT_NE(error_of(with(R"("matrix": {"delay_ms": [0, 5, 10], "threads": [1, 5, 10, 20]},)", ""))
+                .find("/matrix: is required"),
             std::string::npos);
 }
 
@@ -96,12 +104,14 @@ TEST(Scenario, TargetsMustBeWellFormed) {
             "/targets/0/builtin: unknown built-in target \"nginx\"; allowed: hello");
   EXPECT_EQ(error_of(with(R"("catalog": "go-nethttp")", R"("catalog": "go", "builtin": "hello")")),
             "/targets/1/builtin: exactly one of \"builtin\" or \"catalog\" is required");
-  EXPECT_EQ(error_of(with(R"("name": "go")", R"("name": "beast")")), "/targets/1/name: duplicate target name \"beast\"");
+  EXPECT_EQ(error_of(with(R"("name": "go")", R"("name": "beast")")),
+            "/targets/1/name: duplicate target name \"beast\"");
 }
 
 TEST(Scenario, LoadNeedsExactlyOneStopCondition) {
-  EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000)", R"("requests_per_thread": 10000, "duration_s": 5)")),
-            "/load: exactly one of requests_per_thread, total_requests or duration_s is required");
+  EXPECT_EQ(
+      error_of(with(R"("requests_per_thread": 10000)", R"("requests_per_thread": 10000, "duration_s": 5)")),
+      "/load: exactly one of requests_per_thread, total_requests or duration_s is required");
   EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000,)", "")),
             "/load: exactly one of requests_per_thread, total_requests or duration_s is required");
   EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000)", R"("total_requests": 10)")),
@@ -111,7 +121,8 @@ TEST(Scenario, LoadNeedsExactlyOneStopCondition) {
 TEST(Scenario, ValuesThatWouldBreakTheRequestAreRejected) {
   EXPECT_EQ(error_of(with(R"("path": "/test/fun")", R"("path": "test")")),
             "/load/path: must start with '/' and hold no spaces or line breaks");
-  EXPECT_EQ(error_of(with(R"("X-A": "b")", R"("X-A": "b\r\nInjected: 1")")), "/load/headers/X-A: must not contain line breaks");
+  EXPECT_EQ(error_of(with(R"("X-A": "b")", R"("X-A": "b\r\nInjected: 1")")),
+            "/load/headers/X-A: must not contain line breaks");
 }
 
 TEST(Scenario, FileErrorsAreInputErrors) {

@@ -39,10 +39,10 @@ struct Placement {
 
 // Deadlines of the phases of a repetition, in seconds.
 struct PhaseLimits {
-  double ready_s = 30;          // target started and accepting
-  double warmup_extra_s = 30;   // beyond the scenario's warmup_s
-  double measure_s = 0;         // 0 = duration_s + 60 s, or 24 h for request counts
-  double stop_s = 15;           // usage answered and target stopped
+  double ready_s = 30;         // target started and accepting
+  double warmup_extra_s = 30;  // beyond the scenario's warmup_s
+  double measure_s = 0;        // 0 = duration_s + 60 s, or 24 h for request counts
+  double stop_s = 15;          // usage answered and target stopped
 };
 
 // One load agent's share of a cell.
@@ -67,8 +67,8 @@ v1::TargetSpec target_spec(const Scenario& s, const Cell& c);
 v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share, const std::string& endpoint);
 
 // Throws CellError. Blocks until the repetition is over and the target has stopped.
-RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c, const PhaseLimits& limits,
-                         const ProgressFn& progress);
+RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
+                         const PhaseLimits& limits, const ProgressFn& progress);
 
 // The merged result of several load agents' results.
 RepResult merge_load_results(const std::vector<v1::LoadResult>& results);

@@ -1,9 +1,9 @@
 #pragma once
 // spdlog set-up shared by the binaries: logs go to stderr, user output to stdout.
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <string>
-
-#include <spdlog/spdlog.h>
 
 namespace loadlab {
 
