@@ -73,12 +73,15 @@ class Watchdog {
     std::lock_guard lock(mutex_);
     return expired_;
   }
-  CellError error(const std::string& phase, const std::string& message) const {
+  CellError error(const std::string& phase, const std::string& message,
+                  grpc::StatusCode code = grpc::StatusCode::UNKNOWN) const {
     std::lock_guard lock(mutex_);
     if (!expired_.empty())
-      return CellError(expired_, "phase '" + expired_ + "' ran out after " +
-                                     std::to_string(static_cast<int>(limit_s_)) + " s");
-    return CellError(phase, message);
+      return CellError(
+          expired_,
+          "phase '" + expired_ + "' ran out after " + std::to_string(static_cast<int>(limit_s_)) + " s",
+          grpc::StatusCode::DEADLINE_EXCEEDED);
+    return CellError(phase, message, code);
   }
 
  private:
@@ -296,7 +299,8 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
     for (v1::TargetEvent ev; target->Read(&ev);)
       if (ev.has_exited()) exited = "target exited: " + ev.exited().output_tail();
     auto st = target->Finish();
-    return watchdog.error(phase, exited.empty() ? status_text(st) : exited);
+    if (!exited.empty()) return watchdog.error(phase, exited);
+    return watchdog.error(phase, status_text(st), st.error_code());
   };
   {
     v1::TargetCommand cmd;
@@ -383,7 +387,8 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
       if (m.end) {
         ++ended;
         if (!m.status.ok())
-          throw watchdog.error("measure", "load agent " + agent + ": " + status_text(m.status));
+          throw watchdog.error("measure", "load agent " + agent + ": " + status_text(m.status),
+                               m.status.error_code());
         if (!call.result || !call.usage)
           throw CellError("measure", "load agent " + agent + " ended without a result and its usage");
         continue;

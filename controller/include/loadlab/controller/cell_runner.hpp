@@ -16,14 +16,18 @@
 namespace loadlab::controller {
 
 // A failed repetition; `phase` is one of start, ready, warmup, measure, usage, stop.
+// `code` is the agent's gRPC status when one caused it (UNKNOWN otherwise), so that the
+// retry loop can tell a lost agent from a request no agent will ever accept.
 class CellError : public std::runtime_error {
  public:
-  CellError(std::string phase, const std::string& message)
-      : std::runtime_error(phase + ": " + message), phase_(std::move(phase)) {}
+  CellError(std::string phase, const std::string& message, grpc::StatusCode code = grpc::StatusCode::UNKNOWN)
+      : std::runtime_error(phase + ": " + message), phase_(std::move(phase)), code_(code) {}
   const std::string& phase() const { return phase_; }
+  grpc::StatusCode code() const { return code_; }
 
  private:
   std::string phase_;
+  grpc::StatusCode code_;
 };
 
 struct AgentRef {
