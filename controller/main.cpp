@@ -1,9 +1,15 @@
 // loadlab: the controller CLI. Parses flags, runs, maps errors to exit statuses:
 // 0 ok, 1 environment (agent unreachable) or a regression (compare), 2 bad input,
-// 3 some cells failed.
+// 3 some cells failed, 128 + N a run stopped by signal N (SIGINT, SIGTERM).
+#include <pthread.h>
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/plan.hpp"
@@ -11,6 +17,31 @@
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
+
+namespace {
+
+// SIGINT/SIGTERM are taken by one thread with sigwait, as in the agent: no work in a
+// signal handler. The first asks the run to stop (the cell in progress is cancelled, the
+// finished ones are kept for --resume); a second ends the process at once. Called before
+// any other thread starts, so that they all inherit the blocked mask.
+void stop_on_signals(std::atomic<int>& stop) {
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::thread([sigs, &stop] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    loadlab::component_logger("controller")
+        ->warn("signal {}: stopping the run; finished cells are kept (a second signal ends it at once)", sig);
+    stop = sig;
+    sigwait(&sigs, &sig);
+    std::_Exit(128 + sig);
+  }).detach();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"loadlab: runs HTTP benchmark matrices on a lab of agents"};
@@ -96,6 +127,9 @@ int main(int argc, char** argv) {
       std::cerr << "loadlab run: --out and --resume exclude each other (a resumed run stays in its folder)\n";
       return 2;
     }
+    static std::atomic<int> stop{0};
+    stop_on_signals(stop);
+    run.stop = &stop;
     return loadlab::controller::run_scenario(run, std::cout);
   } catch (const loadlab::InputError& e) {
     std::string source = *validate_cmd  ? validate_path

@@ -185,6 +185,24 @@ TEST(Lease, SigtermToTheAgentStopsEveryChildAndTheCellFailsWithAReason) {
   EXPECT_FALSE(result["cells"][0]["error"].get<std::string>().empty());
 }
 
+TEST(Lease, SigintStopsARunMidCellWithinSecondsAndLeavesNothingBehind) {
+  LongRun run;
+  ASSERT_GT(run.target_pid, 0) << run.agent->output_tail();
+  ASSERT_GT(run.load_pid, 0) << run.agent->output_tail();
+  auto t0 = std::chrono::steady_clock::now();
+  kill(run.controller->pid(), SIGINT);
+  auto st = run.controller->wait_exit(std::chrono::seconds(20));
+  ASSERT_TRUE(st);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));  // not the 60 s cell
+  EXPECT_EQ(st->code, 128 + SIGINT) << run.controller->output_tail();
+  EXPECT_TRUE(gone_within(run.target_pid, std::chrono::seconds(10)));
+  EXPECT_TRUE(gone_within(run.load_pid, std::chrono::seconds(10)));
+  // The cut cell is not a failure in the results: --resume measures it.
+  auto result = read_json_file((run.dir.path() / "out" / "result.json").string());
+  EXPECT_TRUE(result["cells"].empty()) << result["cells"].dump();
+  EXPECT_FALSE(run.agent->poll_exit());
+}
+
 // Ground truth for compare: the same cell against a server that really got slower.
 TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   TempDir dir;

@@ -46,6 +46,7 @@ struct PlacementDef {
 
 struct ExecutionDef {
   uint32_t retries = 2;                  // per repetition, on the same or another eligible agent
+  double retry_backoff_s = 1;            // first retry's wait for its agents; doubles up to 30 s; 0 = none
   double cooldown_s = 0;                 // pause between cells
   std::optional<uint64_t> shuffle_seed;  // run cells in a seeded random order
   double ready_s = 30, warmup_extra_s = 30, measure_s = 0, stop_s = 15;  // phase deadlines
