@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "loadlab/shared/json_input.hpp"
@@ -242,6 +243,54 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   EXPECT_NE(r.output_tail.find("--metric: unknown metric \"rps\""), std::string::npos) << r.output_tail;
   r = run_command({bin("loadlab"), "compare", base, (dir.path() / "nope").string()});
   EXPECT_EQ(r.code, 2);
+}
+
+// What a terminal showed: the pty's bytes cut at every \r and \n, erase sequences and
+// colours removed, empty pieces dropped.
+std::vector<std::string> terminal_segments(const std::string& bytes) {
+  static const std::regex ansi("\033\\[[0-9;]*[A-Za-z]");
+  std::vector<std::string> segments;
+  std::string piece;
+  for (char c : bytes + "\n") {
+    if (c != '\r' && c != '\n') {
+      piece += c;
+      continue;
+    }
+    piece = std::regex_replace(piece, ansi, "");
+    if (!piece.empty()) segments.push_back(piece);
+    piece.clear();
+  }
+  return segments;
+}
+
+// On a terminal the bar (redrawn in place on stderr) and the embedded agent's log records
+// (stderr too) must never share a line: each record printed whole above the bar, the bar
+// redrawn below it. `script` runs loadlab on a pseudo-terminal.
+TEST(Cli, OnATerminalLogRecordsArePrintedAboveTheProgressBarNeverOnIt) {
+  TempDir dir;
+  auto s = dir.file(
+      "s.json", R"({"name": "tty", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [0, 1], "threads": [1]}, "load": {"duration_s": 1}})");
+  std::string command =
+      bin("loadlab") + " --log-level info run " + s + " --out " + (dir.path() / "out").string();
+  auto r = run_command({"/usr/bin/script", "-qfc", command, "/dev/null"});
+  ASSERT_EQ(r.code, 0) << r.stdout_text;
+  static const std::regex bar("\\[[#-]{24}\\]|ETA ");
+  static const std::regex record("20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3} ");
+  std::vector<size_t> bars, records;
+  auto segments = terminal_segments(r.stdout_text);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    bool is_bar = std::regex_search(segments[i], bar), is_record = std::regex_search(segments[i], record);
+    EXPECT_FALSE(is_bar && is_record) << "bar and log record on one line: " << segments[i];
+    if (is_bar) bars.push_back(i);
+    if (is_record) records.push_back(i);
+  }
+  // Else the test would pass with no bar or no log at all: records came while a bar was up.
+  ASSERT_GE(bars.size(), 4u) << r.stdout_text;
+  auto under_bar = std::count_if(records.begin(), records.end(),
+                                 [&](size_t i) { return i > bars.front() && i < bars.back(); });
+  EXPECT_GE(under_bar, 4) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("target hello pid"), std::string::npos) << r.stdout_text;
 }
 
 TEST(Cli, UnreachableAgentIsOneClearLine) {
