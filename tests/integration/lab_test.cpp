@@ -175,6 +175,7 @@ TEST_F(RestartLabTest, ALoadAgentRestartedOnItsPortIsWaitedForAndEveryCellComple
 
   auto st = controller->wait_exit(90s);
   ASSERT_TRUE(st) << controller->output_tail();
+  controller->wait_output_end(5s);
   EXPECT_EQ(st->code, 0) << controller->output_tail();
   auto result = read_json_file((out / "result.json").string());
   ASSERT_EQ(result["cells"].size(), 2u);
@@ -213,6 +214,7 @@ TEST_F(LabTest, SigintDuringARetryWaitEndsTheRunAtOnce) {
   auto st = controller->wait_exit(20s);
   ASSERT_TRUE(st) << controller->output_tail();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  controller->wait_output_end(5s);  // its last lines may still be in the pipe
   EXPECT_EQ(st->code, 128 + SIGINT) << controller->output_tail();
   auto result = read_json_file((out / "result.json").string());
   EXPECT_TRUE(result["cells"].empty()) << result["cells"].dump();
