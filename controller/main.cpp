@@ -1,10 +1,15 @@
 // loadlab: the controller CLI. Parses flags, runs, maps errors to exit statuses:
 // 0 ok, 1 environment (agent unreachable) or a regression (compare), 2 bad input,
-// 3 some cells failed.
-#include <filesystem>
-#include <iostream>
+// 3 some cells failed, 128 + N a run stopped by signal N (SIGINT, SIGTERM).
+#include <pthread.h>
+#include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
 
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/plan.hpp"
@@ -12,6 +17,31 @@
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
+
+namespace {
+
+// SIGINT/SIGTERM are taken by one thread with sigwait, as in the agent: no work in a
+// signal handler. The first asks the run to stop (the cell in progress is cancelled, the
+// finished ones are kept for --resume); a second ends the process at once. Called before
+// any other thread starts, so that they all inherit the blocked mask.
+void stop_on_signals(std::atomic<int>& stop) {
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::thread([sigs, &stop] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    loadlab::component_logger("controller")
+        ->warn("signal {}: stopping the run; finished cells are kept (a second signal ends it at once)", sig);
+    stop = sig;
+    sigwait(&sigs, &sig);
+    std::_Exit(128 + sig);
+  }).detach();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"loadlab: runs HTTP benchmark matrices on a lab of agents"};
@@ -22,25 +52,32 @@ int main(int argc, char** argv) {
   loadlab::controller::RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");
   run_cmd->add_option("scenario", run.scenario_path, "scenario JSON file");
-  run_cmd->add_option("--resume", run.resume_dir, "continue the run in this folder, keeping its finished cells");
+  run_cmd->add_option("--resume", run.resume_dir,
+                      "continue the run in this folder, keeping its finished cells");
   run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
   run_cmd->add_option("--out", run.out_dir, "run folder (default runs/NAME-TIME)");
-  run_cmd->add_option("--bin-dir", run.bin_dir, "folder of loadlab-target and loadlab-load for the embedded agent");
-  run_cmd->add_flag("--quiet", run.quiet, "no progress bar, plain log lines (--log-level warn silences them)");
+  run_cmd->add_option("--bin-dir", run.bin_dir,
+                      "folder of loadlab-target and loadlab-load for the embedded agent");
+  run_cmd->add_flag("--quiet", run.quiet,
+                    "no progress bar, plain log lines (--log-level warn silences them)");
 
   std::string agents_lab;
-  auto* agents_cmd = app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
+  auto* agents_cmd =
+      app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
   agents_cmd->add_option("--lab", agents_lab, "lab JSON file")->required();
 
   std::string compare_base, compare_new, compare_metric;
   double compare_threshold = -1;
-  auto* compare_cmd = app.add_subcommand("compare", "compare two runs cell by cell; exit status 1 on a regression");
+  auto* compare_cmd =
+      app.add_subcommand("compare", "compare two runs cell by cell; exit status 1 on a regression");
   compare_cmd->add_option("base", compare_base, "baseline run folder or result.json")->required();
   compare_cmd->add_option("new", compare_new, "new run folder or result.json")->required();
-  compare_cmd->add_option("--metric", compare_metric, "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, "
-                                                      "client_cpu_pct (default: the scenario's regression.metric, or qps)");
-  compare_cmd->add_option("--threshold-pct", compare_threshold,
-                          "smallest change that counts (default: the scenario's regression.threshold_pct, or 5)");
+  compare_cmd->add_option("--metric", compare_metric,
+                          "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, "
+                          "client_cpu_pct (default: the scenario's regression.metric, or qps)");
+  compare_cmd->add_option(
+      "--threshold-pct", compare_threshold,
+      "smallest change that counts (default: the scenario's regression.threshold_pct, or 5)");
 
   std::string validate_path;
   auto* validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
@@ -59,7 +96,8 @@ int main(int argc, char** argv) {
     if (*validate_cmd) {
       auto s = loadlab::controller::load_scenario_file(validate_path);
       auto cells = loadlab::controller::expand(s);
-      std::cout << validate_path << ": ok, " << cells.size() << " cells × " << s.repetitions << " repetitions\n";
+      std::cout << validate_path << ": ok, " << cells.size() << " cells × " << s.repetitions
+                << " repetitions\n";
       for (auto& c : cells) std::cout << "  " << c.key() << " (" << c.connections << " connections)\n";
       return 0;
     }
@@ -89,9 +127,15 @@ int main(int argc, char** argv) {
       std::cerr << "loadlab run: --out and --resume exclude each other (a resumed run stays in its folder)\n";
       return 2;
     }
+    static std::atomic<int> stop{0};
+    stop_on_signals(stop);
+    run.stop = &stop;
     return loadlab::controller::run_scenario(run, std::cout);
   } catch (const loadlab::InputError& e) {
-    std::string source = *validate_cmd ? validate_path : *agents_cmd ? agents_lab : *compare_cmd ? "compare" : run.scenario_path;
+    std::string source = *validate_cmd  ? validate_path
+                         : *agents_cmd  ? agents_lab
+                         : *compare_cmd ? "compare"
+                                        : run.scenario_path;
     if (!e.file().empty()) source = e.file();
     std::cerr << "loadlab: " << (source.empty() ? run.resume_dir : source) << ": " << e.what() << "\n";
     return 2;

@@ -1,6 +1,7 @@
 #include "loadlab/controller/cell_runner.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -44,10 +45,11 @@ std::string status_text(const grpc::Status& st) {
 }
 
 // Cancels the registered calls when the current phase outlives its deadline, so that no
-// blocking Read waits forever; the phase that ran out names the failure.
+// blocking Read waits forever; the phase that ran out names the failure. Also cancels them
+// when the run is shutting down (`*stop` nonzero), as the phase "interrupted".
 class Watchdog {
  public:
-  Watchdog() : thread_([this] { loop(); }) {}
+  explicit Watchdog(const std::atomic<int>* stop) : stop_(stop), thread_([this] { loop(); }) {}
   ~Watchdog() {
     {
       std::lock_guard lock(mutex_);
@@ -73,29 +75,46 @@ class Watchdog {
     std::lock_guard lock(mutex_);
     return expired_;
   }
-  CellError error(const std::string& phase, const std::string& message) const {
+  CellError error(const std::string& phase, const std::string& message,
+                  grpc::StatusCode code = grpc::StatusCode::UNKNOWN) const {
     std::lock_guard lock(mutex_);
+    if (expired_ == kInterrupted)
+      return CellError(expired_, "the run is shutting down (signal " + std::to_string(stop_->load()) + ")",
+                       grpc::StatusCode::CANCELLED);
     if (!expired_.empty())
-      return CellError(expired_, "phase '" + expired_ + "' ran out after " +
-                                     std::to_string(static_cast<int>(limit_s_)) + " s");
-    return CellError(phase, message);
+      return CellError(
+          expired_,
+          "phase '" + expired_ + "' ran out after " + std::to_string(static_cast<int>(limit_s_)) + " s",
+          grpc::StatusCode::DEADLINE_EXCEEDED);
+    return CellError(phase, message, code);
   }
 
  private:
+  static constexpr const char* kInterrupted = "interrupted";
+  static constexpr std::chrono::milliseconds kStopPoll{100};  // how soon a signal cancels the cell
+
   void loop() {
     std::unique_lock lock(mutex_);
     while (!done_) {
-      if (phase_.empty() || !expired_.empty()) {
+      if (!expired_.empty() || (phase_.empty() && !stop_)) {
         cv_.wait(lock);
         continue;
       }
-      if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && !done_ && Clock::now() >= deadline_ &&
-          expired_.empty()) {
-        expired_ = phase_;
-        for (auto* c : contexts_) c->TryCancel();
-      }
+      auto wake = phase_.empty() ? Clock::now() + kStopPoll : deadline_;
+      if (stop_) wake = std::min(wake, Clock::now() + kStopPoll);
+      cv_.wait_until(lock, wake);
+      if (done_ || !expired_.empty()) continue;
+      if (stop_ && stop_->load() != 0)
+        expire(kInterrupted);
+      else if (!phase_.empty() && Clock::now() >= deadline_)
+        expire(phase_);
     }
   }
+  void expire(const std::string& phase) {
+    expired_ = phase;
+    for (auto* c : contexts_) c->TryCancel();
+  }
+  const std::atomic<int>* stop_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<grpc::ClientContext*> contexts_;
@@ -277,13 +296,14 @@ RepResult merge_load_results(const std::vector<v1::LoadResult>& results) {
 }
 
 RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
-                         const PhaseLimits& limits, const ProgressFn& progress) {
+                         const PhaseLimits& limits, const ProgressFn& progress,
+                         const std::atomic<int>* stop) {
   auto log = component_logger("controller");
   // Declared before the watchdog, so that it is gone (no more cancels) before they are.
   grpc::ClientContext tctx;
   std::vector<std::unique_ptr<LoadCall>> calls;
   MessageQueue queue;
-  Watchdog watchdog;
+  Watchdog watchdog(stop);
 
   // 1. Host the target and wait until it is ready.
   watchdog.watch(&tctx);
@@ -298,7 +318,8 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
     for (v1::TargetEvent ev; target->Read(&ev);)
       if (ev.has_exited()) exited = "target exited: " + ev.exited().output_tail();
     auto st = target->Finish();
-    return watchdog.error(phase, exited.empty() ? status_text(st) : exited);
+    if (!exited.empty()) return watchdog.error(phase, exited);
+    return watchdog.error(phase, status_text(st), st.error_code());
   };
   {
     v1::TargetCommand cmd;
@@ -385,7 +406,8 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
       if (m.end) {
         ++ended;
         if (!m.status.ok())
-          throw watchdog.error("measure", "load agent " + agent + ": " + status_text(m.status));
+          throw watchdog.error("measure", "load agent " + agent + ": " + status_text(m.status),
+                               m.status.error_code());
         if (!call.result || !call.usage)
           throw CellError("measure", "load agent " + agent + " ended without a result and its usage");
         continue;

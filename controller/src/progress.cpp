@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "loadlab/controller/status_line.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::controller {
@@ -11,8 +12,10 @@ std::string clock_text(double s) {
   if (s < 0) return "--:--";
   int t = static_cast<int>(s + 0.5);
   char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
   return buf;
 }
 }  // namespace
@@ -20,13 +23,21 @@ std::string clock_text(double s) {
 bool ProgressReporter::stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 
 ProgressReporter::ProgressReporter(size_t total_cells, bool tty, bool quiet)
-    : total_(total_cells), tty_(tty && !quiet), quiet_(false) {}
+    : total_(total_cells), tty_(tty && !quiet), quiet_(false) {
+  if (!tty_) return;
+  // While the bar is up, every log record is printed above it by the bar's own writer.
+  line_ = std::make_shared<StatusLine>(stderr);
+  set_log_sink(std::make_shared<StatusLineSink>(line_));
+}
 
 ProgressReporter::~ProgressReporter() { finish(); }
 
 void ProgressReporter::finish() {
-  if (drawn_) std::fprintf(stderr, "\r\033[K");
-  drawn_ = false;
+  if (line_) {
+    set_log_sink(nullptr);  // first, so that no record redraws the bar after it is cleared
+    line_->clear();
+    line_.reset();
+  }
   tty_ = false;
   quiet_ = true;
 }
@@ -48,8 +59,10 @@ void ProgressReporter::cell_finished(size_t done, const std::string& key, const 
   done_ = done;
   if (quiet_) return;
   std::string line = "[" + std::to_string(done) + "/" + std::to_string(total_) + "] " + key + ": " + summary;
-  if (tty_) note(line);
-  else component_logger("controller")->info("{}", line);
+  if (tty_)
+    note(line);
+  else
+    component_logger("controller")->info("{}", line);
 }
 
 void ProgressReporter::note(const std::string& line) {
@@ -58,8 +71,7 @@ void ProgressReporter::note(const std::string& line) {
     component_logger("controller")->warn("{}", line);
     return;
   }
-  std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
-  draw();
+  line_->print_above(line + "\n");
 }
 
 void ProgressReporter::draw() {
@@ -73,10 +85,10 @@ void ProgressReporter::draw() {
   char qps[64] = "";
   if (live_.elapsed_s > 0)
     std::snprintf(qps, sizeof qps, "  %s%.0f req/s", live_.warmup ? "warm-up " : "", live_.qps);
-  std::fprintf(stderr, "\r\033[K[%s] %zu/%zu  %s%s  elapsed %s  ETA %s", bar.c_str(), done_, total_, current_.c_str(), qps,
-               clock_text(elapsed).c_str(), clock_text(eta).c_str());
-  std::fflush(stderr);
-  drawn_ = true;
+  char text[512];
+  std::snprintf(text, sizeof text, "[%s] %zu/%zu  %s%s  elapsed %s  ETA %s", bar.c_str(), done_, total_,
+                current_.c_str(), qps, clock_text(elapsed).c_str(), clock_text(eta).c_str());
+  line_->draw(text);
 }
 
 }  // namespace loadlab::controller

@@ -1,20 +1,20 @@
 #include "loadlab/controller/runner.hpp"
 
 #include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
-#include <thread>
-
-#include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/cell_runner.hpp"
@@ -23,6 +23,7 @@
 #include "loadlab/controller/progress.hpp"
 #include "loadlab/controller/provenance.hpp"
 #include "loadlab/controller/reporters.hpp"
+#include "loadlab/controller/retry.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -55,6 +56,7 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& address) {
 
 struct ConnectedAgent {
   AgentDef def;
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Agent::Stub> stub;
   v1::AgentInfo info;
   std::string error;  // why it is unusable; "" when it answered
@@ -62,17 +64,30 @@ struct ConnectedAgent {
   bool can_host(const std::string& name) const {
     return std::find(info.catalog().begin(), info.catalog().end(), name) != info.catalog().end();
   }
+  // True when the agent answers Describe within `deadline`. The channel's reconnect
+  // backoff (1 s, growing to minutes) is reset first: an agent restarted on the same port
+  // is seen at the next probe, and a probe of a refused port fails at once.
+  bool answers(std::chrono::milliseconds deadline) const {
+    grpc::experimental::ChannelResetConnectionBackoff(channel.get());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    v1::AgentInfo ignored;
+    return stub->Describe(&ctx, v1::DescribeRequest(), &ignored).ok();
+  }
 };
 
 std::unique_ptr<ConnectedAgent> connect(const AgentDef& def, double timeout_s) {
   auto a = std::make_unique<ConnectedAgent>();
   a->def = def;
-  a->stub = v1::Agent::NewStub(make_channel(def.address));
+  a->channel = make_channel(def.address);
+  a->stub = v1::Agent::NewStub(a->channel);
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
   ctx.set_wait_for_ready(true);
   auto st = a->stub->Describe(&ctx, v1::DescribeRequest(), &a->info);
-  if (!st.ok()) a->error = "cannot reach agent " + def.name + " at " + def.address + ": " + st.error_message();
+  if (!st.ok())
+    a->error = "cannot reach agent " + def.name + " at " + def.address + ": " + st.error_message();
   return a;
 }
 
@@ -128,8 +143,8 @@ std::string cell_summary(const CellResult& c) {
   if (!c.ok()) return "FAILED: " + c.error;
   const auto& m = c.median();
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%.0f req/s, p50 %.2f ms, p99 %.2f ms, %llu errors", m.qps, m.latency_us.p50 / 1000,
-                m.latency_us.p99 / 1000, static_cast<unsigned long long>(m.errors));
+  std::snprintf(buf, sizeof buf, "%.0f req/s, p50 %.2f ms, p99 %.2f ms, %llu errors", m.qps,
+                m.latency_us.p50 / 1000, m.latency_us.p99 / 1000, static_cast<unsigned long long>(m.errors));
   std::string s = buf;
   for (auto& f : c.flags()) s += " [" + f + "]";
   return s;
@@ -147,7 +162,8 @@ class AgentPool {
     std::vector<const ConnectedAgent*> targets, loads;
     for (auto& a : agents) {
       if (!a->error.empty()) continue;
-      if (a->def.matches(s.placement.target_role, s.placement.target_labels) && a->can_host(name)) targets.push_back(a.get());
+      if (a->def.matches(s.placement.target_role, s.placement.target_labels) && a->can_host(name))
+        targets.push_back(a.get());
       if (a->def.matches(s.placement.load_role, s.placement.load_labels)) loads.push_back(a.get());
     }
     const bool share = s.placement.share_agents || agents.size() == 1;
@@ -162,10 +178,12 @@ class AgentPool {
     for (auto* t : targets)
       if (!eligible_loads(t).empty()) usable.push_back(t);
     if (targets.empty())
-      throw EnvironmentError("no reachable agent with role " + s.placement.target_role + " can host \"" + name + "\"");
+      throw EnvironmentError("no reachable agent with role " + s.placement.target_role + " can host \"" +
+                             name + "\"");
     if (usable.empty())
-      throw EnvironmentError("no reachable agent with role " + s.placement.load_role + " other than the target's " +
-                             targets[0]->def.name + " (set placement.share_agents to allow sharing)");
+      throw EnvironmentError("no reachable agent with role " + s.placement.load_role +
+                             " other than the target's " + targets[0]->def.name +
+                             " (set placement.share_agents to allow sharing)");
     Placement p;
     const ConnectedAgent* target = usable[attempt % usable.size()];
     p.target = target->ref();
@@ -175,12 +193,67 @@ class AgentPool {
     return p;
   }
 
+  // True when every agent of `p` answers, each within `deadline`.
+  bool answer(const Placement& p, std::chrono::milliseconds deadline) const {
+    auto answers = [&](const AgentRef& ref) {
+      for (auto& a : agents)
+        if (a->stub.get() == ref.stub) return a->answers(deadline);
+      return false;
+    };
+    return answers(p.target) && std::all_of(p.loads.begin(), p.loads.end(), answers);
+  }
+
   std::map<std::string, uint32_t> cores() const {
     std::map<std::string, uint32_t> out;
     for (auto& a : agents) out[a->def.name] = a->info.cores();
     return out;
   }
 };
+
+// What every cell of a run shares.
+struct CellRun {
+  const Scenario& scenario;
+  const AgentPool& pool;
+  const PhaseLimits& limits;
+  const std::map<std::string, uint32_t>& cores;
+  ProgressReporter& progress;
+  const std::atomic<int>* stop;
+};
+
+// Every repetition of one cell, each with its retries; nullopt when the run is stopping.
+std::optional<CellResult> run_cell(const CellRun& run, const Cell& cell, size_t finished) {
+  const Scenario& s = run.scenario;
+  const TargetDef& target = s.targets[cell.target_index];
+  RetryOptions retry;
+  retry.retries = s.execution.retries;
+  // Steps double up to 30 s, or up to the base itself when a scenario asks for longer.
+  retry.backoff = {s.execution.retry_backoff_s, std::max(30.0, s.execution.retry_backoff_s)};
+  retry.stop = run.stop;
+  auto attempt = [&](uint32_t n) {
+    return run_repetition(
+        run.pool.place(s, target, n), s, cell, run.limits,
+        [&](const LiveProgress& p) { run.progress.live(p); }, run.stop);
+  };
+  // The agents the next attempt will use, with its rotation, must answer again.
+  auto ready = [&](uint32_t n, std::chrono::milliseconds deadline) {
+    return run.pool.answer(run.pool.place(s, target, n), deadline);
+  };
+  auto note = [&](const std::string& line) { run.progress.note(cell.key() + " " + line); };
+  CellResult cr;
+  cr.cell = cell;
+  for (uint32_t rep = 0; rep < s.repetitions; ++rep) {
+    run.progress.cell_started(finished, cell.key(), rep, s.repetitions);
+    auto outcome = run_with_retries(retry, attempt, ready, note);
+    if (outcome.stopped) return std::nullopt;
+    if (!outcome.rep) {
+      cr.error = outcome.error;
+      break;
+    }
+    outcome.rep->flags = saturation_flags(*outcome.rep, run.cores);
+    cr.reps.push_back(std::move(*outcome.rep));
+  }
+  return cr;
+}
 
 }  // namespace
 
@@ -203,7 +276,8 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
     out = options.out_dir.empty() ? fs::path("runs") / (scenario.name + "-" + utc_now("%Y%m%dT%H%M%SZ"))
                                   : fs::path(options.out_dir);
     if (fs::exists(out / "result.json") || fs::exists(out / "journal.jsonl"))
-      throw InputError("", "--out: " + out.string() + " already holds a run; choose another folder or --resume it");
+      throw InputError(
+          "", "--out: " + out.string() + " already holds a run; choose another folder or --resume it");
     std::error_code ec;
     fs::create_directories(out, ec);
     if (ec) throw EnvironmentError("--out: cannot create " + out.string() + ": " + ec.message());
@@ -211,7 +285,8 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
     if (ec) throw EnvironmentError("cannot copy the scenario into " + out.string() + ": " + ec.message());
   }
   std::string lab_path = options.lab_path;
-  if (resuming && lab_path.empty() && previous.contains("lab_path")) lab_path = previous["lab_path"].get<std::string>();
+  if (resuming && lab_path.empty() && previous.contains("lab_path"))
+    lab_path = previous["lab_path"].get<std::string>();
 
   // Agents: from the lab, or one embedded agent reached over the same gRPC path.
   std::unique_ptr<agent::AgentServer> embedded;
@@ -242,7 +317,9 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
     const std::string& name = t.builtin.empty() ? t.catalog : t.builtin;
     bool hostable = false, reachable = false;
     for (auto& a : pool.agents) {
-      if (!a->error.empty() || !a->def.matches(scenario.placement.target_role, scenario.placement.target_labels)) continue;
+      if (!a->error.empty() ||
+          !a->def.matches(scenario.placement.target_role, scenario.placement.target_labels))
+        continue;
       reachable = true;
       hostable = hostable || a->can_host(name);
     }
@@ -310,71 +387,62 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
 
   std::vector<size_t> order(cells.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (scenario.execution.shuffle_seed) std::shuffle(order.begin(), order.end(), std::mt19937_64(*scenario.execution.shuffle_seed));
+  if (scenario.execution.shuffle_seed)
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(*scenario.execution.shuffle_seed));
 
   const auto cores = pool.cores();
-  const PhaseLimits limits{scenario.execution.ready_s, scenario.execution.warmup_extra_s, scenario.execution.measure_s,
-                           scenario.execution.stop_s};
+  const PhaseLimits limits{scenario.execution.ready_s, scenario.execution.warmup_extra_s,
+                           scenario.execution.measure_s, scenario.execution.stop_s};
   ProgressReporter progress(cells.size(), ProgressReporter::stderr_is_tty(), options.quiet);
   size_t finished = static_cast<size_t>(std::count(have.begin(), have.end(), true));
   bool first_cell = true;
   for (size_t idx : order) {
     if (have[idx]) continue;
     const Cell& cell = cells[idx];
-    if (!first_cell && scenario.execution.cooldown_s > 0)
-      std::this_thread::sleep_for(std::chrono::duration<double>(scenario.execution.cooldown_s));
+    if (!first_cell && wait_until_ready(nullptr, scenario.execution.cooldown_s, options.stop,
+                                        WaitClock::real()) == WaitOutcome::kStopped)
+      break;
     first_cell = false;
-    CellResult cr;
-    cr.cell = cell;
-    for (uint32_t rep = 0; rep < scenario.repetitions && cr.error.empty(); ++rep) {
-      progress.cell_started(finished, cell.key(), rep, scenario.repetitions);
-      for (uint32_t attempt = 0;; ++attempt) {
-        try {
-          auto placement = pool.place(scenario, scenario.targets[cell.target_index], attempt);
-          auto r = run_repetition(placement, scenario, cell, limits, [&](const LiveProgress& p) { progress.live(p); });
-          r.attempts = attempt + 1;
-          r.flags = saturation_flags(r, cores);
-          cr.reps.push_back(std::move(r));
-          break;
-        } catch (const CellError& e) {
-          if (attempt < scenario.execution.retries) {
-            progress.note(cell.key() + " attempt " + std::to_string(attempt + 1) + " failed (" + e.what() + "); retrying");
-            std::this_thread::sleep_for(std::chrono::milliseconds(500));
-            continue;
-          }
-          cr.error = std::string(e.what()) + " (after " + std::to_string(attempt + 1) + " attempts)";
-          break;
-        } catch (const EnvironmentError& e) {
-          cr.error = e.what();
-          break;
-        }
-      }
-    }
-    results[idx] = std::move(cr);
+    auto cr = run_cell(CellRun{scenario, pool, limits, cores, progress, options.stop}, cell, finished);
+    if (!cr) break;  // shutting down: the cell is left to --resume, not recorded as failed
+    results[idx] = std::move(*cr);
     have[idx] = true;
     journal.append({{"key", cell.key()}, {"cell", to_json(results[idx])}});
     ++finished;
     progress.cell_finished(finished, cell.key(), cell_summary(results[idx]));
     save();  // after every cell: a broken run keeps what it measured
   }
-  result["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  // A signal after the last cell changes nothing: the run is complete.
+  const bool complete = std::all_of(have.begin(), have.end(), [](bool h) { return h; });
+  const int stopped_by = complete || !options.stop ? 0 : options.stop->load();
+  if (complete) result["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
   save();
   progress.finish();
   if (embedded) embedded->shutdown(1000);
 
-  size_t failed = static_cast<size_t>(std::count_if(results.begin(), results.end(), [](auto& c) { return !c.ok(); }));
-  table_out << "\n" << scenario.name << " (" << cells.size() << " cells, " << scenario.repetitions << " repetition"
+  std::vector<CellResult> shown;
+  for (size_t i = 0; i < cells.size(); ++i)
+    if (have[i]) shown.push_back(results[i]);
+  size_t failed =
+      static_cast<size_t>(std::count_if(shown.begin(), shown.end(), [](auto& c) { return !c.ok(); }));
+  table_out << "\n"
+            << scenario.name << " (" << cells.size() << " cells, " << scenario.repetitions << " repetition"
             << (scenario.repetitions == 1 ? "" : "s") << " each)\n\n";
-  write_table(table_out, results);
+  write_table(table_out, shown);
   table_out << "\nresults: " << (out / "result.json").string() << ", matrix.csv, matrix.md\n";
   if (failed) table_out << failed << " of " << cells.size() << " cells failed\n";
+  if (stopped_by) {
+    table_out << "interrupted by signal " << stopped_by << " after " << shown.size() << " of " << cells.size()
+              << " cells; continue with: loadlab run --resume " << out.string() << "\n";
+    return 128 + stopped_by;
+  }
   return failed ? 3 : 0;
 }
 
 int describe_agents(const std::string& lab_path, std::ostream& out) {
   Lab lab = load_lab_file(lab_path);
-  std::vector<std::vector<std::string>> rows{{"agent", "address", "roles", "version", "host", "cores", "memory", "busy",
-                                              "catalog / error"}};
+  std::vector<std::vector<std::string>> rows{
+      {"agent", "address", "roles", "version", "host", "cores", "memory", "busy", "catalog / error"}};
   bool all = true;
   for (auto& def : lab.agents) {
     auto a = connect(def, 5);
@@ -388,9 +456,10 @@ int describe_agents(const std::string& lab_path, std::ostream& out) {
     std::string catalog;
     for (auto& c : a->info.catalog()) catalog += (catalog.empty() ? "" : ", ") + c;
     char mem[32];
-    std::snprintf(mem, sizeof mem, "%.1f GiB", static_cast<double>(a->info.memory_bytes()) / (1024.0 * 1024 * 1024));
-    rows.push_back({def.name, def.address, roles, a->info.version(), a->info.hostname(), std::to_string(a->info.cores()),
-                    mem, a->info.busy() ? "yes" : "no", catalog});
+    std::snprintf(mem, sizeof mem, "%.1f GiB",
+                  static_cast<double>(a->info.memory_bytes()) / (1024.0 * 1024 * 1024));
+    rows.push_back({def.name, def.address, roles, a->info.version(), a->info.hostname(),
+                    std::to_string(a->info.cores()), mem, a->info.busy() ? "yes" : "no", catalog});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (auto& r : rows)

@@ -113,9 +113,10 @@ PlacementDef parse_placement(const ObjectReader& p) {
 }
 
 ExecutionDef parse_execution(const ObjectReader& e) {
-  e.allow({"retries", "cooldown_s", "shuffle_seed", "deadlines"});
+  e.allow({"retries", "retry_backoff_s", "cooldown_s", "shuffle_seed", "deadlines"});
   ExecutionDef d;
   d.retries = static_cast<uint32_t>(e.integer("retries", 0, 100, 2));
+  d.retry_backoff_s = e.number("retry_backoff_s", 0, 300, d.retry_backoff_s);
   d.cooldown_s = e.number("cooldown_s", 0, 3600, 0);
   if (e.has("shuffle_seed")) d.shuffle_seed = static_cast<uint64_t>(e.integer("shuffle_seed", 0, INT64_MAX));
   if (e.has("deadlines")) {

@@ -1,11 +1,11 @@
 // The binaries as a user runs them: exit statuses, error lines, a remote agent via --lab.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
-
-#include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "loadlab/shared/json_input.hpp"
@@ -31,7 +31,8 @@ TEST(Cli, BadScenarioExitsTwoNamingTheField) {
       "matrix": {"delay_ms": [0], "threads": [1, "2"]}, "load": {"duration_s": 1}})");
   auto r = run_command({bin("loadlab"), "run", bad, "--out", (dir.path() / "o").string()});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output_tail.find("/matrix/threads/1: must be an integer in 1..4096"), std::string::npos) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("/matrix/threads/1: must be an integer in 1..4096"), std::string::npos)
+      << r.output_tail;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "o" / "result.json"));
 }
 
@@ -47,7 +48,9 @@ TEST(Cli, MissingFileAndBrokenJsonExitTwo) {
 
 TEST(Cli, TargetTheAgentCannotHostExitsTwoBeforeAnyCell) {
   TempDir dir;
-  auto s = dir.file("s.json", R"({"name": "x", "targets": [{"name": "a", "builtin": "hello"}, {"name": "go", "catalog": "go-nethttp"}],
+  auto s = dir.file(
+      "s.json",
+      R"({"name": "x", "targets": [{"name": "a", "builtin": "hello"}, {"name": "go", "catalog": "go-nethttp"}],
       "matrix": {"delay_ms": [0], "threads": [1]}, "load": {"total_requests": 10}})");
   auto r = run_command({bin("loadlab"), "run", s, "--out", (dir.path() / "o").string()});
   EXPECT_EQ(r.code, 2);
@@ -64,7 +67,8 @@ TEST(Cli, UnknownFlagExitsTwo) {
 
 TEST(Cli, ValidatePrintsTheCells) {
   TempDir dir;
-  auto r = run_command({bin("loadlab"), "validate", std::string(LOADLAB_SOURCE_DIR) + "/scenarios/demo.json"});
+  auto r =
+      run_command({bin("loadlab"), "validate", std::string(LOADLAB_SOURCE_DIR) + "/scenarios/demo.json"});
   EXPECT_EQ(r.code, 0) << r.output_tail;
   EXPECT_NE(r.stdout_text.find("ok, 12 cells"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("beast/d10/t20"), std::string::npos);
@@ -96,7 +100,8 @@ TEST(Cli, RunsOnARemoteAgentFromALabFileAndTheAgentStopsCleanly) {
   auto lab = dir.file("lab.json", R"({"agents": [{"name": "a1", "address": ")" + address +
                                       R"(", "roles": ["target", "load"]}]})");
   auto out = dir.path() / "out";
-  auto r = run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out", out.string()});
+  auto r =
+      run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out", out.string()});
   ASSERT_EQ(r.code, 0) << r.output_tail;
   auto result = read_json_file((out / "result.json").string());
   EXPECT_EQ(result["cells"][0]["requests"], 500);
@@ -121,7 +126,8 @@ struct LongRun {
     EXPECT_EQ(agent->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine);
     auto lab = dir.file("lab.json", R"({"agents": [{"name": "a1", "address": ")" + line.substr(13) +
                                         R"(", "roles": ["target", "load"]}]})");
-    auto s = dir.file("s.json", R"({"name": "long", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+    auto s = dir.file("s.json",
+                      R"({"name": "long", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
         "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 60}})");
     controller = agent::ChildProcess::spawn(
         {bin("loadlab"), "run", s, "--lab", lab, "--out", (dir.path() / "out").string()});
@@ -180,19 +186,39 @@ TEST(Lease, SigtermToTheAgentStopsEveryChildAndTheCellFailsWithAReason) {
   EXPECT_FALSE(result["cells"][0]["error"].get<std::string>().empty());
 }
 
+TEST(Lease, SigintStopsARunMidCellWithinSecondsAndLeavesNothingBehind) {
+  LongRun run;
+  ASSERT_GT(run.target_pid, 0) << run.agent->output_tail();
+  ASSERT_GT(run.load_pid, 0) << run.agent->output_tail();
+  auto t0 = std::chrono::steady_clock::now();
+  kill(run.controller->pid(), SIGINT);
+  auto st = run.controller->wait_exit(std::chrono::seconds(20));
+  ASSERT_TRUE(st);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));  // not the 60 s cell
+  EXPECT_EQ(st->code, 128 + SIGINT) << run.controller->output_tail();
+  EXPECT_TRUE(gone_within(run.target_pid, std::chrono::seconds(10)));
+  EXPECT_TRUE(gone_within(run.load_pid, std::chrono::seconds(10)));
+  // The cut cell is not a failure in the results: --resume measures it.
+  auto result = read_json_file((run.dir.path() / "out" / "result.json").string());
+  EXPECT_TRUE(result["cells"].empty()) << result["cells"].dump();
+  EXPECT_FALSE(run.agent->poll_exit());
+}
+
 // Ground truth for compare: the same cell against a server that really got slower.
 TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   TempDir dir;
   auto scenario = [&](const std::string& name, int server_delay_ms) {
     // The cell key stays beast/d2/t4; a header makes the server itself take longer.
-    return dir.file(name, R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+    return dir.file(
+        name, R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
         "matrix": {"delay_ms": [2], "threads": [4]},
         "load": {"requests_per_thread": 150, "headers": {"x-loadlab-delay-ms": ")" +
-                              std::to_string(server_delay_ms) + R"("}},
+                  std::to_string(server_delay_ms) + R"("}},
         "repetitions": 2, "regression": {"metric": "qps", "threshold_pct": 10}})");
   };
   auto run = [&](const std::string& s, const std::string& out) {
-    auto r = run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out", (dir.path() / out).string()});
+    auto r =
+        run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out", (dir.path() / out).string()});
     EXPECT_EQ(r.code, 0) << r.output_tail;
     return (dir.path() / out).string();
   };
@@ -219,9 +245,58 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   EXPECT_EQ(r.code, 2);
 }
 
+// What a terminal showed: the pty's bytes cut at every \r and \n, erase sequences and
+// colours removed, empty pieces dropped.
+std::vector<std::string> terminal_segments(const std::string& bytes) {
+  static const std::regex ansi("\033\\[[0-9;]*[A-Za-z]");
+  std::vector<std::string> segments;
+  std::string piece;
+  for (char c : bytes + "\n") {
+    if (c != '\r' && c != '\n') {
+      piece += c;
+      continue;
+    }
+    piece = std::regex_replace(piece, ansi, "");
+    if (!piece.empty()) segments.push_back(piece);
+    piece.clear();
+  }
+  return segments;
+}
+
+// On a terminal the bar (redrawn in place on stderr) and the embedded agent's log records
+// (stderr too) must never share a line: each record printed whole above the bar, the bar
+// redrawn below it. `script` runs loadlab on a pseudo-terminal.
+TEST(Cli, OnATerminalLogRecordsArePrintedAboveTheProgressBarNeverOnIt) {
+  TempDir dir;
+  auto s = dir.file(
+      "s.json", R"({"name": "tty", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [0, 1], "threads": [1]}, "load": {"duration_s": 1}})");
+  std::string command =
+      bin("loadlab") + " --log-level info run " + s + " --out " + (dir.path() / "out").string();
+  auto r = run_command({"/usr/bin/script", "-qfc", command, "/dev/null"});
+  ASSERT_EQ(r.code, 0) << r.stdout_text;
+  static const std::regex bar("\\[[#-]{24}\\]|ETA ");
+  static const std::regex record("20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3} ");
+  std::vector<size_t> bars, records;
+  auto segments = terminal_segments(r.stdout_text);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    bool is_bar = std::regex_search(segments[i], bar), is_record = std::regex_search(segments[i], record);
+    EXPECT_FALSE(is_bar && is_record) << "bar and log record on one line: " << segments[i];
+    if (is_bar) bars.push_back(i);
+    if (is_record) records.push_back(i);
+  }
+  // Else the test would pass with no bar or no log at all: records came while a bar was up.
+  ASSERT_GE(bars.size(), 4u) << r.stdout_text;
+  auto under_bar = std::count_if(records.begin(), records.end(),
+                                 [&](size_t i) { return i > bars.front() && i < bars.back(); });
+  EXPECT_GE(under_bar, 4) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("target hello pid"), std::string::npos) << r.stdout_text;
+}
+
 TEST(Cli, UnreachableAgentIsOneClearLine) {
   TempDir dir;
-  auto lab = dir.file("lab.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["target", "load"]}]})");
+  auto lab = dir.file(
+      "lab.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["target", "load"]}]})");
   auto r = run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out",
                         (dir.path() / "o").string()});
   EXPECT_EQ(r.code, 1);

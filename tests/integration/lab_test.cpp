@@ -1,8 +1,11 @@
 // A lab of three agent processes on loopback ports (one target, two load): placement,
-// merging, a load agent killed mid-cell, a controller killed and resumed.
-#include <signal.h>
-
+// merging, a load agent killed mid-cell (and restarted on its port), a controller killed
+// and resumed, a controller interrupted while it waits to retry.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -19,25 +22,48 @@ using testing::bin;
 using testing::run_command;
 using testing::TempDir;
 
+// An agent process in its own process group; its destructor stops the group and reaps it.
 struct AgentProcess {
   std::unique_ptr<agent::ChildProcess> proc;
   std::string address;
-  explicit AgentProcess(const std::string& name) {
-    proc = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", name});
+  explicit AgentProcess(const std::string& name, const std::string& listen = "127.0.0.1:0") {
+    proc = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", listen, "--name", name});
     std::string line;
-    EXPECT_EQ(proc->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine);
-    address = line.substr(13);
+    EXPECT_EQ(proc->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << proc->output_tail();
+    address = line.size() > 13 ? line.substr(13) : "";
   }
 };
 
+// A loopback port free now, for an agent that must come back on the same address. The
+// kernel picks it and it is closed again: another process could take it in between, rarely.
+std::string free_loopback_address() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  close(fd);
+  return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+}
+
 class LabTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    for (auto* n : {"srv", "cli1", "cli2"}) agents.emplace_back(std::make_unique<AgentProcess>(n));
-    lab = dir.file("lab.json", R"({"agents": [
-      {"name": "srv", "address": ")" + agents[0]->address + R"(", "roles": ["target"]},
-      {"name": "cli1", "address": ")" + agents[1]->address + R"(", "roles": ["load"], "labels": {"rack": "a"}},
-      {"name": "cli2", "address": ")" + agents[2]->address + R"(", "roles": ["load"], "labels": {"rack": "b"}}]})");
+  void SetUp() override { start("127.0.0.1:0"); }
+  // cli1 listens on `cli1_listen`; srv and cli2 on ports the kernel picks.
+  void start(const std::string& cli1_listen) {
+    agents.emplace_back(std::make_unique<AgentProcess>("srv"));
+    agents.emplace_back(std::make_unique<AgentProcess>("cli1", cli1_listen));
+    agents.emplace_back(std::make_unique<AgentProcess>("cli2"));
+    lab =
+        dir.file("lab.json", R"({"agents": [
+      {"name": "srv", "address": ")" +
+                                 agents[0]->address + R"(", "roles": ["target"]},
+      {"name": "cli1", "address": ")" +
+                                 agents[1]->address + R"(", "roles": ["load"], "labels": {"rack": "a"}},
+      {"name": "cli2", "address": ")" +
+                                 agents[2]->address + R"(", "roles": ["load"], "labels": {"rack": "b"}}]})");
   }
   TempDir dir;
   std::vector<std::unique_ptr<AgentProcess>> agents;
@@ -45,7 +71,8 @@ class LabTest : public ::testing::Test {
 };
 
 TEST_F(LabTest, TwoLoadAgentsShareACellAndTheirCountsAdd) {
-  auto s = dir.file("s.json", R"({"name": "two", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+  auto s = dir.file("s.json",
+                    R"({"name": "two", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [2], "threads": [4]},
       "load": {"requests_per_thread": 200},
       "placement": {"load": {"agents": 2}}})");
@@ -76,7 +103,8 @@ TEST_F(LabTest, TwoLoadAgentsShareACellAndTheirCountsAdd) {
 }
 
 TEST_F(LabTest, LabelsSelectTheLoadAgent) {
-  auto s = dir.file("s.json", R"({"name": "lbl", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+  auto s = dir.file("s.json",
+                    R"({"name": "lbl", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [0], "threads": [1]}, "load": {"total_requests": 50},
       "placement": {"load": {"labels": {"rack": "b"}}}})");
   auto out = dir.path() / "out";
@@ -87,10 +115,12 @@ TEST_F(LabTest, LabelsSelectTheLoadAgent) {
 }
 
 TEST_F(LabTest, ALoadAgentKilledMidCellIsRetriedOnAnotherAndTheCellCompletes) {
-  auto s = dir.file("s.json", R"({"name": "kill", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+  auto s = dir.file("s.json",
+                    R"({"name": "kill", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 3}})");
   auto out = dir.path() / "out";
-  auto controller = agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  auto controller =
+      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   // Wait until cli1 runs the load, then kill it.
   auto deadline = std::chrono::steady_clock::now() + 15s;
   while (agents[1]->proc->output_tail(50).find("load pid") == std::string::npos &&
@@ -109,11 +139,96 @@ TEST_F(LabTest, ALoadAgentKilledMidCellIsRetriedOnAnotherAndTheCellCompletes) {
   EXPECT_NE(controller->output_tail(40).find("retrying"), std::string::npos);
 }
 
+// Waits until `agent` runs a load worker (it logs its pid), then half a second more.
+void wait_for_load(const AgentProcess& agent) {
+  auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (agent.proc->output_tail(50).find("load pid") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(500ms);
+}
+
+// cli1 on a fixed port, so that it can be restarted on the same address.
+class RestartLabTest : public LabTest {
+ protected:
+  void SetUp() override { start(free_loopback_address()); }
+};
+
+// As systemd's Restart=on-failure would: cli1 SIGKILLed mid-cell, back on its port 1 s
+// later. Both load agents are needed by every attempt (load.agents 2), so no rotation helps:
+// the retry must wait for cli1, with the default retries and backoff.
+TEST_F(RestartLabTest, ALoadAgentRestartedOnItsPortIsWaitedForAndEveryCellCompletes) {
+  auto s = dir.file(
+      "s.json", R"({"name": "restart", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [1], "threads": [2, 4]}, "load": {"duration_s": 2},
+      "placement": {"load": {"agents": 2}}})");
+  auto out = dir.path() / "out";
+  auto controller =
+      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  wait_for_load(*agents[1]);
+  const std::string address = agents[1]->address;
+  ASSERT_EQ(kill(agents[1]->proc->pid(), SIGKILL), 0);
+  ASSERT_TRUE(agents[1]->proc->wait_exit(5s));  // reaped; its worker dies with it (PDEATHSIG)
+  std::this_thread::sleep_for(1s);
+  agents[1] = std::make_unique<AgentProcess>("cli1", address);
+  ASSERT_EQ(agents[1]->address, address) << agents[1]->proc->output_tail();
+
+  auto st = controller->wait_exit(90s);
+  ASSERT_TRUE(st) << controller->output_tail();
+  controller->wait_output_end(5s);
+  EXPECT_EQ(st->code, 0) << controller->output_tail();
+  auto result = read_json_file((out / "result.json").string());
+  ASSERT_EQ(result["cells"].size(), 2u);
+  for (auto& c : result["cells"]) EXPECT_TRUE(c["ok"].get<bool>()) << c.dump();
+  // The cell cli1 died in took more than one attempt, and its last ran on the restarted cli1.
+  const auto& rep = result["cells"][0]["repetitions"][0];
+  EXPECT_GT(rep["attempts"].get<int>(), 1) << rep.dump();
+  std::set<std::string> names;
+  for (auto& p : rep["load_parts"]) names.insert(p["agent"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"cli1", "cli2"}));
+  EXPECT_EQ(result["cells"][1]["repetitions"][0]["attempts"], 1);
+  EXPECT_NE(controller->output_tail(40).find("retrying once its agents answer"), std::string::npos)
+      << controller->output_tail(40);
+}
+
+// cli1 killed for good, a retry waiting up to a minute for it: SIGINT ends the run at once,
+// with the interrupted cell left for --resume rather than recorded as failed.
+TEST_F(LabTest, SigintDuringARetryWaitEndsTheRunAtOnce) {
+  auto s = dir.file("s.json",
+                    R"({"name": "wait", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 5},
+      "placement": {"load": {"agents": 2}}, "execution": {"retry_backoff_s": 120}})");
+  auto out = dir.path() / "out";
+  auto controller =
+      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  wait_for_load(*agents[1]);
+  ASSERT_EQ(kill(agents[1]->proc->pid(), SIGKILL), 0);
+  auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (controller->output_tail(40).find("retrying") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_NE(controller->output_tail(40).find("retrying"), std::string::npos) << controller->output_tail(40);
+  std::this_thread::sleep_for(300ms);  // into the wait
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(controller->pid(), SIGINT), 0);
+  auto st = controller->wait_exit(20s);
+  ASSERT_TRUE(st) << controller->output_tail();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  controller->wait_output_end(5s);  // its last lines may still be in the pipe
+  EXPECT_EQ(st->code, 128 + SIGINT) << controller->output_tail();
+  auto result = read_json_file((out / "result.json").string());
+  EXPECT_TRUE(result["cells"].empty()) << result["cells"].dump();
+  EXPECT_FALSE(result.contains("finished_at"));
+  EXPECT_NE(controller->output_tail(40).find("--resume"), std::string::npos) << controller->output_tail(40);
+}
+
 TEST_F(LabTest, AKilledControllerResumesWithItsEarlierCellsIntact) {
-  auto s = dir.file("s.json", R"({"name": "resume", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+  auto s = dir.file("s.json",
+                    R"({"name": "resume", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [0, 1, 2], "threads": [1]}, "load": {"duration_s": 1.5}})");
   auto out = dir.path() / "out";
-  auto controller = agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  auto controller =
+      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   // Kill it once the first cell is in the journal.
   auto journal = out / "journal.jsonl";
   auto lines = [&] {
@@ -143,8 +258,10 @@ TEST_F(LabTest, AKilledControllerResumesWithItsEarlierCellsIntact) {
 TEST(LabCatalog, ATargetThatDiesMidCellFailsItWithItsExitStatus) {
   TempDir dir;
   // A catalog server that serves for 1.5 s, then its main process exits with status 3.
-  auto catalog = dir.file("catalog.json", R"({"targets": {"flaky": {"argv": ["/bin/sh", "-c",
-      ")" + bin("loadlab-target") + R"( --listen {host}:{port} --threads 1 & sleep 1.5; echo dying; exit 3"]}}})");
+  auto catalog = dir.file("catalog.json",
+                          R"({"targets": {"flaky": {"argv": ["/bin/sh", "-c",
+      ")" + bin("loadlab-target") +
+                              R"( --listen {host}:{port} --threads 1 & sleep 1.5; echo dying; exit 3"]}}})");
   auto agent = agent::ChildProcess::spawn(
       {bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo", "--catalog", catalog});
   std::string line;
@@ -160,7 +277,8 @@ TEST(LabCatalog, ATargetThatDiesMidCellFailsItWithItsExitStatus) {
   EXPECT_EQ(r.code, 3) << r.output_tail;
   auto cell = read_json_file((out / "result.json").string())["cells"][0];
   EXPECT_FALSE(cell["ok"].get<bool>());
-  EXPECT_NE(cell["error"].get<std::string>().find("target exited (exit status 3)"), std::string::npos) << cell["error"];
+  EXPECT_NE(cell["error"].get<std::string>().find("target exited (exit status 3)"), std::string::npos)
+      << cell["error"];
   EXPECT_NE(cell["error"].get<std::string>().find("dying"), std::string::npos) << cell["error"];
 }
 
@@ -169,7 +287,8 @@ TEST_F(LabTest, AgentsCommandDescribesEachAgentOrWhyItIsUnreachable) {
   EXPECT_EQ(r.code, 0) << r.output_tail;
   EXPECT_NE(r.stdout_text.find("cli2"), std::string::npos);
   EXPECT_NE(r.stdout_text.find("hello"), std::string::npos);
-  auto bad = dir.file("bad.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["load"]}]})");
+  auto bad =
+      dir.file("bad.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["load"]}]})");
   r = run_command({bin("loadlab"), "agents", "--lab", bad});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.stdout_text.find("UNREACHABLE"), std::string::npos) << r.stdout_text;

@@ -138,6 +138,24 @@ TEST(Scenario, ValuesThatWouldBreakTheRequestAreRejected) {
             "/load/headers/X-A: must not contain line breaks");
 }
 
+TEST(Scenario, RetryBackoffIsANumberOfSecondsWithARange) {
+  EXPECT_DOUBLE_EQ(parse_scenario(nlohmann::json::parse(kGood)).execution.retry_backoff_s, 1.0);
+  auto with_backoff = [](const std::string& v) {
+    return with(R"("repetitions": 3)",
+                R"("repetitions": 3, "execution": {"retries": 4, "retry_backoff_s": )" + v + "}");
+  };
+  auto s = parse_scenario(nlohmann::json::parse(with_backoff("2.5")));
+  EXPECT_DOUBLE_EQ(s.execution.retry_backoff_s, 2.5);
+  EXPECT_EQ(s.execution.retries, 4u);
+  EXPECT_DOUBLE_EQ(parse_scenario(nlohmann::json::parse(with_backoff("0"))).execution.retry_backoff_s, 0.0);
+  EXPECT_EQ(error_of(with_backoff("-1")), "/execution/retry_backoff_s: must be a number in [0, 300]");
+  EXPECT_EQ(error_of(with_backoff("301")), "/execution/retry_backoff_s: must be a number in [0, 300]");
+  EXPECT_EQ(error_of(with_backoff("\"1s\"")), "/execution/retry_backoff_s: must be a number in [0, 300]");
+  EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "execution": {"retry_backof_s": 1})")),
+            "/execution/retry_backof_s: unknown key; allowed here: retries, retry_backoff_s, cooldown_s, "
+            "shuffle_seed, deadlines");
+}
+
 TEST(Scenario, FileErrorsAreInputErrors) {
   EXPECT_THROW(load_scenario_file("/nonexistent/scenario.json"), InputError);
   try {

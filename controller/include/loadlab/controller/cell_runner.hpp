@@ -2,6 +2,7 @@
 // Runs one repetition of one cell: hosts the target on one agent, drives it from one or
 // more load agents at once, brackets the measured window with marks on the target stream,
 // and merges the load agents' results (histogram buckets add, rates sum).
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -15,15 +16,20 @@
 
 namespace loadlab::controller {
 
-// A failed repetition; `phase` is one of start, ready, warmup, measure, usage, stop.
+// A failed repetition; `phase` is one of start, ready, warmup, measure, usage, stop, or
+// interrupted (the run is shutting down). `code` is the agent's gRPC status when one
+// caused it (UNKNOWN otherwise), so that the retry loop can tell a lost agent from a
+// request no agent will ever accept.
 class CellError : public std::runtime_error {
  public:
-  CellError(std::string phase, const std::string& message)
-      : std::runtime_error(phase + ": " + message), phase_(std::move(phase)) {}
+  CellError(std::string phase, const std::string& message, grpc::StatusCode code = grpc::StatusCode::UNKNOWN)
+      : std::runtime_error(phase + ": " + message), phase_(std::move(phase)), code_(code) {}
   const std::string& phase() const { return phase_; }
+  grpc::StatusCode code() const { return code_; }
 
  private:
   std::string phase_;
+  grpc::StatusCode code_;
 };
 
 struct AgentRef {
@@ -39,10 +45,10 @@ struct Placement {
 
 // Deadlines of the phases of a repetition, in seconds.
 struct PhaseLimits {
-  double ready_s = 30;          // target started and accepting
-  double warmup_extra_s = 30;   // beyond the scenario's warmup_s
-  double measure_s = 0;         // 0 = duration_s + 60 s, or 24 h for request counts
-  double stop_s = 15;           // usage answered and target stopped
+  double ready_s = 30;         // target started and accepting
+  double warmup_extra_s = 30;  // beyond the scenario's warmup_s
+  double measure_s = 0;        // 0 = duration_s + 60 s, or 24 h for request counts
+  double stop_s = 15;          // usage answered and target stopped
 };
 
 // One load agent's share of a cell.
@@ -66,9 +72,12 @@ using ProgressFn = std::function<void(const LiveProgress&)>;
 v1::TargetSpec target_spec(const Scenario& s, const Cell& c);
 v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share, const std::string& endpoint);
 
-// Throws CellError. Blocks until the repetition is over and the target has stopped.
-RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c, const PhaseLimits& limits,
-                         const ProgressFn& progress);
+// Throws CellError. Blocks until the repetition is over and the target has stopped. When
+// `*stop` turns nonzero (SIGINT/SIGTERM) the calls are cancelled and it throws CellError
+// with phase "interrupted" within about 100 ms.
+RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
+                         const PhaseLimits& limits, const ProgressFn& progress,
+                         const std::atomic<int>* stop = nullptr);
 
 // The merged result of several load agents' results.
 RepResult merge_load_results(const std::vector<v1::LoadResult>& results);

@@ -1,12 +1,15 @@
 #pragma once
 // Run progress for a person: on a terminal a bar redrawn in place (cells done/total,
 // current cell, live QPS, ETA); elsewhere (CI, files) or with --quiet, one plain log line
-// per cell. Called from the run's thread only.
+// per cell. Called from the run's thread only; while the bar is up, log records from any
+// thread are printed above it (StatusLine).
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "loadlab/controller/cell_runner.hpp"
+#include "loadlab/controller/status_line.hpp"
 
 namespace loadlab::controller {
 
@@ -35,7 +38,7 @@ class ProgressReporter {
   LiveProgress live_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_draw_{};
-  bool drawn_ = false;
+  std::shared_ptr<StatusLine> line_;  // set while the bar is drawn
 };
 
 }  // namespace loadlab::controller

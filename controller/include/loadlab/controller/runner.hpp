@@ -1,6 +1,7 @@
 #pragma once
 // A whole run: agents (from a lab file, or one embedded agent), every cell and repetition
 // with retries, result files and a journal written as cells finish, --resume.
+#include <atomic>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,9 @@ struct RunOptions {
   std::string resume_dir;  // continue the run in this folder (its scenario copy and journal)
   std::string bin_dir;     // embedded agent: folder of loadlab-target/-load; "" = this executable's
   bool quiet = false;      // no progress bar: plain log lines, as in CI
+  // Nonzero (the signal's number) once SIGINT/SIGTERM asks the run to stop: the cell in
+  // progress is cancelled and not recorded, retry waits and cool-downs end at once.
+  const std::atomic<int>* stop = nullptr;
 };
 
 // The lab could not be used (no reachable agent for a role, ...): exit status 1.
@@ -22,7 +26,8 @@ class EnvironmentError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Returns the exit status: 0 when every cell succeeded, 3 when some failed. Throws
+// Returns the exit status: 0 when every cell succeeded, 3 when some failed, 128 + the
+// signal when `stop` ended the run early (its finished cells kept for --resume). Throws
 // loadlab::InputError for bad input (exit status 2) and EnvironmentError.
 int run_scenario(const RunOptions& options, std::ostream& table_out);
 

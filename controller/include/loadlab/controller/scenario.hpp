@@ -2,20 +2,19 @@
 // A scenario: what to run (targets × matrix) and how to load each cell. Parsed strictly
 // from JSON; see docs/scenario.md for the reference.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace loadlab::controller {
 
 struct TargetDef {
   std::string name;
-  std::string builtin;   // set for a built-in target ("hello")
-  std::string catalog;   // set for an agent catalog entry
-  std::string body;      // response body; "" = the target's default
+  std::string builtin;          // set for a built-in target ("hello")
+  std::string catalog;          // set for an agent catalog entry
+  std::string body;             // response body; "" = the target's default
   uint32_t server_threads = 0;  // 0 = the agent's core count
 };
 
@@ -41,13 +40,14 @@ struct PlacementDef {
   std::vector<std::pair<std::string, std::string>> target_labels;  // all must match
   std::string load_role = "load";
   std::vector<std::pair<std::string, std::string>> load_labels;
-  uint32_t load_agents = 1;  // load agents driving each cell together
-  bool share_agents = false; // may the target's agent also run load? (always, in a one-agent lab)
+  uint32_t load_agents = 1;   // load agents driving each cell together
+  bool share_agents = false;  // may the target's agent also run load? (always, in a one-agent lab)
 };
 
 struct ExecutionDef {
-  uint32_t retries = 2;           // per repetition, on the same or another eligible agent
-  double cooldown_s = 0;          // pause between cells
+  uint32_t retries = 2;                  // per repetition, on the same or another eligible agent
+  double retry_backoff_s = 1;            // first retry's wait for its agents; doubles up to 30 s; 0 = none
+  double cooldown_s = 0;                 // pause between cells
   std::optional<uint64_t> shuffle_seed;  // run cells in a seeded random order
   double ready_s = 30, warmup_extra_s = 30, measure_s = 0, stop_s = 15;  // phase deadlines
 };
