@@ -76,9 +76,10 @@ load() {
     -d "$DURATION" --json "$@" >"$work/out" 2>/dev/null || true
   local cpu
   cpu=$(awk '{print $1 + $2}' "$work/time" | tail -1)
+  # The JSON is the protocol's LoadResult (proto3 JSON: 64-bit counts are strings).
   jq -r --arg cpu "$cpu" '[.qps, (if .rate > 0 then .achieved_rate else .qps end),
-       (if .rate > 0 then .rate_held else true end), .requests, $cpu,
-       .latency_us.p50, .latency_us.p99] | map(tostring) | join(" ")' "$work/out"
+       (.rate_not_held | not), (.requests | tonumber), $cpu,
+       .latency.p50_us, .latency.p99_us] | map(tostring) | join(" ")' "$work/out"
 }
 
 echo "target: loadlab-target --threads 1 $([ "$PIN" = 1 ] && echo 'on core 0, client on core 1'); $THREADS thread(s), $CONNS connections, ${DURATION}s a run"

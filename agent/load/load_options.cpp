@@ -12,15 +12,7 @@ namespace loadlab::load {
 
 namespace {
 
-constexpr int kMaxThreads = 1024;
-constexpr int kMaxConnections = 1'000'000;
-constexpr int64_t kMaxRequests = 1'000'000'000'000;  // 10^12
-constexpr double kMaxDurationS = 7 * 24 * 3600.0;
-constexpr double kMaxWarmupS = 3600.0;
-using limits::kMaxRatePerThread;
-using limits::kMinRatePerThread;
-constexpr int kMaxTimeoutMs = 3'600'000;
-constexpr size_t kMaxBodyBytes = 64 << 20;
+using namespace limits;
 
 // RFC 9110 token characters (method and field names).
 bool is_token(std::string_view s) {
@@ -103,19 +95,22 @@ std::string validate(LoadOptions& o) {
     return "-t/--threads: must be in 1.." + std::to_string(kMaxThreads) + ", got " +
            std::to_string(o.threads);
   if (o.connections == 0) o.connections = o.threads;
-  if (o.connections < o.threads || o.connections > kMaxConnections)
+  int64_t max_connections = std::min<int64_t>(kMaxConnections, int64_t{kMaxConnectionsPerThread} * o.threads);
+  if (o.connections < o.threads || o.connections > max_connections)
     return "-c/--connections: must be in " + std::to_string(o.threads) + " (the thread count).." +
-           std::to_string(kMaxConnections) + ", got " + std::to_string(o.connections);
+           std::to_string(max_connections) + " (" + std::to_string(kMaxConnectionsPerThread) + " a thread, " +
+           std::to_string(kMaxConnections) + " in all), got " + std::to_string(o.connections);
   int stops = int(o.requests_per_thread.has_value()) + int(o.total_requests.has_value()) +
               int(o.duration_s.has_value());
   if (stops > 1) return "-n, --total, -d: give at most one stop condition";
   if (stops == 0) o.duration_s = 10.0;
   if (o.requests_per_thread && (*o.requests_per_thread < 1 || *o.requests_per_thread > kMaxRequests))
     return "-n/--requests: must be in 1..10^12, got " + std::to_string(*o.requests_per_thread);
-  if (o.total_requests && (*o.total_requests < 1 || *o.total_requests > kMaxRequests))
-    return "--total: must be in 1..10^12, got " + std::to_string(*o.total_requests);
+  if (o.total_requests && (*o.total_requests < o.threads || *o.total_requests > kMaxRequests))
+    return "--total: must be in " + std::to_string(o.threads) + " (the thread count)..10^12, got " +
+           std::to_string(*o.total_requests);
   if (o.duration_s && (!std::isfinite(*o.duration_s) || *o.duration_s <= 0 || *o.duration_s > kMaxDurationS))
-    return "-d/--duration: must be > 0 and <= 604800 seconds, got " + std::to_string(*o.duration_s);
+    return "-d/--duration: must be > 0 and <= 86400 seconds, got " + std::to_string(*o.duration_s);
   if (!std::isfinite(o.warmup_s) || o.warmup_s < 0 || o.warmup_s > kMaxWarmupS)
     return "--warmup: must be in 0..3600 seconds, got " + std::to_string(o.warmup_s);
   if (o.rate && (!std::isfinite(*o.rate) || *o.rate < kMinRatePerThread * o.threads ||
@@ -129,14 +124,16 @@ std::string validate(LoadOptions& o) {
   }
   if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
     return "--timeout: must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms);
-  if (!is_token(o.method) || o.method.size() > 32)
+  if (!is_token(o.method) || o.method.size() > static_cast<size_t>(kMaxMethodLength))
     return "-m/--method: must be an HTTP method token (e.g. GET, POST), got " + quoted(o.method);
   for (const auto& h : o.headers) {
     auto colon = h.find(':');
     if (colon == std::string::npos || !is_token(std::string_view(h).substr(0, colon)) || has_crlf(h))
       return "-H/--header: must be 'Name: value' with a token name and no line break, got " + quoted(h);
   }
-  if (o.body.size() > kMaxBodyBytes) return "--body: must be at most 64 MiB";
+  if (o.body.size() > static_cast<size_t>(kMaxBodyBytes))
+    return "--body: must be at most 1 MiB (" + std::to_string(kMaxBodyBytes) + " bytes), got " +
+           std::to_string(o.body.size());
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
   if (std::none_of(std::begin(kLevels), std::end(kLevels), [&](const char* l) { return o.log_level == l; }))
     return "--log-level: must be one of trace, debug, info, warn, error, critical, off; got " +

@@ -1,14 +1,15 @@
 #pragma once
-// The figures of one load run and their two renderings (JSON for machines, text for people).
+// The figures of one load run and their two renderings: the protocol's LoadResult (printed
+// as JSON for machines) and a wrk-like text for people.
 #include <array>
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "load_options.hpp"
 #include "loadlab/shared/histogram.hpp"
+#include "loadlab/v1/agent.pb.h"
 
 namespace loadlab::load {
 
@@ -57,7 +58,7 @@ struct LoadResult {
   int64_t connects = 0;
 };
 
-nlohmann::json to_json(const LoadResult& result);
+v1::LoadResult to_proto(const LoadResult& result);
 
 // "rate not held: achieved X of Y req/s" when an open loop fell behind its schedule, else "".
 std::string rate_not_held_message(const LoadResult& result);

@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "load_options.hpp"
 #include "load_runner.hpp"
+#include "loadlab/proto/json.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "progress_line.hpp"
 
@@ -27,8 +27,9 @@ extern "C" void on_signal(int sig) {
   std::signal(sig, SIG_DFL);  // a second signal ends the process at once
 }
 
-void print_line(const nlohmann::json& j) {
-  std::string line = j.dump();
+// One protocol message as a JSON line on stdout (see LoadEvent in agent.proto).
+void print_line(const google::protobuf::Message& m) {
+  std::string line = loadlab::proto::to_json(m);
   line += '\n';
   std::fwrite(line.data(), 1, line.size(), stdout);
   std::fflush(stdout);
@@ -110,20 +111,28 @@ int main(int argc, char** argv) {
   bool progress_shown = false;
   if (events || tty) {
     callbacks.on_progress = [events, tty, &progress_shown](const loadlab::load::Progress& p) {
-      if (events)
-        print_line({{"event", "progress"},
-                    {"elapsed_s", p.elapsed_s},
-                    {"requests", p.requests},
-                    {"errors", p.errors},
-                    {"qps", p.qps},
-                    {"warmup", p.warmup}});
+      if (events) {
+        loadlab::v1::LoadEvent ev;
+        auto* pp = ev.mutable_progress();
+        pp->set_elapsed_s(p.elapsed_s);
+        pp->set_requests(static_cast<uint64_t>(p.requests));
+        pp->set_errors(static_cast<uint64_t>(p.errors));
+        pp->set_qps(p.qps);
+        pp->set_warmup(p.warmup);
+        print_line(ev);
+      }
       if (tty) {
         std::fputs(loadlab::load::format_progress_line(p).c_str(), stderr);
         progress_shown = true;
       }
     };
   }
-  if (events) callbacks.on_measure_start = [] { print_line({{"event", "measure_start"}}); };
+  if (events)
+    callbacks.on_measure_start = [] {
+      loadlab::v1::LoadEvent ev;
+      ev.mutable_measure_start();
+      print_line(ev);
+    };
   loadlab::load::LoadRunner runner(o, std::move(callbacks));
   g_runner.store(&runner);
   if (g_signalled.load()) runner.initiate_shutdown();
@@ -136,12 +145,11 @@ int main(int argc, char** argv) {
       !held.empty() && o.output != OutputMode::kHuman)
     std::fprintf(stderr, "loadlab-load: %s\n", held.c_str());
   if (o.output == OutputMode::kJson) {
-    print_line(loadlab::load::to_json(result));
+    print_line(loadlab::load::to_proto(result));
   } else if (o.output == OutputMode::kJsonEvents) {
-    nlohmann::json j = loadlab::load::to_json(result);
-    nlohmann::json event = {{"event", "result"}};
-    event.update(j);
-    print_line(event);
+    loadlab::v1::LoadEvent ev;
+    *ev.mutable_result() = loadlab::load::to_proto(result);
+    print_line(ev);
   } else if (result.error.empty()) {
     std::fputs(loadlab::load::format_summary(result, o).c_str(), stdout);
   }

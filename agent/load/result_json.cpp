@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "load_result.hpp"
+#include "loadlab/proto/histogram_proto.hpp"
 
 namespace loadlab::load {
 
@@ -22,59 +23,36 @@ std::string_view error_kind_name(ErrorKind kind) {
   return "unknown";
 }
 
-namespace {
-
-nlohmann::json percentiles(const Histogram& h) {
-  return {
-      {"p50", h.value_at_percentile(50)}, {"p90", h.value_at_percentile(90)},
-      {"p99", h.value_at_percentile(99)}, {"p999", h.value_at_percentile(99.9)},
-      {"max", h.count() ? h.max() : 0},   {"mean", h.count() ? h.mean() : 0.0},
-      {"min", h.count() ? h.min() : 0},
-  };
-}
-
-}  // namespace
-
-nlohmann::json to_json(const LoadResult& r) {
-  const Histogram& h = r.histogram;
-  const Histogram& c = r.connect_histogram;
-  nlohmann::json connect = {
-      {"p50", c.value_at_percentile(50)},   {"p90", c.value_at_percentile(90)},
-      {"p99", c.value_at_percentile(99)},   {"max", c.count() ? c.max() : 0},
-      {"mean", c.count() ? c.mean() : 0.0},
-  };
-  nlohmann::json status = nlohmann::json::object();
-  for (const auto& [code, n] : r.status) status[std::to_string(code)] = n;
-  nlohmann::json kinds = nlohmann::json::object();
+v1::LoadResult to_proto(const LoadResult& r) {
+  v1::LoadResult out;
+  out.set_requests(static_cast<uint64_t>(r.requests));
+  out.set_responses(static_cast<uint64_t>(r.responses));
+  out.set_errors(static_cast<uint64_t>(r.errors));
+  out.set_duration_s(r.duration_s);
+  out.set_qps(r.qps);
+  out.set_threads(static_cast<uint32_t>(r.threads));
+  out.set_connections(static_cast<uint32_t>(r.connections));
+  out.set_rate(r.rate);
+  out.set_achieved_rate(r.achieved_rate);
+  out.set_rate_not_held(!r.rate_held);
+  out.set_latency_corrected(r.rate > 0);
+  proto::latency_of(r.histogram, out.mutable_latency());
+  proto::latency_of(r.histogram_uncorrected, out.mutable_latency_uncorrected());
+  proto::to_proto(r.histogram, out.mutable_histogram());
+  proto::to_proto(r.histogram_uncorrected, out.mutable_histogram_uncorrected());
+  out.set_connects(static_cast<uint64_t>(r.connects));
+  if (r.connects > 0) proto::latency_of(r.connect_histogram, out.mutable_connect());
+  for (const auto& [code, n] : r.status)
+    (*out.mutable_status())[static_cast<uint32_t>(code)] = static_cast<uint64_t>(n);
   for (int k = 0; k < kErrorKindCount; ++k)
-    kinds[std::string(error_kind_name(static_cast<ErrorKind>(k)))] = r.errors_by_kind[k];
-  nlohmann::json j = {
-      {"requests", r.requests},
-      {"responses", r.responses},
-      {"errors", r.errors},
-      {"duration_s", r.duration_s},
-      {"qps", r.qps},
-      {"threads", r.threads},
-      {"connections", r.connections},
-      {"rate", r.rate},
-      {"achieved_rate", r.achieved_rate},
-      {"rate_held", r.rate_held},
-      {"latency_corrected", r.rate > 0},
-      {"latency_us", percentiles(h)},
-      {"latency_uncorrected_us", percentiles(r.histogram_uncorrected)},
-      {"connects", r.connects},
-      {"connect_us", connect},
-      {"status", status},
-      {"errors_by_kind", kinds},
-      {"bytes_read", r.bytes_read},
-      {"warmup_requests", r.warmup_requests},
-      {"interrupted", r.interrupted},
-      {"histogram", h.to_json()},
-      {"histogram_uncorrected", r.histogram_uncorrected.to_json()},
-  };
-  if (!r.error.empty()) j["error"] = r.error;
-  if (!r.csv_error.empty()) j["csv_error"] = r.csv_error;
-  return j;
+    if (r.errors_by_kind[k] > 0)
+      (*out.mutable_error_kinds())[std::string(error_kind_name(static_cast<ErrorKind>(k)))] =
+          static_cast<uint64_t>(r.errors_by_kind[k]);
+  out.set_bytes_read(static_cast<uint64_t>(r.bytes_read));
+  out.set_warmup_requests(static_cast<uint64_t>(r.warmup_requests));
+  out.set_interrupted(r.interrupted);
+  out.set_error(r.error);
+  return out;
 }
 
 namespace {

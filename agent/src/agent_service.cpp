@@ -11,12 +11,12 @@
 #include <fstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
 
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/agent/ports.hpp"
-#include "loadlab/agent/load_result_json.hpp"
 #include "loadlab/agent/usage_window.hpp"
+#include "load_spec.hpp"
+#include "loadlab/proto/json.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/logging.hpp"
 
@@ -337,11 +337,11 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx, grpc::ServerReaderWriter<
   if (!stream->Read(&cmd) || !cmd.has_spec())
     return Status(StatusCode::INVALID_ARGUMENT, "the first command must be a LoadSpec");
   const auto& spec = cmd.spec();
-  if (auto err = validate_load_spec(spec); !err.empty()) return Status(StatusCode::INVALID_ARGUMENT, err);
+  if (auto err = load::validate_spec(spec); !err.empty()) return Status(StatusCode::INVALID_ARGUMENT, err);
   BusyGuard busy(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!busy.owned()) return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");
 
-  auto argv = load_command_line(options_.bin_dir + "/loadlab-load", spec);
+  auto argv = load::command_line(options_.bin_dir + "/loadlab-load", load::options_from_spec(spec));
   std::unique_ptr<ChildProcess> child;
   try {
     child = ChildProcess::spawn(argv);
@@ -364,33 +364,25 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx, grpc::ServerReaderWriter<
     }
     if (ls == ChildProcess::LineStatus::kEof) break;
     if (ls != ChildProcess::LineStatus::kLine) continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("event")) continue;  // not an event line
-    const auto event = j["event"].get<std::string>();
+    // The worker's stdout carries LoadEvent lines only (see agent.proto); anything else is
+    // a broken worker, not a line to skip.
     v1::LoadEvent ev;
-    if (event == "progress") {
-      auto* p = ev.mutable_progress();
-      p->set_elapsed_s(j.value("elapsed_s", 0.0));
-      p->set_requests(j.value("requests", uint64_t{0}));
-      p->set_errors(j.value("errors", uint64_t{0}));
-      p->set_qps(j.value("qps", 0.0));
-      p->set_warmup(j.value("warmup", false));
-    } else if (event == "measure_start") {
+    if (auto err = proto::from_json(line, &ev); !err.empty() || ev.event_case() == v1::LoadEvent::kUsage ||
+                                                 ev.event_case() == v1::LoadEvent::EVENT_NOT_SET) {
+      stop_tree(*child);
+      return Status(StatusCode::INTERNAL, "load worker printed a line that is not a LoadEvent (" +
+                                              (err.empty() ? std::string("no event") : err) + "): " +
+                                              line.substr(0, 200));
+    }
+    if (ev.has_measure_start()) {
       window.start();
-      ev.mutable_measure_start();
-    } else if (event == "result") {
+    } else if (ev.has_result()) {
       // The window ends here. The worker is usually still alive: read it now; if it has
       // already exited, its final CPU comes from wait4() below.
       auto now = read_tree(proc_, child->pid());
       if (now.processes > 0) client_usage = window.finish(&now);
       else window.close_at_now();
-      if (auto err = load_result_from_json(j, ev.mutable_result()); !err.empty()) {
-        child->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
-        return Status(StatusCode::INTERNAL, "bad result from load worker: " + err);
-      }
       have_result = true;
-    } else {
-      continue;
     }
     stream->Write(ev);
   }

@@ -12,11 +12,12 @@
 #include <boost/beast/http.hpp>
 #include <cstdio>
 #include <future>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "load_options.hpp"
+#include "loadlab/proto/histogram_proto.hpp"
+#include "loadlab/proto/json.hpp"
 
 namespace loadlab::load {
 namespace {
@@ -468,21 +469,28 @@ TEST(LoadBinaryTest, JsonPrintsOneObject) {
   Exec e = run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
                       "/ -n 50 -t 2 -c 2 --json 2>/dev/null");
   ASSERT_EQ(e.exit_code, 0);
-  auto j = nlohmann::json::parse(e.out);
-  EXPECT_EQ(j["requests"], 100);
-  EXPECT_EQ(j["status"]["200"], 100);
-  EXPECT_EQ(j["errors_by_kind"]["timeout"], 0);
-  for (const char* key : {"p50", "p90", "p99", "p999", "max", "mean", "min"})
-    EXPECT_TRUE(j["latency_us"].contains(key)) << key;
-  EXPECT_EQ(Histogram::from_json(j["histogram"]).count(), 100);
-  for (const char* key : {"p50", "p90", "p99", "p999", "max", "mean", "min"})
-    EXPECT_TRUE(j["latency_uncorrected_us"].contains(key)) << key;
-  for (const char* key : {"p50", "p90", "p99", "max", "mean"})
-    EXPECT_TRUE(j["connect_us"].contains(key)) << key;
-  EXPECT_EQ(j["connects"], 2);
-  EXPECT_EQ(j["rate"], 0);
-  EXPECT_EQ(j["latency_corrected"], false);
-  EXPECT_EQ(Histogram::from_json(j["histogram_uncorrected"]).count(), 100);
+  ASSERT_EQ(e.out.find('\n'), e.out.size() - 1) << e.out;  // one line
+  v1::LoadResult r;  // the protocol's message, read strictly: every field is one of it
+  ASSERT_EQ(proto::from_json(e.out, &r), "") << e.out;
+  EXPECT_EQ(r.requests(), 100u);
+  EXPECT_EQ(r.responses(), 100u);
+  EXPECT_EQ(r.status().at(200), 100u);
+  EXPECT_TRUE(r.error_kinds().empty());
+  EXPECT_GT(r.latency().p50_us(), 0);
+  EXPECT_LE(r.latency().p50_us(), r.latency().p99_us());
+  EXPECT_LE(r.latency().p99_us(), r.latency().max_us());
+  Histogram h;
+  ASSERT_EQ(proto::from_proto(r.histogram(), &h), "");
+  EXPECT_EQ(h.count(), 100);
+  ASSERT_EQ(proto::from_proto(r.histogram_uncorrected(), &h), "");
+  EXPECT_EQ(h.count(), 100);
+  EXPECT_GT(r.connect().p50_us(), 0);
+  EXPECT_EQ(r.connects(), 2u);
+  EXPECT_EQ(r.rate(), 0);
+  EXPECT_FALSE(r.latency_corrected());
+  // Defaults are printed, not left out: a reader sees every figure.
+  EXPECT_NE(e.out.find("\"errors\":\"0\""), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("\"interrupted\":false"), std::string::npos) << e.out;
 }
 
 TEST(LoadBinaryTest, RateMakesLatencyCorrected) {
@@ -490,10 +498,12 @@ TEST(LoadBinaryTest, RateMakesLatencyCorrected) {
   Exec e = run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
                       "/ --rate 500 -d 0.4 -c 2 --json 2>/dev/null");
   ASSERT_EQ(e.exit_code, 0);
-  auto j = nlohmann::json::parse(e.out);
-  EXPECT_EQ(j["rate"], 500.0);
-  EXPECT_EQ(j["latency_corrected"], true);
-  EXPECT_NEAR(j["qps"].get<double>(), 500, 10);
+  v1::LoadResult r;
+  ASSERT_EQ(proto::from_json(e.out, &r), "") << e.out;
+  EXPECT_EQ(r.rate(), 500.0);
+  EXPECT_TRUE(r.latency_corrected());
+  EXPECT_NEAR(r.qps(), 500, 10);
+  EXPECT_FALSE(r.rate_not_held());
 }
 
 TEST(LoadBinaryTest, UnwritableCsvExitsTwoBeforeRunning) {
@@ -507,20 +517,22 @@ TEST(LoadBinaryTest, JsonEventsStreamProgressMeasureStartAndResult) {
   Exec e = run_binary("http://127.0.0.1:" + std::to_string(server.port()) +
                       "/ -d 0.8 --warmup 0.6 --json-events 2>/dev/null");
   ASSERT_EQ(e.exit_code, 0);
-  std::vector<nlohmann::json> events;
+  std::vector<v1::LoadEvent> events;
   size_t pos = 0;
   while (pos < e.out.size()) {
     size_t nl = e.out.find('\n', pos);
-    events.push_back(nlohmann::json::parse(e.out.substr(pos, nl - pos)));
+    v1::LoadEvent ev;
+    ASSERT_EQ(proto::from_json(e.out.substr(pos, nl - pos), &ev), "") << e.out.substr(pos, nl - pos);
+    events.push_back(ev);
     pos = nl + 1;
   }
   ASSERT_GE(events.size(), 3u);
-  EXPECT_EQ(events.front()["event"], "progress");
-  EXPECT_EQ(events.front()["warmup"], true);
-  EXPECT_EQ(events.back()["event"], "result");
-  EXPECT_GT(events.back()["requests"].get<int64_t>(), 0);
+  ASSERT_TRUE(events.front().has_progress());
+  EXPECT_TRUE(events.front().progress().warmup());
+  ASSERT_TRUE(events.back().has_result());
+  EXPECT_GT(events.back().result().requests(), 0u);
   int measure_starts = 0;
-  for (const auto& ev : events) measure_starts += ev["event"] == "measure_start";
+  for (const auto& ev : events) measure_starts += ev.has_measure_start();
   EXPECT_EQ(measure_starts, 1);
 }
 
@@ -532,9 +544,10 @@ TEST(LoadBinaryTest, RateNotHeldIsPrintedAndInTheJson) {
   EXPECT_NE(e.out.find("loadlab-load: rate not held: achieved "), std::string::npos) << e.out;
   auto brace = e.out.find('{');
   ASSERT_NE(brace, std::string::npos) << e.out;
-  auto j = nlohmann::json::parse(e.out.substr(brace, e.out.find('\n', brace) - brace));
-  EXPECT_EQ(j["rate_held"], false);
-  EXPECT_LT(j["achieved_rate"].get<double>(), 1000);
+  v1::LoadResult r;
+  ASSERT_EQ(proto::from_json(e.out.substr(brace, e.out.find('\n', brace) - brace), &r), "") << e.out;
+  EXPECT_TRUE(r.rate_not_held());
+  EXPECT_LT(r.achieved_rate(), 1000);
 }
 
 TEST(LoadBinaryTest, SigintPrintsTheResult) {
@@ -559,9 +572,10 @@ TEST(LoadBinaryTest, SigintPrintsTheResult) {
   ::kill(pid, SIGINT);
   Exec e = exec.get();
   ASSERT_EQ(e.exit_code, 0) << e.out;
-  auto j = nlohmann::json::parse(e.out);
-  EXPECT_EQ(j["interrupted"], true);
-  EXPECT_GT(j["requests"].get<int64_t>(), 0);
+  v1::LoadResult r;
+  ASSERT_EQ(proto::from_json(e.out, &r), "") << e.out;
+  EXPECT_TRUE(r.interrupted());
+  EXPECT_GT(r.requests(), 0u);
 }
 
 }  // namespace

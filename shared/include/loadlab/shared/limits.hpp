@@ -1,11 +1,30 @@
 #pragma once
-// Limits that every edge enforces alike: the scenario checker, the agent and the load
-// worker read them from here, so an input one of them accepts is never refused by another.
+// The limits of one load run and one target, in one table: the scenario checker
+// (`loadlab validate`), the agent (before it spawns anything) and the load worker's own
+// flag check all read them from here, so a value one layer accepts is never refused by
+// another (where it would look like a dead agent and be retried).
+#include <cstdint>
+
 namespace loadlab::limits {
 
+// Load worker.
+inline constexpr int kMaxThreads = 1024;                    // load threads of one worker
+inline constexpr int kMaxConnectionsPerThread = 100'000;    // connections of one thread
+inline constexpr int kMaxConnections = 1'000'000;           // connections of one worker
+inline constexpr int64_t kMaxRequests = 1'000'000'000'000;  // -n / total_requests (10^12)
+inline constexpr double kMaxDurationS = 86'400;             // one day
+inline constexpr double kMaxWarmupS = 3'600;
+inline constexpr int kMaxTimeoutMs = 3'600'000;
+// A request body travels in the LoadSpec gRPC message (gRPC's default cap is 4 MiB).
+inline constexpr int kMaxBodyBytes = 1 << 20;
+inline constexpr int kMaxMethodLength = 32;
 // Open loop (requests per second a load thread paces). Below the minimum a slot is over
 // 16 minutes away; above the maximum one every 100 ns, more than a thread can send.
 inline constexpr double kMinRatePerThread = 0.001;
 inline constexpr double kMaxRatePerThread = 1e7;
+
+// Target.
+inline constexpr int kMaxDelayMs = 60'000;
+inline constexpr int kMaxServerThreads = 1024;
 
 }  // namespace loadlab::limits

@@ -1,0 +1,82 @@
+#include "load_spec.hpp"
+
+#include <sstream>
+
+#include "loadlab/shared/endpoint.hpp"
+
+namespace loadlab::load {
+
+namespace {
+
+std::string fmt(double v) {
+  std::ostringstream o;
+  o.precision(17);
+  o << v;
+  return o.str();
+}
+
+}  // namespace
+
+LoadOptions options_from_spec(const v1::LoadSpec& s) {
+  LoadOptions o;
+  o.url = "http://" + s.endpoint() + (s.path().empty() ? "/" : s.path());
+  o.threads = static_cast<int>(std::min<uint32_t>(s.threads(), INT32_MAX));
+  o.connections = static_cast<int>(std::min<uint32_t>(s.connections(), INT32_MAX));
+  switch (s.stop_case()) {
+    case v1::LoadSpec::kRequestsPerThread:
+      o.requests_per_thread = static_cast<int64_t>(std::min<uint64_t>(s.requests_per_thread(), INT64_MAX));
+      break;
+    case v1::LoadSpec::kTotalRequests:
+      o.total_requests = static_cast<int64_t>(std::min<uint64_t>(s.total_requests(), INT64_MAX));
+      break;
+    case v1::LoadSpec::kDurationS:
+      o.duration_s = s.duration_s();
+      break;
+    default:
+      break;
+  }
+  o.warmup_s = s.warmup_s();
+  if (s.rate() != 0) o.rate = s.rate();
+  if (!s.method().empty()) o.method = s.method();
+  for (const auto& [k, v] : s.headers()) o.headers.push_back(k + ": " + v);
+  o.body = s.body();
+  if (s.timeout_ms() != 0) o.timeout_ms = static_cast<int>(std::min<uint32_t>(s.timeout_ms(), INT32_MAX));
+  o.keep_alive = s.keep_alive();
+  o.output = OutputMode::kJsonEvents;
+  return o;
+}
+
+std::string validate_spec(const v1::LoadSpec& s) {
+  auto ep = parse_endpoint(s.endpoint());
+  if (!ep || ep->host.empty() || ep->port == 0)
+    return "endpoint: must be HOST:PORT with a port in 1..65535, got \"" + s.endpoint() + "\"";
+  if (!s.path().empty() && (s.path()[0] != '/' || s.path().find_first_of(" \r\n") != std::string::npos))
+    return "path: must start with '/' and hold no spaces or line breaks";
+  if (s.stop_case() == v1::LoadSpec::STOP_NOT_SET)
+    return "stop: one of requests_per_thread, total_requests, duration_s is required";
+  for (const auto& [k, v] : s.headers())
+    if (k.find(':') != std::string::npos) return "headers/" + k + ": a header name holds no ':'";
+  LoadOptions o = options_from_spec(s);
+  std::string error = validate(o);
+  return error.empty() ? "" : "LoadSpec (as loadlab-load flags): " + error;
+}
+
+std::vector<std::string> command_line(const std::string& binary, const LoadOptions& o) {
+  std::vector<std::string> argv{binary, o.url,
+                                "-t",   std::to_string(o.threads),
+                                "-c",   std::to_string(o.connections ? o.connections : o.threads)};
+  if (o.requests_per_thread) argv.insert(argv.end(), {"-n", std::to_string(*o.requests_per_thread)});
+  if (o.total_requests) argv.insert(argv.end(), {"--total", std::to_string(*o.total_requests)});
+  if (o.duration_s) argv.insert(argv.end(), {"-d", fmt(*o.duration_s)});
+  if (o.warmup_s > 0) argv.insert(argv.end(), {"--warmup", fmt(o.warmup_s)});
+  if (o.method != "GET") argv.insert(argv.end(), {"-m", o.method});
+  for (const auto& h : o.headers) argv.insert(argv.end(), {"-H", h});
+  if (!o.body.empty()) argv.insert(argv.end(), {"--body", o.body});
+  argv.insert(argv.end(), {"--timeout", std::to_string(o.timeout_ms)});
+  if (o.rate) argv.insert(argv.end(), {"--rate", fmt(*o.rate)});
+  if (!o.keep_alive) argv.push_back("--no-keepalive");
+  argv.push_back("--json-events");
+  return argv;
+}
+
+}  // namespace loadlab::load

@@ -1,0 +1,16 @@
+#pragma once
+// A latency histogram's wire form (v1::Histogram: sparse buckets) and back.
+#include <string>
+
+#include "loadlab/shared/histogram.hpp"
+#include "loadlab/v1/agent.pb.h"
+
+namespace loadlab::proto {
+
+void to_proto(const Histogram& h, v1::Histogram* out);
+// "" on success, else why `in` is not a histogram (bad parameters, bucket out of range).
+std::string from_proto(const v1::Histogram& in, Histogram* out);
+// The percentiles, mean, min and max of `h` in the wire form.
+void latency_of(const Histogram& h, v1::Latency* out);
+
+}  // namespace loadlab::proto

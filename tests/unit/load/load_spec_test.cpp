@@ -1,0 +1,145 @@
+// The LoadSpec ↔ worker options mapping, and the worker's JSON lines read back as the
+// protocol's messages.
+#include "load_spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "load_result.hpp"
+#include "loadlab/proto/histogram_proto.hpp"
+#include "loadlab/proto/json.hpp"
+
+namespace loadlab::load {
+namespace {
+
+v1::LoadSpec good() {
+  v1::LoadSpec s;
+  s.set_endpoint("127.0.0.1:8080");
+  s.set_path("/test/fun");
+  s.set_threads(4);
+  s.set_connections(8);
+  s.set_requests_per_thread(100);
+  s.set_warmup_s(0.5);
+  s.set_keep_alive(true);
+  (*s.mutable_headers())["X-Test"] = "1";
+  return s;
+}
+
+TEST(LoadSpec, CommandLineCarriesEveryField) {
+  auto argv = command_line("/bin/loadlab-load", options_from_spec(good()));
+  std::vector<std::string> want{"/bin/loadlab-load",
+                                "http://127.0.0.1:8080/test/fun",
+                                "-t",
+                                "4",
+                                "-c",
+                                "8",
+                                "-n",
+                                "100",
+                                "--warmup",
+                                "0.5",
+                                "-H",
+                                "X-Test: 1",
+                                "--timeout",
+                                "5000",
+                                "--json-events"};
+  EXPECT_EQ(argv, want);
+  auto s = good();
+  s.set_duration_s(2.5);
+  s.set_keep_alive(false);
+  s.set_rate(1000.5);
+  s.set_method("POST");
+  argv = command_line("l", options_from_spec(s));
+  auto has = [&](const std::string& a, const std::string& b) {
+    auto it = std::find(argv.begin(), argv.end(), a);
+    return it != argv.end() && (b.empty() || (it + 1 != argv.end() && *(it + 1) == b));
+  };
+  EXPECT_TRUE(has("-d", "2.5"));
+  EXPECT_TRUE(has("--rate", "1000.5"));
+  EXPECT_TRUE(has("-m", "POST"));
+  EXPECT_TRUE(has("--no-keepalive", ""));
+}
+
+TEST(LoadSpec, ValidationIsTheWorkersAndNamesTheField) {
+  auto s = good();
+  EXPECT_EQ(validate_spec(s), "");
+  s.set_endpoint("nohost");
+  EXPECT_EQ(validate_spec(s).substr(0, 9), "endpoint:");
+  s = good();
+  s.set_connections(2);
+  EXPECT_NE(validate_spec(s).find("-c/--connections: must be in 4 (the thread count).."), std::string::npos)
+      << validate_spec(s);
+  s = good();
+  s.clear_requests_per_thread();
+  EXPECT_EQ(validate_spec(s).substr(0, 5), "stop:");
+  s = good();
+  (*s.mutable_headers())["Bad"] = "a\r\nInjected: 1";
+  EXPECT_NE(validate_spec(s).find("-H/--header"), std::string::npos) << validate_spec(s);
+  s = good();
+  s.set_threads(2000);  // the worker's limit, not a looser one of the agent's
+  EXPECT_NE(validate_spec(s).find("-t/--threads: must be in 1..1024"), std::string::npos) << validate_spec(s);
+  s = good();
+  s.set_rate(1e-300);
+  EXPECT_NE(validate_spec(s).find("--rate"), std::string::npos) << validate_spec(s);
+}
+
+// What the worker prints is what the agent reads: one message, no hand-written fields.
+TEST(LoadSpec, ResultLineRoundTripsThroughTheProtocolsJson) {
+  LoadResult r;
+  r.requests = 100;
+  r.responses = 98;
+  r.errors = 2;
+  r.errors_by_kind[static_cast<int>(ErrorKind::kStatus)] = 2;
+  r.status = {{200, 98}, {500, 2}};
+  r.duration_s = 0.5;
+  r.qps = 200;
+  r.threads = 1;
+  r.connections = 1;
+  for (int v = 100; v < 200; ++v) r.histogram.record(v);
+  r.histogram_uncorrected = r.histogram;
+  v1::LoadEvent ev;
+  *ev.mutable_result() = to_proto(r);
+  std::string line = proto::to_json(ev);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_NE(line.find("\"result\":{"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"rate_not_held\":false"), std::string::npos) << line;  // defaults are printed
+
+  v1::LoadEvent back;
+  ASSERT_EQ(proto::from_json(line, &back), "");
+  ASSERT_TRUE(back.has_result());
+  EXPECT_EQ(back.result().requests(), 100u);
+  EXPECT_EQ(back.result().status().at(500), 2u);
+  EXPECT_EQ(back.result().error_kinds().at("status"), 2u);
+  EXPECT_FALSE(back.result().error_kinds().contains("read"));
+  EXPECT_DOUBLE_EQ(back.result().latency().p50_us(),
+                   static_cast<double>(r.histogram.value_at_percentile(50)));
+  Histogram h;
+  ASSERT_EQ(proto::from_proto(back.result().histogram(), &h), "");
+  EXPECT_EQ(h.count(), 100);
+  EXPECT_EQ(h.value_at_percentile(99), r.histogram.value_at_percentile(99));
+}
+
+TEST(LoadSpec, AMistypedFieldIsAnErrorNotAZero) {
+  v1::LoadEvent ev;
+  EXPECT_NE(proto::from_json(R"({"result":{"requets":"100"}})", &ev), "");
+  EXPECT_NE(proto::from_json(R"({"result":{"requests":"a hundred"}})", &ev), "");
+  EXPECT_NE(proto::from_json("not json", &ev), "");
+  EXPECT_EQ(proto::from_json(R"({"progress":{"requests":"7","qps":3.5}})", &ev), "");
+  EXPECT_EQ(ev.progress().requests(), 7u);
+}
+
+TEST(LoadSpec, AHistogramFromAPeerIsCheckedBeforeItIsBuilt) {
+  v1::Histogram p;
+  Histogram h;
+  p.set_highest_trackable(uint64_t{1} << 62);
+  p.set_significant_digits(3);
+  EXPECT_NE(proto::from_proto(p, &h).find("highest_trackable"), std::string::npos);
+  p.set_highest_trackable(60'000'000);
+  auto* b = p.add_buckets();
+  b->set_index(1u << 30);
+  b->set_count(1);
+  EXPECT_NE(proto::from_proto(p, &h).find("out of range"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loadlab::load
