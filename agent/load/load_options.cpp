@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/http_syntax.hpp"
 #include "loadlab/shared/limits.hpp"
 
 namespace loadlab::load {
@@ -14,14 +15,7 @@ namespace {
 
 using namespace limits;
 
-// RFC 9110 token characters (method and field names).
-bool is_token(std::string_view s) {
-  if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) ||
-           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-  });
-}
+bool is_token(std::string_view s) { return is_http_token(s); }
 
 // Flag values are echoed in messages that must stay on one line.
 std::string quoted(std::string_view s) {
@@ -37,7 +31,7 @@ std::string quoted(std::string_view s) {
   return out + "'";
 }
 
-bool has_crlf(std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; }
+bool has_crlf(std::string_view s) { return has_line_break(s); }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

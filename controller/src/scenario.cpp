@@ -6,6 +6,7 @@
 #include <set>
 
 #include "loadlab/controller/compare.hpp"
+#include "loadlab/shared/http_syntax.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
 
@@ -33,7 +34,7 @@ TargetDef parse_target(const ObjectReader& t) {
     if (d.catalog.empty()) throw InputError(t.path("catalog"), "must not be empty");
   }
   d.body = t.string("body", "");
-  d.server_threads = static_cast<uint32_t>(t.integer("server_threads", 0, 1024, 0));
+  d.server_threads = static_cast<uint32_t>(t.integer("server_threads", 0, limits::kMaxServerThreads, 0));
   return d;
 }
 
@@ -46,31 +47,32 @@ LoadDef parse_load(const ObjectReader& l) {
     throw InputError(l.where(),
                      "exactly one of requests_per_thread, total_requests or duration_s is required");
   if (l.has("requests_per_thread"))
-    d.requests_per_thread = static_cast<uint64_t>(l.integer("requests_per_thread", 1, 1'000'000'000));
+    d.requests_per_thread = static_cast<uint64_t>(l.integer("requests_per_thread", 1, limits::kMaxRequests));
   if (l.has("total_requests"))
-    d.total_requests = static_cast<uint64_t>(l.integer("total_requests", 1, 1'000'000'000'000));
-  if (l.has("duration_s")) d.duration_s = l.number("duration_s", 0.001, 86400);
-  d.connections_per_thread = static_cast<uint32_t>(l.integer("connections_per_thread", 1, 10000, 1));
-  d.warmup_s = l.number("warmup_s", 0, 3600, 0);
+    d.total_requests = static_cast<uint64_t>(l.integer("total_requests", 1, limits::kMaxRequests));
+  if (l.has("duration_s")) d.duration_s = l.number("duration_s", 0.001, limits::kMaxDurationS);
+  d.connections_per_thread =
+      static_cast<uint32_t>(l.integer("connections_per_thread", 1, limits::kMaxConnectionsPerThread, 1));
+  d.warmup_s = l.number("warmup_s", 0, limits::kMaxWarmupS, 0);
   d.keep_alive = l.boolean("keep_alive", true);
   d.method = l.string("method", "GET");
-  if (d.method.empty() || d.method.size() > 32)
-    throw InputError(l.path("method"), "must be an HTTP method token like GET");
-  for (char c : d.method)
-    if (!std::isupper(static_cast<unsigned char>(c)))
-      throw InputError(l.path("method"), "must be an upper-case HTTP method token like GET");
+  if (!is_http_token(d.method) || d.method.size() > static_cast<size_t>(limits::kMaxMethodLength))
+    throw InputError(l.path("method"), "must be an HTTP method token (e.g. GET, POST) of at most " +
+                                           std::to_string(limits::kMaxMethodLength) + " characters");
   d.path = l.string("path", "/");
   if (d.path.empty() || d.path[0] != '/' || d.path.find_first_of(" \r\n") != std::string::npos)
     throw InputError(l.path("path"), "must start with '/' and hold no spaces or line breaks");
   d.headers = l.string_map("headers");
   for (auto& [k, v] : d.headers) {
     std::string at = l.path("headers") + "/" + pointer_token(k);
-    if (k.empty() || k.find_first_of(": \r\n") != std::string::npos)
-      throw InputError(at, "is not a valid header name");
-    if (v.find_first_of("\r\n") != std::string::npos) throw InputError(at, "must not contain line breaks");
+    if (!is_http_token(k)) throw InputError(at, "is not a valid header name (an HTTP token)");
+    if (has_line_break(v)) throw InputError(at, "must not contain line breaks");
   }
   d.body = l.string("body", "");
-  d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, 3'600'000, 0));
+  if (d.body.size() > static_cast<size_t>(limits::kMaxBodyBytes))
+    throw InputError(l.path("body"), "must be at most " + std::to_string(limits::kMaxBodyBytes) +
+                                         " bytes, got " + std::to_string(d.body.size()));
+  d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, limits::kMaxTimeoutMs, 0));
   d.rate = l.number("rate", limits::kMinRatePerThread, 1e12, 0);
   return d;
 }
@@ -89,6 +91,21 @@ void check_rate_per_thread(double rate, const std::vector<uint32_t>& threads) {
       throw InputError("/load/rate", std::string(range) + ", /matrix/threads/" + std::to_string(i));
     }
   }
+}
+
+// The load's figures that depend on each cell's thread count: checked per thread count,
+// so no cell reaches an agent that its worker would refuse.
+void check_load_against_matrix(const Scenario& s) {
+  for (size_t i = 0; i < s.threads.size(); ++i) {
+    std::string at =
+        " (" + std::to_string(s.threads[i]) + " threads at /matrix/threads/" + std::to_string(i) + ")";
+    if (uint64_t{s.threads[i]} * s.load.connections_per_thread > uint64_t{limits::kMaxConnections})
+      throw InputError("/load/connections_per_thread", "times the thread count must be at most " +
+                                                           std::to_string(limits::kMaxConnections) + at);
+    if (s.load.total_requests && *s.load.total_requests < s.threads[i])
+      throw InputError("/load/total_requests", "must be at least the largest thread count" + at);
+  }
+  if (s.load.rate > 0) check_rate_per_thread(s.load.rate, s.threads);
 }
 
 std::vector<std::pair<std::string, std::string>> parse_selector(const ObjectReader& o, std::string& role,
@@ -149,17 +166,12 @@ Scenario parse_scenario(const nlohmann::json& j) {
   }
   auto matrix = root.object("matrix");
   matrix.allow({"delay_ms", "threads"});
-  for (auto v : matrix.integers("delay_ms", 0, 60000)) s.delay_ms.push_back(static_cast<uint32_t>(v));
-  for (auto v : matrix.integers("threads", 1, 4096)) s.threads.push_back(static_cast<uint32_t>(v));
+  for (auto v : matrix.integers("delay_ms", 0, limits::kMaxDelayMs))
+    s.delay_ms.push_back(static_cast<uint32_t>(v));
+  for (auto v : matrix.integers("threads", 1, limits::kMaxThreads))
+    s.threads.push_back(static_cast<uint32_t>(v));
   s.load = parse_load(root.object("load"));
-  if (s.load.total_requests) {
-    for (size_t i = 0; i < s.threads.size(); ++i)
-      if (*s.load.total_requests < s.threads[i])
-        throw InputError("/load/total_requests", "must be at least the largest thread count (" +
-                                                     std::to_string(s.threads[i]) + " at /matrix/threads/" +
-                                                     std::to_string(i) + ")");
-  }
-  if (s.load.rate > 0) check_rate_per_thread(s.load.rate, s.threads);
+  check_load_against_matrix(s);
   s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, 100, 1));
   if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));

@@ -76,8 +76,8 @@ TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
 
 TEST(Scenario, WrongTypesAreErrorsNamingTheirPath) {
   EXPECT_EQ(error_of(with("[1, 5, 10, 20]", R"([1, 5, "10", 20])")),
-            "/matrix/threads/2: must be an integer in 1..4096");
-  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[1, 0]")), "/matrix/threads/1: must be an integer in 1..4096");
+            "/matrix/threads/2: must be an integer in 1..1024");
+  EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[1, 0]")), "/matrix/threads/1: must be an integer in 1..1024");
   EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[1, 5, 1]")), "/matrix/threads/2: duplicate value 1");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keep_alive": "yes")")),
             "/load/keep_alive: must be true or false, got a string");
@@ -93,7 +93,7 @@ TEST(Scenario, EmptyMatrixIsAnError) {
   EXPECT_EQ(error_of(with("[0, 5, 10]", "[]")),
             "/matrix/delay_ms: must be a non-empty array of integers in 0..60000");
   EXPECT_EQ(error_of(with("[1, 5, 10, 20]", "[]")),
-            "/matrix/threads: must be a non-empty array of integers in 1..4096");
+            "/matrix/threads: must be a non-empty array of integers in 1..1024");
   EXPECT_NE(error_of(with(R"("matrix": {"delay_ms": [0, 5, 10], "threads": [1, 5, 10, 20]},)", ""))
                 .find("/matrix: is required"),
             std::string::npos);
@@ -115,7 +115,7 @@ TEST(Scenario, LoadNeedsExactlyOneStopCondition) {
   EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000,)", "")),
             "/load: exactly one of requests_per_thread, total_requests or duration_s is required");
   EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000)", R"("total_requests": 10)")),
-            "/load/total_requests: must be at least the largest thread count (20 at /matrix/threads/3)");
+            "/load/total_requests: must be at least the largest thread count (20 threads at /matrix/threads/3)");
 }
 
 TEST(Scenario, RateMustSuitEveryThreadCount) {

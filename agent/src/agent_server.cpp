@@ -1,0 +1,55 @@
+#include <grpcpp/grpcpp.h>
+#include <sys/resource.h>
+
+#include "loadlab/agent/agent_service.hpp"
+#include "loadlab/shared/endpoint.hpp"
+
+namespace loadlab::agent {
+
+AgentServer::AgentServer(AgentOptions options) : service_(std::move(options)) {}
+
+AgentServer::~AgentServer() {
+  if (server_) shutdown(0);
+}
+
+std::string AgentServer::start(const std::string& listen) {
+  // Targets and workers inherit the limit: a target at thousands of connections must not
+  // measure the agent's soft limit of open files.
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service_);
+  // A controller that vanished is noticed by keepalive pings: its streams are then
+  // cancelled and their children stopped.
+  // Two agents must never share a port: no SO_REUSEPORT.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  server_ = builder.BuildAndStart();
+  if (!server_ || (port == 0 && listen.rfind("unix:", 0) != 0))
+    throw std::runtime_error("cannot listen on " + listen);
+  if (listen.rfind("unix:", 0) == 0) return listen;
+  auto ep = parse_endpoint(listen);
+  return Endpoint{ep ? ep->host : "127.0.0.1", static_cast<uint16_t>(port)}.to_string();
+}
+
+void AgentServer::shutdown(int grace_ms) {
+  if (!server_) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms));
+  server_->Wait();
+  server_.reset();
+}
+
+void AgentServer::wait() {
+  if (server_) server_->Wait();
+}
+
+}  // namespace loadlab::agent

@@ -1,0 +1,100 @@
+#include "load_job.hpp"
+
+#include "job_support.hpp"
+#include "load_spec.hpp"
+#include "loadlab/proto/json.hpp"
+#include "loadlab/shared/logging.hpp"
+#include "periodic_sampler.hpp"
+
+namespace loadlab::agent {
+
+using grpc::Status;
+using grpc::StatusCode;
+using namespace std::chrono_literals;
+
+Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
+  auto argv = load::command_line(options_.bin_dir + "/loadlab-load", load::options_from_spec(spec));
+  try {
+    child_ = ChildProcess::spawn(argv);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, std::string("cannot start load worker: ") + e.what());
+  }
+  component_logger("agent")->info("load pid {} started against {}", child_->pid(), spec.endpoint());
+  window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
+  {
+    PeriodicSampler sampler(*window_, options_.sample_interval_ms, nullptr);
+    if (auto st = relay_events(lease); !st.ok()) return st;
+  }
+  return finish();
+}
+
+// The worker's stdout, line by line, until it closes; a cancelled call stops the worker.
+Status LoadJob::relay_events(JobLease& lease) {
+  std::string line;
+  for (;;) {
+    auto ls = child_->next_line(line, 100ms);
+    if (ctx_->IsCancelled()) {
+      lease.stopping();
+      stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
+      return Status(StatusCode::CANCELLED, "load cancelled");
+    }
+    if (ls == ChildProcess::LineStatus::kEof) return Status::OK;
+    if (ls != ChildProcess::LineStatus::kLine) continue;
+    if (auto st = on_line(line); !st.ok()) return st;
+  }
+}
+
+Status LoadJob::on_line(const std::string& line) {
+  // The worker's stdout carries LoadEvent lines only (see agent.proto); anything else is a
+  // broken worker, not a line to skip.
+  v1::LoadEvent ev;
+  std::string err = proto::from_json(line, &ev);
+  if (err.empty() &&
+      (ev.event_case() == v1::LoadEvent::kUsage || ev.event_case() == v1::LoadEvent::EVENT_NOT_SET))
+    err = "no worker event";
+  if (!err.empty()) {
+    stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
+    return Status(StatusCode::INTERNAL,
+                  "load worker printed a line that is not a LoadEvent (" + err + "): " + line.substr(0, 200));
+  }
+  if (ev.has_measure_start()) window_->start();
+  if (ev.has_result()) {
+    // The window ends here. The worker is usually still alive: read it now; if it has
+    // already exited, its final CPU comes from wait4() in finish().
+    auto now = read_tree(proc_, child_->pid());
+    if (now.processes > 0)
+      client_usage_ = window_->finish(&now);
+    else
+      window_->close_at_now();
+    have_result_ = true;
+  }
+  stream_->Write(ev);
+  return Status::OK;
+}
+
+Status LoadJob::finish() {
+  // The worker's final CPU comes from wait4(): exact, and immune to the race with its exit.
+  auto st = child_->wait_exit(std::chrono::milliseconds(options_.stop_grace_ms));
+  if (!st)
+    st = stop_tree(proc_, *child_,
+                   std::chrono::milliseconds(options_.stop_grace_ms));  // slow to exit: no failure
+  component_logger("agent")->info("load pid {} ended: {}", child_->pid(), st->describe());
+  if (!have_result_ || (st->code != 0 && st->signal == 0)) {
+    child_->wait_output_end(500ms);
+    return Status(StatusCode::UNAVAILABLE,
+                  "load worker failed (" + st->describe() + "); last output:\n" + child_->output_tail());
+  }
+  if (!client_usage_) {
+    TreeReading end;
+    end.user_s = st->user_s;
+    end.system_s = st->system_s;
+    client_usage_ = window_->finish_closed(end);
+  }
+  proc_.forget_exited();
+  v1::LoadEvent ev;
+  fill_usage(*client_usage_, "load", ev.mutable_usage());
+  stream_->Write(ev);
+  return Status::OK;
+}
+
+}  // namespace loadlab::agent

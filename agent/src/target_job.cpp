@@ -1,0 +1,158 @@
+#include "target_job.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "job_support.hpp"
+#include "loadlab/shared/logging.hpp"
+#include "periodic_sampler.hpp"
+
+namespace loadlab::agent {
+
+using grpc::Status;
+using grpc::StatusCode;
+using namespace std::chrono_literals;
+
+Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& entry, JobLease& lease) {
+  if (auto st = prepare(spec, entry); !st.ok()) return st;
+  if (auto st = launch(); !st.ok()) return st;
+  if (auto st = wait_ready(spec, entry); !st.ok()) return st;
+  window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
+  {
+    PeriodicSampler sampler(*window_, options_.sample_interval_ms, [this] { return on_sample(); });
+    serve_marks();
+    lease.stopping();
+  }  // the sampler ends before the stop, so the exit we cause is not taken for a crash
+  return stop();
+}
+
+// The command line: the built-in target binds port 0 and says which port on its first line;
+// a catalog target gets a port the agent reserved, through its placeholders.
+Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry) {
+  name_ = spec.kind_case() == v1::TargetSpec::kCatalog ? spec.catalog() : spec.builtin();
+  threads_ = spec.threads() ? spec.threads() : std::max(1u, std::thread::hardware_concurrency());
+  try {
+    if (entry.builtin) {
+      argv_ = {options_.bin_dir + "/loadlab-target",
+               "--listen",
+               Endpoint{options_.target_host, 0}.to_string(),
+               "--threads",
+               std::to_string(threads_),
+               "--delay-ms",
+               std::to_string(spec.delay_ms())};
+      if (!spec.body().empty()) argv_.insert(argv_.end(), {"--body", spec.body()});
+      return Status::OK;
+    }
+    port_ = std::make_unique<PortReservation>(options_.target_host);
+    Placeholders ph{options_.target_host, port_->port(), spec.delay_ms(), threads_};
+    for (auto& a : entry.argv) argv_.push_back(expand_placeholders(a, ph));
+    for (auto& [k, v] : entry.env) spawn_options_.env.emplace_back(k, expand_placeholders(v, ph));
+    spawn_options_.cwd = entry.cwd;
+    endpoint_ = Endpoint{options_.target_host, port_->port()};
+    return Status::OK;
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, std::string("cannot prepare target: ") + e.what());
+  }
+}
+
+Status TargetJob::launch() {
+  started_at_ = monotonic_seconds();
+  try {
+    child_ = ChildProcess::spawn(argv_, spawn_options_);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, std::string("cannot start target: ") + e.what());
+  }
+  component_logger("agent")->info("target {} pid {} started: {} threads", name_, child_->pid(), threads_);
+  v1::TargetEvent ev;
+  ev.mutable_started()->set_pid(child_->pid());
+  write(ev);
+  return Status::OK;
+}
+
+Status TargetJob::wait_ready(const v1::TargetSpec& spec, const CatalogEntry& entry) {
+  auto timeout =
+      std::chrono::milliseconds(spec.start_timeout_ms() ? spec.start_timeout_ms() : entry.start_timeout_ms);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (entry.builtin) {
+    std::string line;
+    auto ls = child_->next_line(line, timeout);
+    if (ls != ChildProcess::LineStatus::kLine || line.rfind("listening on ", 0) != 0)
+      return fail_start(ls == ChildProcess::LineStatus::kTimeout ? "no 'listening on' line in time"
+                                                                 : "no 'listening on' line");
+    endpoint_ = parse_endpoint(line.substr(13));
+    if (!endpoint_) return fail_start("cannot parse \"" + line + "\"");
+  }
+  const bool http = entry.readiness == CatalogEntry::Readiness::kHttp;
+  while (!(http ? http_ready(*endpoint_, entry.http_path) : tcp_accepts(*endpoint_))) {
+    if (child_->poll_exit()) return fail_start("it exited");
+    if (std::chrono::steady_clock::now() > deadline)
+      return fail_start(std::string(http ? "GET " + entry.http_path + " on " : "port ") +
+                        endpoint_->to_string() + (http ? " gave no 2xx" : " accepted no connection") +
+                        " within " + std::to_string(timeout.count()) + " ms");
+    if (ctx_->IsCancelled()) return fail_start("the controller cancelled");
+    std::this_thread::sleep_for(10ms);
+  }
+  v1::TargetEvent ev;
+  ev.mutable_ready()->set_endpoint(endpoint_->to_string());
+  ev.mutable_ready()->set_startup_ms(static_cast<uint32_t>((monotonic_seconds() - started_at_) * 1000));
+  write(ev);
+  component_logger("agent")->info("target pid {} ready on {}", child_->pid(), endpoint_->to_string());
+  return Status::OK;
+}
+
+Status TargetJob::fail_start(const std::string& why) {
+  auto st = child_->terminate(std::chrono::milliseconds(options_.stop_grace_ms));
+  child_->wait_output_end(500ms);
+  return Status(StatusCode::UNAVAILABLE, "target " + name_ + " did not become ready: " + why + " (" +
+                                             st.describe() + "); last output:\n" + child_->output_tail());
+}
+
+// Marks until the controller half-closes or cancels the stream.
+void TargetJob::serve_marks() {
+  v1::TargetCommand cmd;
+  while (stream_->Read(&cmd)) {
+    if (!cmd.has_mark()) continue;  // a second spec is ignored: one target per stream
+    if (cmd.mark().kind() == v1::Mark::RESET) {
+      window_->start();
+    } else if (cmd.mark().kind() == v1::Mark::FINAL) {
+      v1::TargetEvent ev;
+      fill_usage(window_->finish(), cmd.mark().label(), ev.mutable_usage());
+      write(ev);
+    }
+  }
+}
+
+bool TargetJob::on_sample() {
+  auto st = child_->poll_exit();
+  if (!st) return true;
+  // The target died under load: tell the controller why. The stream stays open: the
+  // controller ends it (or the keepalive does, if the controller is gone).
+  component_logger("agent")->warn("target pid {} exited early: {}", child_->pid(), st->describe());
+  died_ = true;
+  write_exited(*st, 20);
+  return false;
+}
+
+Status TargetJob::stop() {
+  auto st = stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
+  component_logger("agent")->info("target pid {} stopped: {}", child_->pid(), st.describe());
+  if (died_) return Status(StatusCode::ABORTED, "target exited early: " + st.describe());
+  if (!ctx_->IsCancelled()) write_exited(st, 5);
+  return Status::OK;
+}
+
+void TargetJob::write(const v1::TargetEvent& ev) {
+  std::lock_guard lock(write_mutex_);
+  // A failed write means the stream is gone: the read loop then ends and the target stops.
+  stream_->Write(ev);
+}
+
+void TargetJob::write_exited(const ExitStatus& st, size_t tail_lines) {
+  v1::TargetEvent ev;
+  ev.mutable_exited()->set_exit_code(st.code);
+  ev.mutable_exited()->set_signal(st.signal);
+  ev.mutable_exited()->set_output_tail(child_->output_tail(tail_lines));
+  write(ev);
+}
+
+}  // namespace loadlab::agent

@@ -1,0 +1,60 @@
+#pragma once
+// One HostTarget stream: start the target, say when it is ready, answer marks with usage,
+// report an early death, and stop it when the stream ends. Runs on the gRPC thread that
+// serves the stream; its sampler thread also writes (an early exit). Internal.
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loadlab/agent/agent_service.hpp"
+#include "loadlab/agent/job_slot.hpp"
+#include "loadlab/agent/ports.hpp"
+#include "loadlab/agent/usage_window.hpp"
+#include "loadlab/shared/endpoint.hpp"
+
+namespace loadlab::agent {
+
+class TargetJob {
+ public:
+  using Stream = grpc::ServerReaderWriter<v1::TargetEvent, v1::TargetCommand>;
+  TargetJob(const AgentOptions& options, ProcFsReader& proc, grpc::ServerContext* ctx, Stream* stream)
+      : options_(options), proc_(proc), ctx_(ctx), stream_(stream) {}
+
+  // `spec` is valid and names `entry`; `lease` holds the agent's target slot.
+  grpc::Status run(const v1::TargetSpec& spec, const CatalogEntry& entry, JobLease& lease);
+
+ private:
+  grpc::Status prepare(const v1::TargetSpec& spec, const CatalogEntry& entry);
+  grpc::Status launch();
+  grpc::Status wait_ready(const v1::TargetSpec& spec, const CatalogEntry& entry);
+  grpc::Status fail_start(const std::string& why);
+  void serve_marks();
+  bool on_sample();  // sampler thread: false once the target has died
+  grpc::Status stop();
+  void write(const v1::TargetEvent& ev);
+  void write_exited(const ExitStatus& st, size_t tail_lines);
+
+  const AgentOptions& options_;
+  ProcFsReader& proc_;
+  grpc::ServerContext* ctx_;
+  Stream* stream_;
+  std::mutex write_mutex_;  // the sampler thread writes too
+
+  std::string name_;
+  unsigned threads_ = 1;
+  std::vector<std::string> argv_;
+  SpawnOptions spawn_options_;
+  std::unique_ptr<PortReservation> port_;  // a catalog target's port, held while it runs
+  std::optional<Endpoint> endpoint_;
+  double started_at_ = 0;
+  std::unique_ptr<ChildProcess> child_;
+  std::unique_ptr<UsageWindow> window_;
+  std::atomic<bool> died_{false};
+};
+
+}  // namespace loadlab::agent
