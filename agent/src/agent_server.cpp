@@ -3,6 +3,7 @@
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/timing.hpp"
 
 namespace loadlab::agent {
 
@@ -28,11 +29,11 @@ std::string AgentServer::start(const std::string& listen) {
   // cancelled and their children stopped.
   // Two agents must never share a port: no SO_REUSEPORT.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, timing::kKeepaliveTimeMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, timing::kKeepaliveTimeoutMs);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, timing::kMinPingIntervalMs);
   server_ = builder.BuildAndStart();
   if (!server_ || (port == 0 && listen.rfind("unix:", 0) != 0))
     throw std::runtime_error("cannot listen on " + listen);

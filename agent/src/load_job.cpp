@@ -68,7 +68,10 @@ Status LoadJob::on_line(const std::string& line) {
       window_->close_at_now();
     have_result_ = true;
   }
-  stream_->Write(ev);
+  if (!stream_->Write(ev)) {  // the controller is gone: so is the reason to load
+    stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
+    return Status(StatusCode::CANCELLED, "the controller's stream is gone");
+  }
   return Status::OK;
 }
 
@@ -93,7 +96,7 @@ Status LoadJob::finish() {
   proc_.forget_exited();
   v1::LoadEvent ev;
   fill_usage(*client_usage_, "load", ev.mutable_usage());
-  stream_->Write(ev);
+  if (!stream_->Write(ev)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");
   return Status::OK;
 }
 

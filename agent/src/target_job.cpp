@@ -141,10 +141,11 @@ Status TargetJob::stop() {
   return Status::OK;
 }
 
-void TargetJob::write(const v1::TargetEvent& ev) {
+bool TargetJob::write(const v1::TargetEvent& ev) {
   std::lock_guard lock(write_mutex_);
-  // A failed write means the stream is gone: the read loop then ends and the target stops.
-  stream_->Write(ev);
+  if (stream_->Write(ev)) return true;
+  component_logger("agent")->debug("target stream is gone; event not sent");
+  return false;
 }
 
 void TargetJob::write_exited(const ExitStatus& st, size_t tail_lines) {

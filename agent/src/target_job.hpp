@@ -36,7 +36,8 @@ class TargetJob {
   void serve_marks();
   bool on_sample();  // sampler thread: false once the target has died
   grpc::Status stop();
-  void write(const v1::TargetEvent& ev);
+  // False when the stream is gone (the read loop then ends and the target is stopped).
+  bool write(const v1::TargetEvent& ev);
   void write_exited(const ExitStatus& st, size_t tail_lines);
 
   const AgentOptions& options_;
