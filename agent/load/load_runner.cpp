@@ -131,6 +131,13 @@ LoadResult LoadRunner::run() {
   log->info("{} threads, {} connections, target {} ({} bytes per request)", o.threads, o.connections,
             host_port, plan.request.size());
 
+  // Without warm-up the window opens now: say so before the first request, so the target's
+  // usage window (opened by the controller on this event) covers the whole load.
+  bool measure_started = false;
+  if (o.warmup_s <= 0) {
+    measure_started = true;
+    if (callbacks_.on_measure_start) callbacks_.on_measure_start();
+  }
   std::mutex mutex;
   std::condition_variable cv;
   int finished = 0;
@@ -147,7 +154,6 @@ LoadResult LoadRunner::run() {
 
   // Control loop: progress, the measure-start event, and stop requests. Polls the
   // shutdown flag because a signal handler cannot notify a condition variable.
-  bool measure_started = false;
   bool stop_posted = false;
   std::optional<Clock::time_point> stopped_at;
   auto next_progress = start + progress_interval;
@@ -157,7 +163,10 @@ LoadResult LoadRunner::run() {
   for (;;) {
     {
       std::unique_lock lock(mutex);
-      if (cv.wait_for(lock, 20ms, [&] { return finished == o.threads; })) break;
+      // Wakes at the end of warm-up exactly, else every 20 ms for progress and the signal flag.
+      auto wake = Clock::now() + 20ms;
+      if (!measure_started) wake = std::min(wake, plan.measure_start);
+      if (cv.wait_until(lock, wake, [&] { return finished == o.threads; })) break;
     }
     auto now = Clock::now();
     if (!measure_started && now >= plan.measure_start) {

@@ -33,7 +33,8 @@ std::string AgentServer::start(const std::string& listen) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, timing::kKeepaliveTimeoutMs);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, timing::kMinPingIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             timing::kMinPingIntervalMs);
   server_ = builder.BuildAndStart();
   if (!server_ || (port == 0 && listen.rfind("unix:", 0) != 0))
     throw std::runtime_error("cannot listen on " + listen);
