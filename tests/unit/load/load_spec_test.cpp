@@ -119,27 +119,5 @@ TEST(LoadSpec, ResultLineRoundTripsThroughTheProtocolsJson) {
   EXPECT_EQ(h.value_at_percentile(99), r.histogram.value_at_percentile(99));
 }
 
-TEST(LoadSpec, AMistypedFieldIsAnErrorNotAZero) {
-  v1::LoadEvent ev;
-  EXPECT_NE(proto::from_json(R"({"result":{"requets":"100"}})", &ev), "");
-  EXPECT_NE(proto::from_json(R"({"result":{"requests":"a hundred"}})", &ev), "");
-  EXPECT_NE(proto::from_json("not json", &ev), "");
-  EXPECT_EQ(proto::from_json(R"({"progress":{"requests":"7","qps":3.5}})", &ev), "");
-  EXPECT_EQ(ev.progress().requests(), 7u);
-}
-
-TEST(LoadSpec, AHistogramFromAPeerIsCheckedBeforeItIsBuilt) {
-  v1::Histogram p;
-  Histogram h;
-  p.set_highest_trackable(uint64_t{1} << 62);
-  p.set_significant_digits(3);
-  EXPECT_NE(proto::from_proto(p, &h).find("highest_trackable"), std::string::npos);
-  p.set_highest_trackable(60'000'000);
-  auto* b = p.add_buckets();
-  b->set_index(1u << 30);
-  b->set_count(1);
-  EXPECT_NE(proto::from_proto(p, &h).find("out of range"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace loadlab::load
