@@ -19,19 +19,21 @@ namespace loadlab::agent {
 
 namespace {
 constexpr size_t kTailLines = 200;
-constexpr size_t kTailLineChars = 300;     // a line kept for error messages is cut here
-constexpr size_t kTailChars = 4096;        // an error message's whole tail (gRPC trailers are small)
+constexpr size_t kTailLineChars = 300;  // a line kept for error messages is cut here
+constexpr size_t kTailChars = 4096;     // an error message's whole tail (gRPC trailers are small)
 // A stdout line (a worker's result with its histograms) may be large; past this it is
 // cut and marked, so it can never parse as an event by accident.
 constexpr size_t kMaxLine = 64 * 1024 * 1024;
-constexpr size_t kMaxQueued = 10000;       // unread stdout lines kept
+constexpr size_t kMaxQueued = 10000;  // unread stdout lines kept
 
 // PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process. gRPC's
 // handler threads come and go, so every fork happens on this one thread, which lives as
 // long as the process: children then die exactly when the agent dies.
 class Launcher {
  public:
-  Launcher() { std::thread([this] { loop(); }).detach(); }
+  Launcher() {
+    std::thread([this] { loop(); }).detach();
+  }
   void run(std::function<void()> task) {
     std::packaged_task<void()> job(std::move(task));
     auto done = job.get_future();
@@ -78,15 +80,16 @@ ExitStatus decode(int status, const rusage& ru) {
 }
 }  // namespace
 
-static pid_t fork_exec(std::vector<char*>& args, std::vector<char*>& envp, const char* cwd, const std::string& path,
-                       int out[2], int err[2]);
+static pid_t fork_exec(std::vector<char*>& args, std::vector<char*>& envp, const char* cwd,
+                       const std::string& path, int out[2], int err[2]);
 
 std::string ExitStatus::describe() const {
   if (signal != 0) return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
   return "exit status " + std::to_string(code);
 }
 
-std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
+std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
+                                                  const SpawnOptions& options) {
   if (argv.empty()) throw std::runtime_error("empty command line");
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -117,8 +120,8 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
 }
 
 // Runs on the launcher thread. Returns the pid; out/err receive the parent's pipe ends.
-static pid_t fork_exec(std::vector<char*>& args, std::vector<char*>& envp, const char* cwd, const std::string& path,
-                       int out[2], int err[2]) {
+static pid_t fork_exec(std::vector<char*>& args, std::vector<char*>& envp, const char* cwd,
+                       const std::string& path, int out[2], int err[2]) {
   int exec_err[2] = {-1, -1};
   out[0] = out[1] = err[0] = err[1] = -1;
   auto close_all = [&] {
@@ -205,7 +208,8 @@ void ChildProcess::reader_loop(int out_fd, int err_fd) {
   bool open_[2] = {true, true};
   char buf[16384];
   while (open_[0] || open_[1]) {
-    pollfd p[3] = {{open_[0] ? out_fd : -1, POLLIN, 0}, {open_[1] ? err_fd : -1, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    pollfd p[3] = {
+        {open_[0] ? out_fd : -1, POLLIN, 0}, {open_[1] ? err_fd : -1, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     int r = poll(p, 3, -1);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 || (p[2].revents & POLLIN)) break;
@@ -261,8 +265,10 @@ std::optional<ExitStatus> ChildProcess::poll_exit() {
   int status;
   rusage ru{};
   pid_t r = wait4(pid_, &status, WNOHANG, &ru);
-  if (r == pid_) exit_ = decode(status, ru);
-  else if (r < 0 && errno == ECHILD) exit_ = ExitStatus{};  // reaped elsewhere
+  if (r == pid_)
+    exit_ = decode(status, ru);
+  else if (r < 0 && errno == ECHILD)
+    exit_ = ExitStatus{};  // reaped elsewhere
   return exit_;
 }
 

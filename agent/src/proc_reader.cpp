@@ -115,9 +115,10 @@ std::optional<ProcStat> ProcFsReader::stat(pid_t pid) {
   long long cut, cst;
   // Fields 3 state, 4 ppid, 14 utime, 15 stime, 16 cutime, 17 cstime, 20 num_threads,
   // 24 rss (pages: the same figure as VmRSS).
-  if (std::sscanf(rparen + 2,
-                  "%c %lld %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %lld %lld %*s %*s %lld %*s %*s %*s %lld",
-                  &state, &ppid, &ut, &st, &cut, &cst, &threads, &rss_pages) != 8)
+  if (std::sscanf(
+          rparen + 2,
+          "%c %lld %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %lld %lld %*s %*s %lld %*s %*s %*s %lld",
+          &state, &ppid, &ut, &st, &cut, &cst, &threads, &rss_pages) != 8)
     return std::nullopt;
   s.ppid = static_cast<pid_t>(ppid);
   s.utime = ut;
@@ -190,8 +191,8 @@ std::optional<MachineCpu> ProcFsReader::machine_cpu() {
   thread_local std::vector<char> local(64 * 1024);  // one line per core and more: read whole
   if (read_small(path, local.data(), local.size()) <= 0) return std::nullopt;
   unsigned long long v[8] = {};
-  if (std::sscanf(local.data(), "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                  &v[6], &v[7]) != 8)
+  if (std::sscanf(local.data(), "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                  &v[4], &v[5], &v[6], &v[7]) != 8)
     return std::nullopt;
   MachineCpu m;
   // Busy = user nice system steal. Interrupt time is left out: on a benchmark machine it

@@ -1,13 +1,12 @@
 #include "loadlab/agent/child_process.hpp"
 
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <fstream>
-#include <thread>
 #include <string>
+#include <thread>
 
 namespace loadlab::agent {
 namespace {

@@ -41,9 +41,9 @@ TEST(UsageWindow, SumsTheWholeTreeAndIgnoresOtherProcesses) {
   FakeProc proc;
   double now = 0;
   proc.set(100, 1, 1000, 1000);
-  proc.set(101, 100, 500, 2000);   // child
-  proc.set(102, 101, 500, 3000);   // grandchild
-  proc.set(200, 1, 9999, 99999);   // not ours
+  proc.set(101, 100, 500, 2000);  // child
+  proc.set(102, 101, 500, 3000);  // grandchild
+  proc.set(200, 1, 9999, 99999);  // not ours
   UsageWindow w(proc, 100, [&] { return now; });
   w.start();
   now = 2.0;

@@ -30,7 +30,7 @@ struct ExitStatus {
 
 struct SpawnOptions {
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) the agent's environment
-  std::string cwd;  // "" = the agent's
+  std::string cwd;                                       // "" = the agent's
 };
 
 class ChildProcess {

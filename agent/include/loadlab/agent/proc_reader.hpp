@@ -5,9 +5,9 @@
 
 #include <cstdint>
 #include <mutex>
-#include <unordered_map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace loadlab::agent {
@@ -19,7 +19,7 @@ struct ProcStat {
   // the time of children it has reaped, so summing all four over a tree stays continuous
   // when a descendant exits and is reaped inside the tree.
   uint64_t utime = 0, stime = 0, cutime = 0, cstime = 0;
-  uint64_t rss_kb = 0;  // VmRSS
+  uint64_t rss_kb = 0;   // VmRSS
   uint32_t threads = 0;  // 0 = unknown
   // Exact CPU of the whole thread group in ns (clock_getcpuclockid), dead threads
   // included; -1 if unavailable. utime/stime above are whole clock ticks (10 ms), too
