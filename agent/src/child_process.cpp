@@ -338,6 +338,10 @@ ExitStatus ChildProcess::exit_status(const siginfo_t& info, const rusage& ru) co
     s.code = info.si_status;
   else
     s.signal = info.si_status;
+  if (auto cpu = job_ ? job_->cpu() : std::nullopt) {
+    s.user_s = cpu->user_s();
+    s.system_s = cpu->system_s();
+  }
   return s;
 }
 

@@ -12,6 +12,9 @@
 #include <cstring>
 #include <vector>
 
+#include "loadlab/agent/job_cgroup.hpp"
+#include "loadlab/agent/proc_control.hpp"
+
 namespace loadlab::agent {
 
 namespace {
@@ -183,6 +186,22 @@ std::optional<std::vector<pid_t>> ProcFsReader::children(pid_t pid, uint32_t thr
   closedir(d);
   if (!supported) return std::nullopt;
   return out;
+}
+
+std::optional<JobCpu> ProcFsReader::job_cpu(pid_t pid) {
+  const auto& place = cgroup2_place();
+  if (!place) return std::nullopt;
+  char path[128];
+  char buf[4096];
+  std::snprintf(path, sizeof path, "%s/%d/cgroup", root_.c_str(), pid);
+  if (read_cached(path, buf, sizeof buf) <= 0) return std::nullopt;
+  auto dir = job_cgroup_dir(buf, *place, getpid());
+  if (!dir) return std::nullopt;
+  // Not cached: the job's cgroup is removed when the job ends.
+  if (read_small((*dir + "/cpu.stat").c_str(), buf, sizeof buf) <= 0) return std::nullopt;
+  auto cpu = parse_cpu_stat(buf);
+  if (!cpu) return std::nullopt;
+  return JobCpu{cpu->user_s(), cpu->system_s()};
 }
 
 std::optional<MachineCpu> ProcFsReader::machine_cpu() {

@@ -34,7 +34,10 @@ class DescendantPidfds;
 struct ExitStatus {
   int code = -1;   // exit code, or -1 if killed by a signal
   int signal = 0;  // terminating signal, 0 if it exited
-  // From the kernel's rusage: the child's whole-life CPU, including descendants it reaped.
+  // The child's whole-life CPU. Process-group path: the kernel's rusage, the child and the
+  // descendants it reaped. cgroup2 path: the job's cpu.stat when the exit was seen, the child
+  // and every descendant, reaped or not: the figure read_tree() gives for the job, so that a
+  // usage window can end on it.
   double user_s = 0, system_s = 0;
   long maxrss_kb = 0;
   std::string describe() const;

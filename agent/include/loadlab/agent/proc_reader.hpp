@@ -34,6 +34,11 @@ struct MachineCpu {
   uint32_t cores = 0;
 };
 
+// Cumulative CPU of a job cgroup (cgroup2 path), split as cpu.stat splits it.
+struct JobCpu {
+  double user_s = 0, system_s = 0;
+};
+
 // Called from the sampler thread and gRPC handler threads; implementations keep no
 // mutable state between calls.
 class ProcReader {
@@ -48,6 +53,11 @@ class ProcReader {
   // parent).
   virtual std::optional<std::vector<pid_t>> children(pid_t, uint32_t /*threads*/) { return std::nullopt; }
   virtual std::optional<MachineCpu> machine_cpu() { return std::nullopt; }
+  // CPU of the job cgroup `pid` runs in, if that is one of this agent's job cgroups (the
+  // cgroup2 path): every process that ever ran in the job, also descendants that exited
+  // without being reaped inside the tree. nullopt otherwise. The caller keeps `pid`
+  // unreaped (it is the agent's own child), so the number names that child.
+  virtual std::optional<JobCpu> job_cpu(pid_t) { return std::nullopt; }
   // Drops what is kept about processes that have exited (called when a job ends).
   virtual void forget_exited() {}
 };
@@ -61,6 +71,7 @@ class ProcFsReader : public ProcReader {
   long ticks_per_second() override;
   std::optional<std::vector<pid_t>> children(pid_t pid, uint32_t threads) override;
   std::optional<MachineCpu> machine_cpu() override;
+  std::optional<JobCpu> job_cpu(pid_t pid) override;
   void forget_exited() override;
 
  private:
