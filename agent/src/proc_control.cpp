@@ -140,7 +140,7 @@ ProcControl choose(std::optional<ProcControlMode> wanted) {
     why_not += (why_not.empty() ? "" : "; ") + std::string(to_string(mode)) + ": " + why;
   }
   ProcControl pg;
-  pg.reason = why_not.empty() ? "asked for" : "no usable cgroup (" + why_not + ")";
+  pg.reason = why_not.empty() ? "requested: no cgroup is used" : "no usable cgroup (" + why_not + ")";
   return pg;
 }
 
