@@ -185,6 +185,16 @@ Forked fork_exec(ExecPlan plan, const std::string& path, const JobCgroup* job, i
   return f;
 }
 
+// waitid() on the child: by pidfd, or by pid (still ours: only we reap it) where the kernel
+// has no pidfds or, before Linux 5.4, cannot wait on one.
+int wait_child(pid_t pid, int pidfd, siginfo_t* info, int options, rusage* ru) {
+  if (pidfd >= 0) {
+    int r = wait_pidfd(pidfd, info, options, ru);
+    if (r == 0 || errno != EINVAL) return r;
+  }
+  return wait_pid(pid, info, options, ru);
+}
+
 // The job cgroup for a new child; nullptr on the process-group path, and (logged) when the
 // cgroup cannot be made: that child then runs on the process-group path.
 std::unique_ptr<JobCgroup> make_job(const ProcControl& control) {
@@ -352,7 +362,7 @@ std::optional<ExitStatus> ChildProcess::poll_exit() {
   rusage ru{};
   // WNOWAIT: seen but not reaped, so the pid and group stay reserved for terminate().
   const int options = WEXITED | WNOHANG | WNOWAIT;
-  int r = pidfd_ >= 0 ? wait_pidfd(pidfd_, &info, options, &ru) : wait_pid(pid_, &info, options, &ru);
+  int r = wait_child(pid_, pidfd_, &info, options, &ru);
   if (r == 0 && info.si_pid == pid_) {
     exit_ = exit_status(info, ru);
   } else if (r < 0 && errno == ECHILD) {  // reaped elsewhere: the pid is no longer ours
@@ -400,8 +410,7 @@ void ChildProcess::reap() {
   if (reaped_) return;
   siginfo_t info{};
   rusage ru{};
-  int r = pidfd_ >= 0 ? wait_pidfd(pidfd_, &info, WEXITED | WNOHANG, &ru)
-                      : wait_pid(pid_, &info, WEXITED | WNOHANG, &ru);
+  int r = wait_child(pid_, pidfd_, &info, WEXITED | WNOHANG, &ru);
   if (r == 0 && info.si_pid == pid_) {
     if (!exit_) exit_ = exit_status(info, ru);
     reaped_ = true;
