@@ -1,12 +1,12 @@
 // loadlab-agent: the daemon on each lab machine. Parses flags, serves, stops on a signal.
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <thread>
 
-#include <CLI/CLI.hpp>
-
 #include "loadlab/agent/agent_service.hpp"
+#include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
     std::cerr << "--log-level: must be one of trace, debug, info, warn, error, off\n";
     return 2;
   }
+  loadlab::agent::proc_control();  // chosen (and logged) now, not at the first job
   if (!loadlab::parse_endpoint(listen) && listen.rfind("unix:", 0) != 0) {
     std::cerr << "--listen: must be HOST:PORT or unix:PATH, got \"" << listen << "\"\n";
     return 2;

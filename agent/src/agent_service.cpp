@@ -8,6 +8,7 @@
 
 #include "load_job.hpp"
 #include "load_spec.hpp"
+#include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "target_job.hpp"
 
@@ -74,6 +75,7 @@ Status AgentService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, 
   for (auto& t : options_.catalog.names()) info->add_catalog(t);
   info->add_protocols("http/1.1");
   info->set_busy(target_slot_.busy() || load_slot_.busy());
+  info->set_process_control(std::string(to_string(proc_control().mode)));
   return Status::OK;
 }
 

@@ -9,29 +9,38 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <future>
 #include <stdexcept>
 
+#include "loadlab/agent/descendant_pidfds.hpp"
+#include "loadlab/agent/job_cgroup.hpp"
+#include "loadlab/agent/pidfd.hpp"
+#include "loadlab/agent/proc_reader.hpp"
+#include "loadlab/shared/logging.hpp"
+
 namespace loadlab::agent {
 
 namespace {
 constexpr size_t kTailLines = 200;
-constexpr size_t kTailLineChars = 300;     // a line kept for error messages is cut here
-constexpr size_t kTailChars = 4096;        // an error message's whole tail (gRPC trailers are small)
+constexpr size_t kTailLineChars = 300;  // a line kept for error messages is cut here
+constexpr size_t kTailChars = 4096;     // an error message's whole tail (gRPC trailers are small)
 // A stdout line (a worker's result with its histograms) may be large; past this it is
 // cut and marked, so it can never parse as an event by accident.
 constexpr size_t kMaxLine = 64 * 1024 * 1024;
-constexpr size_t kMaxQueued = 10000;       // unread stdout lines kept
+constexpr size_t kMaxQueued = 10000;  // unread stdout lines kept
 
 // PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process. gRPC's
 // handler threads come and go, so every fork happens on this one thread, which lives as
 // long as the process: children then die exactly when the agent dies.
 class Launcher {
  public:
-  Launcher() { std::thread([this] { loop(); }).detach(); }
+  Launcher() {
+    std::thread([this] { loop(); }).detach();
+  }
   void run(std::function<void()> task) {
     std::packaged_task<void()> job(std::move(task));
     auto done = job.get_future();
@@ -64,34 +73,151 @@ Launcher& launcher() {
   return *l;
 }
 
-ExitStatus decode(int status, const rusage& ru) {
-  ExitStatus s;
-  s.user_s = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
-  s.system_s = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
-  s.maxrss_kb = ru.ru_maxrss;
-  if (WIFEXITED(status)) {
-    s.code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    s.signal = WTERMSIG(status);
+// Where the child failed between fork and exec, sent up the CLOEXEC pipe with errno.
+enum class Stage : int { kCgroup, kChdir, kExec };
+struct ExecFailure {
+  Stage stage;
+  int error;
+};
+
+// What the child needs between fork and exec, all built before the fork: after it, only
+// async-signal-safe calls.
+struct ExecPlan {
+  char* const* argv;
+  char* const* envp;
+  const char* cwd;      // nullptr = the agent's
+  int cgroup_procs_fd;  // -1 = no job cgroup
+  int out_w, err_w, report_w;
+  pid_t parent;
+};
+
+[[noreturn]] void fail_in_child(int report_w, Stage stage) {
+  ExecFailure f{stage, errno};
+  ssize_t ignored = write(report_w, &f, sizeof f);
+  (void)ignored;
+  _exit(127);
+}
+
+// The child's side of fork_exec: joins the job cgroup before anything can fork, so no
+// descendant ever runs outside it.
+[[noreturn]] void exec_child(const ExecPlan& plan) {
+  if (plan.cgroup_procs_fd >= 0 && write(plan.cgroup_procs_fd, "0", 1) != 1)
+    fail_in_child(plan.report_w, Stage::kCgroup);
+  setpgid(0, 0);
+  // Dies with the agent (the forking thread is the launcher, which lives as long).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != plan.parent) _exit(127);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull >= 0) dup2(devnull, 0);  // dup2's copy does not inherit O_CLOEXEC
+  dup2(plan.out_w, 1);
+  dup2(plan.err_w, 2);
+  if (plan.cwd && chdir(plan.cwd) != 0) fail_in_child(plan.report_w, Stage::kChdir);
+  execve(plan.argv[0], plan.argv, plan.envp);
+  fail_in_child(plan.report_w, Stage::kExec);
+}
+
+std::string describe_failure(const ExecFailure& f, const std::string& path, const char* cwd,
+                             const JobCgroup* job) {
+  switch (f.stage) {
+    case Stage::kCgroup:
+      return "cannot move " + path + " into job cgroup " + (job ? job->path() : "") + ": " +
+             strerror(f.error);
+    case Stage::kChdir:
+      return "cannot execute " + path + " in " + (cwd ? cwd : ".") + ": " + strerror(f.error);
+    case Stage::kExec:
+      break;
   }
-  return s;
+  return "cannot execute " + path + ": " + strerror(f.error);
+}
+
+struct Forked {
+  pid_t pid = -1;
+  int pidfd = -1;
+};
+
+// Runs on the launcher thread. out/err receive the parent's pipe ends. The pidfd is opened
+// at once: the child is ours and unreaped, so its pid cannot name anyone else yet.
+Forked fork_exec(ExecPlan plan, const std::string& path, const JobCgroup* job, int out[2], int err[2]) {
+  int report[2] = {-1, -1};
+  out[0] = out[1] = err[0] = err[1] = -1;
+  auto close_all = [&] {
+    for (int fd : {out[0], out[1], err[0], err[1], report[0], report[1]})
+      if (fd >= 0) close(fd);
+  };
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_all();
+    throw std::runtime_error(std::string("pipe: ") + strerror(e));
+  }
+  plan.out_w = out[1];
+  plan.err_w = err[1];
+  plan.report_w = report[1];
+  plan.parent = getpid();
+  Forked f;
+  f.pid = fork();
+  if (f.pid < 0) {
+    int e = errno;
+    close_all();
+    throw std::runtime_error(std::string("fork: ") + strerror(e));
+  }
+  if (f.pid == 0) exec_child(plan);
+  f.pidfd = open_pidfd(f.pid);
+  setpgid(f.pid, f.pid);  // also from the parent, so the group exists before we signal it
+  close(out[1]);
+  close(err[1]);
+  close(report[1]);
+  ExecFailure failure{};
+  ssize_t n;
+  do n = read(report[0], &failure, sizeof failure);
+  while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n == sizeof failure) {
+    int status;
+    waitpid(f.pid, &status, 0);
+    if (f.pidfd >= 0) close(f.pidfd);
+    close(out[0]);
+    close(err[0]);
+    throw std::runtime_error(describe_failure(failure, path, plan.cwd, job));
+  }
+  return f;
+}
+
+// waitid() on the child: by pidfd, or by pid (still ours: only we reap it) where the kernel
+// has no pidfds or, before Linux 5.4, cannot wait on one.
+int wait_child(pid_t pid, int pidfd, siginfo_t* info, int options, rusage* ru) {
+  if (pidfd >= 0) {
+    int r = wait_pidfd(pidfd, info, options, ru);
+    if (r == 0 || errno != EINVAL) return r;
+  }
+  return wait_pid(pid, info, options, ru);
+}
+
+// The job cgroup for a new child; nullptr on the process-group path, and (logged) when the
+// cgroup cannot be made: that child then runs on the process-group path.
+std::unique_ptr<JobCgroup> make_job(const ProcControl& control) {
+  try {
+    return JobCgroup::create(control);
+  } catch (const std::exception& e) {
+    component_logger("proc")->warn("{}; this child is controlled by its process group only", e.what());
+    return nullptr;
+  }
 }
 }  // namespace
-
-static pid_t fork_exec(std::vector<char*>& args, std::vector<char*>& envp, const char* cwd, const std::string& path,
-                       int out[2], int err[2]);
 
 std::string ExitStatus::describe() const {
   if (signal != 0) return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
   return "exit status " + std::to_string(code);
 }
 
-std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
+std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
+                                                  const SpawnOptions& options) {
   if (argv.empty()) throw std::runtime_error("empty command line");
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
@@ -104,91 +230,48 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
 
-  int out[2], err[2];
-  pid_t pid = -1;
-  launcher().run([&] { pid = fork_exec(args, envp, cwd, argv[0], out, err); });
   std::unique_ptr<ChildProcess> child(new ChildProcess());
-  child->pid_ = pid;
+  const ProcControl control = proc_control();
+  child->job_ = make_job(control);
+  if (child->job_) child->mode_ = control.mode;
+  ExecPlan plan{args.data(),
+                envp.data(),
+                options.cwd.empty() ? nullptr : options.cwd.c_str(),
+                child->job_ ? child->job_->procs_fd() : -1,
+                -1,
+                -1,
+                -1,
+                0};
+  int out[2], err[2];
+  Forked forked;
+  try {
+    launcher().run([&] { forked = fork_exec(plan, argv[0], child->job_.get(), out, err); });
+  } catch (...) {
+    if (child->job_) child->job_->remove();
+    throw;
+  }
+  child->pid_ = forked.pid;
+  child->pidfd_ = forked.pidfd;
   child->wake_fd_ = eventfd(0, EFD_CLOEXEC);
   child->reader_ = std::thread([c = child.get(), o = out[0], r = err[0]] { c->reader_loop(o, r); });
   return child;
 }
 
-// Runs on the launcher thread. Returns the pid; out/err receive the parent's pipe ends.
-static pid_t fork_exec(std::vector<char*>& args, std::vector<char*>& envp, const char* cwd, const std::string& path,
-                       int out[2], int err[2]) {
-  int exec_err[2] = {-1, -1};
-  out[0] = out[1] = err[0] = err[1] = -1;
-  auto close_all = [&] {
-    for (int fd : {out[0], out[1], err[0], err[1], exec_err[0], exec_err[1]})
-      if (fd >= 0) close(fd);
-  };
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(exec_err, O_CLOEXEC) != 0) {
-    int e = errno;
-    close_all();
-    throw std::runtime_error(std::string("pipe: ") + strerror(e));
-  }
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close_all();
-    throw std::runtime_error(std::string("fork: ") + strerror(e));
-  }
-  if (pid == 0) {
-    // Child: only async-signal-safe calls until exec.
-    setpgid(0, 0);
-    // Dies with the agent (the forking thread is the launcher, which lives as long).
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull >= 0) dup2(devnull, 0);  // dup2's copy does not inherit O_CLOEXEC
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    if (cwd && chdir(cwd) != 0) {
-      int e = errno;
-      ssize_t ignored = write(exec_err[1], &e, sizeof e);
-      (void)ignored;
-      _exit(127);
-    }
-    execve(args[0], args.data(), envp.data());
-    int e = errno;
-    ssize_t ignored = write(exec_err[1], &e, sizeof e);
-    (void)ignored;
-    _exit(127);
-  }
-  setpgid(pid, pid);  // also from the parent, so the group exists before we signal it
-  close(out[1]);
-  close(err[1]);
-  close(exec_err[1]);
-  int e = 0;
-  ssize_t n;
-  do n = read(exec_err[0], &e, sizeof e);
-  while (n < 0 && errno == EINTR);
-  close(exec_err[0]);
-  if (n == sizeof e) {
-    int status;
-    waitpid(pid, &status, 0);
-    close(out[0]);
-    close(err[0]);
-    throw std::runtime_error("cannot execute " + path + ": " + strerror(e));
-  }
-  return pid;
-}
-
 ChildProcess::~ChildProcess() {
-  if (!poll_exit()) terminate();
+  if (pid_ > 0) {
+    terminate();
+    remove_job();
+  }
   uint64_t one = 1;
   ssize_t ignored = write(wake_fd_, &one, sizeof one);
   (void)ignored;
   if (reader_.joinable()) reader_.join();
   close(wake_fd_);
+  if (pidfd_ >= 0) close(pidfd_);
 }
+
+std::string ChildProcess::cgroup_path() const { return job_ ? job_->path() : ""; }
 
 void ChildProcess::push_tail(std::string line) {
   if (line.size() > kTailLineChars) {
@@ -205,7 +288,8 @@ void ChildProcess::reader_loop(int out_fd, int err_fd) {
   bool open_[2] = {true, true};
   char buf[16384];
   while (open_[0] || open_[1]) {
-    pollfd p[3] = {{open_[0] ? out_fd : -1, POLLIN, 0}, {open_[1] ? err_fd : -1, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    pollfd p[3] = {
+        {open_[0] ? out_fd : -1, POLLIN, 0}, {open_[1] ? err_fd : -1, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     int r = poll(p, 3, -1);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 || (p[2].revents & POLLIN)) break;
@@ -255,14 +339,36 @@ ChildProcess::LineStatus ChildProcess::next_line(std::string& line, std::chrono:
   return eof_ ? LineStatus::kEof : LineStatus::kTimeout;
 }
 
+ExitStatus ChildProcess::exit_status(const siginfo_t& info, const rusage& ru) const {
+  ExitStatus s;
+  s.user_s = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
+  s.system_s = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
+  s.maxrss_kb = ru.ru_maxrss;
+  if (info.si_code == CLD_EXITED)
+    s.code = info.si_status;
+  else
+    s.signal = info.si_status;
+  if (auto cpu = job_ ? job_->cpu() : std::nullopt) {
+    s.user_s = cpu->user_s();
+    s.system_s = cpu->system_s();
+  }
+  return s;
+}
+
 std::optional<ExitStatus> ChildProcess::poll_exit() {
   std::lock_guard lock(exit_mutex_);
-  if (exit_) return exit_;
-  int status;
+  if (exit_ || reaped_) return exit_;
+  siginfo_t info{};
   rusage ru{};
-  pid_t r = wait4(pid_, &status, WNOHANG, &ru);
-  if (r == pid_) exit_ = decode(status, ru);
-  else if (r < 0 && errno == ECHILD) exit_ = ExitStatus{};  // reaped elsewhere
+  // WNOWAIT: seen but not reaped, so the pid and group stay reserved for terminate().
+  const int options = WEXITED | WNOHANG | WNOWAIT;
+  int r = wait_child(pid_, pidfd_, &info, options, &ru);
+  if (r == 0 && info.si_pid == pid_) {
+    exit_ = exit_status(info, ru);
+  } else if (r < 0 && errno == ECHILD) {  // reaped elsewhere: the pid is no longer ours
+    exit_ = ExitStatus{};
+    reaped_ = true;
+  }
   return exit_;
 }
 
@@ -270,24 +376,80 @@ std::optional<ExitStatus> ChildProcess::wait_exit(std::chrono::milliseconds time
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     if (auto s = poll_exit()) return s;
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    if (pidfd_ >= 0) {
+      // Readable once the child has exited; the cap only bounds a missed wake-up.
+      pollfd p{pidfd_, POLLIN, 0};
+      poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 100)));
+    } else {
+      std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(5)));
+    }
+  }
+}
+
+// The group's number is the child's pid, which stays reserved until the child is reaped,
+// even while it is a zombie: before the reap the group can only hold the job's processes.
+void ChildProcess::signal_group(int sig) {
+  std::lock_guard lock(exit_mutex_);
+  if (reaped_) return;
+  if (kill(-pid_, sig) != 0 && errno == ESRCH && pidfd_ >= 0) signal_pidfd(pidfd_, sig);  // it left its group
+}
+
+void ChildProcess::kill_job(const DescendantPidfds& escaped) {
+  if (job_)
+    job_->kill_all();
+  else
+    signal_group(SIGKILL);
+  escaped.signal_all(SIGKILL);
+}
+
+void ChildProcess::reap() {
+  std::lock_guard lock(exit_mutex_);
+  if (reaped_) return;
+  siginfo_t info{};
+  rusage ru{};
+  int r = wait_child(pid_, pidfd_, &info, WEXITED | WNOHANG, &ru);
+  if (r == 0 && info.si_pid == pid_) {
+    if (!exit_) exit_ = exit_status(info, ru);
+    reaped_ = true;
+  } else if (r < 0 && errno == ECHILD) {
+    reaped_ = true;
   }
 }
 
 ExitStatus ChildProcess::terminate(std::chrono::milliseconds grace) {
+  DescendantPidfds escaped;
   if (!poll_exit()) {
-    kill(-pid_, SIGTERM);
+    // Without a cgroup, descendants that left the group are found now, from the living
+    // tree: once their parents die they are re-parented and out of reach.
+    if (!job_) {
+      ProcFsReader reader;
+      escaped = DescendantPidfds::collect(reader, pid_);
+    }
+    signal_group(SIGTERM);
     if (!wait_exit(grace)) {
-      kill(-pid_, SIGKILL);
+      kill_job(escaped);
       wait_exit(std::chrono::seconds(10));  // SIGKILL is not refused; D state may delay it
     }
   }
-  kill(-pid_, SIGKILL);  // whatever else is left in the group
-  if (auto st = poll_exit()) return *st;
+  kill_job(escaped);  // whatever else is left of the job
+  reap();
+  std::lock_guard lock(exit_mutex_);
+  if (exit_) return *exit_;
   ExitStatus unknown;  // still not reaped (stuck in the kernel); the destructor tries again
   unknown.signal = SIGKILL;
   return unknown;
+}
+
+void ChildProcess::remove_job() {
+  if (!job_) return;
+  if (!job_->wait_empty(std::chrono::seconds(2))) {
+    job_->kill_all();  // a descendant forked while the first kill ran
+    job_->wait_empty(std::chrono::seconds(3));
+  }
+  job_->remove();  // logs what it could not remove
 }
 
 void ChildProcess::wait_output_end(std::chrono::milliseconds timeout) {

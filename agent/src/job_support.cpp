@@ -1,14 +1,11 @@
 #include "job_support.hpp"
 
-#include <signal.h>
-
 namespace loadlab::agent {
 
 ExitStatus stop_tree(ProcFsReader& proc, ChildProcess& child, std::chrono::milliseconds grace) {
-  auto pids = tree_pids(proc, child.pid());
+  // terminate() reaches the whole tree itself (job cgroup, or the group plus descendants
+  // held by pidfd): no pid read earlier is signalled, since it may be a stranger's by now.
   auto st = child.terminate(grace);
-  for (pid_t p : pids)
-    if (p != child.pid()) kill(p, SIGKILL);
   proc.forget_exited();
   return st;
 }

@@ -11,8 +11,8 @@
 
 namespace loadlab::agent {
 
-// SIGTERM/SIGKILL to the child's group and to every descendant found before it (those that
-// left the group by setsid are not reached by the group kill).
+// Stops the child's whole tree (SIGTERM, then SIGKILL after `grace`; see ChildProcess) and
+// drops the /proc reader's handles of the processes that are gone.
 ExitStatus stop_tree(ProcFsReader& proc, ChildProcess& child, std::chrono::milliseconds grace);
 
 void fill_usage(const UsageFigures& f, const std::string& label, v1::Usage* u);

@@ -12,6 +12,9 @@
 #include <cstring>
 #include <vector>
 
+#include "loadlab/agent/job_cgroup.hpp"
+#include "loadlab/agent/proc_control.hpp"
+
 namespace loadlab::agent {
 
 namespace {
@@ -115,9 +118,10 @@ std::optional<ProcStat> ProcFsReader::stat(pid_t pid) {
   long long cut, cst;
   // Fields 3 state, 4 ppid, 14 utime, 15 stime, 16 cutime, 17 cstime, 20 num_threads,
   // 24 rss (pages: the same figure as VmRSS).
-  if (std::sscanf(rparen + 2,
-                  "%c %lld %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %lld %lld %*s %*s %lld %*s %*s %*s %lld",
-                  &state, &ppid, &ut, &st, &cut, &cst, &threads, &rss_pages) != 8)
+  if (std::sscanf(
+          rparen + 2,
+          "%c %lld %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %lld %lld %*s %*s %lld %*s %*s %*s %lld",
+          &state, &ppid, &ut, &st, &cut, &cst, &threads, &rss_pages) != 8)
     return std::nullopt;
   s.ppid = static_cast<pid_t>(ppid);
   s.utime = ut;
@@ -184,14 +188,30 @@ std::optional<std::vector<pid_t>> ProcFsReader::children(pid_t pid, uint32_t thr
   return out;
 }
 
+std::optional<JobCpu> ProcFsReader::job_cpu(pid_t pid) {
+  const auto& place = cgroup2_place();
+  if (!place) return std::nullopt;
+  char path[128];
+  char buf[4096];
+  std::snprintf(path, sizeof path, "%s/%d/cgroup", root_.c_str(), pid);
+  if (read_cached(path, buf, sizeof buf) <= 0) return std::nullopt;
+  auto dir = job_cgroup_dir(buf, *place, getpid());
+  if (!dir) return std::nullopt;
+  // Not cached: the job's cgroup is removed when the job ends.
+  if (read_small((*dir + "/cpu.stat").c_str(), buf, sizeof buf) <= 0) return std::nullopt;
+  auto cpu = parse_cpu_stat(buf);
+  if (!cpu) return std::nullopt;
+  return JobCpu{cpu->user_s(), cpu->system_s()};
+}
+
 std::optional<MachineCpu> ProcFsReader::machine_cpu() {
   char path[128];
   std::snprintf(path, sizeof path, "%s/stat", root_.c_str());
   thread_local std::vector<char> local(64 * 1024);  // one line per core and more: read whole
   if (read_small(path, local.data(), local.size()) <= 0) return std::nullopt;
   unsigned long long v[8] = {};
-  if (std::sscanf(local.data(), "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                  &v[6], &v[7]) != 8)
+  if (std::sscanf(local.data(), "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                  &v[4], &v[5], &v[6], &v[7]) != 8)
     return std::nullopt;
   MachineCpu m;
   // Busy = user nice system steal. Interrupt time is left out: on a benchmark machine it

@@ -58,6 +58,16 @@ double machine_pct(const std::optional<MachineCpu>& a, const std::optional<Machi
   return static_cast<double>(b->busy - a->busy) / static_cast<double>(b->total - a->total) * 100.0 * b->cores;
 }
 
+// On the cgroup2 path the job's cpu.stat replaces the tree's sum: it is as exact, and it
+// keeps the CPU of descendants the tree has lost (double-forked, reaped by init).
+TreeReading with_job_cpu(ProcReader& reader, pid_t root, TreeReading r) {
+  if (auto cpu = reader.job_cpu(root)) {
+    r.user_s = cpu->user_s;
+    r.system_s = cpu->system_s;
+  }
+  return r;
+}
+
 }  // namespace
 
 TreeReading read_tree(ProcReader& reader, pid_t root) {
@@ -68,7 +78,7 @@ TreeReading read_tree(ProcReader& reader, pid_t root) {
   auto root_children = reader.children(root, root_stat->threads);
   if (!root_children) {
     for (auto& s : scan_tree(reader, *root_stat)) add(r, s, tps);
-    return r;
+    return with_job_cpu(reader, root, r);
   }
   // Walk down from the root: only the tree's own files are read.
   add(r, *root_stat, tps);
@@ -83,7 +93,7 @@ TreeReading read_tree(ProcReader& reader, pid_t root) {
     add(r, *s, tps);
     if (auto kids = reader.children(p, s->threads)) todo.insert(todo.end(), kids->begin(), kids->end());
   }
-  return r;
+  return with_job_cpu(reader, root, r);
 }
 
 std::vector<pid_t> tree_pids(ProcReader& reader, pid_t root) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,6 +14,7 @@
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/ports.hpp"
+#include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "test_support.hpp"
 
@@ -58,6 +60,13 @@ class AgentTest : public ::testing::Test {
            {{"argv", {"/bin/sh", "-c", "echo FOO=$FOO; pwd; exec " + bin("loadlab-burn") + " --port {port}"}},
             {"env", {{"FOO", "bar-{delay_ms}"}}},
             {"cwd", "/tmp"}}}}}};
+    start(catalog);
+  }
+  void TearDown() override { server->shutdown(0); }
+
+  // (Re)starts the agent with `catalog`.
+  void start(const nlohmann::json& catalog) {
+    if (server) server->shutdown(0);
     AgentOptions o;
     o.name = "t";
     o.bin_dir = LOADLAB_BIN_DIR;
@@ -66,7 +75,6 @@ class AgentTest : public ::testing::Test {
     auto address = server->start("127.0.0.1:0");
     stub = v1::Agent::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   }
-  void TearDown() override { server->shutdown(0); }
 
   struct Hosted {
     std::unique_ptr<grpc::ClientContext> ctx = std::make_unique<grpc::ClientContext>();
@@ -130,7 +138,33 @@ class AgentTest : public ::testing::Test {
   std::unique_ptr<v1::Agent::Stub> stub;
 };
 
-TEST_F(AgentTest, AChildBurningHalfACoreMeasuresFiftyPercent) {
+// The truth tests, once per process-control path: the agent's children are started on the
+// path selected before the server starts; a path the machine lacks is skipped.
+class AgentTruthTest : public AgentTest, public ::testing::WithParamInterface<ProcControlMode> {
+ protected:
+  void SetUp() override {
+    previous_ = proc_control().mode;
+    auto chosen = select_proc_control(GetParam());
+    if (chosen.mode != GetParam())
+      GTEST_SKIP() << to_string(GetParam()) << " is not usable here: " << chosen.reason;
+    AgentTest::SetUp();
+  }
+  void TearDown() override {
+    if (server) AgentTest::TearDown();
+    select_proc_control(previous_);
+  }
+  ProcControlMode previous_ = ProcControlMode::kProcessGroup;
+};
+INSTANTIATE_TEST_SUITE_P(Paths, AgentTruthTest,
+                         ::testing::Values(ProcControlMode::kCgroup2, ProcControlMode::kCgroup1Freezer,
+                                           ProcControlMode::kProcessGroup),
+                         [](const ::testing::TestParamInfo<ProcControlMode>& info) {
+                           return std::string(info.param == ProcControlMode::kCgroup2          ? "cgroup2"
+                                              : info.param == ProcControlMode::kCgroup1Freezer ? "cgroup1"
+                                                                                               : "pgroup");
+                         });
+
+TEST_P(AgentTruthTest, AChildBurningHalfACoreMeasuresFiftyPercent) {
   auto h = host("burn50");
   ASSERT_TRUE(h.stream);
   std::this_thread::sleep_for(300ms);
@@ -149,7 +183,7 @@ TEST_F(AgentTest, AChildBurningHalfACoreMeasuresFiftyPercent) {
   stop(h);
 }
 
-TEST_F(AgentTest, AParentAndTwoChildrenAtThirtyPercentMeasureNinety) {
+TEST_P(AgentTruthTest, AParentAndTwoChildrenAtThirtyPercentMeasureNinety) {
   auto h = host("tree30");
   ASSERT_TRUE(h.stream);
   std::this_thread::sleep_for(300ms);
@@ -159,7 +193,7 @@ TEST_F(AgentTest, AParentAndTwoChildrenAtThirtyPercentMeasureNinety) {
   stop(h);
 }
 
-TEST_F(AgentTest, AChildHolding200MiBMeasuresItsRss) {
+TEST_P(AgentTruthTest, AChildHolding200MiBMeasuresItsRss) {
   auto h = host("rss200");
   ASSERT_TRUE(h.stream);
   auto u = measure(h, 1s);
@@ -170,7 +204,7 @@ TEST_F(AgentTest, AChildHolding200MiBMeasuresItsRss) {
   stop(h);
 }
 
-TEST_F(AgentTest, CancellingTheStreamLeavesNoProcessOfTheJob) {
+TEST_P(AgentTruthTest, CancellingTheStreamLeavesNoProcessOfTheJob) {
   auto h = host("tree30");
   ASSERT_TRUE(h.stream);
   std::this_thread::sleep_for(200ms);
@@ -183,6 +217,30 @@ TEST_F(AgentTest, CancellingTheStreamLeavesNoProcessOfTheJob) {
     while (running(p) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
     EXPECT_FALSE(running(p)) << "pid " << p << " outlived its stream";
   }
+}
+
+// A target that daemonises (setsid, and its parent exits: re-parented, out of the group and
+// the tree) is stopped with its job on the cgroup paths.
+TEST_P(AgentTruthTest, ADaemonisingTargetIsStoppedWithItsJob) {
+  if (GetParam() == ProcControlMode::kProcessGroup)
+    GTEST_SKIP() << "the process-group path cannot reach a daemon re-parented away";
+  loadlab::testing::TempDir dir;
+  const std::string pid_file = (dir.path() / "daemon.pid").string();
+  const std::string script =
+      "(setsid " + bin("loadlab-burn") + " --port {port} & echo $! > " + pid_file + "); exec sleep 60";
+  start({{"targets", {{"daemon", {{"argv", {"/bin/sh", "-c", script}}, {"readiness", {{"type", "tcp"}}}}}}}});
+  auto h = host("daemon");
+  ASSERT_TRUE(h.stream);
+  pid_t daemon = 0;
+  std::ifstream(pid_file) >> daemon;
+  ASSERT_GT(daemon, 0);
+  ASSERT_TRUE(running(daemon));
+  auto children = tree_pids(h.pid);
+  ASSERT_EQ(std::count(children.begin(), children.end(), daemon), 0) << "the daemon is still in the tree";
+  stop(h);
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (running(daemon) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(running(daemon)) << "daemon pid " << daemon << " outlived its job";
 }
 
 TEST_F(AgentTest, ASecondTargetIsRefusedWhileOneRuns) {
@@ -204,7 +262,7 @@ TEST_F(AgentTest, AnUnknownNameIsNotFoundWithTheKnownOnes) {
       << st.error_message();
 }
 
-TEST_F(AgentTest, ATargetThatExitsEarlyReportsItsStatusAndOutput) {
+TEST_P(AgentTruthTest, ATargetThatExitsEarlyReportsItsStatusAndOutput) {
   grpc::Status st;
   host("quitter", &st);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
@@ -212,7 +270,7 @@ TEST_F(AgentTest, ATargetThatExitsEarlyReportsItsStatusAndOutput) {
   EXPECT_NE(st.error_message().find("boom on "), std::string::npos) << st.error_message();
 }
 
-TEST_F(AgentTest, ATargetThatNeverListensTimesOutAndIsKilled) {
+TEST_P(AgentTruthTest, ATargetThatNeverListensTimesOutAndIsKilled) {
   grpc::Status st;
   auto t0 = std::chrono::steady_clock::now();
   auto h = host("deaf", &st);

@@ -1,11 +1,15 @@
 #include "loadlab/agent/usage_window.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "loadlab/agent/child_process.hpp"
+#include "proc_control_paths.hpp"
 
 namespace loadlab::agent {
 namespace {
@@ -25,6 +29,8 @@ class FakeProc : public ProcReader {
     return it->second;
   }
   long ticks_per_second() override { return 100; }
+  std::optional<JobCpu> job;  // the job cgroup's CPU, if the test gives one
+  std::optional<JobCpu> job_cpu(pid_t) override { return job; }
   void set(pid_t pid, pid_t ppid, int64_t cpu_ms, uint64_t rss_kb, uint64_t reaped_ticks = 0) {
     ProcStat s;
     s.pid = pid;
@@ -41,9 +47,9 @@ TEST(UsageWindow, SumsTheWholeTreeAndIgnoresOtherProcesses) {
   FakeProc proc;
   double now = 0;
   proc.set(100, 1, 1000, 1000);
-  proc.set(101, 100, 500, 2000);   // child
-  proc.set(102, 101, 500, 3000);   // grandchild
-  proc.set(200, 1, 9999, 99999);   // not ours
+  proc.set(101, 100, 500, 2000);  // child
+  proc.set(102, 101, 500, 3000);  // grandchild
+  proc.set(200, 1, 9999, 99999);  // not ours
   UsageWindow w(proc, 100, [&] { return now; });
   w.start();
   now = 2.0;
@@ -88,6 +94,24 @@ TEST(UsageWindow, TheTotalIsExactWhenTheTickRatioMovesBetweenReadings) {
   EXPECT_NEAR(f.cpu_pct, 1.0, 1e-9);  // 10 ms in 1 s, not 15 ms
   EXPECT_NEAR(f.cpu_user_pct + f.cpu_system_pct, f.cpu_pct, 1e-9);
   EXPECT_GE(f.cpu_user_pct, 0);
+}
+
+TEST(UsageWindow, TheJobCgroupsCpuReplacesTheTreeSum) {
+  FakeProc proc;
+  double now = 0;
+  proc.set(100, 1, 1000, 1000);
+  proc.job = JobCpu{1.0, 0.5};
+  UsageWindow w(proc, 100, [&] { return now; });
+  w.start();
+  now = 1.0;
+  // The tree lost a descendant (its 300 ms are gone from the sum); the cgroup kept them.
+  proc.set(100, 1, 1100, 1000);
+  proc.job = JobCpu{1.3, 0.6};
+  auto f = w.finish();
+  EXPECT_NEAR(f.cpu_pct, 40.0, 1e-9);
+  EXPECT_NEAR(f.cpu_user_pct, 30.0, 1e-9);
+  EXPECT_EQ(f.processes, 1u);
+  EXPECT_EQ(f.rss_kb_peak, 1000u);  // RSS still from the tree
 }
 
 TEST(UsageWindow, RssMeanAndPeakComeFromTheSamples) {
@@ -137,8 +161,40 @@ TEST(UsageWindow, ABusyLoopMeasuresOneCore) {
   EXPECT_GT(f.rss_kb_peak, 100u);
 }
 
-// An idle process is ~0 %, however short the window: the exact clock, not 10 ms ticks.
-TEST(UsageWindow, AnIdleProcessMeasuresNearZero) {
+class UsageWindowOnEachPath : public OnEachPath {};
+LOADLAB_ON_EACH_PATH(UsageWindowOnEachPath);
+
+// A descendant that double-forks away, burns, prints its own CPU (ticks, from its
+// /proc/PID/stat) and exits, re-parented and reaped outside the tree. The job's cgroup keeps
+// its CPU; the tree's sum cannot, so only the cgroup2 path is held to the truth.
+TEST_P(UsageWindowOnEachPath, ADescendantThatExitedInsideTheWindowIsCounted) {
+  if (GetParam() != ProcControlMode::kCgroup2) GTEST_SKIP() << "CPU comes from the tree's sum on this path";
+  const char* script =
+      "sleep 0.2; (setsid /bin/sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done;"
+      " read -r _ _ _ _ _ _ _ _ _ _ _ _ _ ut st _ < /proc/$$/stat; echo $$ $ut $st' &); exec sleep 30";
+  auto child = ChildProcess::spawn({"/bin/sh", "-c", script});
+  ProcFsReader proc;
+  UsageWindow w(proc, child->pid(), monotonic_seconds);
+  w.start();
+  std::string line;
+  ASSERT_EQ(child->next_line(line, std::chrono::seconds(30)), ChildProcess::LineStatus::kLine);
+  pid_t burner = 0;
+  long ut = 0, st = 0;
+  std::istringstream(line) >> burner >> ut >> st;
+  ASSERT_GT(burner, 0) << line;
+  ASSERT_NE(stat_field(burner, 4), std::to_string(child->pid())) << "still the child's own child";
+  while (std::ifstream("/proc/" + std::to_string(burner) + "/stat"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto f = w.finish();
+  const double truth_s = static_cast<double>(ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  ASSERT_GT(truth_s, 0.1);
+  const double measured_s = f.cpu_pct / 100.0 * f.window_s;
+  EXPECT_GE(measured_s, truth_s - 0.02);  // ticks are whole: the truth is up to one short
+  EXPECT_LE(measured_s, truth_s + 0.15);  // plus the shells' own start-up
+}
+
+// An idle process is ~0 % on every path, however short the window: exact clocks, not 10 ms ticks.
+TEST_P(UsageWindowOnEachPath, AnIdleProcessMeasuresNearZero) {
   auto child = ChildProcess::spawn({"/bin/sleep", "5"});
   ProcFsReader proc;
   UsageWindow w(proc, child->pid(), monotonic_seconds);

@@ -1,10 +1,17 @@
 #pragma once
-// A child process in its own process group, with its stdout and stderr captured.
+// A child process in its own process group and, where the machine offers cgroups, in a job
+// cgroup of its own (see proc_control.hpp), with its stdout and stderr captured.
 //
 // stdout is split into lines that the owner takes with next_line(); stdout and stderr both
 // feed a bounded ring of the last lines for error messages. One reader thread per child
 // drains both pipes so the child never blocks on a full pipe. terminate() stops the whole
-// process group: SIGTERM, then SIGKILL after a grace period, and reaps the child.
+// job: SIGTERM to the group, then SIGKILL to the job after a grace period, and reaps the child.
+//
+// Never a stranger: the child is held by a pidfd from fork on and stays unreaped (a zombie
+// once it has exited) until terminate(), so its pid and process group number cannot be
+// reused while they may be signalled; after the reap nothing is sent to them again.
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -17,12 +24,20 @@
 #include <thread>
 #include <vector>
 
+#include "loadlab/agent/proc_control.hpp"
+
 namespace loadlab::agent {
+
+class JobCgroup;
+class DescendantPidfds;
 
 struct ExitStatus {
   int code = -1;   // exit code, or -1 if killed by a signal
   int signal = 0;  // terminating signal, 0 if it exited
-  // From wait4(): the child's whole-life CPU, including descendants it reaped.
+  // The child's whole-life CPU. Process-group path: the kernel's rusage, the child and the
+  // descendants it reaped. cgroup2 path: the job's cpu.stat when the exit was seen, the child
+  // and every descendant, reaped or not: the figure read_tree() gives for the job, so that a
+  // usage window can end on it.
   double user_s = 0, system_s = 0;
   long maxrss_kb = 0;
   std::string describe() const;
@@ -30,31 +45,40 @@ struct ExitStatus {
 
 struct SpawnOptions {
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) the agent's environment
-  std::string cwd;  // "" = the agent's
+  std::string cwd;                                       // "" = the agent's
 };
 
 class ChildProcess {
  public:
-  // Starts argv[0] (a path) with argv. Throws std::runtime_error with the reason if the
-  // process cannot be started (the exec failure is reported through a CLOEXEC pipe).
+  // Starts argv[0] (a path) with argv, on the path proc_control() chose. Throws
+  // std::runtime_error with the reason if the process cannot be started (a failure between
+  // fork and exec is reported through a CLOEXEC pipe).
   static std::unique_ptr<ChildProcess> spawn(const std::vector<std::string>& argv,
                                              const SpawnOptions& options = {});
-  ~ChildProcess();  // terminates the group if still running, joins the reader
+  // Terminates the job (kills what is left of it even if the child has exited), reaps the
+  // child, removes its cgroup, joins the reader.
+  ~ChildProcess();
 
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   pid_t pid() const { return pid_; }
+  ProcControlMode control_mode() const { return mode_; }
+  // The job cgroup's folder; "" on the process-group path.
+  std::string cgroup_path() const;
 
   enum class LineStatus { kLine, kTimeout, kEof };
   // Next stdout line (without '\n'); waits up to `timeout`. Any thread, one at a time.
   LineStatus next_line(std::string& line, std::chrono::milliseconds timeout);
 
-  // Non-blocking: the exit status if the child has exited (and reaps it).
+  // Non-blocking: the exit status once the child has exited. It is reaped only by
+  // terminate() (or the destructor), so that its pid and group stay reserved until then.
   std::optional<ExitStatus> poll_exit();
-  // Waits up to `timeout` for the child to exit.
+  // Waits up to `timeout` for the child to exit (sleeping on its pidfd).
   std::optional<ExitStatus> wait_exit(std::chrono::milliseconds timeout);
-  // SIGTERM to the group, SIGKILL to the group after `grace`; returns the exit status.
+  // SIGTERM to the group, SIGKILL to the whole job after `grace`; then kills what is left of
+  // the job (also when the child had exited) and reaps the child. Returns the exit status.
+  // Called again after the reap, it signals no pid or group: only the cgroup, if any.
   ExitStatus terminate(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
 
   // Waits (up to `timeout`) until both pipes are drained to their end, so that the tail
@@ -67,10 +91,19 @@ class ChildProcess {
   ChildProcess() = default;
   void reader_loop(int out_fd, int err_fd);
   void push_tail(std::string line);
+  ExitStatus exit_status(const siginfo_t& info, const rusage& ru) const;
+  void signal_group(int sig);
+  void kill_job(const DescendantPidfds& escaped);
+  void reap();
+  void remove_job();
 
   pid_t pid_ = -1;
+  int pidfd_ = -1;  // -1 only on kernels without pidfds: then the pid, still ours until reaped
+  ProcControlMode mode_ = ProcControlMode::kProcessGroup;
+  std::unique_ptr<JobCgroup> job_;  // nullptr on the process-group path
+  std::mutex exit_mutex_;           // guards exit_ and reaped_, held while signalling by pid
   std::optional<ExitStatus> exit_;
-  std::mutex exit_mutex_;
+  bool reaped_ = false;
   int wake_fd_ = -1;  // eventfd that stops the reader
 
   mutable std::mutex mutex_;

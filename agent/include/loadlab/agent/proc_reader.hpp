@@ -5,9 +5,9 @@
 
 #include <cstdint>
 #include <mutex>
-#include <unordered_map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace loadlab::agent {
@@ -19,7 +19,7 @@ struct ProcStat {
   // the time of children it has reaped, so summing all four over a tree stays continuous
   // when a descendant exits and is reaped inside the tree.
   uint64_t utime = 0, stime = 0, cutime = 0, cstime = 0;
-  uint64_t rss_kb = 0;  // VmRSS
+  uint64_t rss_kb = 0;   // VmRSS
   uint32_t threads = 0;  // 0 = unknown
   // Exact CPU of the whole thread group in ns (clock_getcpuclockid), dead threads
   // included; -1 if unavailable. utime/stime above are whole clock ticks (10 ms), too
@@ -32,6 +32,11 @@ struct MachineCpu {
   uint64_t busy = 0;   // user + nice + system + steal (interrupts: see machine_cpu())
   uint64_t total = 0;  // all of /proc/stat's first eight fields
   uint32_t cores = 0;
+};
+
+// Cumulative CPU of a job cgroup (cgroup2 path), split as cpu.stat splits it.
+struct JobCpu {
+  double user_s = 0, system_s = 0;
 };
 
 // Called from the sampler thread and gRPC handler threads; implementations keep no
@@ -48,6 +53,11 @@ class ProcReader {
   // parent).
   virtual std::optional<std::vector<pid_t>> children(pid_t, uint32_t /*threads*/) { return std::nullopt; }
   virtual std::optional<MachineCpu> machine_cpu() { return std::nullopt; }
+  // CPU of the job cgroup `pid` runs in, if that is one of this agent's job cgroups (the
+  // cgroup2 path): every process that ever ran in the job, also descendants that exited
+  // without being reaped inside the tree. nullopt otherwise. The caller keeps `pid`
+  // unreaped (it is the agent's own child), so the number names that child.
+  virtual std::optional<JobCpu> job_cpu(pid_t) { return std::nullopt; }
   // Drops what is kept about processes that have exited (called when a job ends).
   virtual void forget_exited() {}
 };
@@ -61,6 +71,7 @@ class ProcFsReader : public ProcReader {
   long ticks_per_second() override;
   std::optional<std::vector<pid_t>> children(pid_t pid, uint32_t threads) override;
   std::optional<MachineCpu> machine_cpu() override;
+  std::optional<JobCpu> job_cpu(pid_t pid) override;
   void forget_exited() override;
 
  private:

@@ -2,7 +2,8 @@
 // CPU and memory of a process tree over a window between two marks.
 //
 // CPU is exact: the difference of the tree's cumulative CPU clocks at start() and
-// finish(), not an average of samples. RSS is sampled: the owner calls sample()
+// finish(), not an average of samples; on the cgroup2 path, of the job cgroup's cpu.stat,
+// which also keeps the CPU of descendants that left the tree. RSS is sampled: the owner calls sample()
 // periodically (any thread; calls are serialised inside), which also records a time series
 // for charts. The tree is found afresh at every reading: the root and all its descendants.
 #include <sys/types.h>
@@ -24,7 +25,8 @@ struct TreeReading {
   double cpu_s() const { return user_s + system_s; }
 };
 
-// Sums the tree rooted at `root` (nothing if the root is gone).
+// Sums the tree rooted at `root` (nothing if the root is gone); its CPU is the job cgroup's
+// when the reader has one for `root` (ProcReader::job_cpu).
 TreeReading read_tree(ProcReader& reader, pid_t root);
 // The pids of the tree rooted at `root`, root first (empty if the root is gone).
 std::vector<pid_t> tree_pids(ProcReader& reader, pid_t root);

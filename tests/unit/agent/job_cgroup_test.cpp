@@ -1,0 +1,109 @@
+#include "loadlab/agent/job_cgroup.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "proc_control_paths.hpp"
+
+namespace loadlab::agent {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ProcControl, NamesRoundTrip) {
+  for (auto m : {ProcControlMode::kCgroup2, ProcControlMode::kCgroup1Freezer, ProcControlMode::kProcessGroup})
+    EXPECT_EQ(parse_proc_control_mode(to_string(m)), m);
+  EXPECT_EQ(parse_proc_control_mode("cgroup1"), ProcControlMode::kCgroup1Freezer);
+  EXPECT_FALSE(parse_proc_control_mode("cgroups"));
+}
+
+TEST(CpuStat, ParsesTheThreeFigures) {
+  auto c = parse_cpu_stat("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 0\n");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->usage_usec, 1500u);
+  EXPECT_EQ(c->user_usec, 1000u);
+  EXPECT_EQ(c->system_usec, 500u);
+  EXPECT_FALSE(parse_cpu_stat("nr_periods 0\n"));
+}
+
+TEST(JobCgroupDir, OnlyThisAgentsOwnJobCgroupsCount) {
+  const Cgroup2Place root{"/sys/fs/cgroup", "/", "/"};
+  EXPECT_EQ(job_cgroup_dir("0::/loadlab/job-42-7\n", root, 42), "/sys/fs/cgroup/loadlab/job-42-7");
+  EXPECT_FALSE(job_cgroup_dir("0::/loadlab/job-42-7\n", root, 43));  // another agent's job
+  EXPECT_FALSE(job_cgroup_dir("0::/\n", root, 42));                  // the agent's own cgroup
+  // A job cgroup an agent running inside our job made: not ours to read.
+  EXPECT_FALSE(job_cgroup_dir("0::/loadlab/job-42-7/loadlab/job-99-1\n", root, 42));
+  // Hybrid set-ups list the v1 hierarchies first.
+  const Cgroup2Place hybrid{"/sys/fs/cgroup/unified", "/", "/system.slice/a.service"};
+  EXPECT_EQ(job_cgroup_dir("6:freezer:/\n1:cpu:/\n0::/system.slice/a.service/loadlab/job-42-1\n", hybrid, 42),
+            "/sys/fs/cgroup/unified/system.slice/a.service/loadlab/job-42-1");
+  // A container that mounts only its own subtree.
+  const Cgroup2Place subtree{"/sys/fs/cgroup", "/machine/c1", "/machine/c1/app"};
+  EXPECT_EQ(job_cgroup_dir("0::/machine/c1/app/loadlab/job-42-3\n", subtree, 42),
+            "/sys/fs/cgroup/app/loadlab/job-42-3");
+}
+
+// Forks a process that joins the cgroup whose cgroup.procs is open as `procs_fd`, then runs
+// a shell with two children.
+pid_t start_in(int procs_fd) {
+  pid_t p = fork();
+  if (p == 0) {
+    if (write(procs_fd, "0", 1) != 1) _exit(1);
+    execl("/bin/sh", "sh", "-c", "sleep 30 & sleep 30 & wait", static_cast<char*>(nullptr));
+    _exit(2);
+  }
+  return p;
+}
+
+class JobCgroupTest : public OnEachPath {
+ protected:
+  // A job holding a shell and its two children, and a cgroup nested in it (as an agent run
+  // inside the job makes) holding the same: kill_all() ends all six, remove() both folders.
+  void kill_and_remove(const ProcControl& control) {
+    auto job = JobCgroup::create(control);
+    ASSERT_TRUE(job);
+    const std::string nested = job->path() + "/loadlab";
+    ASSERT_EQ(mkdir(nested.c_str(), 0755), 0) << nested;
+    int nested_fd = open((nested + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    pid_t a = start_in(job->procs_fd()), b = start_in(nested_fd);
+    close(nested_fd);
+    for (int i = 0; i < 500 && job->pids().size() < 6; ++i) std::this_thread::sleep_for(10ms);
+    ASSERT_EQ(job->pids().size(), 6u);
+    job->kill_all();
+    for (pid_t p : {a, b}) {
+      int status = 0;
+      ASSERT_EQ(waitpid(p, &status, 0), p);
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    }
+    EXPECT_TRUE(job->wait_empty(5s));
+    EXPECT_TRUE(job->remove());
+    EXPECT_FALSE(std::filesystem::exists(job->path()));
+  }
+};
+LOADLAB_ON_EACH_PATH(JobCgroupTest);
+
+TEST_P(JobCgroupTest, KillAllEndsTheJobAndRemoveLeavesNothing) {
+  if (!on_cgroup()) {
+    EXPECT_FALSE(JobCgroup::create(proc_control()));
+    return;
+  }
+  kill_and_remove(proc_control());
+}
+
+// Kernels before 5.14 have no cgroup.kill: the job is frozen, killed pid by pid, thawed.
+TEST_P(JobCgroupTest, WithoutCgroupKillTheFrozenJobIsKilledPidByPid) {
+  if (GetParam() != ProcControlMode::kCgroup2) GTEST_SKIP() << "cgroup.kill is a cgroup v2 file";
+  auto control = proc_control();
+  control.cgroup_kill = false;
+  kill_and_remove(control);
+}
+
+}  // namespace
+}  // namespace loadlab::agent

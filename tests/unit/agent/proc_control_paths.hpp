@@ -1,0 +1,62 @@
+#pragma once
+// Runs a test once per process-control path: each case selects its path for the whole test
+// process and restores the previous one afterwards; a path the machine lacks is skipped
+// with the reason.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "loadlab/agent/proc_control.hpp"
+
+namespace loadlab::agent {
+
+class OnEachPath : public ::testing::TestWithParam<ProcControlMode> {
+ protected:
+  void SetUp() override {
+    previous_ = proc_control().mode;
+    auto chosen = select_proc_control(GetParam());
+    if (chosen.mode != GetParam())
+      GTEST_SKIP() << to_string(GetParam()) << " is not usable here: " << chosen.reason;
+  }
+  void TearDown() override { select_proc_control(previous_); }
+  bool on_cgroup() const { return GetParam() != ProcControlMode::kProcessGroup; }
+
+ private:
+  ProcControlMode previous_ = ProcControlMode::kProcessGroup;
+};
+
+inline std::string path_name(const ::testing::TestParamInfo<ProcControlMode>& info) {
+  switch (info.param) {
+    case ProcControlMode::kCgroup2:
+      return "cgroup2";
+    case ProcControlMode::kCgroup1Freezer:
+      return "cgroup1";
+    case ProcControlMode::kProcessGroup:
+      return "pgroup";
+  }
+  return "unknown";
+}
+
+#define LOADLAB_ON_EACH_PATH(suite)                                                                       \
+  INSTANTIATE_TEST_SUITE_P(Paths, suite,                                                                  \
+                           ::testing::Values(ProcControlMode::kCgroup2, ProcControlMode::kCgroup1Freezer, \
+                                             ProcControlMode::kProcessGroup),                             \
+                           path_name)
+
+// Field `n` (1-based, as proc(5) numbers them) of /proc/PID/stat; "" if the process is gone.
+inline std::string stat_field(pid_t pid, int n) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return "";
+  auto rparen = line.rfind(')');
+  if (rparen == std::string::npos) return "";
+  std::istringstream rest(line.substr(rparen + 2));
+  std::string v;
+  for (int i = 3; i <= n && rest >> v; ++i) {
+  }
+  return v;
+}
+
+}  // namespace loadlab::agent
