@@ -11,6 +11,7 @@
 #include <iostream>
 #include <thread>
 
+#include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/runner.hpp"
@@ -40,6 +41,26 @@ void stop_on_signals(std::atomic<int>& stop) {
     std::_Exit(128 + sig);
   }).detach();
 }
+
+// The agent of a run without --lab: the agent library's server, in this process.
+class LocalAgent final : public loadlab::controller::EmbeddedAgent {
+ public:
+  explicit LocalAgent(const std::string& bin_dir) : server_(options(bin_dir)) {
+    address_ = server_.start("127.0.0.1:0");
+  }
+  std::string address() const override { return address_; }
+  void shutdown() override { server_.shutdown(1000); }
+
+ private:
+  static loadlab::agent::AgentOptions options(const std::string& bin_dir) {
+    loadlab::agent::AgentOptions o;
+    o.name = "embedded";
+    o.bin_dir = bin_dir;
+    return o;
+  }
+  loadlab::agent::AgentServer server_;
+  std::string address_;
+};
 
 }  // namespace
 
@@ -130,6 +151,7 @@ int main(int argc, char** argv) {
     static std::atomic<int> stop{0};
     stop_on_signals(stop);
     run.stop = &stop;
+    run.embedded_agent = [](const std::string& bin_dir) { return std::make_unique<LocalAgent>(bin_dir); };
     return loadlab::controller::run_scenario(run, std::cout);
   } catch (const loadlab::InputError& e) {
     std::string source = *validate_cmd  ? validate_path

@@ -16,8 +16,8 @@
 #include <optional>
 #include <random>
 
-#include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/cell_runner.hpp"
+#include "loadlab/controller/embedded_agent.hpp"
 #include "loadlab/controller/flags.hpp"
 #include "loadlab/controller/lab.hpp"
 #include "loadlab/controller/progress.hpp"
@@ -289,16 +289,13 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
     lab_path = previous["lab_path"].get<std::string>();
 
   // Agents: from the lab, or one embedded agent reached over the same gRPC path.
-  std::unique_ptr<agent::AgentServer> embedded;
+  std::unique_ptr<EmbeddedAgent> embedded;
   AgentPool pool;
   if (lab_path.empty()) {
-    agent::AgentOptions ao;
-    ao.name = "embedded";
-    ao.bin_dir = options.bin_dir;
-    embedded = std::make_unique<agent::AgentServer>(ao);
-    std::string address = embedded->start("127.0.0.1:0");
-    log->debug("embedded agent on {}", address);
-    pool.agents.push_back(connect({"embedded", address, {"target", "load"}, {}}, 10));
+    if (!options.embedded_agent) throw EnvironmentError("no --lab given, and this program embeds no agent");
+    embedded = options.embedded_agent(options.bin_dir);
+    log->debug("embedded agent on {}", embedded->address());
+    pool.agents.push_back(connect({"embedded", embedded->address(), {"target", "load"}, {}}, 10));
   } else {
     Lab lab;
     try {
@@ -418,7 +415,7 @@ int run_scenario(const RunOptions& options, std::ostream& table_out) {
   if (complete) result["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
   save();
   progress.finish();
-  if (embedded) embedded->shutdown(1000);
+  if (embedded) embedded->shutdown();
 
   std::vector<CellResult> shown;
   for (size_t i = 0; i < cells.size(); ++i)

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "test_support.hpp"
@@ -22,18 +23,44 @@ const char* kScenario = R"({
   "load": {"requests_per_thread": 300, "warmup_s": 0.2, "path": "/x"}
 })";
 
+// The embedded agent `loadlab` wires in: the agent library's server on a loopback port.
+class LocalAgent final : public EmbeddedAgent {
+ public:
+  explicit LocalAgent(const std::string& bin_dir) : server_(options(bin_dir)) {
+    address_ = server_.start("127.0.0.1:0");
+  }
+  std::string address() const override { return address_; }
+  void shutdown() override { server_.shutdown(1000); }
+
+ private:
+  static agent::AgentOptions options(const std::string& bin_dir) {
+    agent::AgentOptions o;
+    o.name = "embedded";
+    o.bin_dir = bin_dir;
+    return o;
+  }
+  agent::AgentServer server_;
+  std::string address_;
+};
+
 class RunTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(child_pids().empty()) << "test process already has children"; }
+  // Options for a run on the embedded agent.
+  RunOptions options() const {
+    RunOptions o;
+    o.bin_dir = LOADLAB_BIN_DIR;
+    o.quiet = true;
+    o.embedded_agent = [](const std::string& bin_dir) { return std::make_unique<LocalAgent>(bin_dir); };
+    return o;
+  }
   TempDir dir;
 };
 
 TEST_F(RunTest, EmbeddedAgentMatrixMatchesGroundTruth) {
-  RunOptions o;
+  RunOptions o = options();
   o.scenario_path = dir.file("s.json", kScenario);
   o.out_dir = (dir.path() / "out").string();
-  o.bin_dir = LOADLAB_BIN_DIR;
-  o.quiet = true;
   std::ostringstream table;
   ASSERT_EQ(run_scenario(o, table), 0) << table.str();
 
@@ -88,14 +115,12 @@ TEST_F(RunTest, EmbeddedAgentMatrixMatchesGroundTruth) {
 }
 
 TEST_F(RunTest, OpenLoopRateGoesThroughTheAgentAndIsHeld) {
-  RunOptions o;
+  RunOptions o = options();
   o.scenario_path = dir.file("s.json", R"({"name": "open",
       "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [1], "threads": [2]},
       "load": {"duration_s": 2, "rate": 500, "connections_per_thread": 4}})");
   o.out_dir = (dir.path() / "out").string();
-  o.bin_dir = LOADLAB_BIN_DIR;
-  o.quiet = true;
   std::ostringstream table;
   ASSERT_EQ(run_scenario(o, table), 0) << table.str();
   auto cell = read_json_file((dir.path() / "out" / "result.json").string())["cells"][0];
@@ -105,19 +130,18 @@ TEST_F(RunTest, OpenLoopRateGoesThroughTheAgentAndIsHeld) {
   EXPECT_TRUE(rep["latency_corrected"].get<bool>());
   // Nothing stalls, so corrected and uncorrected agree to within a millisecond.
   EXPECT_GE(rep["latency_us"]["p50"].get<double>(), 1000.0);
-  EXPECT_NEAR(rep["latency_us"]["p50"].get<double>(), rep["latency_uncorrected_us"]["p50"].get<double>(), 1000.0);
+  EXPECT_NEAR(rep["latency_us"]["p50"].get<double>(), rep["latency_uncorrected_us"]["p50"].get<double>(),
+              1000.0);
 }
 
 TEST_F(RunTest, APhaseThatRunsOutFailsTheCellNamingThePhase) {
-  RunOptions o;
+  RunOptions o = options();
   o.scenario_path = dir.file("s.json", R"({"name": "slow",
       "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [0, 1], "threads": [1]},
       "load": {"duration_s": 5},
       "execution": {"retries": 0, "deadlines": {"measure_s": 1}}})");
   o.out_dir = (dir.path() / "out").string();
-  o.bin_dir = LOADLAB_BIN_DIR;
-  o.quiet = true;
   std::ostringstream table;
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(run_scenario(o, table), 3);  // some cells failed
@@ -133,7 +157,7 @@ TEST_F(RunTest, APhaseThatRunsOutFailsTheCellNamingThePhase) {
 }
 
 TEST_F(RunTest, RefusesToOverwriteAnEarlierResult) {
-  RunOptions o;
+  RunOptions o = options();
   o.scenario_path = dir.file("s.json", kScenario);
   o.out_dir = dir.path().string();
   dir.file("result.json", "{\"kept\": true}");

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "loadlab/controller/embedded_agent.hpp"
+
 namespace loadlab::controller {
 
 struct RunOptions {
@@ -14,7 +16,8 @@ struct RunOptions {
   std::string out_dir;     // "" = runs/<scenario name>-<UTC time>
   std::string resume_dir;  // continue the run in this folder (its scenario copy and journal)
   std::string bin_dir;     // embedded agent: folder of loadlab-target/-load; "" = this executable's
-  bool quiet = false;      // no progress bar: plain log lines, as in CI
+  EmbeddedAgentFactory embedded_agent;  // starts the agent of a run without a lab
+  bool quiet = false;                   // no progress bar: plain log lines, as in CI
   // Nonzero (the signal's number) once SIGINT/SIGTERM asks the run to stop: the cell in
   // progress is cancelled and not recorded, retry waits and cool-downs end at once.
   const std::atomic<int>* stop = nullptr;
