@@ -9,8 +9,10 @@
 #include <mutex>
 #include <thread>
 
-#include "loadlab/shared/histogram.hpp"
+#include "loadlab/controller/cell_specs.hpp"
+#include "loadlab/controller/result_merge.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "loadlab/v1/agent.grpc.pb.h"
 
 namespace loadlab::controller {
 
@@ -19,21 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using TargetStream = grpc::ClientReaderWriterInterface<v1::TargetCommand, v1::TargetEvent>;
 using LoadStream = grpc::ClientReaderWriterInterface<v1::LoadCommand, v1::LoadEvent>;
-
-UsageResult from_proto(const v1::Usage& u) {
-  UsageResult r;
-  r.window_s = u.window_s();
-  r.cpu_pct = u.cpu_pct();
-  r.cpu_user_pct = u.cpu_user_pct();
-  r.cpu_system_pct = u.cpu_system_pct();
-  r.rss_kb_mean = u.rss_kb_mean();
-  r.rss_kb_peak = u.rss_kb_peak();
-  r.samples = u.samples();
-  r.machine_cpu_pct = u.machine_cpu_pct();
-  r.machine_cores = u.machine_cores();
-  for (auto& p : u.series()) r.series.push_back({p.t_s(), p.cpu_pct(), p.rss_kb()});
-  return r;
-}
 
 std::string exit_text(const v1::Exited& e) {
   return e.signal() ? "killed by signal " + std::to_string(e.signal())
@@ -172,129 +159,6 @@ struct LoadCall {
 
 }  // namespace
 
-std::vector<LoadShare> split_load(const Scenario& s, const Cell& c, size_t agents) {
-  size_t n = std::max<size_t>(1, std::min<size_t>(agents, c.threads));
-  std::vector<LoadShare> shares(n);
-  for (size_t i = 0; i < n; ++i) {
-    shares[i].threads = static_cast<uint32_t>(c.threads / n + (i < c.threads % n ? 1 : 0));
-    shares[i].connections = shares[i].threads * s.load.connections_per_thread;
-  }
-  if (s.load.total_requests) {
-    uint64_t total = *s.load.total_requests, given = 0;
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t part = i + 1 == n ? total - given : total * shares[i].threads / c.threads;
-      shares[i].total_requests = part;
-      given += part;
-    }
-  }
-  return shares;
-}
-
-v1::TargetSpec target_spec(const Scenario& s, const Cell& c) {
-  const auto& t = s.targets[c.target_index];
-  v1::TargetSpec spec;
-  if (!t.builtin.empty())
-    spec.set_builtin(t.builtin);
-  else
-    spec.set_catalog(t.catalog);
-  spec.set_delay_ms(c.delay_ms);
-  spec.set_threads(t.server_threads);
-  spec.set_body(t.body);
-  return spec;
-}
-
-v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
-                       const std::string& endpoint) {
-  const auto& l = s.load;
-  v1::LoadSpec spec;
-  spec.set_endpoint(endpoint);
-  spec.set_path(l.path);
-  spec.set_method(l.method);
-  for (auto& [k, v] : l.headers) (*spec.mutable_headers())[k] = v;
-  spec.set_body(l.body);
-  spec.set_threads(share.threads);
-  spec.set_connections(share.connections);
-  if (l.requests_per_thread) spec.set_requests_per_thread(*l.requests_per_thread);
-  if (share.total_requests) spec.set_total_requests(*share.total_requests);
-  if (l.duration_s) spec.set_duration_s(*l.duration_s);
-  spec.set_warmup_s(l.warmup_s);
-  spec.set_keep_alive(l.keep_alive);
-  spec.set_timeout_ms(l.timeout_ms);
-  // The cell's rate is shared by its load agents in proportion to their threads.
-  if (l.rate > 0) spec.set_rate(l.rate * share.threads / c.threads);
-  return spec;
-}
-
-namespace {
-// Percentiles of the merged buckets of one histogram field of several results.
-LatencyUs merged_latency(const std::vector<v1::LoadResult>& results,
-                         const v1::Histogram& (v1::LoadResult::*hist)() const,
-                         const v1::Latency& (v1::LoadResult::*lat)() const, nlohmann::json* out) {
-  Histogram merged;
-  double min_us = -1, max_us = 0, weighted_mean = 0;
-  for (const auto& p : results) {
-    const auto& ph = (p.*hist)();
-    if (ph.highest_trackable() == 0) continue;
-    Histogram h(static_cast<int64_t>(ph.highest_trackable()), static_cast<int>(ph.significant_digits()));
-    for (auto& b : ph.buckets()) h.add_bucket(b.index(), b.count());
-    if (!merged.merge(h))
-      throw CellError("measure",
-                      "a load agent's histogram has other parameters (an agent of another version?)");
-    if (h.count() == 0) continue;
-    const auto& l = (p.*lat)();
-    min_us = min_us < 0 ? l.min_us() : std::min(min_us, l.min_us());
-    max_us = std::max(max_us, l.max_us());
-    weighted_mean += l.mean_us() * static_cast<double>(h.count());
-  }
-  auto j = merged.to_json();
-  if (merged.count() > 0) {
-    j["min"] = static_cast<int64_t>(min_us);
-    j["max"] = static_cast<int64_t>(max_us);
-    j["mean"] = weighted_mean / static_cast<double>(merged.count());
-  }
-  Histogram exact = Histogram::from_json(j);
-  if (out) *out = j;
-  auto pct = [&](double p) { return static_cast<double>(exact.value_at_percentile(p)); };
-  return {pct(50),
-          pct(90),
-          pct(99),
-          pct(99.9),
-          static_cast<double>(exact.max()),
-          exact.mean(),
-          static_cast<double>(exact.min())};
-}
-}  // namespace
-
-RepResult merge_load_results(const std::vector<v1::LoadResult>& results) {
-  RepResult r;
-  for (const auto& p : results) {
-    r.requests += p.requests();
-    r.errors += p.errors();
-    r.duration_s = std::max(r.duration_s, p.duration_s());
-    r.qps += p.qps();  // concurrent windows: rates add
-    for (auto& [code, n] : p.status()) r.status[code] += n;
-    for (auto& [kind, n] : p.error_kinds()) r.error_kinds[kind] += n;
-    r.bytes_read += p.bytes_read();
-    r.rate += p.rate();
-    r.achieved_rate += p.achieved_rate();
-    r.rate_not_held = r.rate_not_held || p.rate_not_held();
-    r.latency_corrected = r.latency_corrected || p.latency_corrected();
-    r.connects += p.connects();
-  }
-  r.latency_us = merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, &r.histogram);
-  r.latency_uncorrected_us = merged_latency(results, &v1::LoadResult::histogram_uncorrected,
-                                            &v1::LoadResult::latency_uncorrected, nullptr);
-  // Connect times come as percentiles only: the part with the most connects stands for all.
-  const v1::LoadResult* most = nullptr;
-  for (const auto& p : results)
-    if (!most || p.connects() > most->connects()) most = &p;
-  if (most && most->connects() > 0) {
-    const auto& c = most->connect();
-    r.connect_us = {c.p50_us(), c.p90_us(), c.p99_us(), c.p999_us(), c.max_us(), c.mean_us(), c.min_us()};
-  }
-  return r;
-}
-
 RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
                          const PhaseLimits& limits, const ProgressFn& progress,
                          const std::atomic<int>* stop) {
@@ -391,7 +255,7 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
           throw watchdog.error(started ? "measure" : "warmup",
                                "target agent " + placement.target.name + " lost: the stream ended");
         if (m.target_event.has_usage()) {
-          rep.server = from_proto(m.target_event.usage());
+          rep.server = usage_from_proto(m.target_event.usage());
           have_usage = true;
         } else if (m.target_event.has_exited()) {
           // The target died under load: the cell cannot be measured any more.
@@ -439,7 +303,7 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
           mark(v1::Mark::FINAL, "usage");  // answered through the target reader
         }
       } else if (ev.has_usage()) {
-        call.usage = from_proto(ev.usage());
+        call.usage = usage_from_proto(ev.usage());
       }
     }
   } catch (const CellError& e) {

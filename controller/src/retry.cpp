@@ -5,8 +5,7 @@
 #include <random>
 #include <thread>
 
-#include "loadlab/controller/cell_runner.hpp"
-#include "loadlab/controller/runner.hpp"
+#include "loadlab/controller/errors.hpp"
 
 namespace loadlab::controller {
 

@@ -9,7 +9,7 @@
 
 #include "load_spec.hpp"
 #include "loadlab/agent/agent_service.hpp"
-#include "loadlab/controller/cell_runner.hpp"
+#include "loadlab/controller/cell_specs.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/json_input.hpp"

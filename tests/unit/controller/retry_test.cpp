@@ -7,8 +7,7 @@
 #include <csignal>
 #include <vector>
 
-#include "loadlab/controller/cell_runner.hpp"
-#include "loadlab/controller/runner.hpp"
+#include "loadlab/controller/errors.hpp"
 
 namespace loadlab::controller {
 namespace {

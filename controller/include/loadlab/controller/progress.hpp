@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "loadlab/controller/cell_runner.hpp"
+#include "loadlab/controller/live_progress.hpp"
 #include "loadlab/controller/status_line.hpp"
 
 namespace loadlab::controller {

@@ -3,10 +3,10 @@
 // with retries, result files and a journal written as cells finish, --resume.
 #include <atomic>
 #include <ostream>
-#include <stdexcept>
 #include <string>
 
 #include "loadlab/controller/embedded_agent.hpp"
+#include "loadlab/controller/errors.hpp"
 
 namespace loadlab::controller {
 
@@ -21,12 +21,6 @@ struct RunOptions {
   // Nonzero (the signal's number) once SIGINT/SIGTERM asks the run to stop: the cell in
   // progress is cancelled and not recorded, retry waits and cool-downs end at once.
   const std::atomic<int>* stop = nullptr;
-};
-
-// The lab could not be used (no reachable agent for a role, ...): exit status 1.
-class EnvironmentError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 // Returns the exit status: 0 when every cell succeeded, 3 when some failed, 128 + the

@@ -1,0 +1,33 @@
+#pragma once
+// The failures the controller tells apart: a repetition that failed (another attempt may
+// do better) and a lab that cannot be used at all.
+#include <grpcpp/support/status_code_enum.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace loadlab::controller {
+
+// A failed repetition; `phase` is one of start, ready, warmup, measure, usage, stop, or
+// interrupted (the run is shutting down). `code` is the agent's gRPC status when one
+// caused it (UNKNOWN otherwise), so that the retry loop can tell a lost agent from a
+// request no agent will ever accept.
+class CellError : public std::runtime_error {
+ public:
+  CellError(std::string phase, const std::string& message, grpc::StatusCode code = grpc::StatusCode::UNKNOWN)
+      : std::runtime_error(phase + ": " + message), phase_(std::move(phase)), code_(code) {}
+  const std::string& phase() const { return phase_; }
+  grpc::StatusCode code() const { return code_; }
+
+ private:
+  std::string phase_;
+  grpc::StatusCode code_;
+};
+
+// The lab could not be used (no reachable agent for a role, ...): exit status 1.
+class EnvironmentError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace loadlab::controller
