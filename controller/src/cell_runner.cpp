@@ -11,6 +11,7 @@
 
 #include "loadlab/controller/cell_specs.hpp"
 #include "loadlab/controller/result_merge.hpp"
+#include "loadlab/controller/watchdog.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
 
@@ -18,7 +19,6 @@ namespace loadlab::controller {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using TargetStream = grpc::ClientReaderWriterInterface<v1::TargetCommand, v1::TargetEvent>;
 using LoadStream = grpc::ClientReaderWriterInterface<v1::LoadCommand, v1::LoadEvent>;
 
@@ -30,87 +30,6 @@ std::string exit_text(const v1::Exited& e) {
 std::string status_text(const grpc::Status& st) {
   return st.error_message().empty() ? "gRPC status " + std::to_string(st.error_code()) : st.error_message();
 }
-
-// Cancels the registered calls when the current phase outlives its deadline, so that no
-// blocking Read waits forever; the phase that ran out names the failure. Also cancels them
-// when the run is shutting down (`*stop` nonzero), as the phase "interrupted".
-class Watchdog {
- public:
-  explicit Watchdog(const std::atomic<int>* stop) : stop_(stop), thread_([this] { loop(); }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void watch(grpc::ClientContext* ctx) {
-    std::lock_guard lock(mutex_);
-    contexts_.push_back(ctx);
-  }
-  void arm(const std::string& phase, double seconds) {
-    std::lock_guard lock(mutex_);
-    phase_ = phase;
-    limit_s_ = seconds;
-    deadline_ =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    cv_.notify_all();
-  }
-  // The phase that ran out, or "" if none did.
-  std::string expired() const {
-    std::lock_guard lock(mutex_);
-    return expired_;
-  }
-  CellError error(const std::string& phase, const std::string& message,
-                  grpc::StatusCode code = grpc::StatusCode::UNKNOWN) const {
-    std::lock_guard lock(mutex_);
-    if (expired_ == kInterrupted)
-      return CellError(expired_, "the run is shutting down (signal " + std::to_string(stop_->load()) + ")",
-                       grpc::StatusCode::CANCELLED);
-    if (!expired_.empty())
-      return CellError(
-          expired_,
-          "phase '" + expired_ + "' ran out after " + std::to_string(static_cast<int>(limit_s_)) + " s",
-          grpc::StatusCode::DEADLINE_EXCEEDED);
-    return CellError(phase, message, code);
-  }
-
- private:
-  static constexpr const char* kInterrupted = "interrupted";
-  static constexpr std::chrono::milliseconds kStopPoll{100};  // how soon a signal cancels the cell
-
-  void loop() {
-    std::unique_lock lock(mutex_);
-    while (!done_) {
-      if (!expired_.empty() || (phase_.empty() && !stop_)) {
-        cv_.wait(lock);
-        continue;
-      }
-      auto wake = phase_.empty() ? Clock::now() + kStopPoll : deadline_;
-      if (stop_) wake = std::min(wake, Clock::now() + kStopPoll);
-      cv_.wait_until(lock, wake);
-      if (done_ || !expired_.empty()) continue;
-      if (stop_ && stop_->load() != 0)
-        expire(kInterrupted);
-      else if (!phase_.empty() && Clock::now() >= deadline_)
-        expire(phase_);
-    }
-  }
-  void expire(const std::string& phase) {
-    expired_ = phase;
-    for (auto* c : contexts_) c->TryCancel();
-  }
-  const std::atomic<int>* stop_;
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<grpc::ClientContext*> contexts_;
-  std::string phase_, expired_;
-  double limit_s_ = 0;
-  Clock::time_point deadline_;
-  bool done_ = false;
-  std::thread thread_;  // last
-};
 
 // What the load-stream reader threads hand to the cell's thread.
 // What the stream reader threads hand to the cell's thread: an event of a load stream
@@ -233,8 +152,7 @@ RepResult run_repetition(const Placement& placement, const Scenario& s, const Ce
     calls.push_back(std::move(call));
   }
   auto stop_all = [&] {
-    for (auto& call : calls) call->ctx.TryCancel();
-    tctx.TryCancel();
+    watchdog.cancel_all();
     for (auto& call : calls)
       if (call->reader.joinable()) call->reader.join();
     if (target_reader.joinable()) target_reader.join();
