@@ -16,12 +16,13 @@
 #include <optional>
 #include <random>
 
-#include "loadlab/controller/cell_runner.hpp"
 #include "loadlab/controller/embedded_agent.hpp"
 #include "loadlab/controller/flags.hpp"
 #include "loadlab/controller/lab.hpp"
+#include "loadlab/controller/placement.hpp"
 #include "loadlab/controller/progress.hpp"
 #include "loadlab/controller/provenance.hpp"
+#include "loadlab/controller/repetition_runner.hpp"
 #include "loadlab/controller/reporters.hpp"
 #include "loadlab/controller/retry.hpp"
 #include "loadlab/controller/scenario.hpp"
@@ -229,11 +230,11 @@ std::optional<CellResult> run_cell(const CellRun& run, const Cell& cell, size_t 
   // Steps double up to 30 s, or up to the base itself when a scenario asks for longer.
   retry.backoff = {s.execution.retry_backoff_s, std::max(30.0, s.execution.retry_backoff_s)};
   retry.stop = run.stop;
-  auto attempt = [&](uint32_t n) {
-    return run_repetition(
-        run.pool.place(s, target, n), s, cell, run.limits,
-        [&](const LiveProgress& p) { run.progress.live(p); }, run.stop);
-  };
+  RepetitionOptions options;
+  options.limits = run.limits;
+  options.progress = [&](const LiveProgress& p) { run.progress.live(p); };
+  options.stop = run.stop;
+  auto attempt = [&](uint32_t n) { return run_repetition(run.pool.place(s, target, n), s, cell, options); };
   // The agents the next attempt will use, with its rotation, must answer again.
   auto ready = [&](uint32_t n, std::chrono::milliseconds deadline) {
     return run.pool.answer(run.pool.place(s, target, n), deadline);

@@ -41,6 +41,11 @@ void Watchdog::watch(grpc::ClientContext* ctx) {
   contexts_.push_back(ctx);
 }
 
+void Watchdog::unwatch(grpc::ClientContext* ctx) {
+  std::lock_guard lock(mutex_);
+  contexts_.erase(std::remove(contexts_.begin(), contexts_.end(), ctx), contexts_.end());
+}
+
 void Watchdog::arm(const std::string& phase, double seconds) {
   std::lock_guard lock(mutex_);
   phase_ = phase;

@@ -1,7 +1,7 @@
 #pragma once
 // The failures the controller tells apart: a repetition that failed (another attempt may
 // do better) and a lab that cannot be used at all.
-#include <grpcpp/support/status_code_enum.h>
+#include <grpcpp/support/status.h>
 
 #include <stdexcept>
 #include <string>
@@ -23,6 +23,11 @@ class CellError : public std::runtime_error {
   std::string phase_;
   grpc::StatusCode code_;
 };
+
+// An agent's failure as a person reads it: its message, or the bare code without one.
+inline std::string status_text(const grpc::Status& st) {
+  return st.error_message().empty() ? "gRPC status " + std::to_string(st.error_code()) : st.error_message();
+}
 
 // The lab could not be used (no reachable agent for a role, ...): exit status 1.
 class EnvironmentError : public std::runtime_error {

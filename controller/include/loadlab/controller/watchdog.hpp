@@ -47,7 +47,9 @@ class Watchdog {
   ~Watchdog();  // joins its thread; no cancel comes after it returns
 
   // The calls below are made by the repetition's thread.
-  void watch(grpc::ClientContext* ctx);  // `ctx` outlives the watchdog
+  // Cancels `ctx` with the others from now on, until unwatch(ctx).
+  void watch(grpc::ClientContext* ctx);
+  void unwatch(grpc::ClientContext* ctx);
   // Starts `phase`, which must be over within `seconds` of now.
   void arm(const std::string& phase, double seconds);
   // Cancels every watched call now (the repetition failed and is being torn down).

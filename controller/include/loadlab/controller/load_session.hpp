@@ -1,0 +1,56 @@
+#pragma once
+// One load agent's RunLoad stream in a repetition: the spec goes out at once, then the
+// session's reader thread pushes the agent's events, and the stream's end with its status.
+// The repetition's thread records what the events say.
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "loadlab/controller/cell_specs.hpp"
+#include "loadlab/controller/placement.hpp"
+#include "loadlab/controller/results.hpp"
+#include "loadlab/controller/stream_events.hpp"
+#include "loadlab/controller/watchdog.hpp"
+
+namespace loadlab::controller {
+
+class LoadSession {
+ public:
+  // `index` names the session's messages; the call is watched by `watchdog`, which must
+  // outlive the session.
+  LoadSession(size_t index, const AgentRef& agent, const LoadShare& share, Watchdog& watchdog);
+  // A reader still running is cancelled (with every call of the repetition) and joined.
+  ~LoadSession();
+  LoadSession(const LoadSession&) = delete;
+  LoadSession& operator=(const LoadSession&) = delete;
+
+  // Sends `spec` and starts reading into `events`. A refused spec shows as the stream's end.
+  void start(const v1::LoadSpec& spec, StreamEvents& events);
+  // Once the stream's end has been popped (or the calls were cancelled).
+  void join();
+
+  // Keeps what a popped event of this stream reports.
+  void record(const v1::LoadEvent& ev);
+  const AgentRef& agent() const { return agent_; }
+  const v1::Progress& progress() const { return progress_; }
+  bool has_result() const { return result_.has_value(); }
+  bool complete() const { return result_ && usage_; }  // a result and its usage
+  const v1::LoadResult& result() const { return *result_; }
+  const UsageResult& usage() const { return *usage_; }
+  LoadPart part() const;  // this agent's share of the repetition; complete() only
+
+ private:
+  using Stream = grpc::ClientReaderWriterInterface<v1::LoadCommand, v1::LoadEvent>;
+  size_t index_;
+  AgentRef agent_;
+  LoadShare share_;
+  Watchdog& watchdog_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<Stream> stream_;
+  std::thread reader_;
+  v1::Progress progress_;
+  std::optional<v1::LoadResult> result_;
+  std::optional<UsageResult> usage_;
+};
+
+}  // namespace loadlab::controller

@@ -1,0 +1,60 @@
+#pragma once
+// One repetition's HostTarget stream: the target runs exactly as long as the stream (see
+// agent.proto). Called from the repetition's thread. Until read_into() that thread reads
+// the stream itself (spec, then Ready); afterwards the session's reader thread does, and
+// the repetition's thread only writes marks.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "loadlab/controller/placement.hpp"
+#include "loadlab/controller/stream_events.hpp"
+#include "loadlab/controller/watchdog.hpp"
+
+namespace loadlab::controller {
+
+class TargetSession {
+ public:
+  // The call is watched by `watchdog`, which must outlive the session.
+  TargetSession(const AgentRef& agent, Watchdog& watchdog);
+  // A stream still open is cancelled (with every call of the repetition) and finished.
+  ~TargetSession();
+  TargetSession(const TargetSession&) = delete;
+  TargetSession& operator=(const TargetSession&) = delete;
+
+  // Opens the stream, sends `spec` and waits for Ready. Throws CellError "start" or
+  // "ready" with the target's last output when it exited, else the stream's status; the
+  // stream is then finished.
+  void start(const v1::TargetSpec& spec);
+  const std::string& endpoint() const { return endpoint_; }
+  uint32_t startup_ms() const { return startup_ms_; }
+  const std::string& agent_name() const { return agent_.name; }
+
+  // From now on a reader thread pushes the stream's events, then its end, to `events`.
+  void read_into(StreamEvents& events);
+  // Sends a mark labelled `label`; throws CellError(`phase`) when the agent is gone.
+  void mark(v1::Mark::Kind kind, const std::string& label, const std::string& phase);
+  // Ends the stream from this side, so that the agent stops the target; waits for the
+  // reader to drain it (Exited comes last) and returns its status.
+  grpc::Status close();
+  // After the calls were cancelled: joins the reader and finishes the stream.
+  void abandon();
+
+ private:
+  using Stream = grpc::ClientReaderWriterInterface<v1::TargetCommand, v1::TargetEvent>;
+  CellError failure(const std::string& phase);  // before read_into(): why the stream failed
+  grpc::Status finish();                        // Finish(), once
+
+  AgentRef agent_;
+  Watchdog& watchdog_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<Stream> stream_;
+  std::optional<grpc::Status> status_;  // set once Finish() has returned
+  std::string endpoint_;
+  uint32_t startup_ms_ = 0;
+  std::thread reader_;
+};
+
+}  // namespace loadlab::controller

@@ -1,0 +1,192 @@
+#include "loadlab/controller/repetition_runner.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "loadlab/controller/cell_specs.hpp"
+#include "loadlab/controller/load_session.hpp"
+#include "loadlab/controller/result_merge.hpp"
+#include "loadlab/controller/stream_events.hpp"
+#include "loadlab/controller/target_session.hpp"
+#include "loadlab/shared/logging.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+
+std::string exit_text(const v1::Exited& e) {
+  return e.signal() ? "killed by signal " + std::to_string(e.signal())
+                    : "exit status " + std::to_string(e.exit_code());
+}
+
+// The repetition's thread runs it: it starts the streams, then takes their events one at
+// a time from one queue, so that the marks and deadlines follow the order they happened in.
+class RepetitionRunner {
+ public:
+  RepetitionRunner(const Placement& p, const Scenario& s, const Cell& c, const RepetitionOptions& o)
+      : placement_(p),
+        scenario_(s),
+        cell_(c),
+        options_(o),
+        watchdog_(o.stop, *o.clock, o.cancel),
+        target_(p.target, watchdog_) {}
+
+  RepResult run() {
+    watchdog_.arm("ready", options_.limits.ready_s);
+    target_.start(target_spec(scenario_, cell_));  // on failure nothing else has started
+    try {
+      start_loads();
+      await_window();
+      for (auto& load : loads_) load->join();
+      RepResult r = merged();
+      stop_target();
+      return r;
+    } catch (...) {
+      tear_down();  // never unwind past running reader threads
+      throw;
+    }
+  }
+
+ private:
+  // Every load agent's share starts; the target's events are read from now on too.
+  void start_loads() {
+    target_.read_into(events_);
+    watchdog_.arm("warmup", scenario_.load.warmup_s + options_.limits.warmup_extra_s);
+    auto shares = split_load(scenario_, cell_, placement_.loads.size());
+    for (size_t i = 0; i < shares.size(); ++i) {
+      loads_.push_back(std::make_unique<LoadSession>(i, placement_.loads[i], shares[i], watchdog_));
+      loads_.back()->start(load_spec(scenario_, cell_, shares[i], target_.endpoint()), events_);
+    }
+  }
+
+  // Until every load stream has ended and the target has reported the window's usage.
+  void await_window() {
+    while (ended_ < loads_.size() || !server_) {
+      auto m = events_.pop();
+      if (m.source == StreamMessage::kTarget)
+        on_target(m);
+      else if (m.end)
+        on_load_end(*loads_[m.source], m.status);
+      else
+        on_load_event(*loads_[m.source], m.load_event);
+    }
+  }
+
+  void on_target(const StreamMessage& m) {
+    if (m.end)
+      throw watchdog_.error(window_phase(),
+                            "target agent " + target_.agent_name() + " lost: the stream ended");
+    if (m.target_event.has_usage()) {
+      server_ = usage_from_proto(m.target_event.usage());
+    } else if (m.target_event.has_exited()) {
+      // The target died under load: the cell cannot be measured any more.
+      const auto& e = m.target_event.exited();
+      throw CellError(window_phase(), "target exited (" + exit_text(e) + "): " + e.output_tail());
+    }
+  }
+
+  void on_load_event(LoadSession& load, const v1::LoadEvent& ev) {
+    load.record(ev);
+    if (ev.has_progress()) {
+      report_progress();
+    } else if (ev.has_measure_start()) {
+      // The server's window opens with the first load agent's and closes with the last.
+      if (measuring_++ == 0) {
+        target_.mark(v1::Mark::RESET, cell_.key(), "measure");
+        watchdog_.arm("measure", measure_limit_s());
+      }
+    } else if (ev.has_result()) {
+      if (++results_ == loads_.size()) {
+        watchdog_.arm("usage", options_.limits.stop_s);
+        target_.mark(v1::Mark::FINAL, cell_.key(), "usage");  // answered through the target reader
+      }
+    }
+  }
+
+  void on_load_end(const LoadSession& load, const grpc::Status& status) {
+    ++ended_;
+    if (!status.ok())
+      throw watchdog_.error("measure", "load agent " + load.agent().name + ": " + status_text(status),
+                            status.error_code());
+    if (!load.complete())
+      throw CellError("measure", "load agent " + load.agent().name + " ended without a result and its usage");
+  }
+
+  void report_progress() const {
+    if (!options_.progress) return;
+    LiveProgress live;
+    for (auto& load : loads_) {
+      const auto& p = load->progress();
+      live.elapsed_s = std::max(live.elapsed_s, p.elapsed_s());
+      live.requests += p.requests();
+      live.errors += p.errors();
+      live.qps += p.qps();
+      live.warmup = live.warmup || p.warmup();
+    }
+    options_.progress(live);
+  }
+
+  RepResult merged() const {
+    std::vector<v1::LoadResult> parts;
+    for (auto& load : loads_) parts.push_back(load->result());
+    RepResult r = merge_load_results(parts);
+    r.server = *server_;
+    r.target_startup_ms = target_.startup_ms();
+    r.target_agent = target_.agent_name();
+    for (size_t i = 0; i < loads_.size(); ++i) {
+      r.parts.push_back(loads_[i]->part());
+      if (i == 0)
+        r.client = loads_[i]->usage();
+      else
+        r.client.add(loads_[i]->usage());
+    }
+    return r;
+  }
+
+  void stop_target() {
+    watchdog_.arm("stop", options_.limits.stop_s);
+    auto status = target_.close();
+    if (!status.ok())
+      component_logger("controller")
+          ->warn("cell {}: target stream ended with: {}", cell_.key(), status_text(status));
+  }
+
+  // A failed repetition: every call is cancelled, then its reader joined.
+  void tear_down() {
+    watchdog_.cancel_all();
+    for (auto& load : loads_) load->join();
+    target_.abandon();
+  }
+
+  std::string window_phase() const { return measuring_ ? "measure" : "warmup"; }
+  double measure_limit_s() const {
+    if (options_.limits.measure_s > 0) return options_.limits.measure_s;
+    return scenario_.load.duration_s ? *scenario_.load.duration_s + 60 : 24 * 3600.0;
+  }
+
+  const Placement& placement_;
+  const Scenario& scenario_;
+  const Cell& cell_;
+  const RepetitionOptions& options_;
+  // Members in this order: the watchdog outlives the calls it cancels, the queue the
+  // threads that push to it.
+  Watchdog watchdog_;
+  StreamEvents events_;
+  TargetSession target_;
+  std::vector<std::unique_ptr<LoadSession>> loads_;
+  size_t measuring_ = 0;               // load agents whose window has started
+  size_t results_ = 0;                 // load agents that sent their result
+  size_t ended_ = 0;                   // load streams that ended
+  std::optional<UsageResult> server_;  // the target's usage over the window
+};
+
+}  // namespace
+
+RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
+                         const RepetitionOptions& options) {
+  return RepetitionRunner(placement, s, c, options).run();
+}
+
+}  // namespace loadlab::controller
