@@ -13,6 +13,7 @@
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/compare.hpp"
+#include "loadlab/controller/describe_agents.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"

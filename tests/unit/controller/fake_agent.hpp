@@ -154,6 +154,9 @@ class FakeAgent {
     for (auto& c : catalog) info_.add_catalog(c);
   }
 
+  // What Describe answers: OK with the agent's info, or an agent that is down.
+  grpc::Status describe_status = grpc::Status::OK;
+
   // Scripts for each stream the controller opens, run on the controller's thread before
   // it writes: typically they set the stream's reactions.
   std::function<void(TargetStream&)> on_host_target;
@@ -164,6 +167,7 @@ class FakeAgent {
     auto stub = std::make_unique<::testing::NiceMock<v1::MockAgentStub>>();
     ON_CALL(*stub, Describe(::testing::_, ::testing::_, ::testing::_))
         .WillByDefault([this](grpc::ClientContext*, const v1::DescribeRequest&, v1::AgentInfo* info) {
+          if (!describe_status.ok()) return describe_status;
           *info = info_;
           return grpc::Status::OK;
         });

@@ -1,6 +1,7 @@
 #pragma once
-// A whole run: agents (from a lab file, or one embedded agent), every cell and repetition
-// with retries, result files and a journal written as cells finish, --resume.
+// `loadlab run`: a whole run. Agents (from a lab file, or one embedded agent), every cell
+// with its repetitions and retries (CellExecutor), the run folder with its journal
+// (RunFolder), --resume.
 #include <atomic>
 #include <ostream>
 #include <string>
@@ -27,9 +28,5 @@ struct RunOptions {
 // signal when `stop` ended the run early (its finished cells kept for --resume). Throws
 // loadlab::InputError for bad input (exit status 2) and EnvironmentError.
 int run_scenario(const RunOptions& options, std::ostream& table_out);
-
-// `loadlab agents`: each agent's Describe, or why it is unreachable, as a table.
-// Returns 0 if every agent answered, 1 otherwise.
-int describe_agents(const std::string& lab_path, std::ostream& out);
 
 }  // namespace loadlab::controller

@@ -1,0 +1,78 @@
+#pragma once
+// The lab's agents as the run sees them: connected, described (Describe), and chosen for
+// each attempt of a cell. Called from the run's thread.
+#include <grpcpp/channel.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "loadlab/controller/lab.hpp"
+#include "loadlab/controller/placement.hpp"
+#include "loadlab/controller/scenario.hpp"
+#include "loadlab/v1/agent.grpc.pb.h"
+
+namespace loadlab::controller {
+
+// The client end of one agent: its stub, and the channel under it (null for a test's fake).
+struct AgentStub {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Agent::StubInterface> stub;
+};
+// Makes the client end for the agent `def` names: grpc_stub, or a test's fake agents.
+using StubFactory = std::function<AgentStub(const AgentDef& def)>;
+// An insecure channel to def.address with keepalive, so that a vanished agent is noticed.
+AgentStub grpc_stub(const AgentDef& def);
+
+// One agent of the lab, as its Describe found it.
+struct ConnectedAgent {
+  AgentDef def;
+  AgentStub client;
+  v1::AgentInfo info;
+  std::string error;  // why it is unusable; "" when it answered
+  bool reachable() const { return error.empty(); }
+  bool can_host(const std::string& target) const;
+  AgentRef ref() const { return {def.name, client.stub.get(), info.cores()}; }
+  // True when it answers Describe within `deadline`.
+  bool answers(std::chrono::milliseconds deadline) const;
+};
+
+class AgentPool {
+ public:
+  explicit AgentPool(StubFactory factory = grpc_stub) : factory_(std::move(factory)) {}
+
+  // Connects to `def` and asks for its Describe, waiting up to `timeout_s` for it to come
+  // up. An agent that does not answer is kept, with its error.
+  const ConnectedAgent& add(const AgentDef& def, double timeout_s);
+  const std::vector<std::unique_ptr<ConnectedAgent>>& agents() const { return agents_; }
+
+  // Before any cell runs: every target of `s` has a reachable agent with the target role
+  // that can host it, and a load agent to go with it. Throws EnvironmentError, or
+  // InputError naming the target's JSON path when no agent's catalog has it.
+  void check(const Scenario& s) const;
+  // The agents of attempt `attempt` at a cell of target `t`: eligible target agents, then
+  // load agents, rotated by `attempt` so that a retry goes to another agent when the lab
+  // has one. Throws EnvironmentError when none is eligible.
+  Placement place(const Scenario& s, const TargetDef& t, uint32_t attempt) const;
+  // True when every agent of `p` answers, each within `deadline`.
+  bool answer(const Placement& p, std::chrono::milliseconds deadline) const;
+
+  std::map<std::string, uint32_t> cores() const;  // by agent name, from Describe
+  nlohmann::json to_json() const;                 // the agents of result.json
+
+ private:
+  // The one eligibility check: reachable, with `role` and every one of `labels`.
+  std::vector<const ConnectedAgent*> eligible(
+      const std::string& role, const std::vector<std::pair<std::string, std::string>>& labels) const;
+  std::vector<const ConnectedAgent*> target_agents(const Scenario& s, const std::string& target) const;
+
+  StubFactory factory_;
+  std::vector<std::unique_ptr<ConnectedAgent>> agents_;
+};
+
+}  // namespace loadlab::controller

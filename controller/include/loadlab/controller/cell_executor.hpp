@@ -1,0 +1,45 @@
+#pragma once
+// One cell of a run: every repetition, each with its retries (retry.hpp) on the agents the
+// pool places it on, and the saturation flags of each repetition. Called from the run's
+// thread.
+#include <atomic>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "loadlab/controller/agent_pool.hpp"
+#include "loadlab/controller/plan.hpp"
+#include "loadlab/controller/progress.hpp"
+#include "loadlab/controller/repetition_runner.hpp"
+#include "loadlab/controller/results.hpp"
+#include "loadlab/controller/retry.hpp"
+#include "loadlab/controller/scenario.hpp"
+
+namespace loadlab::controller {
+
+struct CellOptions {
+  RepetitionOptions repetition;  // its progress is the executor's own
+  RetryOptions retry;
+  // The scenario's deadlines, retries and backoff; `stop` ends repetitions and retry waits.
+  static CellOptions from(const Scenario& s, const std::atomic<int>* stop);
+};
+
+class CellExecutor {
+ public:
+  // `pool` and `progress` outlive the executor.
+  CellExecutor(const Scenario& s, const AgentPool& pool, ProgressReporter& progress, CellOptions options);
+  CellExecutor(const CellExecutor&) = delete;  // its repetitions report progress to `this`
+  CellExecutor& operator=(const CellExecutor&) = delete;
+  // The cell's result, failed or not; nullopt when the run is stopping (the cell is left
+  // for --resume, not recorded as failed). `finished`: cells done so far, for the progress.
+  std::optional<CellResult> run(const Cell& cell, size_t finished);
+
+ private:
+  const Scenario& scenario_;
+  const AgentPool& pool_;
+  ProgressReporter& progress_;
+  CellOptions options_;
+  std::map<std::string, uint32_t> cores_;
+};
+
+}  // namespace loadlab::controller

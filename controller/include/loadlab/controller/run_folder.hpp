@@ -1,0 +1,54 @@
+#pragma once
+// A run's folder: its copy of the scenario, journal.jsonl (one line per finished cell, on
+// the disk before the next cell starts, so that --resume continues a broken run), and the
+// result files, rewritten whole after every cell: result.json, matrix.csv, matrix.md.
+// Called from the run's thread.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loadlab/controller/plan.hpp"
+#include "loadlab/controller/results.hpp"
+
+namespace loadlab::controller {
+
+class RunFolder {
+ public:
+  // A new run's folder `dir`, created, with a copy of the scenario file. Throws InputError
+  // when `dir` already holds a run, EnvironmentError when it cannot be written.
+  static RunFolder create(const std::filesystem::path& dir, const std::string& scenario_path);
+  // The folder of an earlier run, to resume it. Throws InputError when it holds no scenario.
+  static RunFolder resume(const std::filesystem::path& dir);
+
+  const std::filesystem::path& path() const { return path_; }
+  std::string scenario_path() const { return (path_ / "scenario.json").string(); }
+  // result.json as the earlier run left it; null for a new run (or one that wrote none).
+  const nlohmann::json& previous_result() const { return previous_; }
+
+  // Opens the journal for this run's cells, and returns the cells it already holds, in
+  // the order of `cells` (nullopt for a cell not finished). A torn last line (a run killed
+  // mid-write) is ignored. Throws EnvironmentError.
+  std::vector<std::optional<CellResult>> open_journal(const std::vector<Cell>& cells);
+  // Appends a finished cell and flushes it to the disk. Throws EnvironmentError.
+  void journal(const CellResult& cell);
+  // Rewrites result.json (`header` with "cells"), matrix.csv and matrix.md from the
+  // finished cells; readers never see half a file. Throws EnvironmentError.
+  void write_results(nlohmann::json header, const std::string& title,
+                     const std::vector<CellResult>& cells) const;
+
+  RunFolder(RunFolder&& other) noexcept;
+  RunFolder& operator=(RunFolder&&) = delete;
+  ~RunFolder();
+
+ private:
+  explicit RunFolder(std::filesystem::path path) : path_(std::move(path)) {}
+  std::filesystem::path journal_path() const { return path_ / "journal.jsonl"; }
+
+  std::filesystem::path path_;
+  nlohmann::json previous_;
+  int journal_fd_ = -1;
+};
+
+}  // namespace loadlab::controller

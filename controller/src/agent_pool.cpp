@@ -1,0 +1,163 @@
+#include "loadlab/controller/agent_pool.hpp"
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+
+#include "loadlab/controller/errors.hpp"
+#include "loadlab/shared/json_input.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+
+const std::string& target_name(const TargetDef& t) { return t.builtin.empty() ? t.catalog : t.builtin; }
+
+nlohmann::json describe_json(const v1::AgentInfo& info) {
+  std::string text;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(info, &text, opts);
+  return nlohmann::json::parse(text);
+}
+
+}  // namespace
+
+AgentStub grpc_stub(const AgentDef& def) {
+  grpc::ChannelArguments args;
+  // Notice a vanished agent (killed, cable cut) within seconds instead of waiting forever.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 3000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+  AgentStub a;
+  a.channel = grpc::CreateCustomChannel(def.address, grpc::InsecureChannelCredentials(), args);
+  a.stub = v1::Agent::NewStub(a.channel);
+  return a;
+}
+
+bool ConnectedAgent::can_host(const std::string& target) const {
+  return std::find(info.catalog().begin(), info.catalog().end(), target) != info.catalog().end();
+}
+
+bool ConnectedAgent::answers(std::chrono::milliseconds deadline) const {
+  // The channel's reconnect backoff (1 s, growing to minutes) is reset first: an agent
+  // restarted on the same port is seen at the next probe, and a probe of a refused port
+  // fails at once.
+  if (client.channel) grpc::experimental::ChannelResetConnectionBackoff(client.channel.get());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  v1::AgentInfo ignored;
+  return client.stub->Describe(&ctx, v1::DescribeRequest(), &ignored).ok();
+}
+
+const ConnectedAgent& AgentPool::add(const AgentDef& def, double timeout_s) {
+  auto a = std::make_unique<ConnectedAgent>();
+  a->def = def;
+  a->client = factory_(def);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
+  ctx.set_wait_for_ready(true);
+  auto st = a->client.stub->Describe(&ctx, v1::DescribeRequest(), &a->info);
+  if (!st.ok())
+    a->error = "cannot reach agent " + def.name + " at " + def.address + ": " + st.error_message();
+  agents_.push_back(std::move(a));
+  return *agents_.back();
+}
+
+std::vector<const ConnectedAgent*> AgentPool::eligible(
+    const std::string& role, const std::vector<std::pair<std::string, std::string>>& labels) const {
+  std::vector<const ConnectedAgent*> out;
+  for (auto& a : agents_)
+    if (a->reachable() && a->def.matches(role, labels)) out.push_back(a.get());
+  return out;
+}
+
+std::vector<const ConnectedAgent*> AgentPool::target_agents(const Scenario& s,
+                                                            const std::string& target) const {
+  auto out = eligible(s.placement.target_role, s.placement.target_labels);
+  out.erase(std::remove_if(out.begin(), out.end(), [&](auto* a) { return !a->can_host(target); }), out.end());
+  return out;
+}
+
+void AgentPool::check(const Scenario& s) const {
+  for (size_t i = 0; i < s.targets.size(); ++i) {
+    const auto& t = s.targets[i];
+    if (eligible(s.placement.target_role, s.placement.target_labels).empty()) {
+      std::string why;
+      for (auto& a : agents_) why += a->reachable() ? "" : "; " + a->error;
+      throw EnvironmentError("no reachable agent with role " + s.placement.target_role + why);
+    }
+    if (target_agents(s, target_name(t)).empty()) {
+      std::string list;
+      for (auto& a : agents_)
+        for (auto& k : a->info.catalog()) list += (list.empty() ? "" : ", ") + a->def.name + ":" + k;
+      throw InputError("/targets/" + std::to_string(i) + (t.builtin.empty() ? "/catalog" : "/builtin"),
+                       "no agent can host \"" + target_name(t) + "\"; known: " + list);
+    }
+  }
+  for (auto& t : s.targets) place(s, t, 0);  // fails now, not mid-run, if impossible
+}
+
+Placement AgentPool::place(const Scenario& s, const TargetDef& t, uint32_t attempt) const {
+  const std::string& name = target_name(t);
+  auto targets = target_agents(s, name);
+  auto loads = eligible(s.placement.load_role, s.placement.load_labels);
+  const bool share = s.placement.share_agents || agents_.size() == 1;
+  auto loads_beside = [&](const ConnectedAgent* target) {
+    std::vector<const ConnectedAgent*> out;
+    for (auto* l : loads)
+      if (share || l != target) out.push_back(l);
+    return out;
+  };
+  // Only target agents that leave at least one load agent can take the cell.
+  std::vector<const ConnectedAgent*> usable;
+  for (auto* a : targets)
+    if (!loads_beside(a).empty()) usable.push_back(a);
+  if (targets.empty())
+    throw EnvironmentError("no reachable agent with role " + s.placement.target_role + " can host \"" + name +
+                           "\"");
+  if (usable.empty())
+    throw EnvironmentError("no reachable agent with role " + s.placement.load_role +
+                           " other than the target's " + targets[0]->def.name +
+                           " (set placement.share_agents to allow sharing)");
+  Placement p;
+  const ConnectedAgent* target = usable[attempt % usable.size()];
+  p.target = target->ref();
+  auto beside = loads_beside(target);
+  size_t n = std::min<size_t>(s.placement.load_agents, beside.size());
+  for (size_t i = 0; i < n; ++i) p.loads.push_back(beside[(attempt + i) % beside.size()]->ref());
+  return p;
+}
+
+bool AgentPool::answer(const Placement& p, std::chrono::milliseconds deadline) const {
+  auto answers = [&](const AgentRef& ref) {
+    for (auto& a : agents_)
+      if (a->client.stub.get() == ref.stub) return a->answers(deadline);
+    return false;
+  };
+  return answers(p.target) && std::all_of(p.loads.begin(), p.loads.end(), answers);
+}
+
+std::map<std::string, uint32_t> AgentPool::cores() const {
+  std::map<std::string, uint32_t> out;
+  for (auto& a : agents_) out[a->def.name] = a->info.cores();
+  return out;
+}
+
+nlohmann::json AgentPool::to_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& a : agents_)
+    out.push_back({{"name", a->def.name},
+                   {"address", a->def.address},
+                   {"roles", a->def.roles},
+                   {"describe", a->reachable() ? describe_json(a->info) : nlohmann::json(nullptr)},
+                   {"error", a->error}});
+  return out;
+}
+
+}  // namespace loadlab::controller

@@ -1,0 +1,69 @@
+#include "loadlab/controller/describe_agents.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "loadlab/controller/agent_pool.hpp"
+#include "loadlab/controller/lab.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+
+using Row = std::vector<std::string>;
+
+Row agent_row(const ConnectedAgent& a) {
+  const AgentDef& def = a.def;
+  std::string roles;
+  for (auto& r : def.roles) roles += (roles.empty() ? "" : ",") + r;
+  if (!a.reachable())
+    return {def.name, def.address, roles, "-", "-", "-", "-", "-", "UNREACHABLE: " + a.error};
+  std::string catalog;
+  for (auto& c : a.info.catalog()) catalog += (catalog.empty() ? "" : ", ") + c;
+  char mem[32];
+  std::snprintf(mem, sizeof mem, "%.1f GiB",
+                static_cast<double>(a.info.memory_bytes()) / (1024.0 * 1024 * 1024));
+  return {def.name,
+          def.address,
+          roles,
+          a.info.version(),
+          a.info.hostname(),
+          std::to_string(a.info.cores()),
+          mem,
+          a.info.busy() ? "yes" : "no",
+          catalog};
+}
+
+// Columns padded to their widest cell, the last one free.
+void write_columns(std::ostream& out, const std::vector<Row>& rows) {
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (auto& r : rows)
+    for (size_t i = 0; i + 1 < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  for (auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      out << r[i];
+      if (i + 1 < r.size()) out << std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+int describe_agents(const std::string& lab_path, std::ostream& out) {
+  Lab lab = load_lab_file(lab_path);
+  std::vector<Row> rows{
+      {"agent", "address", "roles", "version", "host", "cores", "memory", "busy", "catalog / error"}};
+  bool all = true;
+  AgentPool pool;
+  for (auto& def : lab.agents) {
+    const ConnectedAgent& a = pool.add(def, 5);
+    all = all && a.reachable();
+    rows.push_back(agent_row(a));
+  }
+  write_columns(out, rows);
+  return all ? 0 : 1;
+}
+
+}  // namespace loadlab::controller

@@ -1,0 +1,101 @@
+#include "loadlab/controller/run_folder.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "loadlab/controller/errors.hpp"
+#include "loadlab/controller/reporters.hpp"
+#include "loadlab/shared/json_input.hpp"
+
+namespace loadlab::controller {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_file(const fs::path& path, const std::string& content) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << content;
+    if (!out.flush()) throw EnvironmentError("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);  // readers never see half a file
+}
+
+}  // namespace
+
+RunFolder RunFolder::create(const fs::path& dir, const std::string& scenario_path) {
+  if (fs::exists(dir / "result.json") || fs::exists(dir / "journal.jsonl"))
+    throw InputError("",
+                     "--out: " + dir.string() + " already holds a run; choose another folder or --resume it");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw EnvironmentError("--out: cannot create " + dir.string() + ": " + ec.message());
+  fs::copy_file(scenario_path, dir / "scenario.json", fs::copy_options::overwrite_existing, ec);
+  if (ec) throw EnvironmentError("cannot copy the scenario into " + dir.string() + ": " + ec.message());
+  return RunFolder(dir);
+}
+
+RunFolder RunFolder::resume(const fs::path& dir) {
+  if (!fs::exists(dir / "scenario.json"))
+    throw InputError("", "--resume: " + dir.string() + " holds no scenario.json; is it a run folder?");
+  RunFolder folder(dir);
+  if (fs::exists(dir / "result.json")) folder.previous_ = read_json_file((dir / "result.json").string());
+  return folder;
+}
+
+RunFolder::RunFolder(RunFolder&& other) noexcept
+    : path_(std::move(other.path_)),
+      previous_(std::move(other.previous_)),
+      journal_fd_(std::exchange(other.journal_fd_, -1)) {}
+
+RunFolder::~RunFolder() {
+  if (journal_fd_ >= 0) close(journal_fd_);
+}
+
+std::vector<std::optional<CellResult>> RunFolder::open_journal(const std::vector<Cell>& cells) {
+  std::map<std::string, nlohmann::json> done;
+  {
+    std::ifstream in(journal_path());
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("key")) done[j["key"].get<std::string>()] = j;
+    }
+  }
+  journal_fd_ = open(journal_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (journal_fd_ < 0) throw EnvironmentError("cannot open " + journal_path().string());
+  std::vector<std::optional<CellResult>> finished(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) {
+    auto it = done.find(cells[i].key());
+    if (it != done.end()) finished[i] = cell_from_json(it->second["cell"], cells[i]);
+  }
+  return finished;
+}
+
+void RunFolder::journal(const CellResult& cell) {
+  std::string line = nlohmann::json{{"key", cell.cell.key()}, {"cell", to_json(cell)}}.dump() + "\n";
+  if (write(journal_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
+      fsync(journal_fd_) != 0)
+    throw EnvironmentError("cannot write the journal");
+}
+
+void RunFolder::write_results(nlohmann::json header, const std::string& title,
+                              const std::vector<CellResult>& cells) const {
+  header["cells"] = nlohmann::json::array();
+  for (auto& c : cells) header["cells"].push_back(to_json(c));
+  write_file(path_ / "result.json", header.dump(2) + "\n");
+  std::ostringstream csv, md;
+  write_csv(csv, cells);
+  write_markdown(md, title, cells);
+  write_file(path_ / "matrix.csv", csv.str());
+  write_file(path_ / "matrix.md", md.str());
+}
+
+}  // namespace loadlab::controller

@@ -1,0 +1,77 @@
+// The run folder on a real disk: a new run never overwrites an old one, and a resumed run
+// gets back the cells its journal holds, a torn last line aside.
+#include "loadlab/controller/run_folder.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "loadlab/shared/json_input.hpp"
+
+namespace loadlab::controller {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RunFolderTest : public ::testing::Test {
+ protected:
+  RunFolderTest() {
+    char tmpl[] = "/tmp/loadlab-folder-XXXXXX";
+    dir = mkdtemp(tmpl);
+    std::ofstream(dir / "s.json") << R"({"name": "s"})";
+    cells.resize(2);
+    cells[0].target = cells[1].target = "b";
+    cells[1].delay_ms = 5;
+  }
+  ~RunFolderTest() override { fs::remove_all(dir); }
+  CellResult failed(const Cell& c, const std::string& error) {
+    CellResult r;
+    r.cell = c;
+    r.error = error;
+    return r;
+  }
+
+  fs::path dir;
+  std::vector<Cell> cells;
+};
+
+TEST_F(RunFolderTest, AResumedRunGetsBackTheJournalsCellsButATornLastLine) {
+  {
+    RunFolder folder = RunFolder::create(dir / "run", (dir / "s.json").string());
+    auto finished = folder.open_journal(cells);
+    EXPECT_FALSE(finished[0] || finished[1]);
+    folder.journal(failed(cells[1], "measure: agent lost"));
+  }
+  std::ofstream(dir / "run" / "journal.jsonl", std::ios::app)
+      << R"({"key": "b/d0/t0", "cell": {"ok)";  // killed mid-write
+  RunFolder resumed = RunFolder::resume(dir / "run");
+  EXPECT_EQ(read_json_file(resumed.scenario_path())["name"], "s");
+  auto finished = resumed.open_journal(cells);
+  EXPECT_FALSE(finished[0].has_value());
+  ASSERT_TRUE(finished[1].has_value());
+  EXPECT_EQ(finished[1]->error, "measure: agent lost");
+  EXPECT_EQ(finished[1]->cell.key(), "b/d5/t0");
+}
+
+TEST_F(RunFolderTest, ANewRunRefusesAFolderThatHoldsARun) {
+  fs::create_directories(dir / "old");
+  std::ofstream(dir / "old" / "journal.jsonl") << "";
+  EXPECT_THROW(RunFolder::create(dir / "old", (dir / "s.json").string()), InputError);
+  EXPECT_THROW(RunFolder::resume(dir / "nothing"), InputError);  // no scenario.json to resume
+}
+
+TEST_F(RunFolderTest, TheResultFilesHoldTheHeaderAndEveryFinishedCell) {
+  RunFolder folder = RunFolder::create(dir / "run", (dir / "s.json").string());
+  folder.write_results({{"started_at", "then"}}, "s", {failed(cells[0], "ready: refused")});
+  auto result = read_json_file((dir / "run" / "result.json").string());
+  EXPECT_EQ(result["started_at"], "then");
+  ASSERT_EQ(result["cells"].size(), 1u);
+  EXPECT_EQ(result["cells"][0]["error"], "ready: refused");
+  EXPECT_TRUE(fs::exists(dir / "run" / "matrix.csv"));
+  EXPECT_TRUE(fs::exists(dir / "run" / "matrix.md"));
+  EXPECT_FALSE(fs::exists(dir / "run" / "result.json.tmp"));
+}
+
+}  // namespace
+}  // namespace loadlab::controller
