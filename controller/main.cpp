@@ -63,104 +63,124 @@ class LocalAgent final : public loadlab::controller::EmbeddedAgent {
   std::string address_;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line: the subcommands and the flags CLI11 fills in.
+struct CommandLine {
   CLI::App app{"loadlab: runs HTTP benchmark matrices on a lab of agents"};
-  app.require_subcommand(1);
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
-
   loadlab::controller::RunOptions run;
-  auto* run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");
-  run_cmd->add_option("scenario", run.scenario_path, "scenario JSON file");
-  run_cmd->add_option("--resume", run.resume_dir,
-                      "continue the run in this folder, keeping its finished cells");
-  run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
-  run_cmd->add_option("--out", run.out_dir, "run folder (default runs/NAME-TIME)");
-  run_cmd->add_option("--bin-dir", run.bin_dir,
-                      "folder of loadlab-target and loadlab-load for the embedded agent");
-  run_cmd->add_flag("--quiet", run.quiet,
-                    "no progress bar, plain log lines (--log-level warn silences them)");
-
   std::string agents_lab;
-  auto* agents_cmd =
-      app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
-  agents_cmd->add_option("--lab", agents_lab, "lab JSON file")->required();
-
   std::string compare_base, compare_new, compare_metric;
   double compare_threshold = -1;
-  auto* compare_cmd =
-      app.add_subcommand("compare", "compare two runs cell by cell; exit status 1 on a regression");
-  compare_cmd->add_option("base", compare_base, "baseline run folder or result.json")->required();
-  compare_cmd->add_option("new", compare_new, "new run folder or result.json")->required();
-  compare_cmd->add_option("--metric", compare_metric,
-                          "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, "
-                          "client_cpu_pct (default: the scenario's regression.metric, or qps)");
-  compare_cmd->add_option(
-      "--threshold-pct", compare_threshold,
-      "smallest change that counts (default: the scenario's regression.threshold_pct, or 5)");
-
   std::string validate_path;
-  auto* validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
-  validate_cmd->add_option("scenario", validate_path, "scenario JSON file")->required();
+  CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd;
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+  CommandLine() {
+    app.require_subcommand(1);
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
+
+    run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");
+    run_cmd->add_option("scenario", run.scenario_path, "scenario JSON file");
+    run_cmd->add_option("--resume", run.resume_dir,
+                        "continue the run in this folder, keeping its finished cells");
+    run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
+    run_cmd->add_option("--out", run.out_dir, "run folder (default runs/NAME-TIME)");
+    run_cmd->add_option("--bin-dir", run.bin_dir,
+                        "folder of loadlab-target and loadlab-load for the embedded agent");
+    run_cmd->add_flag("--quiet", run.quiet,
+                      "no progress bar, plain log lines (--log-level warn silences them)");
+
+    agents_cmd = app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
+    agents_cmd->add_option("--lab", agents_lab, "lab JSON file")->required();
+
+    compare_cmd =
+        app.add_subcommand("compare", "compare two runs cell by cell; exit status 1 on a regression");
+    compare_cmd->add_option("base", compare_base, "baseline run folder or result.json")->required();
+    compare_cmd->add_option("new", compare_new, "new run folder or result.json")->required();
+    compare_cmd->add_option("--metric", compare_metric,
+                            "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, "
+                            "client_cpu_pct (default: the scenario's regression.metric, or qps)");
+    compare_cmd->add_option(
+        "--threshold-pct", compare_threshold,
+        "smallest change that counts (default: the scenario's regression.threshold_pct, or 5)");
+
+    validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
+    validate_cmd->add_option("scenario", validate_path, "scenario JSON file")->required();
   }
-  if (!loadlab::init_logging(log_level)) {
-    std::cerr << "loadlab: --log-level: must be one of trace, debug, info, warn, error, off\n";
-    return 2;
-  }
-  try {
-    if (*validate_cmd) {
-      auto s = loadlab::controller::load_scenario_file(validate_path);
-      auto cells = loadlab::controller::expand(s);
-      std::cout << validate_path << ": ok, " << cells.size() << " cells × " << s.repetitions
-                << " repetitions\n";
-      for (auto& c : cells) std::cout << "  " << c.key() << " (" << c.connections << " connections)\n";
-      return 0;
-    }
-    if (*agents_cmd) return loadlab::controller::describe_agents(agents_lab, std::cout);
-    if (*compare_cmd) {
-      auto load = [](std::string path) {
-        if (std::filesystem::is_directory(path)) path += "/result.json";
-        try {
-          return loadlab::read_json_file(path);
-        } catch (const loadlab::InputError& e) {
-          throw e.in_file(path);
-        }
-      };
-      auto base = load(compare_base), current = load(compare_new);
-      auto options = loadlab::controller::options_from_result(current);
-      if (!compare_metric.empty()) options.metric = compare_metric;
-      if (compare_threshold >= 0) options.threshold_pct = compare_threshold;
-      auto c = loadlab::controller::compare_results(base, current, options);
-      loadlab::controller::write_comparison(std::cout, c);
-      return c.regressions ? 1 : 0;
-    }
-    if (run.scenario_path.empty() == run.resume_dir.empty()) {
-      std::cerr << "loadlab run: give either a SCENARIO file or --resume DIR\n";
-      return 2;
-    }
-    if (!run.resume_dir.empty() && !run.out_dir.empty()) {
-      std::cerr << "loadlab run: --out and --resume exclude each other (a resumed run stays in its folder)\n";
-      return 2;
-    }
-    static std::atomic<int> stop{0};
-    stop_on_signals(stop);
-    run.stop = &stop;
-    run.embedded_agent = [](const std::string& bin_dir) { return std::make_unique<LocalAgent>(bin_dir); };
-    return loadlab::controller::run_scenario(run, std::cout);
-  } catch (const loadlab::InputError& e) {
+  CommandLine(const CommandLine&) = delete;  // the subcommand pointers point into `app`
+
+  // The file a bad input came from, for the error line.
+  std::string input_name(const loadlab::InputError& e) const {
     std::string source = *validate_cmd  ? validate_path
                          : *agents_cmd  ? agents_lab
                          : *compare_cmd ? "compare"
                                         : run.scenario_path;
     if (!e.file().empty()) source = e.file();
-    std::cerr << "loadlab: " << (source.empty() ? run.resume_dir : source) << ": " << e.what() << "\n";
+    return source.empty() ? run.resume_dir : source;
+  }
+};
+
+int validate(const std::string& path) {
+  auto s = loadlab::controller::load_scenario_file(path);
+  auto cells = loadlab::controller::expand(s);
+  std::cout << path << ": ok, " << cells.size() << " cells × " << s.repetitions << " repetitions\n";
+  for (auto& c : cells) std::cout << "  " << c.key() << " (" << c.connections << " connections)\n";
+  return 0;
+}
+
+int compare(const CommandLine& cl) {
+  auto load = [](std::string path) {
+    if (std::filesystem::is_directory(path)) path += "/result.json";
+    try {
+      return loadlab::read_json_file(path);
+    } catch (const loadlab::InputError& e) {
+      throw e.in_file(path);
+    }
+  };
+  auto base = load(cl.compare_base), current = load(cl.compare_new);
+  auto options = loadlab::controller::options_from_result(current);
+  if (!cl.compare_metric.empty()) options.metric = cl.compare_metric;
+  if (cl.compare_threshold >= 0) options.threshold_pct = cl.compare_threshold;
+  auto c = loadlab::controller::compare_results(base, current, options);
+  loadlab::controller::write_comparison(std::cout, c);
+  return c.regressions ? 1 : 0;
+}
+
+int run(loadlab::controller::RunOptions run) {
+  if (run.scenario_path.empty() == run.resume_dir.empty()) {
+    std::cerr << "loadlab run: give either a SCENARIO file or --resume DIR\n";
+    return 2;
+  }
+  if (!run.resume_dir.empty() && !run.out_dir.empty()) {
+    std::cerr << "loadlab run: --out and --resume exclude each other (a resumed run stays in its folder)\n";
+    return 2;
+  }
+  static std::atomic<int> stop{0};
+  stop_on_signals(stop);
+  run.stop = &stop;
+  run.embedded_agent = [](const std::string& bin_dir) { return std::make_unique<LocalAgent>(bin_dir); };
+  return loadlab::controller::run_scenario(run, std::cout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CommandLine cl;
+  try {
+    cl.app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cl.app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!loadlab::init_logging(cl.log_level)) {
+    std::cerr << "loadlab: --log-level: must be one of trace, debug, info, warn, error, off\n";
+    return 2;
+  }
+  try {
+    if (*cl.validate_cmd) return validate(cl.validate_path);
+    if (*cl.agents_cmd) return loadlab::controller::describe_agents(cl.agents_lab, std::cout);
+    if (*cl.compare_cmd) return compare(cl);
+    return run(cl.run);
+  } catch (const loadlab::InputError& e) {
+    std::cerr << "loadlab: " << cl.input_name(e) << ": " << e.what() << "\n";
     return 2;
   } catch (const loadlab::controller::EnvironmentError& e) {
     std::cerr << "loadlab: " << e.what() << "\n";
