@@ -23,7 +23,7 @@ std::string clock_text(double s) {
 bool ProgressReporter::stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 
 ProgressReporter::ProgressReporter(size_t total_cells, bool tty, bool quiet)
-    : total_(total_cells), tty_(tty && !quiet), quiet_(false) {
+    : total_(total_cells), tty_(tty && !quiet) {
   if (!tty_) return;
   // While the bar is up, every log record is printed above it by the bar's own writer.
   line_ = std::make_shared<StatusLine>(stderr);
@@ -39,7 +39,7 @@ void ProgressReporter::finish() {
     line_.reset();
   }
   tty_ = false;
-  quiet_ = true;
+  finished_ = true;
 }
 
 void ProgressReporter::cell_started(size_t done, const std::string& key, uint32_t rep, uint32_t reps) {
@@ -57,7 +57,7 @@ void ProgressReporter::live(const LiveProgress& p) {
 
 void ProgressReporter::cell_finished(size_t done, const std::string& key, const std::string& summary) {
   done_ = done;
-  if (quiet_) return;
+  if (finished_) return;
   std::string line = "[" + std::to_string(done) + "/" + std::to_string(total_) + "] " + key + ": " + summary;
   if (tty_)
     note(line);
@@ -66,7 +66,7 @@ void ProgressReporter::cell_finished(size_t done, const std::string& key, const 
 }
 
 void ProgressReporter::note(const std::string& line) {
-  if (quiet_) return;
+  if (finished_) return;
   if (!tty_) {
     component_logger("controller")->warn("{}", line);
     return;

@@ -32,7 +32,8 @@ class ProgressReporter {
  private:
   void draw();
   size_t total_;
-  bool tty_, quiet_;
+  bool tty_;
+  bool finished_ = false;  // finish() was called: nothing more is printed
   size_t done_ = 0;
   std::string current_;
   LiveProgress live_;
