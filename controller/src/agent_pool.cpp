@@ -7,6 +7,7 @@
 
 #include "loadlab/controller/errors.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/timing.hpp"
 
 namespace loadlab::controller {
 
@@ -28,8 +29,8 @@ nlohmann::json describe_json(const v1::AgentInfo& info) {
 AgentStub grpc_stub(const AgentDef& def) {
   grpc::ChannelArguments args;
   // Notice a vanished agent (killed, cable cut) within seconds instead of waiting forever.
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 3000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, timing::kKeepaliveTimeMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, timing::kKeepaliveTimeoutMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
