@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   // One shell and processes-1 sleeping children.
-  std::string script = "for i in $(seq " + std::to_string(processes - 1) + "); do sleep 600 & done; echo ready; wait";
+  std::string script =
+      "for i in $(seq " + std::to_string(processes - 1) + "); do sleep 600 & done; echo ready; wait";
   auto tree = loadlab::agent::ChildProcess::spawn({"/bin/sh", "-c", script});
   std::string line;
   tree->next_line(line, std::chrono::seconds(10));

@@ -19,7 +19,8 @@ void check_placeholders(const std::string& text, const std::string& path) {
     bool known = false;
     for (auto* p : kPlaceholders) known = known || it->str() == p;
     if (!known)
-      throw InputError(path, "unknown placeholder " + it->str() + "; allowed: {port}, {host}, {delay_ms}, {threads}");
+      throw InputError(
+          path, "unknown placeholder " + it->str() + "; allowed: {port}, {host}, {delay_ms}, {threads}");
   }
 }
 
@@ -55,7 +56,8 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e) {
     } else if (type == "http") {
       c.readiness = CatalogEntry::Readiness::kHttp;
       c.http_path = r.string("path", "/");
-      if (c.http_path.empty() || c.http_path[0] != '/' || c.http_path.find_first_of(" \r\n") != std::string::npos)
+      if (c.http_path.empty() || c.http_path[0] != '/' ||
+          c.http_path.find_first_of(" \r\n") != std::string::npos)
         throw InputError(r.path("path"), "must start with '/' and hold no spaces or line breaks");
     } else {
       throw InputError(r.path("type"), "must be \"tcp\" or \"http\"");
@@ -120,7 +122,8 @@ std::string expand_placeholders(const std::string& text, const Placeholders& p) 
       return true;
     };
     if (try_replace("{port}", std::to_string(p.port)) || try_replace("{host}", p.host) ||
-        try_replace("{delay_ms}", std::to_string(p.delay_ms)) || try_replace("{threads}", std::to_string(p.threads)))
+        try_replace("{delay_ms}", std::to_string(p.delay_ms)) ||
+        try_replace("{threads}", std::to_string(p.threads)))
       continue;
     out += text[i++];
   }

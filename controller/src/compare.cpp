@@ -93,7 +93,8 @@ CompareOptions options_from_result(const nlohmann::json& result) {
   return o;
 }
 
-Comparison compare_results(const nlohmann::json& base, const nlohmann::json& current, const CompareOptions& o) {
+Comparison compare_results(const nlohmann::json& base, const nlohmann::json& current,
+                           const CompareOptions& o) {
   const Metric& m = find_metric(o.metric);
   if (!(o.threshold_pct >= 0 && o.threshold_pct <= 1000))
     throw InputError("", "--threshold-pct: must be a number in [0, 1000]");
@@ -121,9 +122,12 @@ Comparison compare_results(const nlohmann::json& base, const nlohmann::json& cur
       auto [bmin, bmax] = std::minmax_element(bv.values.begin(), bv.values.end());
       auto [nmin, nmax] = std::minmax_element(nv.values.begin(), nv.values.end());
       bool overlap = bv.values.size() > 1 && nv.values.size() > 1 && *nmin <= *bmax && *bmin <= *nmax;
-      if (std::abs(worse_pct) <= o.threshold_pct) d.verdict = "same";
-      else if (overlap) d.verdict = "noise";
-      else d.verdict = worse_pct > 0 ? "regression" : "improvement";
+      if (std::abs(worse_pct) <= o.threshold_pct)
+        d.verdict = "same";
+      else if (overlap)
+        d.verdict = "noise";
+      else
+        d.verdict = worse_pct > 0 ? "regression" : "improvement";
     }
     if (d.verdict == "regression" || d.verdict == "failed" || d.verdict == "missing") ++out.regressions;
     out.cells.push_back(d);
@@ -141,8 +145,10 @@ void write_comparison(std::ostream& out, const Comparison& c) {
   for (auto& d : c.cells) {
     auto val = [](double v) {
       char b[32];
-      if (std::isfinite(v)) std::snprintf(b, sizeof b, "%.2f", v);
-      else std::snprintf(b, sizeof b, "-");
+      if (std::isfinite(v))
+        std::snprintf(b, sizeof b, "%.2f", v);
+      else
+        std::snprintf(b, sizeof b, "-");
       return std::string(b);
     };
     std::string change = "-";
@@ -152,11 +158,12 @@ void write_comparison(std::ostream& out, const Comparison& c) {
       change = b;
     }
     std::snprintf(buf, sizeof buf, "%-28s %14s %14s %9s  %s\n", d.key.c_str(), val(d.base).c_str(),
-                  d.verdict == "missing" || d.verdict == "failed" ? "-" : val(d.current).c_str(), change.c_str(),
-                  d.verdict == "regression" ? "REGRESSION" : d.verdict.c_str());
+                  d.verdict == "missing" || d.verdict == "failed" ? "-" : val(d.current).c_str(),
+                  change.c_str(), d.verdict == "regression" ? "REGRESSION" : d.verdict.c_str());
     out << buf;
   }
-  out << "\n" << c.regressions << " regression" << (c.regressions == 1 ? "" : "s") << " (metric " << c.metric
+  out << "\n"
+      << c.regressions << " regression" << (c.regressions == 1 ? "" : "s") << " (metric " << c.metric
       << ", threshold " << c.threshold_pct << " %; changes whose repetition ranges overlap are noise)\n";
 }
 

@@ -8,9 +8,12 @@
 
 namespace loadlab::controller {
 
-bool AgentDef::has_role(const std::string& r) const { return std::find(roles.begin(), roles.end(), r) != roles.end(); }
+bool AgentDef::has_role(const std::string& r) const {
+  return std::find(roles.begin(), roles.end(), r) != roles.end();
+}
 
-bool AgentDef::matches(const std::string& role, const std::vector<std::pair<std::string, std::string>>& want) const {
+bool AgentDef::matches(const std::string& role,
+                       const std::vector<std::pair<std::string, std::string>>& want) const {
   if (!has_role(role)) return false;
   for (auto& w : want)
     if (std::find(labels.begin(), labels.end(), w) == labels.end()) return false;
@@ -27,7 +30,8 @@ Lab parse_lab(const nlohmann::json& j) {
     AgentDef d;
     d.name = a.string("name");
     if (d.name.empty()) throw InputError(a.path("name"), "must not be empty");
-    if (!names.insert(d.name).second) throw InputError(a.path("name"), "duplicate agent name \"" + d.name + "\"");
+    if (!names.insert(d.name).second)
+      throw InputError(a.path("name"), "duplicate agent name \"" + d.name + "\"");
     d.address = a.string("address");
     if (!parse_endpoint(d.address) && d.address.rfind("unix:", 0) != 0)
       throw InputError(a.path("address"), "must be HOST:PORT or unix:PATH");

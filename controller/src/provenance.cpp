@@ -37,7 +37,8 @@ std::string sha256_file(const std::string& path) {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
   std::array<char, 65536> buf{};
-  while (in.read(buf.data(), buf.size()) || in.gcount() > 0) EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+  while (in.read(buf.data(), buf.size()) || in.gcount() > 0)
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx, md, &len);
@@ -59,12 +60,13 @@ nlohmann::json file_provenance(const std::string& path) {
   nlohmann::json j = {{"path", abs.string()}, {"sha256", sha256_file(path)}, {"git", nullptr}};
   std::string commit = capture("git -C " + quote(dir) + " rev-parse HEAD 2>/dev/null");
   if (!commit.empty()) {
-    std::string status = capture("git -C " + quote(dir) + " status --porcelain -- " + quote(abs.filename().string()) +
-                                 " 2>/dev/null; echo .");
-    std::string tree = capture("git -C " + quote(dir) + " status --porcelain --untracked-files=no 2>/dev/null; echo .");
+    std::string status = capture("git -C " + quote(dir) + " status --porcelain -- " +
+                                 quote(abs.filename().string()) + " 2>/dev/null; echo .");
+    std::string tree =
+        capture("git -C " + quote(dir) + " status --porcelain --untracked-files=no 2>/dev/null; echo .");
     j["git"] = {{"commit", commit},
-                {"dirty", status != "."},          // the scenario file differs from the commit
-                {"tree_dirty", tree != "."}};      // some tracked file of the work tree does
+                {"dirty", status != "."},      // the scenario file differs from the commit
+                {"tree_dirty", tree != "."}};  // some tracked file of the work tree does
   }
   return j;
 }

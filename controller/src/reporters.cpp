@@ -30,21 +30,21 @@ std::string csv_field(const std::string& s) {
 }  // namespace
 
 std::vector<std::string> summary_header() {
-  return {"target", "delay ms", "threads", "conns",  "qps",     "p50 ms",   "p90 ms",   "p99 ms",
+  return {"target", "delay ms", "threads",  "conns",  "qps",      "p50 ms", "p90 ms", "p99 ms",
           "max ms", "errors",   "srv cpu%", "srv MB", "cli cpu%", "cli MB", "status"};
 }
 
 std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>& cells) {
   std::vector<std::vector<std::string>> rows;
   for (auto& c : cells) {
-    std::vector<std::string> row{c.cell.target, std::to_string(c.cell.delay_ms), std::to_string(c.cell.threads),
-                                 std::to_string(c.cell.connections)};
+    std::vector<std::string> row{c.cell.target, std::to_string(c.cell.delay_ms),
+                                 std::to_string(c.cell.threads), std::to_string(c.cell.connections)};
     if (c.ok()) {
       const auto& m = c.median();
-      row.insert(row.end(), {fixed(m.qps, 0), ms(m.latency_us.p50), ms(m.latency_us.p90), ms(m.latency_us.p99),
-                             ms(m.latency_us.max), std::to_string(m.errors), fixed(m.server.cpu_pct, 1),
-                             mb(m.server.rss_kb_peak), fixed(m.client.cpu_pct, 1), mb(m.client.rss_kb_peak),
-                             flags_text(c.flags())});
+      row.insert(row.end(), {fixed(m.qps, 0), ms(m.latency_us.p50), ms(m.latency_us.p90),
+                             ms(m.latency_us.p99), ms(m.latency_us.max), std::to_string(m.errors),
+                             fixed(m.server.cpu_pct, 1), mb(m.server.rss_kb_peak), fixed(m.client.cpu_pct, 1),
+                             mb(m.client.rss_kb_peak), flags_text(c.flags())});
     } else {
       for (int i = 0; i < 10; ++i) row.push_back("-");
       row.push_back("FAILED: " + c.error);
@@ -65,9 +65,12 @@ void write_table(std::ostream& out, const std::vector<CellResult>& cells) {
     std::string s;
     for (size_t i = 0; i < r.size(); ++i) {
       bool last = i + 1 == r.size();
-      if (i == 0) s += r[i] + std::string(width[i] - std::min(width[i], r[i].size()), ' ');
-      else if (last) s += "  " + r[i];
-      else s += "  " + std::string(width[i] - std::min(width[i], r[i].size()), ' ') + r[i];
+      if (i == 0)
+        s += r[i] + std::string(width[i] - std::min(width[i], r[i].size()), ' ');
+      else if (last)
+        s += "  " + r[i];
+      else
+        s += "  " + std::string(width[i] - std::min(width[i], r[i].size()), ' ') + r[i];
     }
     out << s << "\n";
   };
@@ -97,19 +100,21 @@ void write_markdown(std::ostream& out, const std::string& title, const std::vect
 }
 
 void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
-  out << "target,delay_ms,threads,connections,requests,errors,duration_s,qps,qps_min,qps_max,p50_us,p90_us,p99_us,"
+  out << "target,delay_ms,threads,connections,requests,errors,duration_s,qps,qps_min,qps_max,p50_us,p90_us,"
+         "p99_us,"
          "p999_us,max_us,mean_us,server_cpu_pct,server_rss_kb_mean,server_rss_kb_peak,client_cpu_pct,"
          "client_rss_kb_mean,client_rss_kb_peak,repetitions,flags,error\n";
   for (auto& c : cells) {
-    out << csv_field(c.cell.target) << "," << c.cell.delay_ms << "," << c.cell.threads << "," << c.cell.connections;
+    out << csv_field(c.cell.target) << "," << c.cell.delay_ms << "," << c.cell.threads << ","
+        << c.cell.connections;
     if (c.ok()) {
       const auto& m = c.median();
-      out << "," << m.requests << "," << m.errors << "," << fixed(m.duration_s, 4) << "," << fixed(m.qps, 2) << ","
-          << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << "," << m.latency_us.p50 << ","
-          << m.latency_us.p90 << "," << m.latency_us.p99 << "," << m.latency_us.p999 << "," << m.latency_us.max << ","
-          << fixed(m.latency_us.mean, 1) << "," << fixed(m.server.cpu_pct, 2) << "," << m.server.rss_kb_mean << ","
-          << m.server.rss_kb_peak << "," << fixed(m.client.cpu_pct, 2) << "," << m.client.rss_kb_mean << ","
-          << m.client.rss_kb_peak << "," << c.reps.size() << ",";
+      out << "," << m.requests << "," << m.errors << "," << fixed(m.duration_s, 4) << "," << fixed(m.qps, 2)
+          << "," << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << "," << m.latency_us.p50 << ","
+          << m.latency_us.p90 << "," << m.latency_us.p99 << "," << m.latency_us.p999 << ","
+          << m.latency_us.max << "," << fixed(m.latency_us.mean, 1) << "," << fixed(m.server.cpu_pct, 2)
+          << "," << m.server.rss_kb_mean << "," << m.server.rss_kb_peak << "," << fixed(m.client.cpu_pct, 2)
+          << "," << m.client.rss_kb_mean << "," << m.client.rss_kb_peak << "," << c.reps.size() << ",";
     } else {
       out << ",,,,,,,,,,,,,,,,,," << c.reps.size() << ",";
     }

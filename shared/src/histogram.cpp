@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace loadlab {
 
@@ -121,8 +120,13 @@ bool Histogram::add_bucket(uint32_t index, uint64_t count) {
 nlohmann::json Histogram::to_json() const {
   nlohmann::json buckets = nlohmann::json::array();
   for (auto& [i, c] : sparse()) buckets.push_back({i, c});
-  return {{"highest_trackable", highest_}, {"significant_digits", digits_}, {"count", total_},
-          {"min", min()}, {"max", max()}, {"mean", mean()}, {"buckets", buckets}};
+  return {{"highest_trackable", highest_},
+          {"significant_digits", digits_},
+          {"count", total_},
+          {"min", min()},
+          {"max", max()},
+          {"mean", mean()},
+          {"buckets", buckets}};
 }
 
 Histogram Histogram::from_json(const nlohmann::json& j) {
@@ -140,7 +144,8 @@ Histogram Histogram::from_json(const nlohmann::json& j) {
     if (!b.is_array() || b.size() != 2 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() ||
         !h.add_bucket(b[0].get<uint32_t>(), b[1].get<uint64_t>()))
       throw std::invalid_argument("histogram/buckets/" + std::to_string(n) +
-                                  ": must be [index, count] with index < " + std::to_string(h.bucket_count()));
+                                  ": must be [index, count] with index < " +
+                                  std::to_string(h.bucket_count()));
   }
   // Exact extremes and mean when the sender gave them (bucket resolution otherwise).
   if (h.total_ > 0 && j.contains("min") && j.contains("max") && j.contains("mean") && j["min"].is_number() &&

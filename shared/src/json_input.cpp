@@ -10,8 +10,12 @@ namespace loadlab {
 namespace {
 std::string range(int64_t min, int64_t max) { return std::to_string(min) + ".." + std::to_string(max); }
 std::string describe_type(const nlohmann::json& v) {
-  return v.is_string() ? "a string" : v.is_boolean() ? "a boolean" : v.is_number() ? "a number"
-         : v.is_array() ? "an array" : v.is_object() ? "an object" : "null";
+  return v.is_string()    ? "a string"
+         : v.is_boolean() ? "a boolean"
+         : v.is_number()  ? "a number"
+         : v.is_array()   ? "an array"
+         : v.is_object()  ? "an object"
+                          : "null";
 }
 }  // namespace
 
@@ -28,9 +32,12 @@ nlohmann::json read_json_file(const std::string& file) {
 std::string pointer_token(const std::string& key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -100,14 +107,16 @@ bool ObjectReader::boolean(const char* key, bool fallback) const {
 
 std::vector<int64_t> ObjectReader::integers(const char* key, int64_t min, int64_t max) const {
   const auto& v = required(key);
-  if (!v.is_array() || v.empty()) throw InputError(path(key), "must be a non-empty array of integers in " + range(min, max));
+  if (!v.is_array() || v.empty())
+    throw InputError(path(key), "must be a non-empty array of integers in " + range(min, max));
   std::vector<int64_t> out;
   for (size_t i = 0; i < v.size(); ++i) {
     const auto& e = v[i];
     if (!e.is_number_integer() || e.get<int64_t>() < min || e.get<int64_t>() > max)
       throw InputError(path(key) + "/" + std::to_string(i), "must be an integer in " + range(min, max));
     if (std::find(out.begin(), out.end(), e.get<int64_t>()) != out.end())
-      throw InputError(path(key) + "/" + std::to_string(i), "duplicate value " + std::to_string(e.get<int64_t>()));
+      throw InputError(path(key) + "/" + std::to_string(i),
+                       "duplicate value " + std::to_string(e.get<int64_t>()));
     out.push_back(e.get<int64_t>());
   }
   return out;

@@ -1,10 +1,9 @@
 // The agent's numbers against ground truth: processes of known CPU and memory cost
 // (loadlab-burn) hosted through the catalog, measured between marks over real gRPC.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/file.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -53,8 +52,9 @@ class AgentTest : public ::testing::Test {
           {"quitter", {{"argv", {"/bin/sh", "-c", "echo boom on {port}; exit 7"}}}},
           {"deaf", {{"argv", {"/bin/sleep", "30"}}, {"start_timeout_ms", 500}}},
           {"beast-http",
-           {{"argv", {bin("loadlab-target"), "--listen", "{host}:{port}", "--threads", "{threads}", "--delay-ms",
-                      "{delay_ms}"}},
+           {{"argv",
+             {bin("loadlab-target"), "--listen", "{host}:{port}", "--threads", "{threads}", "--delay-ms",
+              "{delay_ms}"}},
             {"readiness", {{"type", "http"}, {"path", "/ready"}}}}},
           {"envcwd",
            {{"argv", {"/bin/sh", "-c", "echo FOO=$FOO; pwd; exec " + bin("loadlab-burn") + " --port {port}"}},
@@ -257,7 +257,8 @@ TEST_F(AgentTest, AnUnknownNameIsNotFoundWithTheKnownOnes) {
   grpc::Status st;
   host("/bin/sh -c reboot", &st);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_NE(st.error_message().find("this agent knows: hello, beast-http, burn50, deaf, envcwd, quitter, rss200, tree30"),
+  EXPECT_NE(st.error_message().find(
+                "this agent knows: hello, beast-http, burn50, deaf, envcwd, quitter, rss200, tree30"),
             std::string::npos)
       << st.error_message();
 }
@@ -276,7 +277,8 @@ TEST_P(AgentTruthTest, ATargetThatNeverListensTimesOutAndIsKilled) {
   auto h = host("deaf", &st);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
-  EXPECT_NE(st.error_message().find("accepted no connection within 500 ms"), std::string::npos) << st.error_message();
+  EXPECT_NE(st.error_message().find("accepted no connection within 500 ms"), std::string::npos)
+      << st.error_message();
   EXPECT_FALSE(running(h.pid));
 }
 
@@ -311,7 +313,8 @@ TEST(Catalog, BadEntriesAreRejectedWithTheirPath) {
       return std::string(e.what());
     }
   };
-  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["bin/rel"]}}})"), "/targets/x/argv/0: must be an absolute path to the program");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["bin/rel"]}}})"),
+            "/targets/x/argv/0: must be an absolute path to the program");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/nonexistent/prog"]}}})"),
             "/targets/x/argv/0: /nonexistent/prog is not an executable file on this machine");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh", "{prot}"]}}})"),
@@ -320,7 +323,8 @@ TEST(Catalog, BadEntriesAreRejectedWithTheirPath) {
             "/targets/x/readiness/type: must be \"tcp\" or \"http\"");
   EXPECT_EQ(err(R"({"targets": {"hello": {"argv": ["/bin/sh"]}}})"),
             "/targets/hello: \"hello\" is a built-in target; choose another name");
-  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "cmd": "rm"}}})").substr(0, 33), "/targets/x/cmd: unknown key; allo");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "cmd": "rm"}}})").substr(0, 33),
+            "/targets/x/cmd: unknown key; allo");
 }
 
 TEST(Ports, TwoReservationsNeverShareAPortAndReleaseOnDestruction) {

@@ -1,10 +1,9 @@
 // A lab of two hosts in network namespaces joined by a veth pair; the link is cut
 // mid-cell. Needs root (CI runs as root); skipped with a message otherwise. Traffic stays
 // inside the namespaces this test makes (10.213.0.0/24 exists only on its veth pair).
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -35,8 +34,9 @@ class TwoHosts {
     vt_ = "llvt" + id;
     vl_ = "llvl" + id;
     ok_ = sh("ip netns add " + t_) && sh("ip netns add " + l_) &&
-          sh("ip link add " + vt_ + " type veth peer name " + vl_) && sh("ip link set " + vt_ + " netns " + t_) &&
-          sh("ip link set " + vl_ + " netns " + l_) && sh("ip -n " + t_ + " addr add 10.213.0.1/24 dev " + vt_) &&
+          sh("ip link add " + vt_ + " type veth peer name " + vl_) &&
+          sh("ip link set " + vt_ + " netns " + t_) && sh("ip link set " + vl_ + " netns " + l_) &&
+          sh("ip -n " + t_ + " addr add 10.213.0.1/24 dev " + vt_) &&
           sh("ip -n " + l_ + " addr add 10.213.0.2/24 dev " + vl_) && sh("ip -n " + t_ + " link set lo up") &&
           sh("ip -n " + l_ + " link set lo up") && sh("ip -n " + t_ + " link set " + vt_ + " up") &&
           sh("ip -n " + l_ + " link set " + vl_ + " up");
@@ -62,30 +62,36 @@ class TwoHosts {
 TEST(NetnsLab, ACutLinkIsDetectedWithinTenSecondsAndTheCellEndsWithAReason) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to make network namespaces (CI runs as root)";
   TwoHosts hosts;
-  if (!hosts.ok()) GTEST_SKIP() << "this machine cannot make network namespaces with veth (ip netns add failed)";
+  if (!hosts.ok())
+    GTEST_SKIP() << "this machine cannot make network namespaces with veth (ip netns add failed)";
   TempDir dir;
   auto target_agent = agent::ChildProcess::spawn(hosts.in_target(
       {bin("loadlab-agent"), "--listen", "10.213.0.1:7700", "--advertise", "10.213.0.1", "--name", "srv"}));
-  auto load_agent =
-      agent::ChildProcess::spawn(hosts.in_load({bin("loadlab-agent"), "--listen", "10.213.0.2:7700", "--name", "cli"}));
+  auto load_agent = agent::ChildProcess::spawn(
+      hosts.in_load({bin("loadlab-agent"), "--listen", "10.213.0.2:7700", "--name", "cli"}));
   std::string line;
-  ASSERT_EQ(target_agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << target_agent->output_tail();
-  ASSERT_EQ(load_agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << load_agent->output_tail();
+  ASSERT_EQ(target_agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine)
+      << target_agent->output_tail();
+  ASSERT_EQ(load_agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine)
+      << load_agent->output_tail();
   auto lab = dir.file("lab.json", R"({"agents": [
       {"name": "srv", "address": "10.213.0.1:7700", "roles": ["target"]},
       {"name": "cli", "address": "10.213.0.2:7700", "roles": ["load"]}]})");
-  auto s = dir.file("s.json", R"({"name": "cut", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+  auto s = dir.file("s.json",
+                    R"({"name": "cut", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
       "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 30, "timeout_ms": 1000},
       "execution": {"retries": 1, "deadlines": {"ready_s": 5}}})");
   auto out = dir.path() / "out";
   // The controller runs on the load host: the cable is its only way to the target host.
-  auto controller = agent::ChildProcess::spawn(hosts.in_load({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()}));
+  auto controller = agent::ChildProcess::spawn(
+      hosts.in_load({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()}));
 
   pid_t target_pid = 0;
   auto deadline = std::chrono::steady_clock::now() + 20s;
   while (target_pid == 0 && std::chrono::steady_clock::now() < deadline) {
     auto tail = target_agent->output_tail(50);
-    if (auto at = tail.find("target hello pid "); at != std::string::npos) target_pid = std::atoi(tail.c_str() + at + 17);
+    if (auto at = tail.find("target hello pid "); at != std::string::npos)
+      target_pid = std::atoi(tail.c_str() + at + 17);
     std::this_thread::sleep_for(50ms);
   }
   ASSERT_GT(target_pid, 0) << target_agent->output_tail();
@@ -101,10 +107,13 @@ TEST(NetnsLab, ACutLinkIsDetectedWithinTenSecondsAndTheCellEndsWithAReason) {
     std::this_thread::sleep_for(50ms);
   }
   EXPECT_TRUE(noticed) << controller->output_tail();
-  auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - cut_at).count(); };
+  auto secs = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - cut_at).count();
+  };
   std::cout << "controller noticed the cut after " << secs() << " s\n";
   // The target host's agent notices the vanished controller and stops the target.
-  while (running(target_pid) && std::chrono::steady_clock::now() - cut_at < 10s) std::this_thread::sleep_for(50ms);
+  while (running(target_pid) && std::chrono::steady_clock::now() - cut_at < 10s)
+    std::this_thread::sleep_for(50ms);
   EXPECT_FALSE(running(target_pid)) << "target outlived the cut link by 10 s";
   std::cout << "target host's agent stopped the target after " << secs() << " s\n";
 

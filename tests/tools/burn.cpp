@@ -59,10 +59,14 @@ int main(int argc, char** argv) {
   long rss_mb = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--port") port = std::atoi(argv[i + 1]);
-    else if (flag == "--cpu-pct") pct = std::atof(argv[i + 1]);
-    else if (flag == "--children") children = std::atoi(argv[i + 1]);
-    else if (flag == "--rss-mb") rss_mb = std::atol(argv[i + 1]);
+    if (flag == "--port")
+      port = std::atoi(argv[i + 1]);
+    else if (flag == "--cpu-pct")
+      pct = std::atof(argv[i + 1]);
+    else if (flag == "--children")
+      children = std::atoi(argv[i + 1]);
+    else if (flag == "--rss-mb")
+      rss_mb = std::atol(argv[i + 1]);
     else {
       std::fprintf(stderr, "loadlab-burn: unknown flag %s\n", argv[i]);
       return 2;

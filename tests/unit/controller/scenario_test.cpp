@@ -114,8 +114,9 @@ TEST(Scenario, LoadNeedsExactlyOneStopCondition) {
       "/load: exactly one of requests_per_thread, total_requests or duration_s is required");
   EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000,)", "")),
             "/load: exactly one of requests_per_thread, total_requests or duration_s is required");
-  EXPECT_EQ(error_of(with(R"("requests_per_thread": 10000)", R"("total_requests": 10)")),
-            "/load/total_requests: must be at least the largest thread count (20 threads at /matrix/threads/3)");
+  EXPECT_EQ(
+      error_of(with(R"("requests_per_thread": 10000)", R"("total_requests": 10)")),
+      "/load/total_requests: must be at least the largest thread count (20 threads at /matrix/threads/3)");
 }
 
 TEST(Scenario, RateMustSuitEveryThreadCount) {

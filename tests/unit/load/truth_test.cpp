@@ -3,9 +3,8 @@
 // is bounded; the target is stopped by pid.
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include <chrono>
+#include <cmath>
 #include <future>
 
 #include "fd_limit.hpp"

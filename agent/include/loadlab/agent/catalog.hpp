@@ -11,11 +11,10 @@
 // address targets bind), {delay_ms}, {threads}. The built-in target "hello" is an implicit
 // entry.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace loadlab::agent {
 

@@ -1,11 +1,10 @@
 #pragma once
 // `loadlab compare BASE NEW`: per-cell deltas of one metric between two runs, with a
 // verdict that accounts for the noise seen across repetitions.
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace loadlab::controller {
 
@@ -37,7 +36,8 @@ struct Comparison {
 
 // BASE and NEW are result.json documents. Throws loadlab::InputError for a bad metric or a
 // document that is not a loadlab result.
-Comparison compare_results(const nlohmann::json& base, const nlohmann::json& current, const CompareOptions& o);
+Comparison compare_results(const nlohmann::json& base, const nlohmann::json& current,
+                           const CompareOptions& o);
 
 void write_comparison(std::ostream& out, const Comparison& c);
 

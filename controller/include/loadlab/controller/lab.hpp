@@ -1,15 +1,14 @@
 #pragma once
 // The lab: which agents exist, where, and what roles they take.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace loadlab::controller {
 
 struct AgentDef {
   std::string name;
-  std::string address;  // HOST:PORT or unix:PATH
+  std::string address;             // HOST:PORT or unix:PATH
   std::vector<std::string> roles;  // "target", "load"
   std::vector<std::pair<std::string, std::string>> labels;
   bool has_role(const std::string& r) const;

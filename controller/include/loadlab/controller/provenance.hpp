@@ -1,8 +1,7 @@
 #pragma once
 // Where a run's inputs came from: the scenario file's hash and its git state.
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace loadlab::controller {
 

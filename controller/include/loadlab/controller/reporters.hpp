@@ -12,8 +12,8 @@ namespace loadlab::controller {
 std::vector<std::string> summary_header();
 std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>& cells);
 
-void write_table(std::ostream& out, const std::vector<CellResult>& cells);     // aligned text
+void write_table(std::ostream& out, const std::vector<CellResult>& cells);  // aligned text
 void write_markdown(std::ostream& out, const std::string& title, const std::vector<CellResult>& cells);
-void write_csv(std::ostream& out, const std::vector<CellResult>& cells);       // machine columns, RFC 4180
+void write_csv(std::ostream& out, const std::vector<CellResult>& cells);  // machine columns, RFC 4180
 
 }  // namespace loadlab::controller

@@ -4,7 +4,6 @@
 // limits) while the body is consumed and dropped as it streams, so parsing allocates
 // nothing. A derived parser keeps only the start-line and fields it needs.
 #include <boost/beast/http/basic_parser.hpp>
-
 #include <cstdint>
 
 namespace loadlab {
@@ -22,7 +21,9 @@ class DiscardingParser : public boost::beast::http::basic_parser<isRequest> {
   void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
   std::size_t on_body_impl(string_view body, error_code&) override { return body.size(); }
   void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
-  std::size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code&) override { return body.size(); }
+  std::size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code&) override {
+    return body.size();
+  }
   void on_finish_impl(error_code&) override {}
 };
 

@@ -7,10 +7,9 @@
 // into exactly the histogram one stream would have produced. Not thread-safe: one per
 // thread, merged at the end.
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace loadlab {
 

@@ -4,19 +4,20 @@
 // are not expected are errors, because in a config file they are typos.
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace loadlab {
 
 class InputError : public std::runtime_error {
  public:
   InputError(std::string path, const std::string& message)
-      : std::runtime_error((path.empty() ? "/" : path) + ": " + message), path_(std::move(path)), message_(message) {}
+      : std::runtime_error((path.empty() ? "/" : path) + ": " + message),
+        path_(std::move(path)),
+        message_(message) {}
   const std::string& path() const { return path_; }
   const std::string& message() const { return message_; }
   // The file the error is in, when the catcher cannot know it ("" = the obvious one).
