@@ -1,11 +1,11 @@
 #include "loadlab/controller/agent_pool.hpp"
 
-#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 
 #include "loadlab/controller/errors.hpp"
+#include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/timing.hpp"
 
@@ -16,12 +16,7 @@ namespace {
 const std::string& target_name(const TargetDef& t) { return t.builtin.empty() ? t.catalog : t.builtin; }
 
 nlohmann::json describe_json(const v1::AgentInfo& info) {
-  std::string text;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(info, &text, opts);
-  return nlohmann::json::parse(text);
+  return nlohmann::json::parse(proto::to_json(info));
 }
 
 }  // namespace

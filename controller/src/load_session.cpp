@@ -21,9 +21,8 @@ void LoadSession::start(const v1::LoadSpec& spec, StreamEvents& events) {
   stream_ = agent_.stub->RunLoad(&ctx_);
   v1::LoadCommand cmd;
   *cmd.mutable_spec() = spec;
-  // Failures to write show when reading: the stream ends with the agent's status.
-  stream_->Write(cmd);
-  stream_->WritesDone();
+  // A failed write shows when reading: the stream then ends with the agent's status.
+  if (stream_->Write(cmd)) stream_->WritesDone();
   reader_ = std::thread([&events, index = index_, stream = stream_.get()] {
     StreamMessage m{index, false, {}, {}, {}};
     while (stream->Read(&m.load_event)) events.push(m);
