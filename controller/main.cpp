@@ -11,7 +11,6 @@
 #include <iostream>
 #include <thread>
 
-#include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/describe_agents.hpp"
 #include "loadlab/controller/plan.hpp"
@@ -19,6 +18,7 @@
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "local_agent.hpp"
 
 namespace {
 
@@ -42,26 +42,6 @@ void stop_on_signals(std::atomic<int>& stop) {
     std::_Exit(128 + sig);
   }).detach();
 }
-
-// The agent of a run without --lab: the agent library's server, in this process.
-class LocalAgent final : public loadlab::controller::EmbeddedAgent {
- public:
-  explicit LocalAgent(const std::string& bin_dir) : server_(options(bin_dir)) {
-    address_ = server_.start("127.0.0.1:0");
-  }
-  std::string address() const override { return address_; }
-  void shutdown() override { server_.shutdown(1000); }
-
- private:
-  static loadlab::agent::AgentOptions options(const std::string& bin_dir) {
-    loadlab::agent::AgentOptions o;
-    o.name = "embedded";
-    o.bin_dir = bin_dir;
-    return o;
-  }
-  loadlab::agent::AgentServer server_;
-  std::string address_;
-};
 
 // The command line: the subcommands and the flags CLI11 fills in.
 struct CommandLine {
@@ -157,7 +137,7 @@ int run(loadlab::controller::RunOptions run) {
   static std::atomic<int> stop{0};
   stop_on_signals(stop);
   run.stop = &stop;
-  run.embedded_agent = [](const std::string& bin_dir) { return std::make_unique<LocalAgent>(bin_dir); };
+  run.embedded_agent = loadlab::controller::start_local_agent;
   return loadlab::controller::run_scenario(run, std::cout);
 }
 

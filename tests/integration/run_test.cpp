@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "local_agent.hpp"
 #include "test_support.hpp"
 
 namespace loadlab::controller {
@@ -23,26 +23,6 @@ const char* kScenario = R"({
   "load": {"requests_per_thread": 300, "warmup_s": 0.2, "path": "/x"}
 })";
 
-// The embedded agent `loadlab` wires in: the agent library's server on a loopback port.
-class LocalAgent final : public EmbeddedAgent {
- public:
-  explicit LocalAgent(const std::string& bin_dir) : server_(options(bin_dir)) {
-    address_ = server_.start("127.0.0.1:0");
-  }
-  std::string address() const override { return address_; }
-  void shutdown() override { server_.shutdown(1000); }
-
- private:
-  static agent::AgentOptions options(const std::string& bin_dir) {
-    agent::AgentOptions o;
-    o.name = "embedded";
-    o.bin_dir = bin_dir;
-    return o;
-  }
-  agent::AgentServer server_;
-  std::string address_;
-};
-
 class RunTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(child_pids().empty()) << "test process already has children"; }
@@ -51,7 +31,7 @@ class RunTest : public ::testing::Test {
     RunOptions o;
     o.bin_dir = LOADLAB_BIN_DIR;
     o.quiet = true;
-    o.embedded_agent = [](const std::string& bin_dir) { return std::make_unique<LocalAgent>(bin_dir); };
+    o.embedded_agent = start_local_agent;
     return o;
   }
   TempDir dir;
