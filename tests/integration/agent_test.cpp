@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "../unit/agent/proc_control_paths.hpp"
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/ports.hpp"
 #include "loadlab/agent/proc_control.hpp"
@@ -143,17 +144,15 @@ class AgentTest : public ::testing::Test {
 class AgentTruthTest : public AgentTest, public ::testing::WithParamInterface<ProcControlMode> {
  protected:
   void SetUp() override {
-    previous_ = proc_control().mode;
-    auto chosen = select_proc_control(GetParam());
-    if (chosen.mode != GetParam())
-      GTEST_SKIP() << to_string(GetParam()) << " is not usable here: " << chosen.reason;
+    path_.emplace(GetParam());
+    if (auto why = path_->unusable(); !why.empty()) GTEST_SKIP() << why;
     AgentTest::SetUp();
   }
   void TearDown() override {
     if (server) AgentTest::TearDown();
-    select_proc_control(previous_);
+    path_.reset();
   }
-  ProcControlMode previous_ = ProcControlMode::kProcessGroup;
+  std::optional<PathSelection> path_;
 };
 INSTANTIATE_TEST_SUITE_P(Paths, AgentTruthTest,
                          ::testing::Values(ProcControlMode::kCgroup2, ProcControlMode::kCgroup1Freezer,

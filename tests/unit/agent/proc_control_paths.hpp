@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -12,19 +13,38 @@
 
 namespace loadlab::agent {
 
+// Selects `mode` for the whole test process while it lives; the previous path comes back
+// when it is destroyed.
+class PathSelection {
+ public:
+  explicit PathSelection(ProcControlMode mode)
+      : wanted_(mode), previous_(proc_control().mode), chosen_(select_proc_control(mode)) {}
+  ~PathSelection() { select_proc_control(previous_); }
+  PathSelection(const PathSelection&) = delete;
+  PathSelection& operator=(const PathSelection&) = delete;
+  // "" when `mode` was selected, else why this machine cannot use it (the skip message).
+  std::string unusable() const {
+    return chosen_.mode == wanted_
+               ? ""
+               : std::string(to_string(wanted_)) + " is not usable here: " + chosen_.reason;
+  }
+
+ private:
+  ProcControlMode wanted_, previous_;
+  ProcControl chosen_;
+};
+
 class OnEachPath : public ::testing::TestWithParam<ProcControlMode> {
  protected:
   void SetUp() override {
-    previous_ = proc_control().mode;
-    auto chosen = select_proc_control(GetParam());
-    if (chosen.mode != GetParam())
-      GTEST_SKIP() << to_string(GetParam()) << " is not usable here: " << chosen.reason;
+    path_.emplace(GetParam());
+    if (auto why = path_->unusable(); !why.empty()) GTEST_SKIP() << why;
   }
-  void TearDown() override { select_proc_control(previous_); }
+  void TearDown() override { path_.reset(); }
   bool on_cgroup() const { return GetParam() != ProcControlMode::kProcessGroup; }
 
  private:
-  ProcControlMode previous_ = ProcControlMode::kProcessGroup;
+  std::optional<PathSelection> path_;
 };
 
 inline std::string path_name(const ::testing::TestParamInfo<ProcControlMode>& info) {
