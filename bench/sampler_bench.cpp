@@ -40,8 +40,8 @@ double measure(loadlab::agent::ProcReader& reader, pid_t root, int hz, double se
     std::this_thread::sleep_until(next);
     w.sample();
   }
-  auto f = w.finish();
-  processes = f.processes;
+  auto f = w.finish("bench");
+  processes = f.processes();
   return (thread_cpu_s() - cpu0) / seconds * 100.0;
 }
 

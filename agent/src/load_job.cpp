@@ -63,7 +63,7 @@ Status LoadJob::on_line(const std::string& line) {
     // already exited, its final CPU comes from wait4() in finish().
     auto now = read_tree(proc_, child_->pid());
     if (now.processes > 0)
-      client_usage_ = window_->finish(&now);
+      client_usage_ = window_->finish("load", &now);
     else
       window_->close_at_now();
     have_result_ = true;
@@ -91,11 +91,11 @@ Status LoadJob::finish() {
     TreeReading end;
     end.user_s = st->user_s;
     end.system_s = st->system_s;
-    client_usage_ = window_->finish_closed(end);
+    client_usage_ = window_->finish_closed("load", end);
   }
   proc_.forget_exited();
   v1::LoadEvent ev;
-  fill_usage(*client_usage_, "load", ev.mutable_usage());
+  *ev.mutable_usage() = std::move(*client_usage_);
   if (!stream_->Write(ev)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");
   return Status::OK;
 }

@@ -33,7 +33,7 @@ class LoadJob {
   std::unique_ptr<ChildProcess> child_;
   std::unique_ptr<UsageWindow> window_;
   bool have_result_ = false;
-  std::optional<UsageFigures> client_usage_;
+  std::optional<v1::Usage> client_usage_;
 };
 
 }  // namespace loadlab::agent

@@ -116,7 +116,7 @@ void TargetJob::serve_marks() {
       window_->start();
     } else if (cmd.mark().kind() == v1::Mark::FINAL) {
       v1::TargetEvent ev;
-      fill_usage(window_->finish(), cmd.mark().label(), ev.mutable_usage());
+      *ev.mutable_usage() = window_->finish(cmd.mark().label());
       write(ev);
     }
   }

@@ -163,11 +163,15 @@ void UsageWindow::close_at_now() {
   }
 }
 
-UsageFigures UsageWindow::finish_closed(const TreeReading& end) { return finish(&end); }
+v1::Usage UsageWindow::finish_closed(const std::string& label, const TreeReading& end) {
+  return finish(label, &end);
+}
 
-UsageFigures UsageWindow::finish(const TreeReading* given_end) {
+v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given_end) {
   std::lock_guard lock(mutex_);
-  UsageFigures f;
+  v1::Usage f;
+  f.set_label(label);
+  f.set_machine_cpu_pct(-1);
   if (!open_) return f;
   open_ = false;
   TreeReading end = given_end ? *given_end : read_tree(reader_, root_);
@@ -175,30 +179,37 @@ UsageFigures UsageWindow::finish(const TreeReading* given_end) {
     t1_ = clock_();
     machine_end_ = reader_.machine_cpu();
   }
-  f.window_s = t1_ - t0_;
+  const double window_s = t1_ - t0_;
+  f.set_window_s(window_s);
   if (end.rss_kb > 0) {
     rss_sum_ += end.rss_kb;
     rss_peak_ = std::max(rss_peak_, end.rss_kb);
     ++samples_;
   }
   auto pct = [&](double a, double b) {
-    if (f.window_s <= 0 || b < a) return 0.0;
-    return (b - a) / f.window_s * 100.0;
+    if (window_s <= 0 || b < a) return 0.0;
+    return (b - a) / window_s * 100.0;
   };
   // The total is exact; user and system are split by their own deltas (each is a share of
   // the exact time by a tick ratio that may move between readings, so alone they may dip).
-  f.cpu_pct = pct(start_.cpu_s(), end.cpu_s());
+  const double cpu_pct = pct(start_.cpu_s(), end.cpu_s());
   double du = std::max(0.0, end.user_s - start_.user_s), ds = std::max(0.0, end.system_s - start_.system_s);
   double user_share = du + ds > 0 ? du / (du + ds) : 1.0;
-  f.cpu_user_pct = f.cpu_pct * user_share;
-  f.cpu_system_pct = f.cpu_pct - f.cpu_user_pct;
-  f.rss_kb_mean = samples_ ? rss_sum_ / samples_ : 0;
-  f.rss_kb_peak = rss_peak_;
-  f.samples = samples_;
-  f.processes = end.processes;
-  f.machine_cpu_pct = machine_pct(machine_start_, machine_end_);
-  f.machine_cores = machine_end_ ? machine_end_->cores : 0;
-  f.series = std::move(series_);
+  f.set_cpu_pct(cpu_pct);
+  f.set_cpu_user_pct(cpu_pct * user_share);
+  f.set_cpu_system_pct(cpu_pct - f.cpu_user_pct());
+  f.set_rss_kb_mean(samples_ ? rss_sum_ / samples_ : 0);
+  f.set_rss_kb_peak(rss_peak_);
+  f.set_samples(samples_);
+  f.set_processes(end.processes);
+  f.set_machine_cpu_pct(machine_pct(machine_start_, machine_end_));
+  f.set_machine_cores(machine_end_ ? machine_end_->cores : 0);
+  for (auto& p : series_) {
+    auto* point = f.add_series();
+    point->set_t_s(p.t_s);
+    point->set_cpu_pct(p.cpu_pct);
+    point->set_rss_kb(p.rss_kb);
+  }
   series_.clear();
   return f;
 }

@@ -43,7 +43,7 @@ std::optional<CellResult> CellExecutor::run(const Cell& cell, size_t finished) {
       cr.error = outcome.error;
       break;
     }
-    outcome.rep->flags = saturation_flags(*outcome.rep, cores_);
+    for (auto& f : saturation_flags(*outcome.rep, cores_)) outcome.rep->add_flags(f);
     cr.reps.push_back(std::move(*outcome.rep));
   }
   return cr;

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <map>
 
+#include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/v1/result.pb.h"
 
 namespace loadlab::controller {
 
@@ -14,27 +16,18 @@ namespace {
 struct Metric {
   const char* name;
   bool higher_is_better;
-  double (*read)(const nlohmann::json& rep);
+  double (*read)(const v1::Repetition& rep);
 };
 
-double num(const nlohmann::json& j, const char* a, const char* b = nullptr) {
-  const nlohmann::json* v = &j;
-  for (const char* k : {a, b}) {
-    if (!k) break;
-    if (!v->is_object() || !v->contains(k)) return NAN;
-    v = &(*v)[k];
-  }
-  return v->is_number() ? v->get<double>() : NAN;
-}
-
 const Metric kMetrics[] = {
-    {"qps", true, [](const nlohmann::json& r) { return num(r, "qps"); }},
-    {"p50_ms", false, [](const nlohmann::json& r) { return num(r, "latency_us", "p50") / 1000; }},
-    {"p90_ms", false, [](const nlohmann::json& r) { return num(r, "latency_us", "p90") / 1000; }},
-    {"p99_ms", false, [](const nlohmann::json& r) { return num(r, "latency_us", "p99") / 1000; }},
-    {"server_cpu_pct", false, [](const nlohmann::json& r) { return num(r, "server", "cpu_pct"); }},
-    {"server_rss_kb", false, [](const nlohmann::json& r) { return num(r, "server", "rss_kb_peak"); }},
-    {"client_cpu_pct", false, [](const nlohmann::json& r) { return num(r, "client", "cpu_pct"); }},
+    {"qps", true, [](const v1::Repetition& r) { return r.qps(); }},
+    {"p50_ms", false, [](const v1::Repetition& r) { return r.latency().p50_us() / 1000; }},
+    {"p90_ms", false, [](const v1::Repetition& r) { return r.latency().p90_us() / 1000; }},
+    {"p99_ms", false, [](const v1::Repetition& r) { return r.latency().p99_us() / 1000; }},
+    {"server_cpu_pct", false, [](const v1::Repetition& r) { return r.server().cpu_pct(); }},
+    {"server_rss_kb", false,
+     [](const v1::Repetition& r) { return static_cast<double>(r.server().rss_kb_peak()); }},
+    {"client_cpu_pct", false, [](const v1::Repetition& r) { return r.client().cpu_pct(); }},
 };
 
 const Metric& find_metric(const std::string& name) {
@@ -59,15 +52,20 @@ std::map<std::string, CellValues> cells_of(const nlohmann::json& result, const M
   if (!result.is_object() || !result.contains("cells") || !result["cells"].is_array())
     throw InputError("/cells", std::string(which) + " is not a loadlab result.json (no cells array)");
   std::map<std::string, CellValues> out;
-  for (auto& c : result["cells"]) {
+  const auto& cells = result["cells"];
+  for (size_t i = 0; i < cells.size(); ++i) {
+    v1::CellResult c;
+    if (auto err = proto::from_json(cells[i].dump(), &c); !err.empty())
+      throw InputError("/cells/" + std::to_string(i), std::string(which) + ": not a loadlab.v1.CellResult (" +
+                                                          err +
+                                                          "); a result.json of another loadlab version?");
     CellValues v;
-    v.ok = c.value("ok", false);
-    for (auto& r : c.value("repetitions", nlohmann::json::array())) {
+    for (auto& r : c.repetitions()) {
       double x = m.read(r);
       if (std::isfinite(x)) v.values.push_back(x);
     }
-    v.ok = v.ok && !v.values.empty();
-    out[c.value("key", std::string())] = v;
+    v.ok = c.ok() && !v.values.empty();
+    out[c.cell().key()] = v;
   }
   return out;
 }

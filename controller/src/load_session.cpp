@@ -40,12 +40,19 @@ void LoadSession::record(const v1::LoadEvent& ev) {
   else if (ev.has_result())
     result_ = ev.result();
   else if (ev.has_usage())
-    usage_ = usage_from_proto(ev.usage());
+    usage_ = ev.usage();
 }
 
-LoadPart LoadSession::part() const {
-  return {agent_.name,    share_.threads, share_.connections, result_->requests(), result_->errors(),
-          result_->qps(), *usage_};
+v1::LoadPart LoadSession::part() const {
+  v1::LoadPart p;
+  p.set_agent(agent_.name);
+  p.set_threads(share_.threads);
+  p.set_connections(share_.connections);
+  p.set_requests(result_->requests());
+  p.set_errors(result_->errors());
+  p.set_qps(result_->qps());
+  *p.mutable_client() = *usage_;
+  return p;
 }
 
 }  // namespace loadlab::controller

@@ -33,14 +33,14 @@ class RepetitionRunner {
         watchdog_(o.stop, *o.clock, o.cancel),
         target_(p.target, watchdog_) {}
 
-  RepResult run() {
+  v1::Repetition run() {
     watchdog_.arm("ready", options_.limits.ready_s);
     target_.start(target_spec(scenario_, cell_));  // on failure nothing else has started
     try {
       start_loads();
       await_window();
       for (auto& load : loads_) load->join();
-      RepResult r = merged();
+      v1::Repetition r = merged();
       stop_target();
       return r;
     } catch (...) {
@@ -79,7 +79,7 @@ class RepetitionRunner {
       throw watchdog_.error(window_phase(),
                             "target agent " + target_.agent_name() + " lost: the stream ended");
     if (m.target_event.has_usage()) {
-      server_ = usage_from_proto(m.target_event.usage());
+      server_ = m.target_event.usage();
     } else if (m.target_event.has_exited()) {
       // The target died under load: the cell cannot be measured any more.
       const auto& e = m.target_event.exited();
@@ -128,19 +128,19 @@ class RepetitionRunner {
     options_.progress(live);
   }
 
-  RepResult merged() const {
+  v1::Repetition merged() const {
     std::vector<v1::LoadResult> parts;
     for (auto& load : loads_) parts.push_back(load->result());
-    RepResult r = merge_load_results(parts);
-    r.server = *server_;
-    r.target_startup_ms = target_.startup_ms();
-    r.target_agent = target_.agent_name();
+    v1::Repetition r = merge_load_results(parts);
+    *r.mutable_server() = *server_;
+    r.set_target_startup_ms(target_.startup_ms());
+    r.set_target_agent(target_.agent_name());
     for (size_t i = 0; i < loads_.size(); ++i) {
-      r.parts.push_back(loads_[i]->part());
+      *r.add_load_parts() = loads_[i]->part();
       if (i == 0)
-        r.client = loads_[i]->usage();
+        *r.mutable_client() = loads_[i]->usage();
       else
-        r.client.add(loads_[i]->usage());
+        add_usage(*r.mutable_client(), loads_[i]->usage());
     }
     return r;
   }
@@ -176,16 +176,16 @@ class RepetitionRunner {
   StreamEvents events_;
   TargetSession target_;
   std::vector<std::unique_ptr<LoadSession>> loads_;
-  size_t measuring_ = 0;               // load agents whose window has started
-  size_t results_ = 0;                 // load agents that sent their result
-  size_t ended_ = 0;                   // load streams that ended
-  std::optional<UsageResult> server_;  // the target's usage over the window
+  size_t measuring_ = 0;             // load agents whose window has started
+  size_t results_ = 0;               // load agents that sent their result
+  size_t ended_ = 0;                 // load streams that ended
+  std::optional<v1::Usage> server_;  // the target's usage over the window
 };
 
 }  // namespace
 
-RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
-                         const RepetitionOptions& options) {
+v1::Repetition run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
+                              const RepetitionOptions& options) {
   return RepetitionRunner(placement, s, c, options).run();
 }
 

@@ -41,10 +41,11 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
                                  std::to_string(c.cell.threads), std::to_string(c.cell.connections)};
     if (c.ok()) {
       const auto& m = c.median();
-      row.insert(row.end(), {fixed(m.qps, 0), ms(m.latency_us.p50), ms(m.latency_us.p90),
-                             ms(m.latency_us.p99), ms(m.latency_us.max), std::to_string(m.errors),
-                             fixed(m.server.cpu_pct, 1), mb(m.server.rss_kb_peak), fixed(m.client.cpu_pct, 1),
-                             mb(m.client.rss_kb_peak), flags_text(c.flags())});
+      row.insert(row.end(),
+                 {fixed(m.qps(), 0), ms(m.latency().p50_us()), ms(m.latency().p90_us()),
+                  ms(m.latency().p99_us()), ms(m.latency().max_us()), std::to_string(m.errors()),
+                  fixed(m.server().cpu_pct(), 1), mb(m.server().rss_kb_peak()),
+                  fixed(m.client().cpu_pct(), 1), mb(m.client().rss_kb_peak()), flags_text(c.flags())});
     } else {
       for (int i = 0; i < 10; ++i) row.push_back("-");
       row.push_back("FAILED: " + c.error);
@@ -109,12 +110,13 @@ void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
         << c.cell.connections;
     if (c.ok()) {
       const auto& m = c.median();
-      out << "," << m.requests << "," << m.errors << "," << fixed(m.duration_s, 4) << "," << fixed(m.qps, 2)
-          << "," << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << "," << m.latency_us.p50 << ","
-          << m.latency_us.p90 << "," << m.latency_us.p99 << "," << m.latency_us.p999 << ","
-          << m.latency_us.max << "," << fixed(m.latency_us.mean, 1) << "," << fixed(m.server.cpu_pct, 2)
-          << "," << m.server.rss_kb_mean << "," << m.server.rss_kb_peak << "," << fixed(m.client.cpu_pct, 2)
-          << "," << m.client.rss_kb_mean << "," << m.client.rss_kb_peak << "," << c.reps.size() << ",";
+      out << "," << m.requests() << "," << m.errors() << "," << fixed(m.duration_s(), 4) << ","
+          << fixed(m.qps(), 2) << "," << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << ","
+          << m.latency().p50_us() << "," << m.latency().p90_us() << "," << m.latency().p99_us() << ","
+          << m.latency().p999_us() << "," << m.latency().max_us() << "," << fixed(m.latency().mean_us(), 1)
+          << "," << fixed(m.server().cpu_pct(), 2) << "," << m.server().rss_kb_mean() << ","
+          << m.server().rss_kb_peak() << "," << fixed(m.client().cpu_pct(), 2) << ","
+          << m.client().rss_kb_mean() << "," << m.client().rss_kb_peak() << "," << c.reps.size() << ",";
     } else {
       out << ",,,,,,,,,,,,,,,,,," << c.reps.size() << ",";
     }

@@ -1,24 +1,28 @@
 #include "loadlab/controller/result_merge.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "loadlab/controller/errors.hpp"
+#include "loadlab/proto/histogram_proto.hpp"
 #include "loadlab/shared/histogram.hpp"
 
 namespace loadlab::controller {
 
 namespace {
-// Percentiles of the merged buckets of one histogram field of several results.
-LatencyUs merged_latency(const std::vector<v1::LoadResult>& results,
-                         const v1::Histogram& (v1::LoadResult::*hist)() const,
-                         const v1::Latency& (v1::LoadResult::*lat)() const, nlohmann::json* out) {
+// Percentiles of the merged buckets of one histogram field of several results; their min,
+// max and mean exact from the parts' own figures. The merged buckets go to `out`.
+v1::Latency merged_latency(const std::vector<v1::LoadResult>& results,
+                           const v1::Histogram& (v1::LoadResult::*hist)() const,
+                           const v1::Latency& (v1::LoadResult::*lat)() const, v1::Histogram* out) {
   Histogram merged;
   double min_us = -1, max_us = 0, weighted_mean = 0;
   for (const auto& p : results) {
     const auto& ph = (p.*hist)();
     if (ph.highest_trackable() == 0) continue;
-    Histogram h(static_cast<int64_t>(ph.highest_trackable()), static_cast<int>(ph.significant_digits()));
-    for (auto& b : ph.buckets()) h.add_bucket(b.index(), b.count());
+    Histogram h;
+    if (auto err = proto::from_proto(ph, &h); !err.empty())
+      throw CellError("measure", "a load agent sent a broken histogram: " + err);
     if (!merged.merge(h))
       throw CellError("measure",
                       "a load agent's histogram has other parameters (an agent of another version?)");
@@ -28,67 +32,63 @@ LatencyUs merged_latency(const std::vector<v1::LoadResult>& results,
     max_us = std::max(max_us, l.max_us());
     weighted_mean += l.mean_us() * static_cast<double>(h.count());
   }
-  auto j = merged.to_json();
+  v1::Latency out_latency;
+  proto::latency_of(merged, &out_latency);
   if (merged.count() > 0) {
-    j["min"] = static_cast<int64_t>(min_us);
-    j["max"] = static_cast<int64_t>(max_us);
-    j["mean"] = weighted_mean / static_cast<double>(merged.count());
+    // A percentile is its bucket's highest value, but never above the exact maximum.
+    const double max_exact = std::floor(max_us);
+    out_latency.set_p50_us(std::min(out_latency.p50_us(), max_exact));
+    out_latency.set_p90_us(std::min(out_latency.p90_us(), max_exact));
+    out_latency.set_p99_us(std::min(out_latency.p99_us(), max_exact));
+    out_latency.set_p999_us(std::min(out_latency.p999_us(), max_exact));
+    out_latency.set_min_us(std::floor(min_us));
+    out_latency.set_max_us(max_exact);
+    out_latency.set_mean_us(weighted_mean / static_cast<double>(merged.count()));
   }
-  Histogram exact = Histogram::from_json(j);
-  if (out) *out = j;
-  auto pct = [&](double p) { return static_cast<double>(exact.value_at_percentile(p)); };
-  return {pct(50),
-          pct(90),
-          pct(99),
-          pct(99.9),
-          static_cast<double>(exact.max()),
-          exact.mean(),
-          static_cast<double>(exact.min())};
+  if (out) proto::to_proto(merged, out);
+  return out_latency;
 }
 }  // namespace
 
-RepResult merge_load_results(const std::vector<v1::LoadResult>& results) {
-  RepResult r;
+v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
+  v1::Repetition r;
+  uint64_t requests = 0, errors = 0, bytes_read = 0, connects = 0;
+  double duration_s = 0, qps = 0, rate = 0, achieved_rate = 0;
+  bool rate_not_held = false, latency_corrected = false;
   for (const auto& p : results) {
-    r.requests += p.requests();
-    r.errors += p.errors();
-    r.duration_s = std::max(r.duration_s, p.duration_s());
-    r.qps += p.qps();  // concurrent windows: rates add
-    for (auto& [code, n] : p.status()) r.status[code] += n;
-    for (auto& [kind, n] : p.error_kinds()) r.error_kinds[kind] += n;
-    r.bytes_read += p.bytes_read();
-    r.rate += p.rate();
-    r.achieved_rate += p.achieved_rate();
-    r.rate_not_held = r.rate_not_held || p.rate_not_held();
-    r.latency_corrected = r.latency_corrected || p.latency_corrected();
-    r.connects += p.connects();
+    requests += p.requests();
+    errors += p.errors();
+    duration_s = std::max(duration_s, p.duration_s());
+    qps += p.qps();  // concurrent windows: rates add
+    for (auto& [code, n] : p.status()) (*r.mutable_status())[code] += n;
+    for (auto& [kind, n] : p.error_kinds()) (*r.mutable_error_kinds())[kind] += n;
+    bytes_read += p.bytes_read();
+    rate += p.rate();
+    achieved_rate += p.achieved_rate();
+    rate_not_held = rate_not_held || p.rate_not_held();
+    latency_corrected = latency_corrected || p.latency_corrected();
+    connects += p.connects();
   }
-  r.latency_us = merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, &r.histogram);
-  r.latency_uncorrected_us = merged_latency(results, &v1::LoadResult::histogram_uncorrected,
-                                            &v1::LoadResult::latency_uncorrected, nullptr);
+  r.set_requests(requests);
+  r.set_errors(errors);
+  r.set_duration_s(duration_s);
+  r.set_qps(qps);
+  r.set_bytes_read(bytes_read);
+  r.set_rate(rate);
+  r.set_achieved_rate(achieved_rate);
+  r.set_rate_not_held(rate_not_held);
+  r.set_latency_corrected(latency_corrected);
+  r.set_connects(connects);
+  *r.mutable_latency() =
+      merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, r.mutable_histogram());
+  *r.mutable_latency_uncorrected() = merged_latency(results, &v1::LoadResult::histogram_uncorrected,
+                                                    &v1::LoadResult::latency_uncorrected, nullptr);
   // Connect times come as percentiles only: the part with the most connects stands for all.
   const v1::LoadResult* most = nullptr;
   for (const auto& p : results)
     if (!most || p.connects() > most->connects()) most = &p;
-  if (most && most->connects() > 0) {
-    const auto& c = most->connect();
-    r.connect_us = {c.p50_us(), c.p90_us(), c.p99_us(), c.p999_us(), c.max_us(), c.mean_us(), c.min_us()};
-  }
-  return r;
-}
-
-UsageResult usage_from_proto(const v1::Usage& u) {
-  UsageResult r;
-  r.window_s = u.window_s();
-  r.cpu_pct = u.cpu_pct();
-  r.cpu_user_pct = u.cpu_user_pct();
-  r.cpu_system_pct = u.cpu_system_pct();
-  r.rss_kb_mean = u.rss_kb_mean();
-  r.rss_kb_peak = u.rss_kb_peak();
-  r.samples = u.samples();
-  r.machine_cpu_pct = u.machine_cpu_pct();
-  r.machine_cores = u.machine_cores();
-  for (auto& p : u.series()) r.series.push_back({p.t_s(), p.cpu_pct(), p.rss_kb()});
+  if (most && most->connects() > 0) *r.mutable_connect() = most->connect();
+  r.set_attempts(1);
   return r;
 }
 

@@ -104,7 +104,7 @@ RetryOutcome run_with_retries(const RetryOptions& o, const AttemptFn& attempt, c
     try {
       if (stopping(o.stop)) break;
       out.rep = attempt(n);
-      out.rep->attempts = n + 1;
+      out.rep->set_attempts(n + 1);
       return out;
     } catch (const CellError& e) {
       failure = e;

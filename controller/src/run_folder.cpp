@@ -10,6 +10,7 @@
 
 #include "loadlab/controller/errors.hpp"
 #include "loadlab/controller/reporters.hpp"
+#include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
 
 namespace loadlab::controller {
@@ -61,12 +62,26 @@ RunFolder::~RunFolder() {
 }
 
 std::vector<std::optional<CellResult>> RunFolder::open_journal(const std::vector<Cell>& cells) {
-  std::map<std::string, nlohmann::json> done;
+  std::map<std::string, v1::CellResult> done;
   {
-    std::ifstream in(journal_path());
-    for (std::string line; std::getline(in, line);) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_object() && j.contains("key")) done[j["key"].get<std::string>()] = j;
+    std::ifstream in(journal_path(), std::ios::binary);
+    std::stringstream whole;
+    whole << in.rdbuf();
+    const std::string text = whole.str();
+    size_t line_no = 0;
+    for (size_t at = 0; at < text.size();) {
+      size_t end = text.find('\n', at);
+      const bool torn = end == std::string::npos;  // a run killed mid-write: never acted on
+      std::string line = text.substr(at, torn ? std::string::npos : end - at);
+      at = torn ? text.size() : end + 1;
+      ++line_no;
+      if (torn || line.empty()) continue;
+      v1::CellResult cell;
+      if (auto err = proto::from_json(line, &cell); !err.empty())
+        throw InputError("", journal_path().string() + " line " + std::to_string(line_no) +
+                                 " is not a loadlab.v1.CellResult (" + err +
+                                 "); was it written by another loadlab version?");
+      done[cell.cell().key()] = std::move(cell);
     }
   }
   journal_fd_ = open(journal_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -74,13 +89,13 @@ std::vector<std::optional<CellResult>> RunFolder::open_journal(const std::vector
   std::vector<std::optional<CellResult>> finished(cells.size());
   for (size_t i = 0; i < cells.size(); ++i) {
     auto it = done.find(cells[i].key());
-    if (it != done.end()) finished[i] = cell_from_json(it->second["cell"], cells[i]);
+    if (it != done.end()) finished[i] = cell_from_proto(it->second, cells[i]);
   }
   return finished;
 }
 
 void RunFolder::journal(const CellResult& cell) {
-  std::string line = nlohmann::json{{"key", cell.cell.key()}, {"cell", to_json(cell)}}.dump() + "\n";
+  std::string line = proto::to_json(to_proto(cell)) + "\n";
   if (write(journal_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
       fsync(journal_fd_) != 0)
     throw EnvironmentError("cannot write the journal");
@@ -89,7 +104,7 @@ void RunFolder::journal(const CellResult& cell) {
 void RunFolder::write_results(nlohmann::json header, const std::string& title,
                               const std::vector<CellResult>& cells) const {
   header["cells"] = nlohmann::json::array();
-  for (auto& c : cells) header["cells"].push_back(to_json(c));
+  for (auto& c : cells) header["cells"].push_back(nlohmann::json::parse(proto::to_json(to_proto(c))));
   write_file(path_ / "result.json", header.dump(2) + "\n");
   std::ostringstream csv, md;
   write_csv(csv, cells);

@@ -39,8 +39,9 @@ std::string cell_summary(const CellResult& c) {
   if (!c.ok()) return "FAILED: " + c.error;
   const auto& m = c.median();
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%.0f req/s, p50 %.2f ms, p99 %.2f ms, %llu errors", m.qps,
-                m.latency_us.p50 / 1000, m.latency_us.p99 / 1000, static_cast<unsigned long long>(m.errors));
+  std::snprintf(buf, sizeof buf, "%.0f req/s, p50 %.2f ms, p99 %.2f ms, %llu errors", m.qps(),
+                m.latency().p50_us() / 1000, m.latency().p99_us() / 1000,
+                static_cast<unsigned long long>(m.errors()));
   std::string s = buf;
   for (auto& f : c.flags()) s += " [" + f + "]";
   return s;

@@ -15,6 +15,7 @@ namespace loadlab {
 namespace {
 
 using testing::bin;
+using testing::result_cells;
 using testing::run_command;
 using testing::TempDir;
 
@@ -104,7 +105,9 @@ TEST(Cli, RunsOnARemoteAgentFromALabFileAndTheAgentStopsCleanly) {
       run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out", out.string()});
   ASSERT_EQ(r.code, 0) << r.output_tail;
   auto result = read_json_file((out / "result.json").string());
-  EXPECT_EQ(result["cells"][0]["requests"], 500);
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].median().requests(), 500u);
   EXPECT_EQ(result["agents"][0]["describe"]["name"], "a1");
   EXPECT_GT(result["agents"][0]["describe"]["cores"].get<int>(), 0);
 
@@ -181,9 +184,10 @@ TEST(Lease, SigtermToTheAgentStopsEveryChildAndTheCellFailsWithAReason) {
   auto cst = run.controller->wait_exit(std::chrono::seconds(30));
   ASSERT_TRUE(cst);
   EXPECT_EQ(cst->code, 3) << run.controller->output_tail();
-  auto result = read_json_file((run.dir.path() / "out" / "result.json").string());
-  EXPECT_FALSE(result["cells"][0]["ok"].get<bool>());
-  EXPECT_FALSE(result["cells"][0]["error"].get<std::string>().empty());
+  auto cells = result_cells(run.dir.path() / "out" / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_FALSE(cells[0].ok());
+  EXPECT_FALSE(cells[0].error().empty());
 }
 
 TEST(Lease, SigintStopsARunMidCellWithinSecondsAndLeavesNothingBehind) {

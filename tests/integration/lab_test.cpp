@@ -19,6 +19,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::bin;
+using testing::result_cells;
 using testing::run_command;
 using testing::TempDir;
 
@@ -79,27 +80,30 @@ TEST_F(LabTest, TwoLoadAgentsShareACellAndTheirCountsAdd) {
   auto out = dir.path() / "out";
   auto r = run_command({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   ASSERT_EQ(r.code, 0) << r.output_tail;
-  auto result = read_json_file((out / "result.json").string());
-  const auto& rep = result["cells"][0]["repetitions"][0];
-  ASSERT_EQ(rep["load_parts"].size(), 2u);
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  const auto& rep = cells[0].repetitions(0);
+  ASSERT_EQ(rep.load_parts_size(), 2);
   uint64_t sum = 0;
   std::set<std::string> names;
-  for (auto& p : rep["load_parts"]) {
-    EXPECT_EQ(p["threads"], 2);
-    sum += p["requests"].get<uint64_t>();
-    names.insert(p["agent"].get<std::string>());
+  for (auto& p : rep.load_parts()) {
+    EXPECT_EQ(p.threads(), 2u);
+    sum += p.requests();
+    names.insert(p.agent());
   }
   EXPECT_EQ(names, (std::set<std::string>{"cli1", "cli2"}));
-  EXPECT_EQ(rep["target_agent"], "srv");
-  EXPECT_EQ(rep["requests"].get<uint64_t>(), sum);
+  EXPECT_EQ(rep.target_agent(), "srv");
+  EXPECT_EQ(rep.requests(), sum);
   EXPECT_EQ(sum, 4u * 200u);
-  EXPECT_EQ(rep["histogram"]["count"].get<uint64_t>(), sum);
+  uint64_t in_buckets = 0;
+  for (auto& b : rep.histogram().buckets()) in_buckets += b.count();
+  EXPECT_EQ(in_buckets, sum);
   // Both clients measured; the client figure is their sum.
   double cpu = 0;
-  for (auto& p : rep["load_parts"]) cpu += p["client"]["cpu_pct"].get<double>();
-  EXPECT_NEAR(rep["client"]["cpu_pct"].get<double>(), cpu, 1e-6);
+  for (auto& p : rep.load_parts()) cpu += p.client().cpu_pct();
+  EXPECT_NEAR(rep.client().cpu_pct(), cpu, 1e-6);
   // Four closed loops on a 2 ms server: ~2000 req/s, whatever the split.
-  EXPECT_NEAR(rep["qps"].get<double>(), 2000, 400);
+  EXPECT_NEAR(rep.qps(), 2000, 400);
 }
 
 TEST_F(LabTest, LabelsSelectTheLoadAgent) {
@@ -110,8 +114,9 @@ TEST_F(LabTest, LabelsSelectTheLoadAgent) {
   auto out = dir.path() / "out";
   auto r = run_command({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   ASSERT_EQ(r.code, 0) << r.output_tail;
-  auto result = read_json_file((out / "result.json").string());
-  EXPECT_EQ(result["cells"][0]["repetitions"][0]["load_parts"][0]["agent"], "cli2");
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].repetitions(0).load_parts(0).agent(), "cli2");
 }
 
 TEST_F(LabTest, ALoadAgentKilledMidCellIsRetriedOnAnotherAndTheCellCompletes) {
@@ -131,11 +136,12 @@ TEST_F(LabTest, ALoadAgentKilledMidCellIsRetriedOnAnotherAndTheCellCompletes) {
   auto st = controller->wait_exit(60s);
   ASSERT_TRUE(st);
   EXPECT_EQ(st->code, 0) << controller->output_tail();
-  auto result = read_json_file((out / "result.json").string());
-  const auto& rep = result["cells"][0]["repetitions"][0];
-  EXPECT_TRUE(result["cells"][0]["ok"].get<bool>());
-  EXPECT_EQ(rep["attempts"], 2);
-  EXPECT_EQ(rep["load_parts"][0]["agent"], "cli2");
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  ASSERT_TRUE(cells[0].ok());
+  const auto& rep = cells[0].repetitions(0);
+  EXPECT_EQ(rep.attempts(), 2u);
+  EXPECT_EQ(rep.load_parts(0).agent(), "cli2");
   EXPECT_NE(controller->output_tail(40).find("retrying"), std::string::npos);
 }
 
@@ -177,16 +183,16 @@ TEST_F(RestartLabTest, ALoadAgentRestartedOnItsPortIsWaitedForAndEveryCellComple
   ASSERT_TRUE(st) << controller->output_tail();
   controller->wait_output_end(5s);
   EXPECT_EQ(st->code, 0) << controller->output_tail();
-  auto result = read_json_file((out / "result.json").string());
-  ASSERT_EQ(result["cells"].size(), 2u);
-  for (auto& c : result["cells"]) EXPECT_TRUE(c["ok"].get<bool>()) << c.dump();
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 2u);
+  for (auto& c : cells) ASSERT_TRUE(c.ok()) << c.error();
   // The cell cli1 died in took more than one attempt, and its last ran on the restarted cli1.
-  const auto& rep = result["cells"][0]["repetitions"][0];
-  EXPECT_GT(rep["attempts"].get<int>(), 1) << rep.dump();
+  const auto& rep = cells[0].repetitions(0);
+  EXPECT_GT(rep.attempts(), 1u);
   std::set<std::string> names;
-  for (auto& p : rep["load_parts"]) names.insert(p["agent"].get<std::string>());
+  for (auto& p : rep.load_parts()) names.insert(p.agent());
   EXPECT_EQ(names, (std::set<std::string>{"cli1", "cli2"}));
-  EXPECT_EQ(result["cells"][1]["repetitions"][0]["attempts"], 1);
+  EXPECT_EQ(cells[1].repetitions(0).attempts(), 1u);
   EXPECT_NE(controller->output_tail(40).find("retrying once its agents answer"), std::string::npos)
       << controller->output_tail(40);
 }
@@ -242,17 +248,19 @@ TEST_F(LabTest, AKilledControllerResumesWithItsEarlierCellsIntact) {
   controller->wait_exit(10s);
   std::string first_line;
   std::getline(std::ifstream(journal), first_line);
-  auto first = nlohmann::json::parse(first_line);
+  v1::CellResult first;
+  ASSERT_EQ(proto::from_json(first_line, &first), "");
 
   auto r = run_command({bin("loadlab"), "run", "--resume", out.string()});
   ASSERT_EQ(r.code, 0) << r.output_tail;
   auto result = read_json_file((out / "result.json").string());
-  ASSERT_EQ(result["cells"].size(), 3u);
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 3u);
   // The cell measured before the kill is kept exactly, not measured again.
-  EXPECT_EQ(result["cells"][0], first["cell"]);
+  EXPECT_EQ(proto::to_json(cells[0]), proto::to_json(first));
   EXPECT_EQ(lines(), 3);
   EXPECT_EQ(result["resumed_at"].size(), 1u);
-  for (auto& c : result["cells"]) EXPECT_TRUE(c["ok"].get<bool>());
+  for (auto& c : cells) EXPECT_TRUE(c.ok());
 }
 
 TEST(LabCatalog, ATargetThatDiesMidCellFailsItWithItsExitStatus) {
@@ -275,11 +283,11 @@ TEST(LabCatalog, ATargetThatDiesMidCellFailsItWithItsExitStatus) {
   auto r = run_command({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s);  // not the whole 10 s load
   EXPECT_EQ(r.code, 3) << r.output_tail;
-  auto cell = read_json_file((out / "result.json").string())["cells"][0];
-  EXPECT_FALSE(cell["ok"].get<bool>());
-  EXPECT_NE(cell["error"].get<std::string>().find("target exited (exit status 3)"), std::string::npos)
-      << cell["error"];
-  EXPECT_NE(cell["error"].get<std::string>().find("dying"), std::string::npos) << cell["error"];
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_FALSE(cells[0].ok());
+  EXPECT_NE(cells[0].error().find("target exited (exit status 3)"), std::string::npos) << cells[0].error();
+  EXPECT_NE(cells[0].error().find("dying"), std::string::npos) << cells[0].error();
 }
 
 TEST_F(LabTest, AgentsCommandDescribesEachAgentOrWhyItIsUnreachable) {

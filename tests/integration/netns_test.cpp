@@ -18,6 +18,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::bin;
+using testing::result_cells;
 using testing::TempDir;
 
 bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
@@ -121,10 +122,10 @@ TEST(NetnsLab, ACutLinkIsDetectedWithinTenSecondsAndTheCellEndsWithAReason) {
   auto st = controller->wait_exit(60s);
   ASSERT_TRUE(st) << controller->output_tail();
   EXPECT_EQ(st->code, 3) << controller->output_tail();
-  auto result = read_json_file((out / "result.json").string());
-  EXPECT_FALSE(result["cells"][0]["ok"].get<bool>());
-  EXPECT_NE(result["cells"][0]["error"].get<std::string>().find("after 2 attempts"), std::string::npos)
-      << result["cells"][0]["error"];
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_FALSE(cells[0].ok());
+  EXPECT_NE(cells[0].error().find("after 2 attempts"), std::string::npos) << cells[0].error();
 }
 
 }  // namespace

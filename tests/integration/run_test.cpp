@@ -14,6 +14,7 @@ namespace loadlab::controller {
 namespace {
 
 using loadlab::testing::child_pids;
+using loadlab::testing::result_cells;
 using loadlab::testing::TempDir;
 
 const char* kScenario = R"({
@@ -48,43 +49,47 @@ TEST_F(RunTest, EmbeddedAgentMatrixMatchesGroundTruth) {
   EXPECT_TRUE(child_pids().empty());
 
   auto result = read_json_file((dir.path() / "out" / "result.json").string());
-  ASSERT_EQ(result["cells"].size(), 4u);
   EXPECT_EQ(result["scenario"]["name"], "it");
-  for (auto& cell : result["cells"]) {
-    SCOPED_TRACE(cell["key"].get<std::string>());
-    ASSERT_TRUE(cell["ok"].get<bool>()) << cell.dump();
+  auto cells = result_cells(dir.path() / "out" / "result.json");
+  ASSERT_EQ(cells.size(), 4u);
+  for (auto& cell : cells) {
+    SCOPED_TRACE(cell.cell().key());
+    ASSERT_TRUE(cell.ok()) << proto::to_json(cell).substr(0, 400);
+    const auto& m = cell.median();
     // -n 300 per thread: exactly that many measured requests, none failed.
-    EXPECT_EQ(cell["requests"].get<uint64_t>(), 300u * cell["threads"].get<uint64_t>());
-    EXPECT_EQ(cell["errors"].get<uint64_t>(), 0u);
-    EXPECT_EQ(cell["status"]["200"].get<uint64_t>(), cell["requests"].get<uint64_t>());
+    EXPECT_EQ(m.requests(), 300u * cell.cell().threads());
+    EXPECT_EQ(m.errors(), 0u);
+    EXPECT_EQ(m.status().at(200), m.requests());
     // CPU is asserted where the window is long: the 0 ms cells measure for a few ms, less
     // than a mark takes to travel worker → agent → controller → target agent on a busy
     // machine, so their server window may open after the load is over.
-    if (cell["server"]["window_s"].get<double>() >= 0.5) {
-      EXPECT_GT(cell["server"]["cpu_pct"].get<double>(), 0);
-      EXPECT_GT(cell["client"]["cpu_pct"].get<double>(), 0);
+    if (m.server().window_s() >= 0.5) {
+      EXPECT_GT(m.server().cpu_pct(), 0);
+      EXPECT_GT(m.client().cpu_pct(), 0);
     }
-    EXPECT_GE(cell["server"]["cpu_pct"].get<double>(), 0);
-    EXPECT_GT(cell["server"]["rss_kb_peak"].get<uint64_t>(), 0u);
-    EXPECT_GT(cell["client"]["rss_kb_peak"].get<uint64_t>(), 0u);
-    EXPECT_GT(cell["server"]["rss_kb_mean"].get<uint64_t>(), 0u);
-    EXPECT_LE(cell["server"]["rss_kb_mean"].get<uint64_t>(), cell["server"]["rss_kb_peak"].get<uint64_t>());
-    auto lat = cell["latency_us"];
-    EXPECT_LE(lat["p50"].get<double>(), lat["p90"].get<double>());
-    EXPECT_LE(lat["p90"].get<double>(), lat["p99"].get<double>());
-    EXPECT_LE(lat["p99"].get<double>(), lat["max"].get<double>());
+    EXPECT_GE(m.server().cpu_pct(), 0);
+    EXPECT_GT(m.server().rss_kb_peak(), 0u);
+    EXPECT_GT(m.client().rss_kb_peak(), 0u);
+    EXPECT_GT(m.server().rss_kb_mean(), 0u);
+    EXPECT_LE(m.server().rss_kb_mean(), m.server().rss_kb_peak());
+    const auto& lat = m.latency();
+    EXPECT_LE(lat.p50_us(), lat.p90_us());
+    EXPECT_LE(lat.p90_us(), lat.p99_us());
+    EXPECT_LE(lat.p99_us(), lat.max_us());
     // The histogram sent back holds every measured request.
-    EXPECT_EQ(cell["repetitions"][0]["histogram"]["count"].get<uint64_t>(), cell["requests"].get<uint64_t>());
+    uint64_t in_buckets = 0;
+    for (auto& b : cell.repetitions(0).histogram().buckets()) in_buckets += b.count();
+    EXPECT_EQ(in_buckets, m.requests());
   }
-  const auto& c5 = result["cells"][3];
-  ASSERT_EQ(c5["key"], "beast/d5/t10");
+  const auto& c5 = cells[3];
+  ASSERT_EQ(c5.cell().key(), "beast/d5/t10");
   // 10 connections in closed loop on a 5 ms server: 10 / 0.005 s = 2000 requests/s.
-  EXPECT_NEAR(c5["qps"].get<double>(), 2000.0, 200.0);
-  EXPECT_GE(c5["latency_us"]["p50"].get<double>(), 5000.0);
-  EXPECT_LT(c5["latency_us"]["p50"].get<double>(), 6000.0);
+  EXPECT_NEAR(c5.median().qps(), 2000.0, 200.0);
+  EXPECT_GE(c5.median().latency().p50_us(), 5000.0);
+  EXPECT_LT(c5.median().latency().p50_us(), 6000.0);
   // One connection on a 5 ms server waits ≥ 5 ms per request; at 0 ms it is far faster.
-  EXPECT_GE(result["cells"][2]["latency_us"]["min"].get<double>(), 5000.0);
-  EXPECT_LT(result["cells"][0]["latency_us"]["p50"].get<double>(), 2000.0);
+  EXPECT_GE(cells[2].median().latency().min_us(), 5000.0);
+  EXPECT_LT(cells[0].median().latency().p50_us(), 2000.0);
 
   // The matrix files exist and hold one row per cell.
   std::ifstream csv(dir.path() / "out" / "matrix.csv");
@@ -103,15 +108,15 @@ TEST_F(RunTest, OpenLoopRateGoesThroughTheAgentAndIsHeld) {
   o.out_dir = (dir.path() / "out").string();
   std::ostringstream table;
   ASSERT_EQ(run_scenario(o, table), 0) << table.str();
-  auto cell = read_json_file((dir.path() / "out" / "result.json").string())["cells"][0];
-  const auto& rep = cell["repetitions"][0];
-  EXPECT_NEAR(cell["qps"].get<double>(), 500.0, 5.0);
-  EXPECT_DOUBLE_EQ(rep["rate"].get<double>(), 500.0);
-  EXPECT_TRUE(rep["latency_corrected"].get<bool>());
+  auto cells = result_cells(dir.path() / "out" / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  const auto& rep = cells[0].repetitions(0);
+  EXPECT_NEAR(cells[0].median().qps(), 500.0, 5.0);
+  EXPECT_DOUBLE_EQ(rep.rate(), 500.0);
+  EXPECT_TRUE(rep.latency_corrected());
   // Nothing stalls, so corrected and uncorrected agree to within a millisecond.
-  EXPECT_GE(rep["latency_us"]["p50"].get<double>(), 1000.0);
-  EXPECT_NEAR(rep["latency_us"]["p50"].get<double>(), rep["latency_uncorrected_us"]["p50"].get<double>(),
-              1000.0);
+  EXPECT_GE(rep.latency().p50_us(), 1000.0);
+  EXPECT_NEAR(rep.latency().p50_us(), rep.latency_uncorrected().p50_us(), 1000.0);
 }
 
 TEST_F(RunTest, APhaseThatRunsOutFailsTheCellNamingThePhase) {
@@ -126,11 +131,11 @@ TEST_F(RunTest, APhaseThatRunsOutFailsTheCellNamingThePhase) {
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(run_scenario(o, table), 3);  // some cells failed
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(8));
-  auto cells = read_json_file((dir.path() / "out" / "result.json").string())["cells"];
+  auto cells = result_cells(dir.path() / "out" / "result.json");
   ASSERT_EQ(cells.size(), 2u);  // the run went on after the first failure
   for (auto& c : cells) {
-    EXPECT_FALSE(c["ok"].get<bool>());
-    EXPECT_EQ(c["error"], "measure: phase 'measure' ran out after 1 s (after 1 attempts)");
+    EXPECT_FALSE(c.ok());
+    EXPECT_EQ(c.error(), "measure: phase 'measure' ran out after 1 s (after 1 attempts)");
   }
   EXPECT_NE(table.str().find("FAILED: measure: phase 'measure' ran out"), std::string::npos) << table.str();
   EXPECT_TRUE(child_pids().empty());

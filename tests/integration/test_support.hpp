@@ -1,14 +1,19 @@
 #pragma once
 // Helpers for integration tests: temporary folders, running the built binaries.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "loadlab/agent/child_process.hpp"
+#include "loadlab/proto/json.hpp"
+#include "loadlab/shared/json_input.hpp"
+#include "loadlab/v1/result.pb.h"
 
 namespace loadlab::testing {
 
@@ -56,6 +61,19 @@ inline RunOutput run_command(const std::vector<std::string>& argv,
   out.code = status->code;
   out.output_tail = child->output_tail(40);
   return out;
+}
+
+// result.json's cells, read as the proto messages they are: a cell that does not parse
+// strictly as a loadlab.v1.CellResult fails the test.
+inline std::vector<v1::CellResult> result_cells(const std::filesystem::path& result_json) {
+  auto j = read_json_file(result_json.string());
+  std::vector<v1::CellResult> cells;
+  for (auto& c : j.at("cells")) {
+    cells.emplace_back();
+    auto err = proto::from_json(c.dump(), &cells.back());
+    EXPECT_EQ(err, "") << c.dump().substr(0, 400);
+  }
+  return cells;
 }
 
 // True while `pid` runs; a zombie has finished (whoever adopted it may reap it late).

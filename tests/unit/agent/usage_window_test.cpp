@@ -57,12 +57,12 @@ TEST(UsageWindow, SumsTheWholeTreeAndIgnoresOtherProcesses) {
   proc.set(101, 100, 500 + 500, 2000);
   proc.set(102, 101, 500 + 300, 3000);
   proc.set(200, 1, 99999, 99999);
-  auto f = w.finish();
-  EXPECT_DOUBLE_EQ(f.window_s, 2.0);
+  auto f = w.finish("t");
+  EXPECT_DOUBLE_EQ(f.window_s(), 2.0);
   // 1.8 s of CPU in 2 s = 90 % of one core.
-  EXPECT_NEAR(f.cpu_pct, 90.0, 1e-9);
-  EXPECT_EQ(f.rss_kb_peak, 6000u);
-  EXPECT_EQ(f.processes, 3u);
+  EXPECT_NEAR(f.cpu_pct(), 90.0, 1e-9);
+  EXPECT_EQ(f.rss_kb_peak(), 6000u);
+  EXPECT_EQ(f.processes(), 3u);
 }
 
 TEST(UsageWindow, ADescendantReapedInsideTheTreeKeepsItsCpu) {
@@ -76,8 +76,8 @@ TEST(UsageWindow, ADescendantReapedInsideTheTreeKeepsItsCpu) {
   // The child burned 200 ms more, exited and was reaped: its 500 ms move to cutime.
   proc.procs.erase(101);
   proc.set(100, 1, 0, 1000, /*reaped_ticks=*/50);
-  auto f = w.finish();
-  EXPECT_NEAR(f.cpu_pct, 20.0, 1e-9);
+  auto f = w.finish("t");
+  EXPECT_NEAR(f.cpu_pct(), 20.0, 1e-9);
 }
 
 TEST(UsageWindow, TheTotalIsExactWhenTheTickRatioMovesBetweenReadings) {
@@ -90,10 +90,10 @@ TEST(UsageWindow, TheTotalIsExactWhenTheTickRatioMovesBetweenReadings) {
   now = 1.0;
   proc.procs[100].cpu_ns = 15'000'000;  // 10 ms more, and the first tick went to system
   proc.procs[100].stime = 1;
-  auto f = w.finish();
-  EXPECT_NEAR(f.cpu_pct, 1.0, 1e-9);  // 10 ms in 1 s, not 15 ms
-  EXPECT_NEAR(f.cpu_user_pct + f.cpu_system_pct, f.cpu_pct, 1e-9);
-  EXPECT_GE(f.cpu_user_pct, 0);
+  auto f = w.finish("t");
+  EXPECT_NEAR(f.cpu_pct(), 1.0, 1e-9);  // 10 ms in 1 s, not 15 ms
+  EXPECT_NEAR(f.cpu_user_pct() + f.cpu_system_pct(), f.cpu_pct(), 1e-9);
+  EXPECT_GE(f.cpu_user_pct(), 0);
 }
 
 TEST(UsageWindow, TheJobCgroupsCpuReplacesTheTreeSum) {
@@ -107,11 +107,11 @@ TEST(UsageWindow, TheJobCgroupsCpuReplacesTheTreeSum) {
   // The tree lost a descendant (its 300 ms are gone from the sum); the cgroup kept them.
   proc.set(100, 1, 1100, 1000);
   proc.job = JobCpu{1.3, 0.6};
-  auto f = w.finish();
-  EXPECT_NEAR(f.cpu_pct, 40.0, 1e-9);
-  EXPECT_NEAR(f.cpu_user_pct, 30.0, 1e-9);
-  EXPECT_EQ(f.processes, 1u);
-  EXPECT_EQ(f.rss_kb_peak, 1000u);  // RSS still from the tree
+  auto f = w.finish("t");
+  EXPECT_NEAR(f.cpu_pct(), 40.0, 1e-9);
+  EXPECT_NEAR(f.cpu_user_pct(), 30.0, 1e-9);
+  EXPECT_EQ(f.processes(), 1u);
+  EXPECT_EQ(f.rss_kb_peak(), 1000u);  // RSS still from the tree
 }
 
 TEST(UsageWindow, RssMeanAndPeakComeFromTheSamples) {
@@ -124,10 +124,10 @@ TEST(UsageWindow, RssMeanAndPeakComeFromTheSamples) {
   w.sample();
   proc.set(100, 1, 0, 2000);
   now = 1;
-  auto f = w.finish();  // sample 2000
-  EXPECT_EQ(f.rss_kb_mean, 2000u);
-  EXPECT_EQ(f.rss_kb_peak, 3000u);
-  EXPECT_EQ(f.samples, 3u);
+  auto f = w.finish("t");  // sample 2000
+  EXPECT_EQ(f.rss_kb_mean(), 2000u);
+  EXPECT_EQ(f.rss_kb_peak(), 3000u);
+  EXPECT_EQ(f.samples(), 3u);
 }
 
 TEST(UsageWindow, AnExitedRootIsMeasuredFromItsRusage) {
@@ -142,9 +142,9 @@ TEST(UsageWindow, AnExitedRootIsMeasuredFromItsRusage) {
   proc.procs.clear();
   TreeReading end;
   end.user_s = 0.65;
-  auto f = w.finish_closed(end);
-  EXPECT_DOUBLE_EQ(f.window_s, 0.5);
-  EXPECT_NEAR(f.cpu_pct, 50.0, 1e-9);
+  auto f = w.finish_closed("t", end);
+  EXPECT_DOUBLE_EQ(f.window_s(), 0.5);
+  EXPECT_NEAR(f.cpu_pct(), 50.0, 1e-9);
 }
 
 // Ground truth on the real /proc: a shell spinning on one core for a second is ~100 %.
@@ -155,10 +155,10 @@ TEST(UsageWindow, ABusyLoopMeasuresOneCore) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   w.start();
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  auto f = w.finish();
+  auto f = w.finish("t");
   child->terminate();
-  EXPECT_NEAR(f.cpu_pct, 100.0, 8.0);
-  EXPECT_GT(f.rss_kb_peak, 100u);
+  EXPECT_NEAR(f.cpu_pct(), 100.0, 8.0);
+  EXPECT_GT(f.rss_kb_peak(), 100u);
 }
 
 class UsageWindowOnEachPath : public OnEachPath {};
@@ -185,10 +185,10 @@ TEST_P(UsageWindowOnEachPath, ADescendantThatExitedInsideTheWindowIsCounted) {
   ASSERT_NE(stat_field(burner, 4), std::to_string(child->pid())) << "still the child's own child";
   while (std::ifstream("/proc/" + std::to_string(burner) + "/stat"))
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto f = w.finish();
+  auto f = w.finish("t");
   const double truth_s = static_cast<double>(ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
   ASSERT_GT(truth_s, 0.1);
-  const double measured_s = f.cpu_pct / 100.0 * f.window_s;
+  const double measured_s = f.cpu_pct() / 100.0 * f.window_s();
   EXPECT_GE(measured_s, truth_s - 0.02);  // ticks are whole: the truth is up to one short
   EXPECT_LE(measured_s, truth_s + 0.15);  // plus the shells' own start-up
 }
@@ -201,10 +201,10 @@ TEST_P(UsageWindowOnEachPath, AnIdleProcessMeasuresNearZero) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   w.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto f = w.finish();
+  auto f = w.finish("t");
   child->terminate();
-  EXPECT_LT(f.cpu_pct, 1.0);
-  EXPECT_GT(f.rss_kb_peak, 0u);
+  EXPECT_LT(f.cpu_pct(), 1.0);
+  EXPECT_GT(f.rss_kb_peak(), 0u);
 }
 
 }  // namespace

@@ -2,18 +2,26 @@
 
 #include <gtest/gtest.h>
 
+#include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/v1/result.pb.h"
 
 namespace loadlab::controller {
 namespace {
 
-// A result.json with one cell per (key, qps repetitions).
+// A result.json with one cell per (key, qps repetitions), each printed as the proto is.
 nlohmann::json result(std::vector<std::pair<std::string, std::vector<double>>> cells, bool ok = true) {
   nlohmann::json j = {{"cells", nlohmann::json::array()}};
   for (auto& [key, qps] : cells) {
-    nlohmann::json reps = nlohmann::json::array();
-    for (double q : qps) reps.push_back({{"qps", q}, {"latency_us", {{"p99", 1e6 / q}}}});
-    j["cells"].push_back({{"key", key}, {"ok", ok}, {"repetitions", reps}});
+    v1::CellResult c;
+    c.mutable_cell()->set_key(key);
+    c.set_ok(ok);
+    for (double q : qps) {
+      auto* r = c.add_repetitions();
+      r->set_qps(q);
+      r->mutable_latency()->set_p99_us(1e6 / q);
+    }
+    j["cells"].push_back(nlohmann::json::parse(proto::to_json(c)));
   }
   return j;
 }
@@ -65,6 +73,14 @@ TEST(Compare, FailedAndMissingCellsCountAsRegressionsNewOnesDoNot) {
 TEST(Compare, BadMetricOrDocumentIsAnInputError) {
   EXPECT_THROW(compare_results(result({}), result({}), {"rps", 5}), InputError);
   EXPECT_THROW(compare_results(nlohmann::json::object(), result({}), {"qps", 5}), InputError);
+  // A cell of another schema (e.g. an older loadlab's flat figures) names its index.
+  auto old = nlohmann::json::parse(R"({"cells": [{"key": "a", "ok": true, "qps": 1000}]})");
+  try {
+    compare_results(old, result({{"a", {1000}}}), {"qps", 5});
+    FAIL() << "a foreign cell was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "/cells/0");
+  }
 }
 
 TEST(Compare, TheScenarioCanSetTheMetricAndThreshold) {

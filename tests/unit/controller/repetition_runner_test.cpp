@@ -99,7 +99,7 @@ class RepetitionTest : public ::testing::Test {
   }
   bool running() { return run.wait_for(50ms) == std::future_status::timeout; }
   // The repetition's outcome; a repetition that hangs fails the test instead of hanging it.
-  RepResult outcome() {
+  v1::Repetition outcome() {
     if (run.wait_for(10s) == std::future_status::timeout) {
       ADD_FAILURE() << "the repetition did not end";
       srv.cancel_all();
@@ -128,7 +128,7 @@ class RepetitionTest : public ::testing::Test {
 
  private:
   Placement placement;
-  std::future<RepResult> run;
+  std::future<v1::Repetition> run;
 };
 
 TEST_F(RepetitionTest, TheWindowOpensOnMeasureStartAndClosesAfterTheResult) {
@@ -153,7 +153,7 @@ TEST_F(RepetitionTest, TheWindowOpensOnMeasureStartAndClosesAfterTheResult) {
   load().send(fake::load_result(part({100, 200, 300}, 3)));
   load().send(fake::load_usage(150));
   load().end();
-  RepResult rep = outcome();
+  v1::Repetition rep = outcome();
   EXPECT_EQ(marks(target().written()), (std::vector<v1::Mark::Kind>{v1::Mark::RESET, v1::Mark::FINAL}));
   for (auto& c : target().written()) {
     if (c.has_mark()) {
@@ -161,14 +161,14 @@ TEST_F(RepetitionTest, TheWindowOpensOnMeasureStartAndClosesAfterTheResult) {
     }
   }
   EXPECT_TRUE(target().writes_done());  // the target is stopped by closing its stream
-  EXPECT_EQ(rep.requests, 3u);
-  EXPECT_DOUBLE_EQ(rep.server.cpu_pct, 42);
-  EXPECT_DOUBLE_EQ(rep.client.cpu_pct, 150);
-  EXPECT_EQ(rep.target_startup_ms, 7u);
-  EXPECT_EQ(rep.target_agent, "srv");
-  ASSERT_EQ(rep.parts.size(), 1u);
-  EXPECT_EQ(rep.parts[0].agent, "cli");
-  EXPECT_EQ(rep.parts[0].threads, 2u);
+  EXPECT_EQ(rep.requests(), 3u);
+  EXPECT_DOUBLE_EQ(rep.server().cpu_pct(), 42);
+  EXPECT_DOUBLE_EQ(rep.client().cpu_pct(), 150);
+  EXPECT_EQ(rep.target_startup_ms(), 7u);
+  EXPECT_EQ(rep.target_agent(), "srv");
+  ASSERT_EQ(rep.load_parts_size(), 1);
+  EXPECT_EQ(rep.load_parts(0).agent(), "cli");
+  EXPECT_EQ(rep.load_parts(0).threads(), 2u);
 }
 
 TEST_F(RepetitionTest, APhaseDeadlineFiresOnTheClockAndNamesThePhase) {

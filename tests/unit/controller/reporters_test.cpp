@@ -16,12 +16,14 @@ CellResult cell(double qps, const std::string& error = "") {
   c.error = error;
   if (error.empty())
     for (double q : {qps * 0.9, qps, qps * 1.2}) {
-      RepResult r;
-      r.qps = q;
-      r.requests = static_cast<uint64_t>(q * 2);
-      r.latency_us.p50 = 5100;
-      r.server.cpu_pct = 12.5;
-      r.server.rss_kb_peak = 4096;
+      v1::Repetition r;
+      r.set_qps(q);
+      r.set_requests(static_cast<uint64_t>(q * 2));
+      r.mutable_latency()->set_p50_us(5100);
+      r.mutable_server()->set_cpu_pct(12.5);
+      r.mutable_server()->set_rss_kb_peak(4096);
+      r.mutable_server()->add_series()->set_rss_kb(4096);
+      r.mutable_histogram()->set_highest_trackable(60000000);
       c.reps.push_back(r);
     }
   return c;
@@ -29,14 +31,31 @@ CellResult cell(double qps, const std::string& error = "") {
 
 TEST(Reporters, CellFiguresAreTheMedianRepetitions) {
   auto c = cell(2000);
-  EXPECT_DOUBLE_EQ(c.median().qps, 2000);
+  EXPECT_DOUBLE_EQ(c.median().qps(), 2000);
+  EXPECT_EQ(c.median_index(), 1u);
   EXPECT_DOUBLE_EQ(c.qps_min(), 1800);
   EXPECT_DOUBLE_EQ(c.qps_max(), 2400);
-  auto j = to_json(c);
-  EXPECT_EQ(j["qps"], 2000.0);
-  EXPECT_EQ(j["requests"], 4000u);
-  EXPECT_EQ(j["repetitions"].size(), 3u);
-  EXPECT_EQ(j["server"]["rss_kb_peak"], 4096u);
+  auto p = to_proto(c);
+  EXPECT_TRUE(p.ok());
+  EXPECT_EQ(p.cell().key(), "beast/d5/t10");
+  EXPECT_EQ(p.median_index(), 1u);
+  EXPECT_DOUBLE_EQ(p.median().qps(), 2000.0);
+  EXPECT_EQ(p.median().requests(), 4000u);
+  EXPECT_EQ(p.median().server().rss_kb_peak(), 4096u);
+  EXPECT_EQ(p.median().server().series_size(), 0);  // the series and histogram stay with
+  EXPECT_FALSE(p.median().has_histogram());         // their repetition
+  ASSERT_EQ(p.repetitions_size(), 3);
+  EXPECT_EQ(p.repetitions(1).server().series_size(), 1);
+  EXPECT_DOUBLE_EQ(p.qps_min(), 1800);
+}
+
+TEST(Reporters, ACellReadBackFromItsProtoIsTheSame) {
+  auto c = cell(2000);
+  c.reps[2].add_flags("client-saturated");
+  auto back = cell_from_proto(to_proto(c), c.cell);
+  ASSERT_EQ(back.reps.size(), 3u);
+  EXPECT_EQ(to_proto(back).SerializeAsString(), to_proto(c).SerializeAsString());
+  EXPECT_EQ(back.flags(), std::vector<std::string>{"client-saturated"});
 }
 
 TEST(Reporters, CsvHasOneRowPerCellAndQuotesErrors) {
@@ -57,7 +76,7 @@ TEST(Reporters, TableAndMarkdownShowFiguresAndFailures) {
   EXPECT_NE(table.str().find("FAILED: ready: timeout"), std::string::npos);
   EXPECT_NE(md.str().find("| beast | 5 | 10 | 10 | 2000 | 5.10 |"), std::string::npos);
   auto flagged = cell(2000);
-  flagged.reps[1].flags = {"client-saturated"};
+  flagged.reps[1].add_flags("client-saturated");
   std::ostringstream t2, csv;
   write_table(t2, {flagged});
   write_csv(csv, {flagged});

@@ -20,15 +20,17 @@ TEST(MergeLoadResults, CountsAndRatesAddAndPercentilesComeFromAllBuckets) {
   Histogram truth;
   for (auto v : all) truth.record(v);
   auto m = merge_load_results({part(a, 1000), part(b, 250)});
-  EXPECT_EQ(m.requests, 10000u);
-  EXPECT_DOUBLE_EQ(m.qps, 1250);
-  EXPECT_EQ(m.status.at(200), 10000u);
-  EXPECT_EQ(m.latency_us.p50, static_cast<double>(truth.value_at_percentile(50)));
-  EXPECT_EQ(m.latency_us.p99, static_cast<double>(truth.value_at_percentile(99)));
-  EXPECT_EQ(m.latency_us.max, static_cast<double>(truth.max()));
-  EXPECT_EQ(m.latency_us.min, static_cast<double>(truth.min()));
-  EXPECT_NEAR(m.latency_us.mean, truth.mean(), 1e-6);
-  EXPECT_EQ(m.histogram["count"], 10000);
+  EXPECT_EQ(m.requests(), 10000u);
+  EXPECT_DOUBLE_EQ(m.qps(), 1250);
+  EXPECT_EQ(m.status().at(200), 10000u);
+  EXPECT_EQ(m.latency().p50_us(), static_cast<double>(truth.value_at_percentile(50)));
+  EXPECT_EQ(m.latency().p99_us(), static_cast<double>(truth.value_at_percentile(99)));
+  EXPECT_EQ(m.latency().max_us(), static_cast<double>(truth.max()));
+  EXPECT_EQ(m.latency().min_us(), static_cast<double>(truth.min()));
+  EXPECT_NEAR(m.latency().mean_us(), truth.mean(), 1e-6);
+  uint64_t in_buckets = 0;
+  for (auto& b : m.histogram().buckets()) in_buckets += b.count();
+  EXPECT_EQ(in_buckets, 10000u);
 }
 
 }  // namespace

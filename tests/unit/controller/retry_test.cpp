@@ -130,7 +130,7 @@ struct Script {
     options.stop = &stop;
   }
   RetryOutcome run(
-      const std::function<RepResult(uint32_t)>& attempt,
+      const std::function<v1::Repetition(uint32_t)>& attempt,
       const std::function<bool(uint32_t)>& ready = [](uint32_t) { return false; }) {
     return run_with_retries(
         options,
@@ -149,14 +149,14 @@ struct Script {
 TEST(RetryLoop, BacksOffOnTheScheduleUntilAnAttemptSucceeds) {
   Script s;
   std::vector<double> started_at;
-  auto out = s.run([&](uint32_t n) -> RepResult {
+  auto out = s.run([&](uint32_t n) -> v1::Repetition {
     started_at.push_back(s.clock.elapsed_s());
     if (n < 3)
       throw CellError("measure", "load agent cli1: Connection refused", grpc::StatusCode::UNAVAILABLE);
     return {};
   });
   ASSERT_TRUE(out.rep);
-  EXPECT_EQ(out.rep->attempts, 4u);
+  EXPECT_EQ(out.rep->attempts(), 4u);
   // Nobody answered: each wait ran its whole jittered budget, 0.5, 1 and 2 s.
   ASSERT_EQ(started_at.size(), 4u);
   EXPECT_NEAR(started_at[1] - started_at[0], 0.5, 1e-6);
@@ -173,13 +173,13 @@ TEST(RetryLoop, BacksOffOnTheScheduleUntilAnAttemptSucceeds) {
 TEST(RetryLoop, AnAgentBackEarlyCostsOnlyItsProbe) {
   Script s;
   auto out = s.run(
-      [&](uint32_t n) -> RepResult {
+      [&](uint32_t n) -> v1::Repetition {
         if (n == 0) throw CellError("measure", "lost", grpc::StatusCode::UNAVAILABLE);
         return {};
       },
       [](uint32_t) { return true; });
   ASSERT_TRUE(out.rep);
-  EXPECT_EQ(out.rep->attempts, 2u);
+  EXPECT_EQ(out.rep->attempts(), 2u);
   EXPECT_EQ(s.clock.elapsed_s(), 0);
 }
 
@@ -187,7 +187,7 @@ TEST(RetryLoop, GivesUpAfterTheRetriesWithTheCount) {
   Script s;
   s.options.retries = 2;
   auto out = s.run(
-      [](uint32_t) -> RepResult { throw CellError("ready", "refused", grpc::StatusCode::UNAVAILABLE); });
+      [](uint32_t) -> v1::Repetition { throw CellError("ready", "refused", grpc::StatusCode::UNAVAILABLE); });
   EXPECT_FALSE(out.rep);
   EXPECT_FALSE(out.stopped);
   EXPECT_EQ(out.error, "ready: refused (after 3 attempts)");
@@ -196,7 +196,7 @@ TEST(RetryLoop, GivesUpAfterTheRetriesWithTheCount) {
 
 TEST(RetryLoop, ARequestNoAgentAcceptsIsNotRetried) {
   Script s;
-  auto out = s.run([](uint32_t) -> RepResult {
+  auto out = s.run([](uint32_t) -> v1::Repetition {
     throw CellError("start", "load to 10.9.9.9 is not allowed", grpc::StatusCode::PERMISSION_DENIED);
   });
   EXPECT_EQ(s.attempts.size(), 1u);
@@ -207,12 +207,12 @@ TEST(RetryLoop, ARequestNoAgentAcceptsIsNotRetried) {
 
 TEST(RetryLoop, ASignalDuringTheWaitStopsWithoutAnotherAttempt) {
   Script s;
-  auto out =
-      s.run([](uint32_t) -> RepResult { throw CellError("measure", "lost", grpc::StatusCode::UNAVAILABLE); },
-            [&](uint32_t) {
-              s.stop = 2;
-              return false;
-            });
+  auto out = s.run(
+      [](uint32_t) -> v1::Repetition { throw CellError("measure", "lost", grpc::StatusCode::UNAVAILABLE); },
+      [&](uint32_t) {
+        s.stop = 2;
+        return false;
+      });
   EXPECT_TRUE(out.stopped);
   EXPECT_FALSE(out.rep);
   EXPECT_TRUE(out.error.empty());
@@ -221,7 +221,7 @@ TEST(RetryLoop, ASignalDuringTheWaitStopsWithoutAnotherAttempt) {
 
 TEST(RetryLoop, AnInterruptedAttemptIsNeitherRetriedNorAFailure) {
   Script s;
-  auto out = s.run([&](uint32_t) -> RepResult {
+  auto out = s.run([&](uint32_t) -> v1::Repetition {
     s.stop = 15;
     throw CellError("interrupted", "the run is shutting down", grpc::StatusCode::CANCELLED);
   });
@@ -232,12 +232,12 @@ TEST(RetryLoop, AnInterruptedAttemptIsNeitherRetriedNorAFailure) {
 TEST(RetryLoop, ZeroBackoffRetriesAtOnceWithoutProbing) {
   Script s;
   s.options.backoff.base_s = 0;
-  auto out = s.run([](uint32_t n) -> RepResult {
+  auto out = s.run([](uint32_t n) -> v1::Repetition {
     if (n < 2) throw CellError("measure", "lost", grpc::StatusCode::UNAVAILABLE);
     return {};
   });
   ASSERT_TRUE(out.rep);
-  EXPECT_EQ(out.rep->attempts, 3u);
+  EXPECT_EQ(out.rep->attempts(), 3u);
   EXPECT_TRUE(s.probed.empty());
   EXPECT_EQ(s.clock.elapsed_s(), 0);
 }
@@ -245,7 +245,7 @@ TEST(RetryLoop, ZeroBackoffRetriesAtOnceWithoutProbing) {
 TEST(RetryLoop, AnUnusableLabEndsTheRepetition) {
   Script s;
   auto out =
-      s.run([](uint32_t) -> RepResult { throw EnvironmentError("no reachable agent with role load"); });
+      s.run([](uint32_t) -> v1::Repetition { throw EnvironmentError("no reachable agent with role load"); });
   EXPECT_EQ(out.error, "no reachable agent with role load");
   EXPECT_EQ(s.attempts.size(), 1u);
 }

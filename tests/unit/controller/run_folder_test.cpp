@@ -44,7 +44,7 @@ TEST_F(RunFolderTest, AResumedRunGetsBackTheJournalsCellsButATornLastLine) {
     folder.journal(failed(cells[1], "measure: agent lost"));
   }
   std::ofstream(dir / "run" / "journal.jsonl", std::ios::app)
-      << R"({"key": "b/d0/t0", "cell": {"ok)";  // killed mid-write
+      << R"({"cell": {"key": "b/d0/t0"}, "ok)";  // killed mid-write
   RunFolder resumed = RunFolder::resume(dir / "run");
   EXPECT_EQ(read_json_file(resumed.scenario_path())["name"], "s");
   auto finished = resumed.open_journal(cells);
@@ -52,6 +52,26 @@ TEST_F(RunFolderTest, AResumedRunGetsBackTheJournalsCellsButATornLastLine) {
   ASSERT_TRUE(finished[1].has_value());
   EXPECT_EQ(finished[1]->error, "measure: agent lost");
   EXPECT_EQ(finished[1]->cell.key(), "b/d5/t0");
+}
+
+TEST_F(RunFolderTest, AJournalLineThatIsNotACellResultIsAnErrorNamingTheLine) {
+  {
+    RunFolder folder = RunFolder::create(dir / "run", (dir / "s.json").string());
+    folder.open_journal(cells);
+    folder.journal(failed(cells[1], "measure: agent lost"));
+  }
+  // A whole line of another schema (an older loadlab's journal), then a good one.
+  std::ofstream(dir / "run" / "journal.jsonl", std::ios::app) << R"({"key": "b/d0/t0", "qps": 1})"
+                                                              << "\n";
+  RunFolder resumed = RunFolder::resume(dir / "run");
+  try {
+    resumed.open_journal(cells);
+    FAIL() << "a foreign journal line was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("journal.jsonl line 2 is not a loadlab.v1.CellResult"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(RunFolderTest, ANewRunRefusesAFolderThatHoldsARun) {

@@ -11,9 +11,11 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "loadlab/agent/proc_reader.hpp"
+#include "loadlab/v1/agent.pb.h"
 
 namespace loadlab::agent {
 
@@ -37,17 +39,6 @@ struct SeriesPoint {
   uint64_t rss_kb = 0;
 };
 
-struct UsageFigures {
-  double window_s = 0;
-  double cpu_pct = 0, cpu_user_pct = 0, cpu_system_pct = 0;  // 100 = one core
-  uint64_t rss_kb_mean = 0, rss_kb_peak = 0;
-  uint32_t samples = 0;
-  uint32_t processes = 0;
-  double machine_cpu_pct = -1;  // whole machine, 100 = one core; -1 if unknown
-  uint32_t machine_cores = 0;
-  std::vector<SeriesPoint> series;
-};
-
 class UsageWindow {
  public:
   using Clock = std::function<double()>;  // seconds, monotonic
@@ -55,12 +46,13 @@ class UsageWindow {
 
   void start();   // opens (or re-opens) the window
   void sample();  // RSS (and series) sample if the window is open
-  // Closes the window; figures since start(). `end` replaces the final reading of the tree,
-  // for a root that has exited: its cumulative CPU then comes from wait4()'s rusage.
-  UsageFigures finish(const TreeReading* end = nullptr);
+  // Closes the window; figures since start(), labelled `label` (machine_cpu_pct -1 when the
+  // machine's CPU could not be read). `end` replaces the final reading of the tree, for a
+  // root that has exited: its cumulative CPU then comes from wait4()'s rusage.
+  v1::Usage finish(const std::string& label, const TreeReading* end = nullptr);
   // Closes the window at the current time but defers the CPU reading to finish_closed().
   void close_at_now();
-  UsageFigures finish_closed(const TreeReading& end);
+  v1::Usage finish_closed(const std::string& label, const TreeReading& end);
 
  private:
   static constexpr size_t kMaxSeries = 100000;

@@ -14,6 +14,7 @@ namespace loadlab::controller {
 // "busy-machine:NAME": an agent's machine spent ≥ 50 % of a core on work other than the
 // benchmark's own processes during the window (a noisy neighbour).
 // `cores` maps agent names to their core counts (from Describe).
-std::vector<std::string> saturation_flags(const RepResult& r, const std::map<std::string, uint32_t>& cores);
+std::vector<std::string> saturation_flags(const v1::Repetition& r,
+                                          const std::map<std::string, uint32_t>& cores);
 
 }  // namespace loadlab::controller

@@ -36,8 +36,8 @@ class LoadSession {
   bool has_result() const { return result_.has_value(); }
   bool complete() const { return result_ && usage_; }  // a result and its usage
   const v1::LoadResult& result() const { return *result_; }
-  const UsageResult& usage() const { return *usage_; }
-  LoadPart part() const;  // this agent's share of the repetition; complete() only
+  const v1::Usage& usage() const { return *usage_; }
+  v1::LoadPart part() const;  // this agent's share of the repetition; complete() only
 
  private:
   using Stream = grpc::ClientReaderWriterInterface<v1::LoadCommand, v1::LoadEvent>;
@@ -50,7 +50,7 @@ class LoadSession {
   std::thread reader_;
   v1::Progress progress_;
   std::optional<v1::LoadResult> result_;
-  std::optional<UsageResult> usage_;
+  std::optional<v1::Usage> usage_;
 };
 
 }  // namespace loadlab::controller

@@ -40,7 +40,7 @@ struct RepetitionOptions {
 
 // Throws CellError. Blocks until the repetition is over and its target has stopped, or it
 // has failed and every call it made has ended.
-RepResult run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
-                         const RepetitionOptions& options);
+v1::Repetition run_repetition(const Placement& placement, const Scenario& s, const Cell& c,
+                              const RepetitionOptions& options);
 
 }  // namespace loadlab::controller

@@ -63,14 +63,14 @@ struct RetryOptions {
 };
 
 struct RetryOutcome {
-  std::optional<RepResult> rep;  // the successful attempt, its `attempts` set
-  std::string error;             // why the repetition failed for good
-  bool stopped = false;          // shutdown came first: neither a result nor a failure
+  std::optional<v1::Repetition> rep;  // the successful attempt, its `attempts` set
+  std::string error;                  // why the repetition failed for good
+  bool stopped = false;               // shutdown came first: neither a result nor a failure
 };
 
 // `attempt(n)` runs attempt n (0-based) and throws CellError or EnvironmentError;
 // `ready(n, deadline)` probes the agents attempt n will use; `note` tells the person.
-using AttemptFn = std::function<RepResult(uint32_t attempt)>;
+using AttemptFn = std::function<v1::Repetition(uint32_t attempt)>;
 using AttemptReadyFn = std::function<bool(uint32_t attempt, std::chrono::milliseconds deadline)>;
 RetryOutcome run_with_retries(const RetryOptions& options, const AttemptFn& attempt,
                               const AttemptReadyFn& ready,

@@ -1,5 +1,6 @@
 #pragma once
-// A run's folder: its copy of the scenario, journal.jsonl (one line per finished cell, on
+// A run's folder: its copy of the scenario, journal.jsonl (one v1::CellResult per line in
+// the proto's JSON form, one line per finished cell, on
 // the disk before the next cell starts, so that --resume continues a broken run), and the
 // result files, rewritten whole after every cell: result.json, matrix.csv, matrix.md.
 // Called from the run's thread.
@@ -29,7 +30,8 @@ class RunFolder {
 
   // Opens the journal for this run's cells, and returns the cells it already holds, in
   // the order of `cells` (nullopt for a cell not finished). A torn last line (a run killed
-  // mid-write) is ignored. Throws EnvironmentError.
+  // mid-write, no newline) is ignored; any other line that is not a CellResult throws
+  // InputError naming the file and line. Throws EnvironmentError when it cannot be opened.
   std::vector<std::optional<CellResult>> open_journal(const std::vector<Cell>& cells);
   // Appends a finished cell and flushes it to the disk. Throws EnvironmentError.
   void journal(const CellResult& cell);
