@@ -7,6 +7,7 @@
 
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/http_syntax.hpp"
+#include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
 
 namespace loadlab::load {
@@ -47,16 +48,13 @@ bool iequals(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::optional<Url> parse_url(std::string_view text, std::string* error) {
-  auto fail = [&](std::string message) -> std::optional<Url> {
-    if (error) *error = std::move(message);
-    return std::nullopt;
-  };
+Url parse_url(std::string_view text) {
+  auto fail = [&](std::string message) -> Url { throw InputError("URL", message); };
   constexpr std::string_view kScheme = "http://";
   if (text.size() < kScheme.size() || !iequals(text.substr(0, kScheme.size()), kScheme)) {
     if (text.size() >= 8 && iequals(text.substr(0, 8), "https://"))
-      return fail("URL: only http:// is supported, got " + quoted(text));
-    return fail("URL: must be http://HOST[:PORT][/PATH], got " + quoted(text));
+      return fail("only http:// is supported, got " + quoted(text));
+    return fail("must be http://HOST[:PORT][/PATH], got " + quoted(text));
   }
   std::string_view rest = text.substr(kScheme.size());
   size_t end = rest.find_first_of("/?#");
@@ -65,14 +63,14 @@ std::optional<Url> parse_url(std::string_view text, std::string* error) {
   if (auto hash = target.find('#'); hash != std::string_view::npos) target = target.substr(0, hash);
   if (authority.empty() || authority.find('@') != std::string_view::npos || has_crlf(text) ||
       text.find(' ') != std::string_view::npos)
-    return fail("URL: must be http://HOST[:PORT][/PATH], got " + quoted(text));
+    return fail("must be http://HOST[:PORT][/PATH], got " + quoted(text));
 
   // An authority without a port: "host" or "[v6]"; with one, parse_endpoint decides.
   bool has_port = authority.back() != ']' && authority.find(':') != std::string_view::npos &&
                   (authority.front() == '[' || authority.find(':') == authority.rfind(':'));
   auto endpoint = parse_endpoint(has_port ? std::string(authority) : std::string(authority) + ":80");
   if (!endpoint || endpoint->host.empty() || endpoint->port == 0)
-    return fail("URL: must be http://HOST[:PORT][/PATH] with a port in 1..65535, got " + quoted(text));
+    return fail("must be http://HOST[:PORT][/PATH] with a port in 1..65535, got " + quoted(text));
   Url url;
   url.host = endpoint->host;
   url.port = endpoint->port;
@@ -82,57 +80,59 @@ std::optional<Url> parse_url(std::string_view text, std::string* error) {
   return url;
 }
 
-std::string validate(LoadOptions& o) {
-  std::string url_error;
-  if (!parse_url(o.url, &url_error)) return url_error;
+void validate(LoadOptions& o) {
+  parse_url(o.url);
   if (o.threads < 1 || o.threads > kMaxThreads)
-    return "-t/--threads: must be in 1.." + std::to_string(kMaxThreads) + ", got " +
-           std::to_string(o.threads);
+    throw InputError("-t/--threads",
+                     "must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(o.threads));
   if (o.connections == 0) o.connections = o.threads;
   int64_t max_connections = std::min<int64_t>(kMaxConnections, int64_t{kMaxConnectionsPerThread} * o.threads);
   if (o.connections < o.threads || o.connections > max_connections)
-    return "-c/--connections: must be in " + std::to_string(o.threads) + " (the thread count).." +
-           std::to_string(max_connections) + " (" + std::to_string(kMaxConnectionsPerThread) + " a thread, " +
-           std::to_string(kMaxConnections) + " in all), got " + std::to_string(o.connections);
+    throw InputError("-c/--connections", "must be in " + std::to_string(o.threads) + " (the thread count).." +
+                                             std::to_string(max_connections) + " (" +
+                                             std::to_string(kMaxConnectionsPerThread) + " a thread, " +
+                                             std::to_string(kMaxConnections) + " in all), got " +
+                                             std::to_string(o.connections));
   int stops = int(o.requests_per_thread.has_value()) + int(o.total_requests.has_value()) +
               int(o.duration_s.has_value());
-  if (stops > 1) return "-n, --total, -d: give at most one stop condition";
+  if (stops > 1) throw InputError("-n, --total, -d", "give at most one stop condition");
   if (stops == 0) o.duration_s = 10.0;
   if (o.requests_per_thread && (*o.requests_per_thread < 1 || *o.requests_per_thread > kMaxRequests))
-    return "-n/--requests: must be in 1..10^12, got " + std::to_string(*o.requests_per_thread);
+    throw InputError("-n/--requests", "must be in 1..10^12, got " + std::to_string(*o.requests_per_thread));
   if (o.total_requests && (*o.total_requests < o.threads || *o.total_requests > kMaxRequests))
-    return "--total: must be in " + std::to_string(o.threads) + " (the thread count)..10^12, got " +
-           std::to_string(*o.total_requests);
+    throw InputError("--total", "must be in " + std::to_string(o.threads) +
+                                    " (the thread count)..10^12, got " + std::to_string(*o.total_requests));
   if (o.duration_s && (!std::isfinite(*o.duration_s) || *o.duration_s <= 0 || *o.duration_s > kMaxDurationS))
-    return "-d/--duration: must be > 0 and <= 86400 seconds, got " + std::to_string(*o.duration_s);
+    throw InputError("-d/--duration",
+                     "must be > 0 and <= 86400 seconds, got " + std::to_string(*o.duration_s));
   if (!std::isfinite(o.warmup_s) || o.warmup_s < 0 || o.warmup_s > kMaxWarmupS)
-    return "--warmup: must be in 0..3600 seconds, got " + std::to_string(o.warmup_s);
+    throw InputError("--warmup", "must be in 0..3600 seconds, got " + std::to_string(o.warmup_s));
   if (o.rate && (!std::isfinite(*o.rate) || *o.rate < kMinRatePerThread * o.threads ||
                  *o.rate > kMaxRatePerThread * o.threads)) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "--rate: must be in %g..%g requests per second with %d threads (%g..%g per thread), got %g",
+                  "must be in %g..%g requests per second with %d threads (%g..%g per thread), got %g",
                   kMinRatePerThread * o.threads, kMaxRatePerThread * o.threads, o.threads, kMinRatePerThread,
                   kMaxRatePerThread, *o.rate);
-    return buf;
+    throw InputError("--rate", buf);
   }
   if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
-    return "--timeout: must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms);
+    throw InputError("--timeout", "must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms));
   if (!is_token(o.method) || o.method.size() > static_cast<size_t>(kMaxMethodLength))
-    return "-m/--method: must be an HTTP method token (e.g. GET, POST), got " + quoted(o.method);
+    throw InputError("-m/--method", "must be an HTTP method token (e.g. GET, POST), got " + quoted(o.method));
   for (const auto& h : o.headers) {
     auto colon = h.find(':');
     if (colon == std::string::npos || !is_token(std::string_view(h).substr(0, colon)) || has_crlf(h))
-      return "-H/--header: must be 'Name: value' with a token name and no line break, got " + quoted(h);
+      throw InputError("-H/--header",
+                       "must be 'Name: value' with a token name and no line break, got " + quoted(h));
   }
   if (o.body.size() > static_cast<size_t>(kMaxBodyBytes))
-    return "--body: must be at most 1 MiB (" + std::to_string(kMaxBodyBytes) + " bytes), got " +
-           std::to_string(o.body.size());
+    throw InputError("--body", "must be at most 1 MiB (" + std::to_string(kMaxBodyBytes) + " bytes), got " +
+                                   std::to_string(o.body.size()));
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
   if (std::none_of(std::begin(kLevels), std::end(kLevels), [&](const char* l) { return o.log_level == l; }))
-    return "--log-level: must be one of trace, debug, info, warn, error, critical, off; got " +
-           quoted(o.log_level);
-  return {};
+    throw InputError("--log-level", "must be one of trace, debug, info, warn, error, critical, off; got " +
+                                        quoted(o.log_level));
 }
 
 std::string serialize_request(const LoadOptions& o, const Url& url) {

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "loadlab/shared/input_error.hpp"
+
 namespace loadlab::load {
 
 enum class OutputMode { kHuman, kJson, kJsonEvents };
@@ -40,13 +42,13 @@ struct Url {
   std::string target;     // path and query, "/" when absent
 };
 
-// Parses http://HOST[:PORT][/PATH]; nullopt with `error` set when it is not one.
-std::optional<Url> parse_url(std::string_view text, std::string* error = nullptr);
+// Parses http://HOST[:PORT][/PATH]; throws InputError("URL", ...) when it is not one.
+Url parse_url(std::string_view text);
 
 // Fills the derived defaults (connections = threads, -d 10 when no stop condition is
-// given) and checks every field. Returns an empty string when the options are usable,
-// otherwise one line naming the flag and what is allowed.
-std::string validate(LoadOptions& options);
+// given) and checks every field; throws InputError naming the flag and what is allowed at
+// the first that is not.
+void validate(LoadOptions& options);
 
 // The bytes of one request, serialised once and written as is for every request.
 std::string serialize_request(const LoadOptions& options, const Url& url);

@@ -69,7 +69,11 @@ void judge_rate(const RunPlan& plan, const std::vector<std::unique_ptr<Worker>>&
 
 LoadRunner::LoadRunner(LoadOptions options, RunCallbacks callbacks)
     : options_(std::move(options)), callbacks_(std::move(callbacks)) {
-  invalid_ = validate(options_);
+  try {
+    validate(options_);
+  } catch (const InputError& e) {
+    invalid_ = e.what();
+  }
 }
 
 LoadRunner::~LoadRunner() = default;
@@ -86,7 +90,7 @@ LoadResult LoadRunner::run() {
     return result;
   }
 
-  Url url = *parse_url(o.url);
+  Url url = parse_url(o.url);
   std::string host_port = url.authority.find(':') != std::string::npos && url.authority.back() != ']'
                               ? url.authority
                               : url.authority + ":" + std::to_string(url.port);

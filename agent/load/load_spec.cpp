@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/input_error.hpp"
 
 namespace loadlab::load {
 
@@ -46,19 +47,22 @@ LoadOptions options_from_spec(const v1::LoadSpec& s) {
   return o;
 }
 
-std::string validate_spec(const v1::LoadSpec& s) {
+void validate_spec(const v1::LoadSpec& s) {
   auto ep = parse_endpoint(s.endpoint());
   if (!ep || ep->host.empty() || ep->port == 0)
-    return "endpoint: must be HOST:PORT with a port in 1..65535, got \"" + s.endpoint() + "\"";
+    throw InputError("endpoint", "must be HOST:PORT with a port in 1..65535, got \"" + s.endpoint() + "\"");
   if (!s.path().empty() && (s.path()[0] != '/' || s.path().find_first_of(" \r\n") != std::string::npos))
-    return "path: must start with '/' and hold no spaces or line breaks";
+    throw InputError("path", "must start with '/' and hold no spaces or line breaks");
   if (s.stop_case() == v1::LoadSpec::STOP_NOT_SET)
-    return "stop: one of requests_per_thread, total_requests, duration_s is required";
+    throw InputError("stop", "one of requests_per_thread, total_requests, duration_s is required");
   for (const auto& [k, v] : s.headers())
-    if (k.find(':') != std::string::npos) return "headers/" + k + ": a header name holds no ':'";
+    if (k.find(':') != std::string::npos) throw InputError("headers/" + k, "a header name holds no ':'");
   LoadOptions o = options_from_spec(s);
-  std::string error = validate(o);
-  return error.empty() ? "" : "LoadSpec (as loadlab-load flags): " + error;
+  try {
+    validate(o);
+  } catch (const InputError& e) {
+    throw e.within("LoadSpec (as loadlab-load flags)");
+  }
 }
 
 std::vector<std::string> command_line(const std::string& binary, const LoadOptions& o) {

@@ -15,9 +15,10 @@ namespace loadlab::load {
 // connections = threads, timeout 5000 ms).
 LoadOptions options_from_spec(const v1::LoadSpec& spec);
 
-// "" if the worker would run `spec`, else one line naming the spec's field and, in
-// parentheses, the worker flag it becomes, with what is allowed.
-std::string validate_spec(const v1::LoadSpec& spec);
+// Returns if the worker would run `spec`; else throws InputError naming the spec's field
+// or, after "LoadSpec (as loadlab-load flags): ", the worker flag it becomes, with what is
+// allowed.
+void validate_spec(const v1::LoadSpec& spec);
 
 // The worker's command line for validated options, with --json-events.
 std::vector<std::string> command_line(const std::string& binary, const LoadOptions& options);

@@ -89,8 +89,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.output = json ? OutputMode::kJson : json_events ? OutputMode::kJsonEvents : OutputMode::kHuman;
-  if (std::string error = loadlab::load::validate(o); !error.empty()) {
-    std::fprintf(stderr, "loadlab-load: %s\n", error.c_str());
+  try {
+    loadlab::load::validate(o);
+  } catch (const loadlab::InputError& e) {
+    std::fprintf(stderr, "loadlab-load: %s\n", e.what());
     return 2;
   }
   if (!o.csv_requests.empty()) {

@@ -9,6 +9,7 @@
 #include "load_job.hpp"
 #include "load_spec.hpp"
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "target_job.hpp"
 
@@ -42,17 +43,17 @@ std::string executable_dir() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-std::string validate_target_spec(const v1::TargetSpec& spec) {
-  if (spec.kind_case() == v1::TargetSpec::KIND_NOT_SET) return "kind: one of builtin or catalog is required";
+void validate_target_spec(const v1::TargetSpec& spec) {
+  if (spec.kind_case() == v1::TargetSpec::KIND_NOT_SET)
+    throw InputError("kind", "one of builtin or catalog is required");
   if (spec.delay_ms() > static_cast<uint32_t>(limits::kMaxDelayMs))
-    return "delay_ms: must be 0.." + std::to_string(limits::kMaxDelayMs) + ", got " +
-           std::to_string(spec.delay_ms());
+    throw InputError("delay_ms", "must be 0.." + std::to_string(limits::kMaxDelayMs) + ", got " +
+                                     std::to_string(spec.delay_ms()));
   if (spec.threads() > static_cast<uint32_t>(limits::kMaxServerThreads))
-    return "threads: must be 0.." + std::to_string(limits::kMaxServerThreads) +
-           " (0 = the agent's cores), got " + std::to_string(spec.threads());
+    throw InputError("threads", "must be 0.." + std::to_string(limits::kMaxServerThreads) +
+                                    " (0 = the agent's cores), got " + std::to_string(spec.threads()));
   if (spec.body().size() > static_cast<size_t>(limits::kMaxBodyBytes))
-    return "body: must be at most " + std::to_string(limits::kMaxBodyBytes) + " bytes";
-  return "";
+    throw InputError("body", "must be at most " + std::to_string(limits::kMaxBodyBytes) + " bytes");
 }
 
 AgentService::AgentService(AgentOptions options) : options_(std::move(options)) {
@@ -85,7 +86,11 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   if (!stream->Read(&cmd)) return Status(StatusCode::INVALID_ARGUMENT, "stream closed before a TargetSpec");
   if (!cmd.has_spec()) return Status(StatusCode::INVALID_ARGUMENT, "the first command must be a TargetSpec");
   const auto& spec = cmd.spec();
-  if (auto err = validate_target_spec(spec); !err.empty()) return Status(StatusCode::INVALID_ARGUMENT, err);
+  try {
+    validate_target_spec(spec);
+  } catch (const InputError& e) {
+    return Status(StatusCode::INVALID_ARGUMENT, e.what());
+  }
   const std::string name = spec.kind_case() == v1::TargetSpec::kCatalog ? spec.catalog() : spec.builtin();
   const CatalogEntry* entry = options_.catalog.find(name);
   if (!entry)
@@ -103,8 +108,11 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
   if (!stream->Read(&cmd) || !cmd.has_spec())
     return Status(StatusCode::INVALID_ARGUMENT, "the first command must be a LoadSpec");
   // The worker's own rules: a spec accepted here is one the worker runs.
-  if (auto err = load::validate_spec(cmd.spec()); !err.empty())
-    return Status(StatusCode::INVALID_ARGUMENT, err);
+  try {
+    load::validate_spec(cmd.spec());
+  } catch (const InputError& e) {
+    return Status(StatusCode::INVALID_ARGUMENT, e.what());
+  }
   JobLease lease(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");

@@ -48,10 +48,14 @@ Status LoadJob::on_line(const std::string& line) {
   // The worker's stdout carries LoadEvent lines only (see agent.proto); anything else is a
   // broken worker, not a line to skip.
   v1::LoadEvent ev;
-  std::string err = proto::from_json(line, &ev);
-  if (err.empty() &&
-      (ev.event_case() == v1::LoadEvent::kUsage || ev.event_case() == v1::LoadEvent::EVENT_NOT_SET))
-    err = "no worker event";
+  std::string err;
+  try {
+    proto::from_json(line, &ev);
+    if (ev.event_case() == v1::LoadEvent::kUsage || ev.event_case() == v1::LoadEvent::EVENT_NOT_SET)
+      err = "no worker event";
+  } catch (const InputError& e) {
+    err = e.what();
+  }
   if (!err.empty()) {
     stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
     return Status(StatusCode::INTERNAL,

@@ -55,10 +55,13 @@ std::map<std::string, CellValues> cells_of(const nlohmann::json& result, const M
   const auto& cells = result["cells"];
   for (size_t i = 0; i < cells.size(); ++i) {
     v1::CellResult c;
-    if (auto err = proto::from_json(cells[i].dump(), &c); !err.empty())
+    try {
+      proto::from_json(cells[i].dump(), &c);
+    } catch (const InputError& e) {
       throw InputError("/cells/" + std::to_string(i), std::string(which) + ": not a loadlab.v1.CellResult (" +
-                                                          err +
+                                                          e.message() +
                                                           "); a result.json of another loadlab version?");
+    }
     CellValues v;
     for (auto& r : c.repetitions()) {
       double x = m.read(r);

@@ -6,6 +6,7 @@
 #include "loadlab/controller/errors.hpp"
 #include "loadlab/proto/histogram_proto.hpp"
 #include "loadlab/shared/histogram.hpp"
+#include "loadlab/shared/input_error.hpp"
 
 namespace loadlab::controller {
 
@@ -21,8 +22,11 @@ v1::Latency merged_latency(const std::vector<v1::LoadResult>& results,
     const auto& ph = (p.*hist)();
     if (ph.highest_trackable() == 0) continue;
     Histogram h;
-    if (auto err = proto::from_proto(ph, &h); !err.empty())
-      throw CellError("measure", "a load agent sent a broken histogram: " + err);
+    try {
+      proto::from_proto(ph, &h);
+    } catch (const InputError& e) {
+      throw CellError("measure", std::string("a load agent sent a broken histogram: ") + e.what());
+    }
     if (!merged.merge(h))
       throw CellError("measure",
                       "a load agent's histogram has other parameters (an agent of another version?)");

@@ -77,10 +77,13 @@ std::vector<std::optional<CellResult>> RunFolder::open_journal(const std::vector
       ++line_no;
       if (torn || line.empty()) continue;
       v1::CellResult cell;
-      if (auto err = proto::from_json(line, &cell); !err.empty())
+      try {
+        proto::from_json(line, &cell);
+      } catch (const InputError& e) {
         throw InputError("", journal_path().string() + " line " + std::to_string(line_no) +
-                                 " is not a loadlab.v1.CellResult (" + err +
+                                 " is not a loadlab.v1.CellResult (" + e.message() +
                                  "); was it written by another loadlab version?");
+      }
       done[cell.cell().key()] = std::move(cell);
     }
   }

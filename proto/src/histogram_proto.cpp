@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "loadlab/shared/input_error.hpp"
+
 namespace loadlab::proto {
 
 void to_proto(const Histogram& h, v1::Histogram* out) {
@@ -15,20 +17,21 @@ void to_proto(const Histogram& h, v1::Histogram* out) {
   }
 }
 
-std::string from_proto(const v1::Histogram& in, Histogram* out) {
+void from_proto(const v1::Histogram& in, Histogram* out) {
   // The agent's histograms span 1 µs .. 60 s; a wider one from a peer is refused rather
   // than allocated.
   constexpr uint64_t kMaxHighest = uint64_t{1} << 40;
   if (in.highest_trackable() < 2 || in.highest_trackable() > kMaxHighest)
-    return "histogram.highest_trackable: must be 2..2^40, got " + std::to_string(in.highest_trackable());
+    throw InputError("histogram.highest_trackable",
+                     "must be 2..2^40, got " + std::to_string(in.highest_trackable()));
   if (in.significant_digits() < 1 || in.significant_digits() > 5)
-    return "histogram.significant_digits: must be 1..5, got " + std::to_string(in.significant_digits());
+    throw InputError("histogram.significant_digits",
+                     "must be 1..5, got " + std::to_string(in.significant_digits()));
   Histogram h(static_cast<int64_t>(in.highest_trackable()), static_cast<int>(in.significant_digits()));
   for (const auto& b : in.buckets())
     if (!h.add_bucket(b.index(), b.count()))
-      return "histogram.buckets: index " + std::to_string(b.index()) + " is out of range";
+      throw InputError("histogram.buckets", "index " + std::to_string(b.index()) + " is out of range");
   *out = std::move(h);
-  return "";
 }
 
 void latency_of(const Histogram& h, v1::Latency* out) {

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "loadlab/shared/input_error.hpp"
+
 namespace loadlab::proto {
 
 std::string to_json(const google::protobuf::Message& message) {
@@ -18,12 +20,12 @@ std::string to_json(const google::protobuf::Message& message) {
   return out;
 }
 
-std::string from_json(std::string_view json, google::protobuf::Message* message) {
+void from_json(std::string_view json, google::protobuf::Message* message) {
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   message->Clear();
   auto status = google::protobuf::util::JsonStringToMessage(std::string(json), message, options);
-  return status.ok() ? "" : std::string(status.message());
+  if (!status.ok()) throw InputError(message->GetTypeName(), std::string(status.message()));
 }
 
 }  // namespace loadlab::proto

@@ -33,15 +33,22 @@ std::string check_all_layers(const json& s) {
   } catch (const InputError& e) {
     return std::string("validate: ") + e.what();
   }
-  for (const auto& cell : controller::expand(scenario)) {
-    if (auto e = agent::validate_target_spec(controller::target_spec(scenario, cell)); !e.empty())
-      return "agent target: " + e;
-    for (const auto& share : controller::split_load(scenario, cell, 1)) {
-      auto spec = controller::load_spec(scenario, cell, share, "127.0.0.1:8080");
-      if (auto e = load::validate_spec(spec); !e.empty()) return "agent/worker load: " + e;
-      auto options = load::options_from_spec(spec);
-      if (auto e = load::validate(options); !e.empty()) return "worker: " + e;
+  std::string layer;
+  try {
+    for (const auto& cell : controller::expand(scenario)) {
+      layer = "agent target: ";
+      agent::validate_target_spec(controller::target_spec(scenario, cell));
+      for (const auto& share : controller::split_load(scenario, cell, 1)) {
+        auto spec = controller::load_spec(scenario, cell, share, "127.0.0.1:8080");
+        layer = "agent/worker load: ";
+        load::validate_spec(spec);
+        auto options = load::options_from_spec(spec);
+        layer = "worker: ";
+        load::validate(options);
+      }
     }
+  } catch (const InputError& e) {
+    return layer + e.what();
   }
   return "";
 }

@@ -31,7 +31,7 @@ TEST(Results, ACellSurvivesTheJournalRoundTripThroughTheProtoJson) {
   c.reps.push_back(r);
   const std::string line = proto::to_json(to_proto(c));
   v1::CellResult read;
-  ASSERT_EQ(proto::from_json(line, &read), "");
+  ASSERT_NO_THROW(proto::from_json(line, &read));
   auto back = cell_from_proto(read, c.cell);
   EXPECT_EQ(proto::to_json(to_proto(back)), line);
   EXPECT_EQ(back.reps[0].attempts(), 2u);

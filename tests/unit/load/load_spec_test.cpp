@@ -6,12 +6,15 @@
 
 #include <algorithm>
 
+#include "input_error_of.hpp"
 #include "load_result.hpp"
 #include "loadlab/proto/histogram_proto.hpp"
 #include "loadlab/proto/json.hpp"
 
 namespace loadlab::load {
 namespace {
+
+using loadlab::testing::input_error_of;
 
 v1::LoadSpec good() {
   v1::LoadSpec s;
@@ -62,25 +65,31 @@ TEST(LoadSpec, CommandLineCarriesEveryField) {
 
 TEST(LoadSpec, ValidationIsTheWorkersAndNamesTheField) {
   auto s = good();
-  EXPECT_EQ(validate_spec(s), "");
+  EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");
   s.set_endpoint("nohost");
-  EXPECT_EQ(validate_spec(s).substr(0, 9), "endpoint:");
+  EXPECT_EQ(input_error_of([&] { validate_spec(s); }).substr(0, 9), "endpoint:");
   s = good();
   s.set_connections(2);
-  EXPECT_NE(validate_spec(s).find("-c/--connections: must be in 4 (the thread count).."), std::string::npos)
-      << validate_spec(s);
+  EXPECT_NE(
+      input_error_of([&] { validate_spec(s); }).find("-c/--connections: must be in 4 (the thread count).."),
+      std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
   s = good();
   s.clear_requests_per_thread();
-  EXPECT_EQ(validate_spec(s).substr(0, 5), "stop:");
+  EXPECT_EQ(input_error_of([&] { validate_spec(s); }).substr(0, 5), "stop:");
   s = good();
   (*s.mutable_headers())["Bad"] = "a\r\nInjected: 1";
-  EXPECT_NE(validate_spec(s).find("-H/--header"), std::string::npos) << validate_spec(s);
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("-H/--header"), std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
   s = good();
   s.set_threads(2000);  // the worker's limit, not a looser one of the agent's
-  EXPECT_NE(validate_spec(s).find("-t/--threads: must be in 1..1024"), std::string::npos) << validate_spec(s);
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("-t/--threads: must be in 1..1024"),
+            std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
   s = good();
   s.set_rate(1e-300);
-  EXPECT_NE(validate_spec(s).find("--rate"), std::string::npos) << validate_spec(s);
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("--rate"), std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
 }
 
 // What the worker prints is what the agent reads: one message, no hand-written fields.
@@ -105,7 +114,7 @@ TEST(LoadSpec, ResultLineRoundTripsThroughTheProtocolsJson) {
   EXPECT_NE(line.find("\"rate_not_held\":false"), std::string::npos) << line;  // defaults are printed
 
   v1::LoadEvent back;
-  ASSERT_EQ(proto::from_json(line, &back), "");
+  ASSERT_NO_THROW(proto::from_json(line, &back));
   ASSERT_TRUE(back.has_result());
   EXPECT_EQ(back.result().requests(), 100u);
   EXPECT_EQ(back.result().status().at(500), 2u);
@@ -114,7 +123,7 @@ TEST(LoadSpec, ResultLineRoundTripsThroughTheProtocolsJson) {
   EXPECT_DOUBLE_EQ(back.result().latency().p50_us(),
                    static_cast<double>(r.histogram.value_at_percentile(50)));
   Histogram h;
-  ASSERT_EQ(proto::from_proto(back.result().histogram(), &h), "");
+  ASSERT_NO_THROW(proto::from_proto(back.result().histogram(), &h));
   EXPECT_EQ(h.count(), 100);
   EXPECT_EQ(h.value_at_percentile(99), r.histogram.value_at_percentile(99));
 }

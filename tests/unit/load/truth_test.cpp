@@ -8,6 +8,7 @@
 #include <future>
 
 #include "fd_limit.hpp"
+#include "input_error_of.hpp"
 #include "load_options.hpp"
 #include "load_runner.hpp"
 #include "target_process.hpp"
@@ -15,11 +16,13 @@
 namespace loadlab::load {
 namespace {
 
+using loadlab::testing::input_error_of;
+
 using namespace std::chrono_literals;
 using testing::TargetProcess;
 
 LoadResult run_bounded(LoadOptions o, std::chrono::seconds limit = 30s) {
-  EXPECT_EQ(validate(o), "");
+  EXPECT_EQ(input_error_of([&] { validate(o); }), "");
   LoadRunner runner(o);
   auto future = std::async(std::launch::async, [&] { return runner.run(); });
   if (future.wait_for(limit) != std::future_status::ready) {

@@ -13,16 +13,21 @@ TEST(ProtoJson, DefaultsArePrintedWithTheProtosFieldNames) {
   std::string json = to_json(p);
   EXPECT_EQ(json, R"({"elapsed_s":0,"requests":"7","errors":"0","qps":0,"warmup":false})");
   v1::Progress back;
-  ASSERT_EQ(from_json(json, &back), "");
+  ASSERT_NO_THROW(from_json(json, &back));
   EXPECT_EQ(back.requests(), 7u);
 }
 
 TEST(ProtoJson, AMistypedFieldIsAnErrorNotAZero) {
   v1::LoadEvent ev;
-  EXPECT_NE(from_json(R"({"result":{"requets":"100"}})", &ev), "");
-  EXPECT_NE(from_json(R"({"result":{"requests":"a hundred"}})", &ev), "");
-  EXPECT_NE(from_json("not json", &ev), "");
-  EXPECT_EQ(from_json(R"({"progress":{"requests":"7","qps":3.5}})", &ev), "");
+  EXPECT_THROW(from_json(R"({"result":{"requets":"100"}})", &ev), InputError);
+  EXPECT_THROW(from_json(R"({"result":{"requests":"a hundred"}})", &ev), InputError);
+  try {
+    from_json("not json", &ev);
+    FAIL() << "not json was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "loadlab.v1.LoadEvent");
+  }
+  ASSERT_NO_THROW(from_json(R"({"progress":{"requests":"7","qps":3.5}})", &ev));
   EXPECT_EQ(ev.progress().requests(), 7u);
 }
 
@@ -31,12 +36,20 @@ TEST(HistogramProto, AHistogramFromAPeerIsCheckedBeforeItIsBuilt) {
   Histogram h;
   p.set_highest_trackable(uint64_t{1} << 62);
   p.set_significant_digits(3);
-  EXPECT_NE(from_proto(p, &h).find("highest_trackable"), std::string::npos);
+  auto error_of = [&] {
+    try {
+      from_proto(p, &h);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of().find("highest_trackable"), std::string::npos);
   p.set_highest_trackable(60'000'000);
   auto* b = p.add_buckets();
   b->set_index(1u << 30);
   b->set_count(1);
-  EXPECT_NE(from_proto(p, &h).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of().find("out of range"), std::string::npos);
 }
 
 TEST(HistogramProto, RoundTripKeepsEveryBucket) {
@@ -45,7 +58,7 @@ TEST(HistogramProto, RoundTripKeepsEveryBucket) {
   v1::Histogram wire;
   to_proto(h, &wire);
   Histogram back;
-  ASSERT_EQ(from_proto(wire, &back), "");
+  ASSERT_NO_THROW(from_proto(wire, &back));
   EXPECT_EQ(back.count(), h.count());
   for (double p : {50.0, 90.0, 99.0, 99.9})
     EXPECT_EQ(back.value_at_percentile(p), h.value_at_percentile(p)) << p;

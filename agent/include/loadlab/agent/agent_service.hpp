@@ -28,8 +28,9 @@ struct AgentOptions {
 // The folder of the running executable (from /proc/self/exe).
 std::string executable_dir();
 
-// "" if the agent would host `spec`, else a message naming the field and what is allowed.
-std::string validate_target_spec(const v1::TargetSpec& spec);
+// Returns if the agent would host `spec`; else throws InputError naming the field and what
+// is allowed.
+void validate_target_spec(const v1::TargetSpec& spec);
 
 class AgentService final : public loadlab::v1::Agent::Service {
  public:

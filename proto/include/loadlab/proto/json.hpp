@@ -9,11 +9,14 @@
 
 #include <string>
 
+#include "loadlab/shared/input_error.hpp"
+
 namespace loadlab::proto {
 
 // One line of JSON (no newline). Never fails for a valid message.
 std::string to_json(const google::protobuf::Message& message);
-// Parses `json` into `message` (cleared first); "" on success, else the parser's reason.
-std::string from_json(std::string_view json, google::protobuf::Message* message);
+// Parses `json` into `message` (cleared first); throws InputError (path: the message's type,
+// e.g. "loadlab.v1.LoadEvent"; message: the parser's reason) when it is not one.
+void from_json(std::string_view json, google::protobuf::Message* message);
 
 }  // namespace loadlab::proto

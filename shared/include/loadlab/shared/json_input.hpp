@@ -6,33 +6,12 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "loadlab/shared/input_error.hpp"
+
 namespace loadlab {
-
-class InputError : public std::runtime_error {
- public:
-  InputError(std::string path, const std::string& message)
-      : std::runtime_error((path.empty() ? "/" : path) + ": " + message),
-        path_(std::move(path)),
-        message_(message) {}
-  const std::string& path() const { return path_; }
-  const std::string& message() const { return message_; }
-  // The file the error is in, when the catcher cannot know it ("" = the obvious one).
-  const std::string& file() const { return file_; }
-  InputError in_file(std::string file) const {
-    InputError e = *this;
-    e.file_ = std::move(file);
-    return e;
-  }
-
- private:
-  std::string path_;
-  std::string message_;
-  std::string file_;
-};
 
 // Reads and parses a JSON file; InputError with the line and column on a syntax error.
 nlohmann::json read_json_file(const std::string& file);
