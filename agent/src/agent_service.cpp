@@ -54,6 +54,11 @@ void validate_target_spec(const v1::TargetSpec& spec) {
                                     " (0 = the agent's cores), got " + std::to_string(spec.threads()));
   if (spec.body().size() > static_cast<size_t>(limits::kMaxBodyBytes))
     throw InputError("body", "must be at most " + std::to_string(limits::kMaxBodyBytes) + " bytes");
+  if (spec.has_body_size() && spec.body_size() > static_cast<uint64_t>(limits::kMaxResponseBodyBytes))
+    throw InputError("body_size", "must be 0.." + std::to_string(limits::kMaxResponseBodyBytes) + ", got " +
+                                      std::to_string(spec.body_size()));
+  if (spec.has_body_size() && !spec.body().empty())
+    throw InputError("body_size", "give at most one of body and body_size");
 }
 
 AgentService::AgentService(AgentOptions options) : options_(std::move(options)) {
@@ -75,6 +80,7 @@ Status AgentService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, 
   info->set_cpu_model(read_first_match("/proc/cpuinfo", "model name"));
   for (auto& t : options_.catalog.names()) info->add_catalog(t);
   info->add_protocols("http/1.1");
+  info->add_clients("loadlab");
   info->set_busy(target_slot_.busy() || load_slot_.busy());
   info->set_process_control(std::string(to_string(proc_control().mode)));
   return Status::OK;
@@ -96,6 +102,9 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   if (!entry)
     return Status(StatusCode::NOT_FOUND,
                   "unknown target \"" + name + "\"; this agent knows: " + options_.catalog.names_joined());
+  if (spec.has_body_size() && !entry->builtin)
+    return Status(StatusCode::INVALID_ARGUMENT, "body_size: catalog target \"" + name +
+                                                    "\" takes no body_size; only the built-in hello does");
   JobLease lease(target_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already hosts a target");
@@ -113,6 +122,9 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
   } catch (const InputError& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());
   }
+  if (!cmd.spec().client().empty() && cmd.spec().client() != "loadlab")
+    return Status(StatusCode::NOT_FOUND,
+                  "unknown client \"" + cmd.spec().client() + "\"; this agent runs: loadlab");
   JobLease lease(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");

@@ -41,6 +41,7 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
                "--delay-ms",
                std::to_string(spec.delay_ms())};
       if (!spec.body().empty()) argv_.insert(argv_.end(), {"--body", spec.body()});
+      if (spec.has_body_size()) argv_.insert(argv_.end(), {"--body-size", std::to_string(spec.body_size())});
       return Status::OK;
     }
     port_ = std::make_unique<PortReservation>(options_.target_host);

@@ -7,10 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "loadlab/shared/limits.hpp"
+
 namespace loadlab::target {
 
 inline constexpr double kMaxDelayMs = 60000;
-inline constexpr std::uint64_t kMaxBodySize = 64ull * 1024 * 1024;
+inline constexpr std::uint64_t kMaxBodySize = limits::kMaxResponseBodyBytes;
 inline constexpr std::uint64_t kMaxWorkUs = 1000000;
 inline constexpr unsigned kMinStatus = 200;
 inline constexpr unsigned kMaxStatus = 599;

@@ -39,6 +39,11 @@ bool ConnectedAgent::can_host(const std::string& target) const {
   return std::find(info.catalog().begin(), info.catalog().end(), target) != info.catalog().end();
 }
 
+bool ConnectedAgent::runs_client(const std::string& client) const {
+  if (info.clients().empty()) return client == kBuiltinClient;
+  return std::find(info.clients().begin(), info.clients().end(), client) != info.clients().end();
+}
+
 bool ConnectedAgent::answers(std::chrono::milliseconds deadline) const {
   // The channel's reconnect backoff (1 s, growing to minutes) is reset first: an agent
   // restarted on the same port is seen at the next probe, and a probe of a refused port
@@ -80,6 +85,28 @@ std::vector<const ConnectedAgent*> AgentPool::target_agents(const Scenario& s,
   return out;
 }
 
+std::vector<const ConnectedAgent*> AgentPool::load_agents(const Scenario& s,
+                                                          const std::string& client) const {
+  auto out = eligible(s.placement.load_role, s.placement.load_labels);
+  out.erase(std::remove_if(out.begin(), out.end(), [&](auto* a) { return !a->runs_client(client); }),
+            out.end());
+  return out;
+}
+
+namespace {
+// The clients of a scenario's cells, each with the JSON path of its first mention.
+std::vector<std::pair<std::string, std::string>> clients_of(const Scenario& s) {
+  for (auto& axis : s.matrix)
+    if (axis.knob == Knob::kClient) {
+      std::vector<std::pair<std::string, std::string>> out;
+      for (size_t i = 0; i < axis.texts.size(); ++i)
+        out.emplace_back(axis.texts[i], "/matrix/client/" + std::to_string(i));
+      return out;
+    }
+  return {{s.load.client, "/load/client"}};
+}
+}  // namespace
+
 void AgentPool::check(const Scenario& s) const {
   for (size_t i = 0; i < s.targets.size(); ++i) {
     const auto& t = s.targets[i];
@@ -96,13 +123,23 @@ void AgentPool::check(const Scenario& s) const {
                        "no agent can host \"" + target_name(t) + "\"; known: " + list);
     }
   }
-  for (auto& t : s.targets) place(s, t, 0);  // fails now, not mid-run, if impossible
+  for (auto& [client, path] : clients_of(s))
+    if (load_agents(s, client).empty()) {
+      std::string list;
+      for (auto& a : eligible(s.placement.load_role, s.placement.load_labels))
+        for (auto& c : a->info.clients()) list += (list.empty() ? "" : ", ") + a->def.name + ":" + c;
+      throw InputError(path, "no load agent runs the client \"" + client +
+                                 "\"; known: " + (list.empty() ? "loadlab" : list));
+    }
+  for (auto& t : s.targets)
+    for (auto& [client, path] : clients_of(s)) place(s, t, client, 0);  // fails now, not mid-run
 }
 
-Placement AgentPool::place(const Scenario& s, const TargetDef& t, uint32_t attempt) const {
+Placement AgentPool::place(const Scenario& s, const TargetDef& t, const std::string& client,
+                           uint32_t attempt) const {
   const std::string& name = target_name(t);
   auto targets = target_agents(s, name);
-  auto loads = eligible(s.placement.load_role, s.placement.load_labels);
+  auto loads = load_agents(s, client);
   const bool share = s.placement.share_agents || agents_.size() == 1;
   auto loads_beside = [&](const ConnectedAgent* target) {
     std::vector<const ConnectedAgent*> out;
@@ -119,8 +156,8 @@ Placement AgentPool::place(const Scenario& s, const TargetDef& t, uint32_t attem
                            "\"");
   if (usable.empty())
     throw EnvironmentError("no reachable agent with role " + s.placement.load_role +
-                           " other than the target's " + targets[0]->def.name +
-                           " (set placement.share_agents to allow sharing)");
+                           " that runs the client " + client + ", other than the target's " +
+                           targets[0]->def.name + " (set placement.share_agents to allow sharing)");
   Placement p;
   const ConnectedAgent* target = usable[attempt % usable.size()];
   p.target = target->ref();

@@ -9,7 +9,14 @@ std::vector<LoadShare> split_load(const Scenario& s, const Cell& c, size_t agent
   std::vector<LoadShare> shares(n);
   for (size_t i = 0; i < n; ++i) {
     shares[i].threads = static_cast<uint32_t>(c.threads / n + (i < c.threads % n ? 1 : 0));
-    shares[i].connections = shares[i].threads * s.load.connections_per_thread;
+  }
+  // Connections follow the threads: each share gets its threads' part, the last the rest.
+  uint32_t given_connections = 0;
+  for (size_t i = 0; i < n; ++i) {
+    shares[i].connections =
+        i + 1 == n ? c.connections - given_connections
+                   : static_cast<uint32_t>(uint64_t{c.connections} * shares[i].threads / c.threads);
+    given_connections += shares[i].connections;
   }
   if (s.load.total_requests) {
     uint64_t total = *s.load.total_requests, given = 0;
@@ -30,8 +37,9 @@ v1::TargetSpec target_spec(const Scenario& s, const Cell& c) {
   else
     spec.set_catalog(t.catalog);
   spec.set_delay_ms(c.delay_ms);
-  spec.set_threads(t.server_threads);
+  spec.set_threads(c.server_threads);
   spec.set_body(t.body);
+  if (c.body_size) spec.set_body_size(*c.body_size);
   return spec;
 }
 
@@ -50,10 +58,11 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
   if (share.total_requests) spec.set_total_requests(*share.total_requests);
   if (l.duration_s) spec.set_duration_s(*l.duration_s);
   spec.set_warmup_s(l.warmup_s);
-  spec.set_keep_alive(l.keep_alive);
+  spec.set_keep_alive(c.keep_alive);
   spec.set_timeout_ms(l.timeout_ms);
   // The cell's rate is shared by its load agents in proportion to their threads.
-  if (l.rate > 0) spec.set_rate(l.rate * share.threads / c.threads);
+  if (c.rate > 0) spec.set_rate(c.rate * share.threads / c.threads);
+  spec.set_client(c.client == kBuiltinClient ? "" : c.client);
   return spec;
 }
 

@@ -3,24 +3,69 @@
 namespace loadlab::controller {
 
 std::string Cell::key() const {
-  return target + "/d" + std::to_string(delay_ms) + "/t" + std::to_string(threads);
+  std::string k = target;
+  for (auto& [name, text] : axes) k += "/" + std::string(find_knob(name)->key_prefix) + text;
+  return k;
+}
+
+Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
+  const auto& target = s.targets[t];
+  const auto& load = s.load;
+  Cell c;
+  c.target_index = t;
+  c.target = target.name;
+  c.delay_ms = target.delay_ms;
+  c.threads = load.threads;
+  c.rate = load.rate;
+  c.server_threads = target.server_threads;
+  c.body_size = target.body_size;
+  c.keep_alive = load.keep_alive;
+  c.client = load.client;
+  uint32_t per_thread = load.connections_per_thread;
+  std::optional<uint32_t> total = load.connections;
+  c.axes.reserve(s.matrix.size());
+  for (size_t i = 0; i < s.matrix.size(); ++i) {
+    const auto& axis = s.matrix[i];
+    const auto& v = axis.values[digits[i]];
+    switch (axis.knob) {
+      case Knob::kDelayMs:
+        c.delay_ms = v.get<uint32_t>();
+        break;
+      case Knob::kThreads:
+        c.threads = v.get<uint32_t>();
+        break;
+      case Knob::kConnectionsPerThread:
+        per_thread = v.get<uint32_t>();
+        total.reset();
+        break;
+      case Knob::kConnections:
+        total = v.get<uint32_t>();
+        break;
+      case Knob::kRate:
+        c.rate = v.get<double>();
+        break;
+      case Knob::kBodySize:
+        c.body_size = v.get<uint64_t>();
+        break;
+      case Knob::kServerThreads:
+        c.server_threads = v.get<uint32_t>();
+        break;
+      case Knob::kKeepAlive:
+        c.keep_alive = v.get<bool>();
+        break;
+      case Knob::kClient:
+        c.client = v.get<std::string>();
+        break;
+    }
+    c.axes.emplace_back(axis.name, axis.texts[digits[i]]);
+  }
+  c.connections = total ? *total : c.threads * per_thread;
+  return c;
 }
 
 std::vector<Cell> expand(const Scenario& s) {
   std::vector<Cell> cells;
-  cells.reserve(s.targets.size() * s.delay_ms.size() * s.threads.size());
-  for (size_t t = 0; t < s.targets.size(); ++t)
-    for (auto delay : s.delay_ms)
-      for (auto threads : s.threads) {
-        Cell c;
-        c.index = cells.size();
-        c.target_index = t;
-        c.target = s.targets[t].name;
-        c.delay_ms = delay;
-        c.threads = threads;
-        c.connections = threads * s.load.connections_per_thread;
-        cells.push_back(std::move(c));
-      }
+  for_each_cell(s, [&](Cell& c, const std::vector<size_t>&) { cells.push_back(std::move(c)); });
   return cells;
 }
 

@@ -29,16 +29,50 @@ std::string csv_field(const std::string& s) {
 }
 }  // namespace
 
-std::vector<std::string> summary_header() {
-  return {"target", "delay ms", "threads",  "conns",  "qps",      "p50 ms", "p90 ms", "p99 ms",
-          "max ms", "errors",   "srv cpu%", "srv MB", "cli cpu%", "cli MB", "status"};
+namespace {
+bool connections_is_axis(const std::vector<std::pair<std::string, std::string>>& axes) {
+  for (auto& [name, text] : axes)
+    if (name == "connections") return true;
+  return false;
+}
+const std::vector<std::pair<std::string, std::string>>& axes_of(const std::vector<CellResult>& cells) {
+  static const std::vector<std::pair<std::string, std::string>> none;
+  return cells.empty() ? none : cells.front().cell.axes;  // every cell has the same axes
+}
+}  // namespace
+
+std::vector<std::string> cell_header(const std::vector<CellResult>& cells, bool human) {
+  std::vector<std::string> h{"target"};
+  for (auto& [name, text] : axes_of(cells)) h.push_back(human ? find_knob(name)->column : name);
+  if (!connections_is_axis(axes_of(cells))) h.push_back(human ? "conns" : "connections");
+  return h;
+}
+
+std::vector<std::string> cell_values(const Cell& c, bool human) {
+  std::vector<std::string> v{c.target};
+  for (auto& [name, text] : c.axes) {
+    if (name == "keep_alive")
+      v.push_back(human ? (text == "1" ? "yes" : "no") : (text == "1" ? "true" : "false"));
+    else if (name == "rate" && text == "0" && human)
+      v.push_back("closed");
+    else
+      v.push_back(text);
+  }
+  if (!connections_is_axis(c.axes)) v.push_back(std::to_string(c.connections));
+  return v;
+}
+
+std::vector<std::string> summary_header(const std::vector<CellResult>& cells) {
+  auto h = cell_header(cells, true);
+  h.insert(h.end(), {"qps", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "srv cpu%", "srv MB",
+                     "cli cpu%", "cli MB", "status"});
+  return h;
 }
 
 std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>& cells) {
   std::vector<std::vector<std::string>> rows;
   for (auto& c : cells) {
-    std::vector<std::string> row{c.cell.target, std::to_string(c.cell.delay_ms),
-                                 std::to_string(c.cell.threads), std::to_string(c.cell.connections)};
+    std::vector<std::string> row = cell_values(c.cell, true);
     if (c.ok()) {
       const auto& m = c.median();
       row.insert(row.end(),
@@ -56,7 +90,7 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
 }
 
 void write_table(std::ostream& out, const std::vector<CellResult>& cells) {
-  auto header = summary_header();
+  auto header = summary_header(cells);
   auto rows = summary_rows(cells);
   std::vector<size_t> width(header.size());
   for (size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
@@ -81,11 +115,15 @@ void write_table(std::ostream& out, const std::vector<CellResult>& cells) {
 
 void write_markdown(std::ostream& out, const std::string& title, const std::vector<CellResult>& cells) {
   out << "# " << title << "\n\n";
-  auto header = summary_header();
+  auto header = summary_header(cells);
+  const size_t cell_columns = cell_header(cells, true).size();
   out << "|";
   for (auto& h : header) out << " " << h << " |";
   out << "\n|";
-  for (size_t i = 0; i < header.size(); ++i) out << (i == 0 || i + 1 == header.size() ? " --- |" : " ---: |");
+  for (size_t i = 0; i < header.size(); ++i) {
+    const bool text = i == 0 || i + 1 == header.size() || (i < cell_columns && header[i] == "client");
+    out << (text ? " --- |" : " ---: |");
+  }
   out << "\n";
   for (auto& r : summary_rows(cells)) {
     out << "|";
@@ -101,20 +139,21 @@ void write_markdown(std::ostream& out, const std::string& title, const std::vect
 }
 
 void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
-  out << "target,delay_ms,threads,connections,requests,errors,duration_s,qps,qps_min,qps_max,p50_us,p90_us,"
-         "p99_us,"
-         "p999_us,max_us,mean_us,server_cpu_pct,server_rss_kb_mean,server_rss_kb_peak,client_cpu_pct,"
-         "client_rss_kb_mean,client_rss_kb_peak,repetitions,flags,error\n";
+  std::string header;
+  for (auto& h : cell_header(cells, false)) header += h + ",";
+  out << header
+      << "requests,errors,duration_s,qps,qps_min,qps_max,p50_us,p90_us,p99_us,p999_us,max_us,mean_us,"
+         "server_cpu_pct,server_rss_kb_mean,server_rss_kb_peak,client_cpu_pct,client_rss_kb_mean,"
+         "client_rss_kb_peak,repetitions,flags,error\n";
   for (auto& c : cells) {
-    out << csv_field(c.cell.target) << "," << c.cell.delay_ms << "," << c.cell.threads << ","
-        << c.cell.connections;
+    for (auto& v : cell_values(c.cell, false)) out << csv_field(v) << ",";
     if (c.ok()) {
       const auto& m = c.median();
-      out << "," << m.requests() << "," << m.errors() << "," << fixed(m.duration_s(), 4) << ","
-          << fixed(m.qps(), 2) << "," << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << ","
-          << m.latency().p50_us() << "," << m.latency().p90_us() << "," << m.latency().p99_us() << ","
-          << m.latency().p999_us() << "," << m.latency().max_us() << "," << fixed(m.latency().mean_us(), 1)
-          << "," << fixed(m.server().cpu_pct(), 2) << "," << m.server().rss_kb_mean() << ","
+      out << m.requests() << "," << m.errors() << "," << fixed(m.duration_s(), 4) << "," << fixed(m.qps(), 2)
+          << "," << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << "," << m.latency().p50_us()
+          << "," << m.latency().p90_us() << "," << m.latency().p99_us() << "," << m.latency().p999_us() << ","
+          << m.latency().max_us() << "," << fixed(m.latency().mean_us(), 1) << ","
+          << fixed(m.server().cpu_pct(), 2) << "," << m.server().rss_kb_mean() << ","
           << m.server().rss_kb_peak() << "," << fixed(m.client().cpu_pct(), 2) << ","
           << m.client().rss_kb_mean() << "," << m.client().rss_kb_peak() << "," << c.reps.size() << ",";
     } else {

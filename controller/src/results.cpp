@@ -57,6 +57,16 @@ v1::CellConfig config_of(const Cell& c) {
   p.set_delay_ms(c.delay_ms);
   p.set_threads(c.threads);
   p.set_connections(c.connections);
+  p.set_rate(c.rate);
+  p.set_server_threads(c.server_threads);
+  if (c.body_size) p.set_body_size(*c.body_size);
+  p.set_keep_alive(c.keep_alive);
+  p.set_client(c.client);
+  for (auto& [name, text] : c.axes) {
+    auto* a = p.add_axes();
+    a->set_axis(name);
+    a->set_value(text);
+  }
   return p;
 }
 

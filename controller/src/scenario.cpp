@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <set>
+#include <stdexcept>
 
 #include "loadlab/controller/compare.hpp"
+#include "loadlab/controller/plan.hpp"
 #include "loadlab/shared/http_syntax.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
@@ -15,9 +18,28 @@ namespace loadlab::controller {
 namespace {
 
 constexpr const char* kBuiltins[] = {"hello"};
+constexpr double kMaxRate = 1e12;  // requests/s over a cell; per thread it is the limits table's
+
+// A client is named like a catalog entry: letters, digits, '.', '_', '-'.
+void check_client_name(const std::string& name, const std::string& path) {
+  bool ok = !name.empty() && name.size() <= 64;
+  for (char c : name)
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+  if (!ok)
+    throw InputError(path,
+                     "must be \"loadlab\" (the built-in client) or an agent catalog client's name "
+                     "(letters, digits, '.', '_', '-'), got \"" +
+                         name + "\"");
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
 
 TargetDef parse_target(const ObjectReader& t) {
-  t.allow({"name", "builtin", "catalog", "body", "server_threads"});
+  t.allow({"name", "builtin", "catalog", "body", "body_size", "server_threads", "delay_ms"});
   TargetDef d;
   d.name = t.string("name");
   if (d.name.empty()) throw InputError(t.path("name"), "must not be empty");
@@ -34,13 +56,19 @@ TargetDef parse_target(const ObjectReader& t) {
     if (d.catalog.empty()) throw InputError(t.path("catalog"), "must not be empty");
   }
   d.body = t.string("body", "");
+  if (t.has("body_size")) {
+    if (t.has("body")) throw InputError(t.path("body_size"), "give at most one of body and body_size");
+    d.body_size = static_cast<uint64_t>(t.integer("body_size", 0, limits::kMaxResponseBodyBytes));
+  }
   d.server_threads = static_cast<uint32_t>(t.integer("server_threads", 0, limits::kMaxServerThreads, 0));
+  d.delay_ms = static_cast<uint32_t>(t.integer("delay_ms", 0, limits::kMaxDelayMs, 0));
   return d;
 }
 
 LoadDef parse_load(const ObjectReader& l) {
-  l.allow({"requests_per_thread", "total_requests", "duration_s", "connections_per_thread", "warmup_s",
-           "keep_alive", "method", "path", "headers", "body", "timeout_ms", "rate"});
+  l.allow({"requests_per_thread", "total_requests", "duration_s", "threads", "connections_per_thread",
+           "connections", "client", "warmup_s", "keep_alive", "method", "path", "headers", "body",
+           "timeout_ms", "rate"});
   LoadDef d;
   int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
   if (stops != 1)
@@ -51,8 +79,16 @@ LoadDef parse_load(const ObjectReader& l) {
   if (l.has("total_requests"))
     d.total_requests = static_cast<uint64_t>(l.integer("total_requests", 1, limits::kMaxRequests));
   if (l.has("duration_s")) d.duration_s = l.number("duration_s", 0.001, limits::kMaxDurationS);
+  d.threads = static_cast<uint32_t>(l.integer("threads", 1, limits::kMaxThreads, 1));
   d.connections_per_thread =
       static_cast<uint32_t>(l.integer("connections_per_thread", 1, limits::kMaxConnectionsPerThread, 1));
+  if (l.has("connections")) {
+    if (l.has("connections_per_thread"))
+      throw InputError(l.path("connections"), "give at most one of connections and connections_per_thread");
+    d.connections = static_cast<uint32_t>(l.integer("connections", 1, limits::kMaxConnections));
+  }
+  d.client = l.string("client", kBuiltinClient);
+  check_client_name(d.client, l.path("client"));
   d.warmup_s = l.number("warmup_s", 0, limits::kMaxWarmupS, 0);
   d.keep_alive = l.boolean("keep_alive", true);
   d.method = l.string("method", "GET");
@@ -73,39 +109,8 @@ LoadDef parse_load(const ObjectReader& l) {
     throw InputError(l.path("body"), "must be at most " + std::to_string(limits::kMaxBodyBytes) +
                                          " bytes, got " + std::to_string(d.body.size()));
   d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, limits::kMaxTimeoutMs, 0));
-  d.rate = l.number("rate", limits::kMinRatePerThread, 1e12, 0);
+  d.rate = l.number("rate", limits::kMinRatePerThread, kMaxRate, 0);
   return d;
-}
-
-// Each load thread paces rate / threads: every thread count of the matrix must leave it
-// inside the worker's per-thread range.
-void check_rate_per_thread(double rate, const std::vector<uint32_t>& threads) {
-  for (size_t i = 0; i < threads.size(); ++i) {
-    double per_thread = rate / threads[i];
-    if (per_thread < limits::kMinRatePerThread || per_thread > limits::kMaxRatePerThread) {
-      char range[160];
-      std::snprintf(
-          range, sizeof range, "must be %g..%g requests per second per thread (%g..%g at %u threads)",
-          limits::kMinRatePerThread, limits::kMaxRatePerThread, limits::kMinRatePerThread * threads[i],
-          limits::kMaxRatePerThread * threads[i], threads[i]);
-      throw InputError("/load/rate", std::string(range) + ", /matrix/threads/" + std::to_string(i));
-    }
-  }
-}
-
-// The load's figures that depend on each cell's thread count: checked per thread count,
-// so no cell reaches an agent that its worker would refuse.
-void check_load_against_matrix(const Scenario& s) {
-  for (size_t i = 0; i < s.threads.size(); ++i) {
-    std::string at =
-        " (" + std::to_string(s.threads[i]) + " threads at /matrix/threads/" + std::to_string(i) + ")";
-    if (uint64_t{s.threads[i]} * s.load.connections_per_thread > uint64_t{limits::kMaxConnections})
-      throw InputError("/load/connections_per_thread", "times the thread count must be at most " +
-                                                           std::to_string(limits::kMaxConnections) + at);
-    if (s.load.total_requests && *s.load.total_requests < s.threads[i])
-      throw InputError("/load/total_requests", "must be at least the largest thread count" + at);
-  }
-  if (s.load.rate > 0) check_rate_per_thread(s.load.rate, s.threads);
 }
 
 std::vector<std::pair<std::string, std::string>> parse_selector(const ObjectReader& o, std::string& role,
@@ -147,9 +152,139 @@ ExecutionDef parse_execution(const ObjectReader& e) {
   return d;
 }
 
+std::string allowed_axes() {
+  std::string all;
+  for (auto& k : knobs()) all += (all.empty() ? "" : ", ") + std::string(k.name);
+  return all;
+}
+
+// A non-empty array of distinct values of one axis, each checked by `check` (which returns
+// the text keys show, or throws).
+template <class Check>
+MatrixAxis parse_axis(const ObjectReader& m, const KnobInfo& k, Check&& check) {
+  MatrixAxis a{k.knob, k.name, {}, {}};
+  const std::string at = m.path(k.name);
+  const auto& arr = m.at(k.name);
+  if (!arr.is_array() || arr.empty()) throw InputError(at, "must be a non-empty array");
+  for (size_t i = 0; i < arr.size(); ++i) {
+    std::string text = check(arr[i], at + "/" + std::to_string(i));
+    for (size_t j = 0; j < i; ++j)
+      if (arr[j] == arr[i])
+        throw InputError(at + "/" + std::to_string(i), "duplicate value " + arr[i].dump());
+    a.values.push_back(arr[i]);
+    a.texts.push_back(text);
+  }
+  return a;
+}
+
+MatrixAxis parse_matrix_axis(const ObjectReader& m, const KnobInfo& k) {
+  auto integer = [&](int64_t min, int64_t max) {
+    MatrixAxis a{k.knob, k.name, {}, {}};
+    for (auto v : m.integers(k.name, min, max)) {
+      a.values.emplace_back(v);
+      a.texts.push_back(std::to_string(v));
+    }
+    return a;
+  };
+  switch (k.knob) {
+    case Knob::kDelayMs:
+      return integer(0, limits::kMaxDelayMs);
+    case Knob::kThreads:
+      return integer(1, limits::kMaxThreads);
+    case Knob::kConnectionsPerThread:
+      return integer(1, limits::kMaxConnectionsPerThread);
+    case Knob::kConnections:
+      return integer(1, limits::kMaxConnections);
+    case Knob::kBodySize:
+      return integer(0, limits::kMaxResponseBodyBytes);
+    case Knob::kServerThreads:
+      return integer(0, limits::kMaxServerThreads);
+    case Knob::kRate:
+      return parse_axis(m, k, [](const nlohmann::json& v, const std::string& at) {
+        if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxRate))
+          throw InputError(at, "must be a number of requests per second in 0 (closed loop)..10^12");
+        return number_text(v.get<double>());
+      });
+    case Knob::kKeepAlive:
+      return parse_axis(m, k, [](const nlohmann::json& v, const std::string& at) {
+        if (!v.is_boolean()) throw InputError(at, "must be true or false");
+        return std::string(v.get<bool>() ? "1" : "0");
+      });
+    case Knob::kClient:
+      return parse_axis(m, k, [](const nlohmann::json& v, const std::string& at) {
+        if (!v.is_string()) throw InputError(at, "must be a client name");
+        check_client_name(v.get<std::string>(), at);
+        return v.get<std::string>();
+      });
+  }
+  throw std::logic_error("unhandled knob");
+}
+
+std::vector<MatrixAxis> parse_matrix(const ObjectReader& m, std::vector<std::string> order) {
+  if (order.empty())
+    for (auto& [name, values] : m.json().items()) order.push_back(name);
+  std::vector<MatrixAxis> axes;
+  for (auto& name : order) {
+    const KnobInfo* k = find_knob(name);
+    if (!k) throw InputError(m.path(name.c_str()), "unknown axis; allowed: " + allowed_axes());
+    axes.push_back(parse_matrix_axis(m, *k));
+  }
+  auto has = [&](Knob k) {
+    return std::any_of(axes.begin(), axes.end(), [k](auto& a) { return a.knob == k; });
+  };
+  if (has(Knob::kConnections) && has(Knob::kConnectionsPerThread))
+    throw InputError(m.path("connections"),
+                     "give at most one of the axes connections and connections_per_thread");
+  return axes;
+}
+
+// Every cell's knobs together: what no single value shows (fewer connections than threads,
+// a rate a thread cannot pace), named by the paths of the values that make the cell.
+void check_cells(const Scenario& s) {
+  uint64_t cells = s.targets.size();
+  for (auto& a : s.matrix) {
+    cells *= a.values.size();
+    if (cells > static_cast<uint64_t>(limits::kMaxCells))
+      throw InputError("/matrix", "the targets times every axis make more than " +
+                                      std::to_string(limits::kMaxCells) + " cells");
+  }
+  const bool total_connections =
+      s.load.connections ||
+      std::any_of(s.matrix.begin(), s.matrix.end(), [](auto& a) { return a.knob == Knob::kConnections; });
+  for_each_cell(s, [&](const Cell& c, const std::vector<size_t>& d) {
+    auto path = [&](Knob k) { return knob_path(s, k, c.target_index, d); };
+    const std::string at_threads =
+        " (" + std::to_string(c.threads) + " threads at " + path(Knob::kThreads) + ")";
+    const uint64_t most =
+        std::min<uint64_t>(limits::kMaxConnections, uint64_t{c.threads} * limits::kMaxConnectionsPerThread);
+    if (total_connections && (c.connections < c.threads || c.connections > most))
+      throw InputError(path(Knob::kConnections), "must be " + std::to_string(c.threads) + ".." +
+                                                     std::to_string(most) + " connections" + at_threads +
+                                                     ", got " + std::to_string(c.connections));
+    if (!total_connections && c.connections > static_cast<uint64_t>(limits::kMaxConnections))
+      throw InputError(
+          path(Knob::kConnectionsPerThread),
+          "times the thread count must be at most " + std::to_string(limits::kMaxConnections) + at_threads);
+    if (s.load.total_requests && *s.load.total_requests < c.threads)
+      throw InputError("/load/total_requests", "must be at least the largest thread count" + at_threads);
+    const double per_thread = c.rate / c.threads;
+    if (c.rate > 0 && (per_thread < limits::kMinRatePerThread || per_thread > limits::kMaxRatePerThread)) {
+      char range[200];
+      std::snprintf(range, sizeof range,
+                    "must be %g..%g requests per second per thread (%g..%g at %u threads), ",
+                    limits::kMinRatePerThread, limits::kMaxRatePerThread,
+                    limits::kMinRatePerThread * c.threads, limits::kMaxRatePerThread * c.threads, c.threads);
+      throw InputError(path(Knob::kRate), std::string(range) + path(Knob::kThreads));
+    }
+    if (c.body_size && !s.targets[c.target_index].body.empty())
+      throw InputError("/targets/" + std::to_string(c.target_index) + "/body",
+                       "a target with a body takes no body_size (" + path(Knob::kBodySize) + ")");
+  });
+}
+
 }  // namespace
 
-Scenario parse_scenario(const nlohmann::json& j) {
+Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order) {
   ObjectReader root(j, "");
   root.allow({"name", "description", "targets", "matrix", "load", "repetitions", "placement", "execution",
               "regression"});
@@ -164,14 +299,9 @@ Scenario parse_scenario(const nlohmann::json& j) {
     if (!names.insert(s.targets.back().name).second)
       throw InputError(t.path("name"), "duplicate target name \"" + s.targets.back().name + "\"");
   }
-  auto matrix = root.object("matrix");
-  matrix.allow({"delay_ms", "threads"});
-  for (auto v : matrix.integers("delay_ms", 0, limits::kMaxDelayMs))
-    s.delay_ms.push_back(static_cast<uint32_t>(v));
-  for (auto v : matrix.integers("threads", 1, limits::kMaxThreads))
-    s.threads.push_back(static_cast<uint32_t>(v));
+  s.matrix = parse_matrix(root.object("matrix"), matrix_order);
   s.load = parse_load(root.object("load"));
-  check_load_against_matrix(s);
+  check_cells(s);
   s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, 100, 1));
   if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
@@ -191,6 +321,67 @@ Scenario parse_scenario(const nlohmann::json& j) {
   return s;
 }
 
-Scenario load_scenario_file(const std::string& path) { return parse_scenario(read_json_file(path)); }
+Scenario load_scenario_file(const std::string& path) {
+  auto j = read_json_file(path);
+  // nlohmann::json keeps an object's keys sorted; the matrix's order is the file's.
+  std::vector<std::string> order;
+  std::ifstream in(path);
+  auto ordered = nlohmann::ordered_json::parse(in, nullptr, false);
+  if (ordered.is_object() && ordered.contains("matrix") && ordered["matrix"].is_object())
+    for (auto& [name, values] : ordered["matrix"].items()) order.push_back(name);
+  try {
+    return parse_scenario(j, order);
+  } catch (const InputError& e) {
+    throw e.in_file(path);
+  }
+}
+
+const std::vector<KnobInfo>& knobs() {
+  static const std::vector<KnobInfo> all = {
+      {Knob::kDelayMs, "delay_ms", "d", "delay ms"},
+      {Knob::kThreads, "threads", "t", "threads"},
+      {Knob::kConnectionsPerThread, "connections_per_thread", "cpt", "conns/thread"},
+      {Knob::kConnections, "connections", "c", "conns"},
+      {Knob::kRate, "rate", "r", "rate"},
+      {Knob::kBodySize, "body_size", "b", "body B"},
+      {Knob::kServerThreads, "server_threads", "st", "srv threads"},
+      {Knob::kKeepAlive, "keep_alive", "ka", "keep-alive"},
+      {Knob::kClient, "client", "", "client"},
+  };
+  return all;
+}
+
+const KnobInfo* find_knob(const std::string& name) {
+  for (auto& k : knobs())
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+std::string knob_path(const Scenario& s, Knob knob, size_t target, const std::vector<size_t>& digits) {
+  for (size_t i = 0; i < s.matrix.size(); ++i)
+    if (s.matrix[i].knob == knob) return "/matrix/" + s.matrix[i].name + "/" + std::to_string(digits[i]);
+  const std::string t = "/targets/" + std::to_string(target);
+  switch (knob) {
+    case Knob::kDelayMs:
+      return t + "/delay_ms";
+    case Knob::kBodySize:
+      return t + "/body_size";
+    case Knob::kServerThreads:
+      return t + "/server_threads";
+    case Knob::kThreads:
+      return "/load/threads";
+    case Knob::kConnectionsPerThread:
+      return "/load/connections_per_thread";
+    case Knob::kConnections:
+      return "/load/connections";
+    case Knob::kRate:
+      return "/load/rate";
+    case Knob::kKeepAlive:
+      return "/load/keep_alive";
+    case Knob::kClient:
+      return "/load/client";
+  }
+  return "";
+}
 
 }  // namespace loadlab::controller

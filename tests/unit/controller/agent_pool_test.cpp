@@ -46,7 +46,7 @@ TEST_F(AgentPoolTest, ARetryGoesToTheNextEligibleTargetAndLoadAgents) {
   add(cli2, "cli2", {"load"});
   auto s = scenario(R"({"name": "b", "builtin": "hello"})");
   pool.check(s);
-  auto first = pool.place(s, s.targets[0], 0), second = pool.place(s, s.targets[0], 1);
+  auto first = pool.place(s, s.targets[0], "loadlab", 0), second = pool.place(s, s.targets[0], "loadlab", 1);
   EXPECT_EQ(target_of(first), "srv1");
   EXPECT_EQ(loads_of(first), (std::vector<std::string>{"cli1"}));
   EXPECT_EQ(target_of(second), "srv2");
@@ -65,7 +65,7 @@ TEST_F(AgentPoolTest, AnAgentThatDidNotAnswerOrCannotHostTheTargetIsNeverPlaced)
   EXPECT_EQ(pool.agents()[0]->error, "cannot reach agent down at fake:down: connection refused");
   auto s = scenario(R"({"name": "b", "builtin": "hello"})");
   for (uint32_t attempt = 0; attempt < 4; ++attempt)
-    EXPECT_EQ(target_of(pool.place(s, s.targets[0], attempt)), "beast");
+    EXPECT_EQ(target_of(pool.place(s, s.targets[0], "loadlab", attempt)), "beast");
   // A target no agent's catalog holds is the scenario's error, named by its JSON path.
   auto missing = scenario(R"({"name": "j", "catalog": "jetty"})");
   try {
@@ -83,12 +83,12 @@ TEST_F(AgentPoolTest, TheTargetsAgentRunsNoLoadUnlessTheScenarioShares) {
   add(srv, "srv", {"target"});
   auto s = scenario(R"({"name": "b", "builtin": "hello"})");
   for (uint32_t attempt = 0; attempt < 3; ++attempt) {
-    auto p = pool.place(s, s.targets[0], attempt);
+    auto p = pool.place(s, s.targets[0], "loadlab", attempt);
     EXPECT_EQ(target_of(p), "srv");  // "both" as the target would leave no load agent
     EXPECT_EQ(loads_of(p), (std::vector<std::string>{"both"}));
   }
   auto shared = scenario(R"({"name": "b", "builtin": "hello"})", R"({"share_agents": true})");
-  EXPECT_EQ(target_of(pool.place(shared, shared.targets[0], 0)), "both");
+  EXPECT_EQ(target_of(pool.place(shared, shared.targets[0], "loadlab", 0)), "both");
 }
 
 TEST_F(AgentPoolTest, ALabWithoutAReachableTargetAgentFailsBeforeAnyCell) {

@@ -13,6 +13,7 @@ CellResult cell(double qps, const std::string& error = "") {
   c.cell.delay_ms = 5;
   c.cell.threads = 10;
   c.cell.connections = 10;
+  c.cell.axes = {{"delay_ms", "5"}, {"threads", "10"}};
   c.error = error;
   if (error.empty())
     for (double q : {qps * 0.9, qps, qps * 1.2}) {

@@ -43,6 +43,7 @@ TEST(Results, TheJsonNamesAreTheDocumentedOnes) {
   c.cell.delay_ms = 5;
   c.cell.threads = 2;
   c.cell.connections = 4;
+  c.cell.axes = {{"delay_ms", "5"}, {"threads", "2"}};
   c.reps.push_back(merge_load_results({part({100, 200, 300}, 3)}));
   auto j = nlohmann::json::parse(proto::to_json(to_proto(c)));
   EXPECT_EQ(j["cell"]["key"], "b/d5/t2");

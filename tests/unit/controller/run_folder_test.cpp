@@ -23,6 +23,8 @@ class RunFolderTest : public ::testing::Test {
     cells.resize(2);
     cells[0].target = cells[1].target = "b";
     cells[1].delay_ms = 5;
+    cells[0].axes = {{"delay_ms", "0"}, {"threads", "0"}};
+    cells[1].axes = {{"delay_ms", "5"}, {"threads", "0"}};
   }
   ~RunFolderTest() override { fs::remove_all(dir); }
   CellResult failed(const Cell& c, const std::string& error) {

@@ -37,6 +37,8 @@ struct ConnectedAgent {
   std::string error;  // why it is unusable; "" when it answered
   bool reachable() const { return error.empty(); }
   bool can_host(const std::string& target) const;
+  // An agent of an older version lists no clients: it runs the built-in one.
+  bool runs_client(const std::string& client) const;
   AgentRef ref() const { return {def.name, client.stub.get(), info.cores()}; }
   // True when it answers Describe within `deadline`.
   bool answers(std::chrono::milliseconds deadline) const;
@@ -52,13 +54,15 @@ class AgentPool {
   const std::vector<std::unique_ptr<ConnectedAgent>>& agents() const { return agents_; }
 
   // Before any cell runs: every target of `s` has a reachable agent with the target role
-  // that can host it, and a load agent to go with it. Throws EnvironmentError, or
-  // InputError naming the target's JSON path when no agent's catalog has it.
+  // that can host it, and a load agent that runs each client of the matrix to go with it.
+  // Throws EnvironmentError, or InputError naming the JSON path of the target or client
+  // that no agent's catalog has.
   void check(const Scenario& s) const;
-  // The agents of attempt `attempt` at a cell of target `t`: eligible target agents, then
-  // load agents, rotated by `attempt` so that a retry goes to another agent when the lab
-  // has one. Throws EnvironmentError when none is eligible.
-  Placement place(const Scenario& s, const TargetDef& t, uint32_t attempt) const;
+  // The agents of attempt `attempt` at a cell of target `t` loaded by `client`: eligible
+  // target agents, then load agents that run the client, rotated by `attempt` so that a
+  // retry goes to another agent when the lab has one. Throws EnvironmentError when none
+  // is eligible.
+  Placement place(const Scenario& s, const TargetDef& t, const std::string& client, uint32_t attempt) const;
   // True when every agent of `p` answers, each within `deadline`.
   bool answer(const Placement& p, std::chrono::milliseconds deadline) const;
 
@@ -70,6 +74,7 @@ class AgentPool {
   std::vector<const ConnectedAgent*> eligible(
       const std::string& role, const std::vector<std::pair<std::string, std::string>>& labels) const;
   std::vector<const ConnectedAgent*> target_agents(const Scenario& s, const std::string& target) const;
+  std::vector<const ConnectedAgent*> load_agents(const Scenario& s, const std::string& client) const;
 
   StubFactory factory_;
   std::vector<std::unique_ptr<ConnectedAgent>> agents_;

@@ -8,8 +8,14 @@
 
 namespace loadlab::controller {
 
+// The columns that say which cell a row is: the target, each matrix axis in the
+// scenario's order, and the connections unless they are an axis. `human`: the table's
+// headers and values ("delay ms", keep-alive "yes"); else CSV's (axis names, "true").
+std::vector<std::string> cell_header(const std::vector<CellResult>& cells, bool human);
+std::vector<std::string> cell_values(const Cell& c, bool human);
+
 // Human columns shared by the terminal table and Markdown; one row per cell.
-std::vector<std::string> summary_header();
+std::vector<std::string> summary_header(const std::vector<CellResult>& cells);
 std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>& cells);
 
 void write_table(std::ostream& out, const std::vector<CellResult>& cells);  // aligned text

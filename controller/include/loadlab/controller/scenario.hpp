@@ -10,12 +10,16 @@
 
 namespace loadlab::controller {
 
+inline constexpr const char* kBuiltinClient = "loadlab";  // loadlab-load
+
 struct TargetDef {
   std::string name;
-  std::string builtin;          // set for a built-in target ("hello")
-  std::string catalog;          // set for an agent catalog entry
-  std::string body;             // response body; "" = the target's default
-  uint32_t server_threads = 0;  // 0 = the agent's core count
+  std::string builtin;                // set for a built-in target ("hello")
+  std::string catalog;                // set for an agent catalog entry
+  std::string body;                   // response body; "" = the target's default
+  std::optional<uint64_t> body_size;  // instead of body: this many filler bytes
+  uint32_t server_threads = 0;        // 0 = the agent's core count
+  uint32_t delay_ms = 0;              // server-side delay, when delay_ms is not an axis
 };
 
 struct LoadDef {
@@ -23,7 +27,10 @@ struct LoadDef {
   std::optional<uint64_t> requests_per_thread;
   std::optional<uint64_t> total_requests;
   std::optional<double> duration_s;
+  uint32_t threads = 1;  // when threads is not an axis
   uint32_t connections_per_thread = 1;
+  std::optional<uint32_t> connections;  // total, instead of connections_per_thread
+  std::string client = kBuiltinClient;  // when client is not an axis
   double warmup_s = 0;
   bool keep_alive = true;
   std::string method = "GET";
@@ -52,12 +59,43 @@ struct ExecutionDef {
   double ready_s = 30, warmup_extra_s = 30, measure_s = 0, stop_s = 15;  // phase deadlines
 };
 
+// The knobs a matrix axis may vary (docs/scenario.md, "Matrix").
+enum class Knob {
+  kDelayMs,
+  kThreads,
+  kConnectionsPerThread,
+  kConnections,
+  kRate,
+  kBodySize,
+  kServerThreads,
+  kKeepAlive,
+  kClient
+};
+
+struct KnobInfo {
+  Knob knob;
+  const char* name;        // the axis name in a scenario, e.g. "delay_ms"
+  const char* key_prefix;  // in cell keys, e.g. "d" (beast/d5/t10); "" for names (wrk)
+  const char* column;      // the table's column, e.g. "delay ms"
+};
+// Every knob, in the order the docs list them.
+const std::vector<KnobInfo>& knobs();
+const KnobInfo* find_knob(const std::string& name);
+
+// One axis of the matrix: a knob and its values, each as a JSON scalar (number, boolean
+// or name) and as keys and columns show it.
+struct MatrixAxis {
+  Knob knob;
+  std::string name;
+  std::vector<nlohmann::json> values;
+  std::vector<std::string> texts;
+};
+
 struct Scenario {
   std::string name;
   std::string description;
   std::vector<TargetDef> targets;
-  std::vector<uint32_t> delay_ms;
-  std::vector<uint32_t> threads;
+  std::vector<MatrixAxis> matrix;  // in the scenario's order; the last axis turns fastest
   LoadDef load;
   uint32_t repetitions = 1;
   PlacementDef placement;
@@ -65,8 +103,16 @@ struct Scenario {
   nlohmann::json source;  // the scenario as written, kept in result.json
 };
 
-// Throws loadlab::InputError naming the JSON path of the first problem.
-Scenario parse_scenario(const nlohmann::json& j);
+// Throws loadlab::InputError naming the JSON path of the first problem, including a cell
+// whose knobs do not go together (e.g. fewer connections than threads), named by the
+// paths of the values that make it. `matrix_order`: the matrix's keys as written (a
+// nlohmann::json object iterates in key order); empty = that order.
+Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order = {});
+// Reads the file and keeps the matrix's axes in the order the file writes them.
 Scenario load_scenario_file(const std::string& path);
+
+// The JSON path of the value `knob` takes in a cell of target `target` at `digits` (see
+// for_each_cell): its matrix axis value, or the fixed setting it comes from.
+std::string knob_path(const Scenario& s, Knob knob, size_t target, const std::vector<size_t>& digits);
 
 }  // namespace loadlab::controller

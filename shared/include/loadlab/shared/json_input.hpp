@@ -30,6 +30,7 @@ class ObjectReader {
   std::string path(const char* key) const { return path_ + "/" + pointer_token(key); }
   const std::string& where() const { return path_; }  // this object's own path
   const nlohmann::json& at(const char* key) const { return j_.at(key); }
+  const nlohmann::json& json() const { return j_; }
 
   std::string string(const char* key) const;  // required
   std::string string(const char* key, const std::string& fallback) const;

@@ -26,5 +26,9 @@ inline constexpr double kMaxRatePerThread = 1e7;
 // Target.
 inline constexpr int kMaxDelayMs = 60'000;
 inline constexpr int kMaxServerThreads = 1024;
+inline constexpr int64_t kMaxResponseBodyBytes = int64_t{64} << 20;  // --body-size: filler bytes
+
+// Scenario: cells of one matrix (targets × every axis).
+inline constexpr int64_t kMaxCells = 100'000;
 
 }  // namespace loadlab::limits
