@@ -22,7 +22,7 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
   c.keep_alive = load.keep_alive;
   c.client = load.client;
   uint32_t per_thread = load.connections_per_thread;
-  std::optional<uint32_t> total = load.connections;
+  uint32_t total = load.connections.value_or(0);  // 0: threads × per_thread
   c.axes.reserve(s.matrix.size());
   for (size_t i = 0; i < s.matrix.size(); ++i) {
     const auto& axis = s.matrix[i];
@@ -36,7 +36,7 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
         break;
       case Knob::kConnectionsPerThread:
         per_thread = v.get<uint32_t>();
-        total.reset();
+        total = 0;
         break;
       case Knob::kConnections:
         total = v.get<uint32_t>();
@@ -59,7 +59,7 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
     }
     c.axes.emplace_back(axis.name, axis.texts[digits[i]]);
   }
-  c.connections = total ? *total : c.threads * per_thread;
+  c.connections = total ? total : c.threads * per_thread;
   return c;
 }
 
