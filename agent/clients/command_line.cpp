@@ -28,6 +28,9 @@ std::string fmt(double v) {
   return o.str();
 }
 
+// Whether `seconds` is a whole number of milliseconds (1.1 × 1000 is 1100.0000000000002 in binary).
+bool whole_ms(double seconds) { return std::fabs(seconds * 1000 - std::round(seconds * 1000)) < 1e-6; }
+
 uint32_t connections(const v1::LoadSpec& s) { return s.connections() ? s.connections() : s.threads(); }
 uint32_t timeout_ms(const v1::LoadSpec& s) { return s.timeout_ms() ? s.timeout_ms() : kDefaultTimeoutMs; }
 std::string method(const v1::LoadSpec& s) { return s.method().empty() ? "GET" : s.method(); }
@@ -127,7 +130,7 @@ void check_hey(const v1::LoadSpec& s) {
                  std::to_string(connections(s)) + ")");
     if (s.total_requests() > 2147483647ull) refuse("total_requests", t, "takes -n up to 2147483647");
   }
-  if (s.stop_case() == v1::LoadSpec::kDurationS && s.duration_s() * 1000 != std::floor(s.duration_s() * 1000))
+  if (s.stop_case() == v1::LoadSpec::kDurationS && !whole_ms(s.duration_s()))
     refuse("duration_s", t, "is given whole milliseconds (-z Nms), got " + fmt(s.duration_s()));
   for (char c : method(s))
     if (std::islower(static_cast<unsigned char>(c)))
@@ -150,9 +153,9 @@ void check_h2load(const v1::LoadSpec& s) {
   if (connections(s) < s.threads())
     refuse("connections", t, "needs at least one client (connection) per thread");
   if (s.stop_case() == v1::LoadSpec::kDurationS) {
-    if (s.duration_s() * 1000 != std::floor(s.duration_s() * 1000))
+    if (!whole_ms(s.duration_s()))
       refuse("duration_s", t, "takes whole milliseconds (-D Nms), got " + fmt(s.duration_s()));
-    if (s.warmup_s() * 1000 != std::floor(s.warmup_s() * 1000))
+    if (!whole_ms(s.warmup_s()))
       refuse("warmup_s", t, "takes whole milliseconds (--warm-up-time Nms), got " + fmt(s.warmup_s()));
   } else {
     if (s.warmup_s() > 0)

@@ -27,7 +27,9 @@ std::string refused_field(Tool tool, const v1::LoadSpec& s, const std::string& m
     command_line(tool, "/usr/bin/x", s, "/tmp/aux");
   } catch (const InputError& e) {
     EXPECT_THAT(e.message(), ::testing::HasSubstr(std::string(tool_name(tool)))) << e.what();
-    if (!message_part.empty()) EXPECT_THAT(e.message(), ::testing::HasSubstr(message_part)) << e.what();
+    if (!message_part.empty()) {
+      EXPECT_THAT(e.message(), ::testing::HasSubstr(message_part)) << e.what();
+    }
     return e.path();
   }
   ADD_FAILURE() << tool_name(tool) << " accepted the spec";
@@ -124,6 +126,15 @@ TEST(HeyCommand, DurationRateAndNoKeepAlive) {
   EXPECT_EQ(command_line(Tool::kHey, "hey", s),
             (Argv{"hey", "-c", "4", "-cpus", "2", "-z", "2500ms", "-t", "3", "-m", "GET", "-q", "25",
                   "-disable-keepalive", "http://127.0.0.1:8080/"}));
+}
+
+TEST(DurationCommand, DecimalSecondsAreWholeMilliseconds) {
+  auto s = spec();
+  s.set_duration_s(1.1);  // 1100.0000000000002 ms in binary
+  s.set_warmup_s(0.3);
+  EXPECT_THAT(command_line(Tool::kH2load, "h2load", s), ::testing::IsSupersetOf({"1100ms", "300ms"}));
+  s.clear_warmup_s();
+  EXPECT_THAT(command_line(Tool::kHey, "hey", s), ::testing::Contains("1100ms"));
 }
 
 TEST(HeyCommand, Refusals) {

@@ -133,7 +133,9 @@ TEST_P(RealTool, FiguresMatchTheServersCount) {
     EXPECT_EQ(r.requests(), 200u);
     EXPECT_EQ(static_cast<uint64_t>(*served), r.requests());
   }
-  if (GetParam() == Tool::kHey) EXPECT_EQ(r.status().at(200), 200u);
+  if (GetParam() == Tool::kHey) {
+    EXPECT_EQ(r.status().at(200), 200u);
+  }
   // The server waits 1 ms before each answer: no latency can be below it.
   EXPECT_GE(r.latency().min_us() > 0 ? r.latency().min_us() : r.latency().mean_us(), 1000);
   EXPECT_GE(r.latency().mean_us(), 1000);
@@ -161,7 +163,9 @@ TEST_P(RealTool, MethodBodyAndConnectionClose) {
   auto served = target.stop();
   ASSERT_TRUE(served.has_value());
   EXPECT_EQ(p.result.errors(), 0u);
-  if (GetParam() != Tool::kWrk) EXPECT_EQ(static_cast<uint64_t>(*served), p.result.requests());
+  if (GetParam() != Tool::kWrk) {
+    EXPECT_EQ(static_cast<uint64_t>(*served), p.result.requests());
+  }
 }
 
 TEST_P(RealTool, RefusedPortIsAFailureInTheToolsWords) {
