@@ -6,7 +6,8 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
 	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
 	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
-	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev iproute2 clang-format
+	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev iproute2 clang-format \
+	wrk hey nghttp2-client
 
 .PHONY: all deps build demo test format format-check clean
 
