@@ -261,8 +261,9 @@ TEST(ExampleTargets, AMissingToolchainIsOneLineNamingItsPackage) {
 
 TEST(ExampleTargets, TheExampleCatalogLoadsFromAnyWorkingDirectory) {
   auto c = agent::Catalog::load_file(kSource + "/examples/catalog.json");
-  EXPECT_EQ(c.names_joined(), "hello, fasthttp, go-nethttp, java-httpserver, node-http");
-  for (auto* name : {"go-nethttp", "fasthttp", "java-httpserver", "node-http"}) {
+  EXPECT_EQ(c.names_joined(),
+            "hello, fasthttp, go-nethttp, java-httpserver, java-httpserver-nodelay, node-http");
+  for (auto* name : {"go-nethttp", "fasthttp", "java-httpserver", "java-httpserver-nodelay", "node-http"}) {
     auto* e = c.find(name);
     ASSERT_NE(e, nullptr) << name;
     EXPECT_EQ(std::filesystem::path(e->argv[0]),
