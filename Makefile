@@ -3,11 +3,12 @@ BUILD_DIR ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
+# python3: the catalog target of tests/integration/catalog_target_test.cpp (standard library only).
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
 	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
 	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
 	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev iproute2 clang-format \
-	wrk hey nghttp2-client
+	wrk hey nghttp2-client python3
 
 .PHONY: all deps build demo test format format-check clean
 

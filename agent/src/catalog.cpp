@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <regex>
 
 #include "loadlab/shared/json_input.hpp"
@@ -10,21 +11,42 @@ namespace loadlab::agent {
 
 namespace {
 
-constexpr const char* kPlaceholders[] = {"{port}", "{host}", "{delay_ms}", "{threads}"};
+constexpr const char* kPlaceholders[] = {"{port}", "{host}", "{delay_ms}", "{threads}", "{catalog_dir}"};
+constexpr const char* kCatalogDir = "{catalog_dir}";
 
-// Every {word} in `text` must be a known placeholder.
-void check_placeholders(const std::string& text, const std::string& path) {
+// Every {word} in `text` must be a known placeholder; {catalog_dir} needs a catalog file.
+// Returns `text` with {catalog_dir} replaced: it is known when the file is read, the others
+// only when a target starts.
+std::string check_placeholders(const std::string& text, const std::string& path, const std::string& dir) {
   static const std::regex brace(R"(\{[A-Za-z_]*\})");
   for (std::sregex_iterator it(text.begin(), text.end(), brace), end; it != end; ++it) {
     bool known = false;
     for (auto* p : kPlaceholders) known = known || it->str() == p;
     if (!known)
-      throw InputError(
-          path, "unknown placeholder " + it->str() + "; allowed: {port}, {host}, {delay_ms}, {threads}");
+      throw InputError(path, "unknown placeholder " + it->str() +
+                                 "; allowed: {port}, {host}, {delay_ms}, {threads}, {catalog_dir}");
+    if (it->str() == kCatalogDir && dir.empty())
+      throw InputError(path, "{catalog_dir} is only known in a catalog read from a file");
   }
+  std::string out = text;
+  for (size_t at = out.find(kCatalogDir); at != std::string::npos;
+       at = out.find(kCatalogDir, at + dir.size()))
+    out.replace(at, std::char_traits<char>::length(kCatalogDir), dir);
+  return out;
 }
 
-CatalogEntry parse_entry(const std::string& name, const ObjectReader& e) {
+// A relative path is relative to the catalog file's folder (`dir`), so a catalog and the
+// programs beside it can move together; without a file it is an error.
+std::string resolve_path(const std::string& p, const std::string& dir, const std::string& path,
+                         const char* what) {
+  if (!p.empty() && p[0] == '/') return p;
+  if (dir.empty())
+    throw InputError(path, std::string("must be an absolute path to the ") + what +
+                               " (a relative one needs a catalog file to be relative to)");
+  return (std::filesystem::path(dir) / p).lexically_normal().string();
+}
+
+CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const std::string& dir) {
   e.allow({"argv", "env", "cwd", "readiness", "start_timeout_ms"});
   CatalogEntry c;
   c.name = name;
@@ -34,18 +56,21 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e) {
     const auto& a = e.at("argv")[i];
     std::string at = e.path("argv") + "/" + std::to_string(i);
     if (!a.is_string()) throw InputError(at, "must be a string");
-    c.argv.push_back(a.get<std::string>());
-    check_placeholders(c.argv.back(), at);
+    c.argv.push_back(check_placeholders(a.get<std::string>(), at, dir));
   }
-  if (c.argv[0].empty() || c.argv[0][0] != '/')
-    throw InputError(e.path("argv") + "/0", "must be an absolute path to the program");
+  const std::string argv0 = e.path("argv") + "/0";
+  if (c.argv[0].empty()) throw InputError(argv0, "must be the path to the program");
+  c.argv[0] = resolve_path(c.argv[0], dir, argv0, "program");
   if (access(c.argv[0].c_str(), X_OK) != 0)
-    throw InputError(e.path("argv") + "/0", c.argv[0] + " is not an executable file on this machine");
+    throw InputError(argv0, c.argv[0] + " is not an executable file on this machine");
   c.env = e.string_map("env");
-  for (auto& [k, v] : c.env) check_placeholders(v, e.path("env") + "/" + pointer_token(k));
+  for (auto& [k, v] : c.env) v = check_placeholders(v, e.path("env") + "/" + pointer_token(k), dir);
   c.cwd = e.string("cwd", "");
-  if (!c.cwd.empty() && access(c.cwd.c_str(), X_OK) != 0)
-    throw InputError(e.path("cwd"), c.cwd + " is not a folder on this machine");
+  if (!c.cwd.empty()) {
+    c.cwd = resolve_path(check_placeholders(c.cwd, e.path("cwd"), dir), dir, e.path("cwd"), "folder");
+    if (access(c.cwd.c_str(), X_OK) != 0)
+      throw InputError(e.path("cwd"), c.cwd + " is not a folder on this machine");
+  }
   if (e.has("readiness")) {
     auto r = e.object("readiness");
     r.allow({"type", "path"});
@@ -76,7 +101,7 @@ Catalog::Catalog() {
   entries_.push_back(hello);
 }
 
-Catalog Catalog::parse(const nlohmann::json& j) {
+Catalog Catalog::parse(const nlohmann::json& j, const std::string& dir) {
   ObjectReader root(j, "");
   root.allow({"targets"});
   Catalog c;
@@ -86,12 +111,15 @@ Catalog Catalog::parse(const nlohmann::json& j) {
     if (name.empty() || name.find_first_of(" /\t") != std::string::npos)
       throw InputError(at, "a target name must be non-empty, without spaces or '/'");
     if (c.find(name)) throw InputError(at, "\"" + name + "\" is a built-in target; choose another name");
-    c.entries_.push_back(parse_entry(name, ObjectReader(value, at)));
+    c.entries_.push_back(parse_entry(name, ObjectReader(value, at), dir));
   }
   return c;
 }
 
-Catalog Catalog::load_file(const std::string& path) { return parse(read_json_file(path)); }
+Catalog Catalog::load_file(const std::string& path) {
+  auto dir = std::filesystem::absolute(path).lexically_normal().parent_path();
+  return parse(read_json_file(path), dir.string());
+}
 
 const CatalogEntry* Catalog::find(const std::string& name) const {
   for (auto& e : entries_)

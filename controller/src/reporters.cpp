@@ -29,6 +29,21 @@ std::string csv_field(const std::string& s) {
 }
 }  // namespace
 
+std::string failed_status(const std::string& error) {
+  std::string out = "FAILED: ";
+  auto end = error.find_last_not_of(" \r\n");
+  for (char ch : error.substr(0, end == std::string::npos ? 0 : end + 1)) {
+    if (ch == '\r') continue;
+    if (ch != '\n') {
+      out += ch;
+      continue;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += out.back() == ':' ? " " : " | ";
+  }
+  return out;
+}
+
 namespace {
 bool connections_is_axis(const std::vector<std::pair<std::string, std::string>>& axes) {
   for (auto& [name, text] : axes)
@@ -82,7 +97,7 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
                   fixed(m.client().cpu_pct(), 1), mb(m.client().rss_kb_peak()), flags_text(c.flags())});
     } else {
       for (int i = 0; i < 10; ++i) row.push_back("-");
-      row.push_back("FAILED: " + c.error);
+      row.push_back(failed_status(c.error));
     }
     rows.push_back(std::move(row));
   }

@@ -36,7 +36,7 @@ std::string utc_now(const char* format) {
 }
 
 std::string cell_summary(const CellResult& c) {
-  if (!c.ok()) return "FAILED: " + c.error;
+  if (!c.ok()) return failed_status(c.error);
   const auto& m = c.median();
   char buf[160];
   std::snprintf(buf, sizeof buf, "%.0f req/s, p50 %.2f ms, p99 %.2f ms, %llu errors", m.qps(),

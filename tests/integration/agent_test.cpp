@@ -313,17 +313,71 @@ TEST(Catalog, BadEntriesAreRejectedWithTheirPath) {
     }
   };
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["bin/rel"]}}})"),
-            "/targets/x/argv/0: must be an absolute path to the program");
+            "/targets/x/argv/0: must be an absolute path to the program (a relative one needs a catalog file "
+            "to be relative to)");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": [""]}}})"),
+            "/targets/x/argv/0: must be the path to the program");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "cwd": "{catalog_dir}"}}})"),
+            "/targets/x/cwd: {catalog_dir} is only known in a catalog read from a file");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/nonexistent/prog"]}}})"),
             "/targets/x/argv/0: /nonexistent/prog is not an executable file on this machine");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh", "{prot}"]}}})"),
-            "/targets/x/argv/1: unknown placeholder {prot}; allowed: {port}, {host}, {delay_ms}, {threads}");
+            "/targets/x/argv/1: unknown placeholder {prot}; allowed: {port}, {host}, {delay_ms}, {threads}, "
+            "{catalog_dir}");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "readiness": {"type": "grpc"}}}})"),
             "/targets/x/readiness/type: must be \"tcp\" or \"http\"");
   EXPECT_EQ(err(R"({"targets": {"hello": {"argv": ["/bin/sh"]}}})"),
             "/targets/hello: \"hello\" is a built-in target; choose another name");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "cmd": "rm"}}})").substr(0, 33),
             "/targets/x/cmd: unknown key; allo");
+}
+
+// A catalog beside its programs: relative argv[0] and cwd, and {catalog_dir}, are the catalog
+// file's folder, whatever the agent's working directory; the other checks still hold.
+TEST(Catalog, RelativePathsAndCatalogDirAreTheCatalogFilesFolder) {
+  loadlab::testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "sub" / "work");
+  auto prog = dir.file("sub/prog", "#!/bin/sh\n");
+  std::filesystem::permissions(prog, std::filesystem::perms::owner_all);
+  auto catalog_file = dir.file("sub/catalog.json", R"({"targets": {
+      "rel": {"argv": ["prog", "{catalog_dir}/data", "{port}"], "cwd": "work",
+              "env": {"DATA": "{catalog_dir}/x-{threads}"}},
+      "dot": {"argv": ["./work/../prog"], "cwd": "{catalog_dir}/work"},
+      "abs": {"argv": ["/bin/sh"]}}})");
+  const std::string sub = (dir.path() / "sub").string();
+  // Read through a relative path with a detour: the folder is still absolute and normal.
+  auto relative = std::filesystem::relative(dir.path() / "sub") / "work" / ".." / "catalog.json";
+  ASSERT_FALSE(relative.is_absolute());
+  for (const std::string& file : {catalog_file, relative.string()}) {
+    SCOPED_TRACE(file);
+    auto c = Catalog::load_file(file);
+    auto* rel = c.find("rel");
+    ASSERT_NE(rel, nullptr);
+    EXPECT_EQ(rel->argv, (std::vector<std::string>{sub + "/prog", sub + "/data", "{port}"}));
+    EXPECT_EQ(rel->cwd, sub + "/work");
+    ASSERT_EQ(rel->env.size(), 1u);
+    EXPECT_EQ(rel->env[0].second, sub + "/x-{threads}");
+    EXPECT_EQ(expand_placeholders(rel->env[0].second, {"127.0.0.1", 80, 0, 4}), sub + "/x-4");
+    EXPECT_EQ(c.find("dot")->argv[0], sub + "/prog");
+    EXPECT_EQ(c.find("dot")->cwd, sub + "/work");
+    EXPECT_EQ(c.find("abs")->argv[0], "/bin/sh");
+  }
+  auto err = [&](const std::string& text) {
+    try {
+      Catalog::load_file(dir.file("sub/bad.json", text));
+      return std::string();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["missing"]}}})"),
+            "/targets/x/argv/0: " + sub + "/missing is not an executable file on this machine");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["prog"], "cwd": "nowhere"}}})"),
+            "/targets/x/cwd: " + sub + "/nowhere is not a folder on this machine");
+  EXPECT_EQ(
+      err(R"({"targets": {"x": {"argv": ["{catalog_dir}/prog", "{catalog}"]}}})"),
+      "/targets/x/argv/1: unknown placeholder {catalog}; allowed: {port}, {host}, {delay_ms}, {threads}, "
+      "{catalog_dir}");
 }
 
 TEST(Ports, TwoReservationsNeverShareAPortAndReleaseOnDestruction) {

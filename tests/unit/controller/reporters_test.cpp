@@ -68,6 +68,29 @@ TEST(Reporters, CsvHasOneRowPerCellAndQuotesErrors) {
   EXPECT_NE(s.find("\"load: boom, \"\"bad\"\"\""), std::string::npos);
 }
 
+// An agent quotes a target's last output lines in its error: a row stays one line.
+TEST(Reporters, AMultiLineErrorIsOneLineInTheTableAndMarkdown) {
+  const std::string error =
+      "ready: target go did not become ready: it exited (exit status 127); last output:\n"
+      "go needs the Go compiler: apt-get install golang-go\r\nsecond line \n";
+  const std::string one_line =
+      "FAILED: ready: target go did not become ready: it exited (exit status 127); last output: "
+      "go needs the Go compiler: apt-get install golang-go | second line";
+  EXPECT_EQ(failed_status(error), one_line);
+  EXPECT_EQ(failed_status("ready: timeout"), "FAILED: ready: timeout");
+  std::ostringstream table, md, csv;
+  write_table(table, {cell(2000), cell(0, error)});
+  write_markdown(md, "t", {cell(0, error)});
+  write_csv(csv, {cell(0, error)});
+  EXPECT_NE(table.str().find(one_line), std::string::npos) << table.str();
+  auto t = table.str();
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 3) << t;  // header and two rows
+  EXPECT_NE(md.str().find("last output: go needs the Go compiler: apt-get install golang-go \\| second line"),
+            std::string::npos)
+      << md.str();
+  EXPECT_NE(csv.str().find("last output:\ngo needs"), std::string::npos) << csv.str();  // kept as it is
+}
+
 TEST(Reporters, TableAndMarkdownShowFiguresAndFailures) {
   std::ostringstream table, md;
   write_table(table, {cell(2000), cell(0, "ready: timeout")});

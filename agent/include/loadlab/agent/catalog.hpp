@@ -8,8 +8,9 @@
 //                               "start_timeout_ms": 10000}}}
 //
 // Placeholders in argv and env values: {port} (a free port the agent picked), {host} (the
-// address targets bind), {delay_ms}, {threads}. The built-in target "hello" is an implicit
-// entry.
+// address targets bind), {delay_ms}, {threads}; and, in argv, env and cwd, {catalog_dir} (the
+// catalog file's folder, absolute). A relative argv[0] or cwd is relative to that folder.
+// The built-in target "hello" is an implicit entry.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,8 +21,8 @@ namespace loadlab::agent {
 
 struct CatalogEntry {
   std::string name;
-  bool builtin = false;  // the built-in loadlab-target
-  std::vector<std::string> argv;
+  bool builtin = false;           // the built-in loadlab-target
+  std::vector<std::string> argv;  // argv[0] absolute; {catalog_dir} already filled in
   std::vector<std::pair<std::string, std::string>> env;
   std::string cwd;
   enum class Readiness { kTcp, kHttp } readiness = Readiness::kTcp;
@@ -39,8 +40,9 @@ struct Placeholders {
 class Catalog {
  public:
   Catalog();  // the built-in entries only
-  // Throws loadlab::InputError naming the JSON path.
-  static Catalog parse(const nlohmann::json& j);
+  // Throws loadlab::InputError naming the JSON path. `dir` is the absolute folder of the
+  // catalog file, for {catalog_dir} and relative paths; "" (no file) makes them errors.
+  static Catalog parse(const nlohmann::json& j, const std::string& dir = "");
   static Catalog load_file(const std::string& path);
 
   const CatalogEntry* find(const std::string& name) const;

@@ -18,6 +18,11 @@ std::vector<std::string> cell_values(const Cell& c, bool human);
 std::vector<std::string> summary_header(const std::vector<CellResult>& cells);
 std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>& cells);
 
+// A failed cell's status on one line, for rows and progress lines: "FAILED: " and the error
+// with its line breaks (an agent quotes a target's last output lines) as " | ", or as a space
+// after a line ending in ':'. CSV and result.json keep the error as it is.
+std::string failed_status(const std::string& error);
+
 void write_table(std::ostream& out, const std::vector<CellResult>& cells);  // aligned text
 void write_markdown(std::ostream& out, const std::string& title, const std::vector<CellResult>& cells);
 void write_csv(std::ostream& out, const std::vector<CellResult>& cells);  // machine columns, RFC 4180

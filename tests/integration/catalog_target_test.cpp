@@ -1,0 +1,308 @@
+// Catalog targets that are not ours. A Python server (standard library only) hosted, loaded
+// and measured through the agent's own calls, against what the server itself knows: how many
+// requests it served, its delay, its VmRSS. And the example targets' launcher when their
+// toolchain is missing: one line naming the package, which the controller shows.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "loadlab/agent/agent_service.hpp"
+#include "loadlab/shared/endpoint.hpp"
+#include "test_support.hpp"
+
+namespace loadlab {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::bin;
+using testing::process_running;
+using testing::TempDir;
+
+const std::string kSource = LOADLAB_SOURCE_DIR;
+
+// The pids of `root` and its descendants now.
+std::vector<pid_t> tree_pids(pid_t root) {
+  std::vector<pid_t> out{root};
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::ifstream f("/proc/" + std::to_string(out[i]) + "/task/" + std::to_string(out[i]) + "/children");
+    for (pid_t p; f >> p;) out.push_back(p);
+  }
+  return out;
+}
+
+// VmRSS of `pid` in kB, from /proc/PID/status; 0 if it is gone.
+uint64_t vm_rss_kb(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  return 0;
+}
+
+// The body of GET `path` on `endpoint` (one request, Connection: close); "" on failure.
+std::string http_get_body(const std::string& endpoint, const std::string& path) {
+  auto ep = parse_endpoint(endpoint);
+  if (!ep) return "";
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(ep->port);
+  inet_pton(AF_INET, ep->host.c_str(), &a.sin_addr);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + endpoint + "\r\nConnection: close\r\n\r\n";
+    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  auto body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+using TargetStream = grpc::ClientReaderWriter<v1::TargetCommand, v1::TargetEvent>;
+using LoadStream = grpc::ClientReaderWriter<v1::LoadCommand, v1::LoadEvent>;
+
+void send_mark(TargetStream& target, v1::Mark::Kind kind) {
+  v1::TargetCommand cmd;
+  cmd.mutable_mark()->set_kind(kind);
+  ASSERT_TRUE(target.Write(cmd));
+}
+
+// One cell by hand, as the controller runs it (docs/architecture.md): HostTarget, RunLoad,
+// the marks at MeasureStart and Result, then the end of the target's stream.
+TEST(PythonCatalogTarget, ItsOwnCountDelayAndRssAgreeWithTheMeasurement) {
+  const uint32_t kDelayMs = 20, kThreads = 4, kPerThread = 100;
+  agent::AgentOptions options;
+  options.name = "py";
+  options.bin_dir = LOADLAB_BIN_DIR;
+  options.catalog = agent::Catalog::load_file(kSource + "/tests/integration/python_target/catalog.json");
+  agent::AgentServer server(options);
+  auto stub = v1::Agent::NewStub(
+      grpc::CreateChannel(server.start("127.0.0.1:0"), grpc::InsecureChannelCredentials()));
+
+  grpc::ClientContext target_ctx;
+  auto target = stub->HostTarget(&target_ctx);
+  v1::TargetCommand spec;
+  spec.mutable_spec()->set_catalog("python-delay");
+  spec.mutable_spec()->set_delay_ms(kDelayMs);
+  ASSERT_TRUE(target->Write(spec));
+  pid_t pid = 0;
+  std::string endpoint;
+  for (v1::TargetEvent ev; endpoint.empty() && target->Read(&ev);) {
+    if (ev.has_started()) pid = ev.started().pid();
+    if (ev.has_ready()) endpoint = ev.ready().endpoint();
+  }
+  ASSERT_FALSE(endpoint.empty()) << target->Finish().error_message();
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(http_get_body(endpoint, "/__count"), "0");  // the readiness probes are not counted
+
+  grpc::ClientContext load_ctx;
+  auto load = stub->RunLoad(&load_ctx);
+  v1::LoadCommand load_spec;
+  auto* ls = load_spec.mutable_spec();
+  ls->set_endpoint(endpoint);
+  ls->set_path("/test/fun");
+  ls->set_threads(kThreads);
+  ls->set_connections(kThreads);
+  ls->set_requests_per_thread(kPerThread);
+  ls->set_warmup_s(0.5);
+  ls->set_keep_alive(true);
+  ASSERT_TRUE(load->Write(load_spec));
+  load->WritesDone();
+  v1::LoadResult result;
+  std::vector<uint64_t> rss_truth;  // the server's VmRSS, read at each event of the window
+  bool measuring = false;
+  for (v1::LoadEvent ev; load->Read(&ev);) {
+    if (ev.has_measure_start()) {
+      send_mark(*target, v1::Mark::RESET);
+      measuring = true;
+    }
+    if (measuring && (ev.has_progress() || ev.has_measure_start() || ev.has_result()))
+      rss_truth.push_back(vm_rss_kb(pid));
+    if (ev.has_result()) {
+      result = ev.result();
+      send_mark(*target, v1::Mark::FINAL);
+      measuring = false;
+    }
+  }
+  ASSERT_TRUE(load->Finish().ok());
+  v1::Usage usage;
+  for (v1::TargetEvent ev; target->Read(&ev);)
+    if (ev.has_usage()) {
+      usage = ev.usage();
+      break;
+    }
+  ASSERT_GT(usage.window_s(), 0);
+
+  // Every request the client counted, measured or warm-up, is one the server served: no
+  // more, no fewer.
+  EXPECT_EQ(result.requests(), kThreads * kPerThread);
+  EXPECT_EQ(result.errors(), 0u);
+  EXPECT_EQ(result.status().at(200), kThreads * kPerThread);
+  EXPECT_GT(result.warmup_requests(), 0u);
+  EXPECT_EQ(http_get_body(endpoint, "/__count"),
+            std::to_string(result.requests() + result.warmup_requests()));
+  // No response comes before the server's delay; a closed loop of 4 connections on a 20 ms
+  // server does at most 4 / 20 ms = 200 requests/s, and close to it while it is delay-bound.
+  EXPECT_GE(result.latency().min_us(), kDelayMs * 1000.0);
+  EXPECT_GE(result.latency().p50_us(), kDelayMs * 1000.0);
+  const double bound = kThreads * 1000.0 / kDelayMs;
+  EXPECT_LE(result.qps(), bound * 1.02);
+  EXPECT_GE(result.qps(), bound * 0.75);
+  // The server's figures: one process, some CPU, and the RSS its own /proc says.
+  EXPECT_GT(usage.cpu_pct(), 0);
+  EXPECT_EQ(usage.processes(), 1u);
+  ASSERT_GE(rss_truth.size(), 2u);
+  auto [lo, hi] = std::minmax_element(rss_truth.begin(), rss_truth.end());
+  EXPECT_GT(*lo, 1024u);          // a Python interpreter holds more than a MiB
+  EXPECT_LT(*hi, 1024u * 1024u);  // and less than a GiB
+  // Both read VmRSS, at moments a little apart (the agent samples every 100 ms).
+  EXPECT_GE(usage.rss_kb_mean(), *lo * 0.9);
+  EXPECT_LE(usage.rss_kb_mean(), *hi * 1.1);
+  EXPECT_GE(usage.rss_kb_peak(), *lo * 0.9);
+  EXPECT_LE(usage.rss_kb_peak(), *hi * 1.1);
+  EXPECT_LE(usage.rss_kb_mean(), usage.rss_kb_peak());
+
+  // The end of the stream ends the server and its tree.
+  auto pids = tree_pids(pid);
+  target->WritesDone();
+  bool exited = false;
+  for (v1::TargetEvent ev; target->Read(&ev);) exited = exited || ev.has_exited();
+  EXPECT_TRUE(target->Finish().ok());
+  EXPECT_TRUE(exited);
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  for (pid_t p : pids) {
+    while (process_running(p) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(process_running(p)) << "pid " << p << " outlived its stream";
+  }
+  server.shutdown(0);
+}
+
+// A folder for PATH holding every program of this test's PATH but `hidden`: the machine as
+// it is, minus a toolchain. Run with a PATH of only this folder.
+class PathWithout {
+ public:
+  explicit PathWithout(const std::set<std::string>& hidden) {
+    std::filesystem::create_directory(dir_.path() / "bin");
+    std::string path = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
+    for (size_t start = 0; start <= path.size();) {
+      size_t end = std::min(path.find(':', start), path.size());
+      std::filesystem::path folder = path.substr(start, end - start);
+      start = end + 1;
+      std::error_code ec;
+      for (auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+        auto name = entry.path().filename().string();
+        if (hidden.count(name)) continue;
+        std::filesystem::create_symlink(entry.path(), dir_.path() / "bin" / name, ec);  // first wins
+      }
+    }
+  }
+  std::string path() const { return (dir_.path() / "bin").string(); }
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  TempDir dir_;
+};
+
+const std::set<std::string> kToolchains = {"go", "gofmt", "java", "javac", "node", "nodejs"};
+
+// Runs `argv` with PATH = `path` and a fresh cache folder; its exit code and output.
+testing::RunOutput run_with_path(const std::vector<std::string>& argv, const PathWithout& path) {
+  agent::SpawnOptions o;
+  o.env = {{"PATH", path.path()}, {"XDG_CACHE_HOME", (path.dir().path() / "cache").string()}};
+  auto child = agent::ChildProcess::spawn(argv, o);
+  testing::RunOutput out;
+  auto st = child->wait_exit(30s);
+  if (!st) st = child->terminate();
+  child->wait_output_end(5s);
+  out.code = st->code;
+  out.output_tail = child->output_tail(40);
+  return out;
+}
+
+TEST(ExampleTargets, AMissingToolchainIsOneLineNamingItsPackage) {
+  PathWithout path(kToolchains);
+  const std::string run_target = kSource + "/examples/targets/run-target";
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"go-nethttp", "go-nethttp needs the Go compiler: apt-get install golang-go"},
+      {"fasthttp",
+       "fasthttp needs the Go compiler: apt-get install golang-go golang-github-valyala-fasthttp-dev"},
+      {"java-httpserver",
+       "java-httpserver needs a Java JDK (javac and java): apt-get install default-jdk-headless"},
+      {"node-http", "node-http needs Node.js: apt-get install nodejs"}};
+  for (auto& [name, line] : expected) {
+    auto r = run_with_path({run_target, name, "127.0.0.1", "1", "0", "1"}, path);
+    EXPECT_EQ(r.code, 127) << name;
+    EXPECT_EQ(r.output_tail, line);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path.dir().path() / "cache"))
+      << "nothing is built without a toolchain";
+  auto r = run_with_path({run_target, "rust-hyper", "127.0.0.1", "1", "0"}, path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(
+      r.output_tail,
+      "run-target: unknown target 'rust-hyper'; known: go-nethttp, fasthttp, java-httpserver, node-http");
+  r = run_with_path({run_target, "go-nethttp", "127.0.0.1", "port", "0"}, path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.output_tail, "run-target: PORT must be an integer >= 0, not 'port'");
+}
+
+TEST(ExampleTargets, TheExampleCatalogLoadsFromAnyWorkingDirectory) {
+  auto c = agent::Catalog::load_file(kSource + "/examples/catalog.json");
+  EXPECT_EQ(c.names_joined(),
+            "hello, fasthttp, go-nethttp, java-httpserver, java-httpserver-nodelay, node-http");
+  for (auto* name : {"go-nethttp", "fasthttp", "java-httpserver", "java-httpserver-nodelay", "node-http"}) {
+    auto* e = c.find(name);
+    ASSERT_NE(e, nullptr) << name;
+    EXPECT_EQ(std::filesystem::path(e->argv[0]),
+              std::filesystem::path(kSource) / "examples/targets/run-target");
+    EXPECT_EQ(e->readiness, agent::CatalogEntry::Readiness::kHttp);
+    EXPECT_GE(e->start_timeout_ms, 30000u) << name << ": a first start builds";
+  }
+}
+
+// What an operator sees when the target agent's machine lacks Go: the cell fails with the
+// launcher's line, in result.json and on the controller's output.
+TEST(ExampleTargets, TheControllerShowsTheMissingToolchainLine) {
+  PathWithout path(kToolchains);
+  agent::SpawnOptions o;
+  o.env = {{"PATH", path.path()}, {"XDG_CACHE_HOME", (path.dir().path() / "cache").string()}};
+  auto agent = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo",
+                                           "--catalog", kSource + "/examples/catalog.json"},
+                                          o);
+  std::string line;
+  ASSERT_EQ(agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << agent->output_tail();
+  const auto& dir = path.dir();
+  auto lab = dir.file("lab.json", R"({"agents": [{"name": "solo", "address": ")" + line.substr(13) +
+                                      R"(", "roles": ["target", "load"]}]})");
+  auto s = dir.file("s.json", R"({"name": "nogo", "targets": [{"name": "go", "catalog": "go-nethttp"}],
+      "matrix": {"delay_ms": [0], "threads": [1]}, "load": {"total_requests": 10}, "execution": {"retries": 0}})");
+  auto out = dir.path() / "out";
+  auto r = testing::run_command({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  EXPECT_EQ(r.code, 3) << r.output_tail;
+  const std::string why = "go-nethttp needs the Go compiler: apt-get install golang-go";
+  // The printed matrix keeps the row on one line.
+  EXPECT_NE(r.stdout_text.find("did not become ready: it exited (exit status 127); last output: " + why),
+            std::string::npos)
+      << r.stdout_text;
+  auto cells = testing::result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_FALSE(cells[0].ok());
+  EXPECT_NE(cells[0].error().find(why), std::string::npos) << cells[0].error();
+  EXPECT_NE(cells[0].error().find("exit status 127"), std::string::npos) << cells[0].error();
+}
+
+}  // namespace
+}  // namespace loadlab

@@ -1,0 +1,60 @@
+"""A catalog target for the integration tests, standard library only.
+
+    python3 server.py HOST PORT DELAY_MS
+
+Answers every request 200 "Have Fun ~ Tester !" after DELAY_MS (a sleep in the request's
+thread: ThreadingHTTPServer serves each connection on its own thread), keep-alive. Its
+ground truth for the tests: GET /__count answers how many other requests it has served;
+/__ paths are not counted (the agent's readiness probe uses one).
+"""
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+BODY = b"Have Fun ~ Tester !"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive
+    wbufsize = -1  # a buffered writer: headers and body leave in one write (no Nagle stall)
+    disable_nagle_algorithm = True
+    delay_s = 0.0
+    served = 0
+    lock = threading.Lock()
+
+    def do_GET(self):
+        if self.path.startswith("/__"):
+            with Handler.lock:
+                served = Handler.served
+            self.reply(str(served).encode() if self.path == "/__count" else b"ok")
+            return
+        if Handler.delay_s > 0:
+            time.sleep(Handler.delay_s)
+        with Handler.lock:
+            Handler.served += 1
+        self.reply(BODY)
+
+    def reply(self, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args):
+        pass  # a line per request would cost more than the request
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit("usage: server.py HOST PORT DELAY_MS")
+    host, port, delay_ms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    Handler.delay_s = delay_ms / 1000.0
+    server = ThreadingHTTPServer((host, port), Handler)
+    print(f"python target listening on {host}:{port} (delay {delay_ms} ms)", file=sys.stderr, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
