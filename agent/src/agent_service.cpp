@@ -6,6 +6,8 @@
 #include <fstream>
 #include <thread>
 
+#include "command_line.hpp"
+#include "external_load_job.hpp"
 #include "load_job.hpp"
 #include "load_spec.hpp"
 #include "loadlab/agent/proc_control.hpp"
@@ -80,7 +82,7 @@ Status AgentService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, 
   info->set_cpu_model(read_first_match("/proc/cpuinfo", "model name"));
   for (auto& t : options_.catalog.names()) info->add_catalog(t);
   info->add_protocols("http/1.1");
-  info->add_clients("loadlab");
+  for (auto& c : options_.catalog.client_names()) info->add_clients(c);
   info->set_busy(target_slot_.busy() || load_slot_.busy());
   info->set_process_control(std::string(to_string(proc_control().mode)));
   return Status::OK;
@@ -122,12 +124,25 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
   } catch (const InputError& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());
   }
-  if (!cmd.spec().client().empty() && cmd.spec().client() != "loadlab")
-    return Status(StatusCode::NOT_FOUND,
-                  "unknown client \"" + cmd.spec().client() + "\"; this agent runs: loadlab");
+  const std::string& client_name = cmd.spec().client();
+  const ClientEntry* client = nullptr;
+  if (!client_name.empty() && client_name != "loadlab") {
+    client = options_.catalog.find_client(client_name);
+    if (!client) {
+      std::string known;
+      for (auto& n : options_.catalog.client_names()) known += (known.empty() ? "" : ", ") + n;
+      return Status(StatusCode::NOT_FOUND, "unknown client \"" + client_name + "\"; this agent runs: " + known);
+    }
+    try {
+      clients::check_spec(client->tool, cmd.spec());  // what the tool cannot do as asked
+    } catch (const InputError& e) {
+      return Status(StatusCode::INVALID_ARGUMENT, client_name + ": " + e.what());
+    }
+  }
   JobLease lease(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");
+  if (client) return ExternalLoadJob(options_, proc_, ctx, stream).run(cmd.spec(), *client, lease);
   return LoadJob(options_, proc_, ctx, stream).run(cmd.spec(), lease);
 }
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <regex>
 
@@ -92,6 +93,34 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const s
   return c;
 }
 
+// The Debian package that installs each tool, for the message when it is missing.
+const char* package_of(clients::Tool tool) {
+  switch (tool) {
+    case clients::Tool::kWrk: return "wrk";
+    case clients::Tool::kHey: return "hey";
+    case clients::Tool::kH2load: return "nghttp2-client";
+  }
+  return "";
+}
+
+ClientEntry parse_client(const std::string& name, const ObjectReader& e, const std::string& dir) {
+  e.allow({"tool", "path"});
+  ClientEntry c;
+  c.name = name;
+  auto tool = clients::parse_tool(e.string("tool"));
+  if (!tool) throw InputError(e.path("tool"), "must be one of " + clients::tool_names());
+  c.tool = *tool;
+  const std::string fallback = "/usr/bin/" + std::string(clients::tool_name(c.tool));
+  c.path = resolve_path(check_placeholders(e.string("path", fallback), e.path("path"), dir), dir,
+                        e.path("path"), "program");
+  if (access(c.path.c_str(), X_OK) != 0)
+    throw InputError(e.path("path"), c.path + " is not an executable file on this machine" +
+                                         (e.has("path") ? std::string()
+                                                        : std::string("; install it: apt-get install ") +
+                                                              package_of(c.tool)));
+  return c;
+}
+
 }  // namespace
 
 Catalog::Catalog() {
@@ -103,15 +132,30 @@ Catalog::Catalog() {
 
 Catalog Catalog::parse(const nlohmann::json& j, const std::string& dir) {
   ObjectReader root(j, "");
-  root.allow({"targets"});
+  root.allow({"targets", "clients"});
   Catalog c;
-  auto targets = root.object("targets");
-  for (auto& [name, value] : root.at("targets").items()) {
-    std::string at = targets.path(name.c_str());
-    if (name.empty() || name.find_first_of(" /\t") != std::string::npos)
-      throw InputError(at, "a target name must be non-empty, without spaces or '/'");
-    if (c.find(name)) throw InputError(at, "\"" + name + "\" is a built-in target; choose another name");
-    c.entries_.push_back(parse_entry(name, ObjectReader(value, at), dir));
+  if (root.has("targets")) {
+    auto targets = root.object("targets");
+    for (auto& [name, value] : root.at("targets").items()) {
+      std::string at = targets.path(name.c_str());
+      if (name.empty() || name.find_first_of(" /\t") != std::string::npos)
+        throw InputError(at, "a target name must be non-empty, without spaces or '/'");
+      if (c.find(name)) throw InputError(at, "\"" + name + "\" is a built-in target; choose another name");
+      c.entries_.push_back(parse_entry(name, ObjectReader(value, at), dir));
+    }
+  }
+  if (root.has("clients")) {
+    auto clients = root.object("clients");
+    for (auto& [name, value] : root.at("clients").items()) {
+      std::string at = clients.path(name.c_str());
+      bool ok = !name.empty() && name.size() <= 64 && name != "loadlab";
+      for (char ch : name)
+        ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-');
+      if (!ok)
+        throw InputError(at, "a client name is letters, digits, '.', '_', '-' (and not \"loadlab\", the "
+                             "built-in client)");
+      c.clients_.push_back(parse_client(name, ObjectReader(value, at), dir));
+    }
   }
   return c;
 }
@@ -125,6 +169,18 @@ const CatalogEntry* Catalog::find(const std::string& name) const {
   for (auto& e : entries_)
     if (e.name == name) return &e;
   return nullptr;
+}
+
+const ClientEntry* Catalog::find_client(const std::string& name) const {
+  for (auto& e : clients_)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::vector<std::string> Catalog::client_names() const {
+  std::vector<std::string> out{"loadlab"};
+  for (auto& e : clients_) out.push_back(e.name);
+  return out;
 }
 
 std::vector<std::string> Catalog::names() const {

@@ -11,11 +11,21 @@
 // address targets bind), {delay_ms}, {threads}; and, in argv, env and cwd, {catalog_dir} (the
 // catalog file's folder, absolute). A relative argv[0] or cwd is relative to that folder.
 // The built-in target "hello" is an implicit entry.
+//
+// External load clients, run by RunLoad when a LoadSpec names them (LoadSpec.client):
+//
+//   {"clients": {"wrk": {"tool": "wrk", "path": "/usr/bin/wrk"}, "h2": {"tool": "h2load"}}}
+//
+// `tool` is one of wrk, hey, h2load (it decides the command line and the output's parser,
+// agent/clients); `path` defaults to /usr/bin/TOOL. The built-in client "loadlab" (the
+// agent's loadlab-load) is implicit.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tool.hpp"
 
 namespace loadlab::agent {
 
@@ -28,6 +38,12 @@ struct CatalogEntry {
   enum class Readiness { kTcp, kHttp } readiness = Readiness::kTcp;
   std::string http_path = "/";
   uint32_t start_timeout_ms = 10000;
+};
+
+struct ClientEntry {
+  std::string name;
+  clients::Tool tool = clients::Tool::kWrk;
+  std::string path;  // absolute
 };
 
 struct Placeholders {
@@ -46,11 +62,14 @@ class Catalog {
   static Catalog load_file(const std::string& path);
 
   const CatalogEntry* find(const std::string& name) const;
+  const ClientEntry* find_client(const std::string& name) const;  // nullptr: unknown or "loadlab"
+  std::vector<std::string> client_names() const;                  // "loadlab" first
   std::vector<std::string> names() const;  // built-ins first, then the file's in order
   std::string names_joined() const;
 
  private:
   std::vector<CatalogEntry> entries_;
+  std::vector<ClientEntry> clients_;
 };
 
 // `text` with every placeholder replaced.

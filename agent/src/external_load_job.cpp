@@ -1,0 +1,137 @@
+#include "external_load_job.hpp"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "command_line.hpp"
+#include "job_support.hpp"
+#include "loadlab/shared/input_error.hpp"
+#include "loadlab/shared/logging.hpp"
+#include "output.hpp"
+#include "periodic_sampler.hpp"
+
+namespace loadlab::agent {
+
+using grpc::Status;
+using grpc::StatusCode;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A folder for the files a tool's command line refers to (wrk's Lua script, h2load's body),
+// removed with the job.
+class AuxFolder {
+ public:
+  explicit AuxFolder(const std::vector<clients::AuxFile>& files) {
+    if (files.empty()) return;
+    char tmpl[] = "/tmp/loadlab-client-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("cannot make a folder for the client's files");
+    path_ = tmpl;
+    for (auto& f : files) {
+      std::ofstream out(std::filesystem::path(path_) / f.name, std::ios::binary);
+      out << f.content;
+      if (!out.flush()) throw std::runtime_error("cannot write " + f.name + " into " + path_);
+    }
+  }
+  ~AuxFolder() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  AuxFolder(const AuxFolder&) = delete;
+  AuxFolder& operator=(const AuxFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+Status ExternalLoadJob::run(const v1::LoadSpec& spec, const ClientEntry& client, JobLease& lease) {
+  std::vector<std::string> argv;
+  std::unique_ptr<AuxFolder> aux;
+  try {
+    aux = std::make_unique<AuxFolder>(clients::aux_files(client.tool, spec));
+    argv = clients::command_line(client.tool, client.path, spec, aux->path());
+  } catch (const InputError& e) {
+    return Status(StatusCode::INVALID_ARGUMENT, e.what());
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, std::string("cannot prepare ") + client.name + ": " + e.what());
+  }
+  if (auto st = launch(argv); !st.ok()) return st;
+  {
+    PeriodicSampler sampler(*window_, options_.sample_interval_ms, nullptr);
+    if (auto st = collect_output(lease); !st.ok()) return st;
+  }
+  return report(spec, client);
+}
+
+Status ExternalLoadJob::launch(const std::vector<std::string>& argv) {
+  try {
+    child_ = ChildProcess::spawn(argv);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, "cannot start " + argv[0] + ": " + e.what());
+  }
+  component_logger("agent")->info("load pid {} started: {}", child_->pid(), argv[0]);
+  window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
+  window_->start();  // the tool measures from its start: so do both usage windows
+  v1::LoadEvent ev;
+  ev.mutable_measure_start();
+  if (!write(ev)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");
+  return Status::OK;
+}
+
+// The tool's stdout until it closes; a cancelled call stops the tool.
+Status ExternalLoadJob::collect_output(JobLease& lease) {
+  std::string line;
+  for (;;) {
+    auto ls = child_->next_line(line, 100ms);
+    if (ctx_->IsCancelled()) {
+      lease.stopping();
+      stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
+      return Status(StatusCode::CANCELLED, "load cancelled");
+    }
+    if (ls == ChildProcess::LineStatus::kEof) return Status::OK;
+    if (ls == ChildProcess::LineStatus::kLine && stdout_.size() < kMaxOutputBytes) stdout_ += line + "\n";
+  }
+}
+
+// The tool has closed its output: its exit, its report as the Result, then its usage.
+Status ExternalLoadJob::report(const v1::LoadSpec& spec, const ClientEntry& client) {
+  window_->close_at_now();
+  auto st = child_->wait_exit(std::chrono::milliseconds(options_.stop_grace_ms));
+  if (!st) st = stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
+  child_->wait_output_end(500ms);
+  component_logger("agent")->info("load pid {} ({}) ended: {}", child_->pid(), client.name, st->describe());
+  v1::LoadEvent result;
+  try {
+    auto run = clients::parse_output(client.tool, stdout_, child_->output_tail(40),
+                                     st->signal ? -st->signal : st->code);
+    *result.mutable_result() = std::move(run.result);
+  } catch (const clients::ToolFailed& e) {
+    return Status(StatusCode::UNAVAILABLE, e.what());
+  }
+  // What the tool does not print, the spec says.
+  auto* r = result.mutable_result();
+  if (r->threads() == 0) r->set_threads(spec.threads());
+  if (r->connections() == 0) r->set_connections(spec.connections() ? spec.connections() : spec.threads());
+  if (!write(result)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");
+  TreeReading end;
+  end.user_s = st->user_s;
+  end.system_s = st->system_s;
+  v1::LoadEvent usage;
+  *usage.mutable_usage() = window_->finish_closed("load", end);
+  proc_.forget_exited();
+  if (!write(usage)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");
+  return Status::OK;
+}
+
+bool ExternalLoadJob::write(const v1::LoadEvent& ev) {
+  if (stream_->Write(ev)) return true;
+  stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));  // no one to load for
+  return false;
+}
+
+}  // namespace loadlab::agent
