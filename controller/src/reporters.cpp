@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 namespace loadlab::controller {
 
@@ -12,6 +13,13 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 std::string ms(double us) { return fixed(us / 1000.0, 2); }
+bool unavailable(const v1::Repetition& r, const char* figure) {
+  return std::find(r.unavailable().begin(), r.unavailable().end(), figure) != r.unavailable().end();
+}
+// A latency figure in ms, or "n/a" (table) / "" (CSV) where the client cannot give it.
+std::string latency_ms(const v1::Repetition& r, const char* figure, double us) {
+  return unavailable(r, figure) ? "n/a" : ms(us);
+}
 std::string mb(uint64_t kb) { return fixed(static_cast<double>(kb) / 1024.0, 1); }
 // "ok", or the saturation flags that make the row suspect.
 std::string flags_text(const std::vector<std::string>& flags) {
@@ -19,6 +27,14 @@ std::string flags_text(const std::vector<std::string>& flags) {
   std::string out = "ok, but";
   for (auto& f : flags) out += " " + f;
   return out;
+}
+
+// A latency figure in µs for CSV; empty where the client cannot give it.
+std::string csv_us(const v1::Repetition& r, const char* figure, double us) {
+  if (unavailable(r, figure)) return "";
+  std::ostringstream o;
+  o << us;
+  return o.str();
 }
 
 std::string csv_field(const std::string& s) {
@@ -91,8 +107,10 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
     if (c.ok()) {
       const auto& m = c.median();
       row.insert(row.end(),
-                 {fixed(m.qps(), 0), ms(m.latency().p50_us()), ms(m.latency().p90_us()),
-                  ms(m.latency().p99_us()), ms(m.latency().max_us()), std::to_string(m.errors()),
+                 {fixed(m.qps(), 0), latency_ms(m, "latency.p50_us", m.latency().p50_us()),
+                  latency_ms(m, "latency.p90_us", m.latency().p90_us()),
+                  latency_ms(m, "latency.p99_us", m.latency().p99_us()),
+                  latency_ms(m, "latency.max_us", m.latency().max_us()), std::to_string(m.errors()),
                   fixed(m.server().cpu_pct(), 1), mb(m.server().rss_kb_peak()),
                   fixed(m.client().cpu_pct(), 1), mb(m.client().rss_kb_peak()), flags_text(c.flags())});
     } else {
@@ -165,10 +183,13 @@ void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
     if (c.ok()) {
       const auto& m = c.median();
       out << m.requests() << "," << m.errors() << "," << fixed(m.duration_s(), 4) << "," << fixed(m.qps(), 2)
-          << "," << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << "," << m.latency().p50_us()
-          << "," << m.latency().p90_us() << "," << m.latency().p99_us() << "," << m.latency().p999_us() << ","
-          << m.latency().max_us() << "," << fixed(m.latency().mean_us(), 1) << ","
-          << fixed(m.server().cpu_pct(), 2) << "," << m.server().rss_kb_mean() << ","
+          << "," << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << ","
+          << csv_us(m, "latency.p50_us", m.latency().p50_us()) << ","
+          << csv_us(m, "latency.p90_us", m.latency().p90_us()) << ","
+          << csv_us(m, "latency.p99_us", m.latency().p99_us()) << ","
+          << csv_us(m, "latency.p999_us", m.latency().p999_us()) << ","
+          << csv_us(m, "latency.max_us", m.latency().max_us()) << "," << fixed(m.latency().mean_us(), 1)
+          << "," << fixed(m.server().cpu_pct(), 2) << "," << m.server().rss_kb_mean() << ","
           << m.server().rss_kb_peak() << "," << fixed(m.client().cpu_pct(), 2) << ","
           << m.client().rss_kb_mean() << "," << m.client().rss_kb_peak() << "," << c.reps.size() << ",";
     } else {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "loadlab/controller/errors.hpp"
 #include "loadlab/proto/histogram_proto.hpp"
@@ -54,8 +56,37 @@ v1::Latency merged_latency(const std::vector<v1::LoadResult>& results,
 }
 }  // namespace
 
+namespace {
+// Without histograms (external clients) percentiles cannot be merged: one agent's stand,
+// several agents' are unavailable; mean, min and max still combine exactly.
+v1::Latency latency_without_histograms(const std::vector<v1::LoadResult>& results,
+                                       std::set<std::string>& unavailable) {
+  if (results.size() == 1) return results[0].latency();
+  v1::Latency l;
+  double weighted = 0, n = 0, min_us = -1, max_us = 0;
+  for (auto& p : results) {
+    weighted += p.latency().mean_us() * static_cast<double>(p.requests());
+    n += static_cast<double>(p.requests());
+    min_us = min_us < 0 ? p.latency().min_us() : std::min(min_us, p.latency().min_us());
+    max_us = std::max(max_us, p.latency().max_us());
+  }
+  l.set_mean_us(n > 0 ? weighted / n : 0);
+  l.set_min_us(std::max(0.0, min_us));
+  l.set_max_us(max_us);
+  for (auto* f : {"latency.p50_us", "latency.p90_us", "latency.p99_us", "latency.p999_us"})
+    unavailable.insert(f);
+  return l;
+}
+}  // namespace
+
 v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
   v1::Repetition r;
+  std::set<std::string> unavailable;
+  bool histograms = false;
+  for (const auto& p : results) {
+    histograms = histograms || p.histogram().highest_trackable() != 0;
+    unavailable.insert(p.unavailable().begin(), p.unavailable().end());
+  }
   uint64_t requests = 0, errors = 0, bytes_read = 0, connects = 0;
   double duration_s = 0, qps = 0, rate = 0, achieved_rate = 0;
   bool rate_not_held = false, latency_corrected = false;
@@ -83,10 +114,15 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
   r.set_rate_not_held(rate_not_held);
   r.set_latency_corrected(latency_corrected);
   r.set_connects(connects);
-  *r.mutable_latency() =
-      merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, r.mutable_histogram());
-  *r.mutable_latency_uncorrected() = merged_latency(results, &v1::LoadResult::histogram_uncorrected,
-                                                    &v1::LoadResult::latency_uncorrected, nullptr);
+  if (histograms) {
+    *r.mutable_latency() =
+        merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, r.mutable_histogram());
+    *r.mutable_latency_uncorrected() = merged_latency(results, &v1::LoadResult::histogram_uncorrected,
+                                                      &v1::LoadResult::latency_uncorrected, nullptr);
+  } else {
+    *r.mutable_latency() = latency_without_histograms(results, unavailable);
+  }
+  for (auto& f : unavailable) r.add_unavailable(f);
   // Connect times come as percentiles only: the part with the most connects stands for all.
   const v1::LoadResult* most = nullptr;
   for (const auto& p : results)

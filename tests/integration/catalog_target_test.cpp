@@ -23,6 +23,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::bin;
+using testing::http_get_body;
 using testing::process_running;
 using testing::TempDir;
 
@@ -44,30 +45,6 @@ uint64_t vm_rss_kb(pid_t pid) {
   for (std::string line; std::getline(f, line);)
     if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
   return 0;
-}
-
-// The body of GET `path` on `endpoint` (one request, Connection: close); "" on failure.
-std::string http_get_body(const std::string& endpoint, const std::string& path) {
-  auto ep = parse_endpoint(endpoint);
-  if (!ep) return "";
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(ep->port);
-  inet_pton(AF_INET, ep->host.c_str(), &a.sin_addr);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + endpoint + "\r\nConnection: close\r\n\r\n";
-    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-      char buf[4096];
-      for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  auto body = response.find("\r\n\r\n");
-  return body == std::string::npos ? "" : response.substr(body + 4);
 }
 
 using TargetStream = grpc::ClientReaderWriter<v1::TargetCommand, v1::TargetEvent>;

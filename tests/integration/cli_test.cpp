@@ -212,11 +212,13 @@ TEST(Lease, SigintStopsARunMidCellWithinSecondsAndLeavesNothingBehind) {
 TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   TempDir dir;
   auto scenario = [&](const std::string& name, int server_delay_ms) {
-    // The cell key stays beast/d2/t4; a header makes the server itself take longer.
+    // The cell key stays beast/d10/t4; a header makes the server itself take longer. The
+    // delay is long enough that a busy machine's scheduling (tenths of a ms) moves the rate
+    // by less than the threshold.
     return dir.file(
         name, R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
-        "matrix": {"delay_ms": [2], "threads": [4]},
-        "load": {"requests_per_thread": 150, "headers": {"x-loadlab-delay-ms": ")" +
+        "matrix": {"delay_ms": [10], "threads": [4]},
+        "load": {"requests_per_thread": 40, "headers": {"x-loadlab-delay-ms": ")" +
                   std::to_string(server_delay_ms) + R"("}},
         "repetitions": 2, "regression": {"metric": "qps", "threshold_pct": 10}})");
   };
@@ -226,16 +228,16 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
     EXPECT_EQ(r.code, 0) << r.output_tail;
     return (dir.path() / out).string();
   };
-  auto base = run(scenario("a.json", 2), "base");
-  auto same = run(scenario("b.json", 2), "same");
-  auto slow = run(scenario("c.json", 4), "slow");  // half the throughput
+  auto base = run(scenario("a.json", 10), "base");
+  auto same = run(scenario("b.json", 10), "same");
+  auto slow = run(scenario("c.json", 20), "slow");  // half the throughput
   auto r = run_command({bin("loadlab"), "compare", base, same});
   EXPECT_EQ(r.code, 0) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("0 regressions"), std::string::npos) << r.stdout_text;
   r = run_command({bin("loadlab"), "compare", base, slow});
   EXPECT_EQ(r.code, 1) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("REGRESSION"), std::string::npos) << r.stdout_text;
-  EXPECT_NE(r.stdout_text.find("beast/d2/t4"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("beast/d10/t4"), std::string::npos);
   // The other way round it is an improvement, and p99 agrees with qps.
   r = run_command({bin("loadlab"), "compare", slow, base});
   EXPECT_EQ(r.code, 0) << r.stdout_text;

@@ -1,6 +1,9 @@
 #pragma once
 // Helpers for integration tests: temporary folders, running the built binaries.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +15,7 @@
 
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/proto/json.hpp"
+#include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/v1/result.pb.h"
 
@@ -73,6 +77,30 @@ inline std::vector<v1::CellResult> result_cells(const std::filesystem::path& res
     EXPECT_NO_THROW(proto::from_json(c.dump(), &cells.back())) << c.dump().substr(0, 400);
   }
   return cells;
+}
+
+// The body of GET `path` on `endpoint` (one request, Connection: close); "" on failure.
+inline std::string http_get_body(const std::string& endpoint, const std::string& path) {
+  auto ep = parse_endpoint(endpoint);
+  if (!ep) return "";
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(ep->port);
+  inet_pton(AF_INET, ep->host.c_str(), &a.sin_addr);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + endpoint + "\r\nConnection: close\r\n\r\n";
+    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  auto body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
 }
 
 // True while `pid` runs; a zombie has finished (whoever adopted it may reap it late).

@@ -1,0 +1,235 @@
+// External load clients (wrk, hey, h2load) run by the agent from its catalog: their figures
+// against the same tool run directly, and against the target's own request count; and the
+// client as a matrix axis through a whole `loadlab run`. Skipped where a tool is missing
+// (make deps installs all three).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <regex>
+
+#include "loadlab/agent/agent_service.hpp"
+#include "loadlab/proto/json.hpp"
+#include "output.hpp"
+#include "test_support.hpp"
+
+namespace loadlab {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::bin;
+using testing::result_cells;
+using testing::run_command;
+using testing::TempDir;
+
+bool installed(const char* path) { return access(path, X_OK) == 0; }
+
+// loadlab-target on 127.0.0.1 with a fixed delay: a delay-bound server, whose rate at N
+// connections is N / delay whatever the machine's speed.
+class DelayTarget {
+ public:
+  explicit DelayTarget(int delay_ms) {
+    proc_ = agent::ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.1:0", "--threads", "1",
+                                        "--delay-ms", std::to_string(delay_ms)});
+    std::string line;
+    if (proc_->next_line(line, 10s) == agent::ChildProcess::LineStatus::kLine &&
+        line.rfind("listening on ", 0) == 0)
+      endpoint_ = line.substr(13);
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  // The requests the server answered so far (GET /__loadlab/stats, not counted itself).
+  uint64_t served() const {
+    auto body = testing::http_get_body(endpoint_, "/__loadlab/stats");
+    std::smatch m;
+    std::regex number(R"("requests":\s*(\d+))");
+    return std::regex_search(body, m, number) ? std::stoull(m[1]) : 0;
+  }
+
+ private:
+  std::unique_ptr<agent::ChildProcess> proc_;  // terminated (and reaped) by its destructor
+  std::string endpoint_;
+};
+
+// An in-process agent whose catalog names the three tools that are installed.
+class ClientAgent {
+ public:
+  ClientAgent() {
+    nlohmann::json clients = nlohmann::json::object();
+    for (auto* tool : {"wrk", "hey", "h2load"})
+      if (installed(("/usr/bin/" + std::string(tool)).c_str())) clients[tool] = {{"tool", tool}};
+    agent::AgentOptions options;
+    options.name = "clients";
+    options.bin_dir = LOADLAB_BIN_DIR;
+    options.catalog = agent::Catalog::parse({{"clients", clients}});
+    server_ = std::make_unique<agent::AgentServer>(options);
+    stub_ = v1::Agent::NewStub(
+        grpc::CreateChannel(server_->start("127.0.0.1:0"), grpc::InsecureChannelCredentials()));
+  }
+  ~ClientAgent() { server_->shutdown(0); }
+
+  struct Run {
+    grpc::Status status;
+    std::vector<std::string> events;  // in order: "measure_start", "result", "usage", ...
+    v1::LoadResult result;
+    v1::Usage usage;
+  };
+  Run run(const v1::LoadSpec& spec) {
+    Run out;
+    grpc::ClientContext ctx;
+    auto stream = stub_->RunLoad(&ctx);
+    v1::LoadCommand cmd;
+    *cmd.mutable_spec() = spec;
+    stream->Write(cmd);
+    stream->WritesDone();
+    for (v1::LoadEvent ev; stream->Read(&ev);) {
+      if (ev.has_measure_start()) out.events.push_back("measure_start");
+      if (ev.has_progress()) continue;
+      if (ev.has_result()) {
+        out.events.push_back("result");
+        out.result = ev.result();
+      }
+      if (ev.has_usage()) {
+        out.events.push_back("usage");
+        out.usage = ev.usage();
+      }
+    }
+    out.status = stream->Finish();
+    return out;
+  }
+
+ private:
+  std::unique_ptr<agent::AgentServer> server_;
+  std::unique_ptr<v1::Agent::Stub> stub_;
+};
+
+v1::LoadSpec spec_for(const std::string& endpoint, const std::string& client) {
+  v1::LoadSpec s;
+  s.set_endpoint(endpoint);
+  s.set_client(client);
+  s.set_threads(2);
+  s.set_connections(8);
+  s.set_keep_alive(true);
+  return s;
+}
+
+TEST(ExternalClient, WrkThroughTheAgentGivesWhatWrkGivesRunDirectly) {
+  if (!installed("/usr/bin/wrk")) GTEST_SKIP() << "wrk is not installed (apt-get install wrk)";
+  DelayTarget target(2);
+  ASSERT_FALSE(target.endpoint().empty());
+  // 8 connections on a 2 ms server: at most 4000 requests/s, for wrk alone and for wrk
+  // through the agent alike.
+  auto direct =
+      run_command({"/usr/bin/wrk", "-t2", "-c8", "-d2s", "--latency", "http://" + target.endpoint() + "/"});
+  ASSERT_EQ(direct.code, 0) << direct.output_tail;
+  const double direct_qps =
+      clients::parse_output(clients::Tool::kWrk, direct.stdout_text, "", 0).result.qps();
+
+  ClientAgent agent;
+  auto spec = spec_for(target.endpoint(), "wrk");
+  spec.set_duration_s(2);
+  const uint64_t served_before = target.served();
+  auto run = agent.run(spec);
+  const uint64_t served = target.served() - served_before;
+  ASSERT_TRUE(run.status.ok()) << run.status.error_message();
+  EXPECT_EQ(run.events, (std::vector<std::string>{"measure_start", "result", "usage"}));
+  const auto& r = run.result;
+  EXPECT_NEAR(r.qps(), direct_qps, direct_qps * 0.10) << "through the agent vs direct";
+  EXPECT_LE(r.qps(), 4000 * 1.02);
+  EXPECT_GE(r.qps(), 4000 * 0.6);
+  // wrk counts completed responses; the server also answered the ones in flight at the end.
+  EXPECT_GE(served, r.requests());
+  EXPECT_LE(served, r.requests() + 8);
+  EXPECT_EQ(r.errors(), 0u);
+  EXPECT_GE(r.latency().p50_us(), 2000);
+  EXPECT_EQ(r.threads(), 2u);
+  EXPECT_EQ(r.connections(), 8u);
+  // What wrk cannot give is said, not zero.
+  EXPECT_NE(std::find(r.unavailable().begin(), r.unavailable().end(), "latency.p999_us"),
+            r.unavailable().end());
+  // The tool was measured as a job: one process, its CPU over its life.
+  EXPECT_GT(run.usage.cpu_pct(), 0);
+  EXPECT_GT(run.usage.rss_kb_peak(), 0u);
+  EXPECT_GE(run.usage.window_s(), 2.0);
+}
+
+TEST(ExternalClient, HeyAndH2loadCountExactlyWhatTheServerServed) {
+  DelayTarget target(1);
+  ASSERT_FALSE(target.endpoint().empty());
+  ClientAgent agent;
+  int ran = 0;
+  for (auto* tool : {"hey", "h2load"}) {
+    if (!installed(("/usr/bin/" + std::string(tool)).c_str())) continue;
+    SCOPED_TRACE(tool);
+    ++ran;
+    auto spec = spec_for(target.endpoint(), tool);
+    spec.set_total_requests(400);
+    const uint64_t before = target.served();
+    auto run = agent.run(spec);
+    ASSERT_TRUE(run.status.ok()) << run.status.error_message();
+    EXPECT_EQ(run.result.requests(), 400u);
+    EXPECT_EQ(target.served() - before, 400u);
+    EXPECT_EQ(run.result.errors(), 0u);
+    EXPECT_GE(run.result.latency().mean_us(), 1000);
+    EXPECT_GT(run.usage.cpu_pct(), 0);
+  }
+  if (ran == 0) GTEST_SKIP() << "neither hey nor h2load is installed";
+}
+
+TEST(ExternalClient, WhatAToolCannotDoIsRefusedNamingTheFieldAndAnUnknownClientIsNotFound) {
+  if (!installed("/usr/bin/wrk")) GTEST_SKIP() << "wrk is not installed";
+  ClientAgent agent;
+  auto spec = spec_for("127.0.0.1:9", "wrk");
+  spec.set_requests_per_thread(100);  // wrk runs for a duration only
+  auto run = agent.run(spec);
+  EXPECT_EQ(run.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(run.status.error_message().find("requests_per_thread"), std::string::npos)
+      << run.status.error_message();
+  spec.set_client("ab");
+  spec.set_duration_s(1);
+  run = agent.run(spec);
+  EXPECT_EQ(run.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(run.status.error_message().find("this agent runs: loadlab, "), std::string::npos)
+      << run.status.error_message();
+  EXPECT_NE(run.status.error_message().find("wrk"), std::string::npos) << run.status.error_message();
+}
+
+// The seed client shoot-out in small: `client` as a matrix axis, through a lab agent.
+TEST(ExternalClient, ClientIsAMatrixAxis) {
+  if (!installed("/usr/bin/wrk") || !installed("/usr/bin/h2load"))
+    GTEST_SKIP() << "wrk and h2load are needed (apt-get install wrk nghttp2-client)";
+  TempDir dir;
+  auto catalog =
+      dir.file("catalog.json", R"({"clients": {"wrk": {"tool": "wrk"}, "h2load": {"tool": "h2load"}}})");
+  auto agent = agent::ChildProcess::spawn(
+      {bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo", "--catalog", catalog});
+  std::string line;
+  ASSERT_EQ(agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << agent->output_tail();
+  auto lab = dir.file("lab.json", R"({"agents": [{"name": "solo", "address": ")" + line.substr(13) +
+                                      R"(", "roles": ["target", "load"]}]})");
+  auto s = dir.file(
+      "s.json", R"({"name": "clients", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"client": ["loadlab", "wrk", "h2load"], "delay_ms": [2]},
+      "load": {"duration_s": 1, "threads": 2, "connections": 8}})");
+  auto out = dir.path() / "out";
+  auto r = run_command({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 3u);
+  const char* keys[] = {"b/loadlab/d2", "b/wrk/d2", "b/h2load/d2"};
+  for (size_t i = 0; i < cells.size(); ++i) {
+    SCOPED_TRACE(keys[i]);
+    EXPECT_EQ(cells[i].cell().key(), keys[i]);
+    ASSERT_TRUE(cells[i].ok()) << cells[i].error();
+    EXPECT_EQ(cells[i].cell().axes(0).axis(), "client");
+    // 8 connections on a 2 ms server, whichever client loads it.
+    EXPECT_LE(cells[i].median().qps(), 4000 * 1.02);
+    EXPECT_GE(cells[i].median().qps(), 4000 * 0.6);
+    EXPECT_GT(cells[i].median().client().cpu_pct(), 0);
+  }
+  // The table names the axes in the scenario's order, and says n/a for what h2load lacks.
+  EXPECT_TRUE(std::regex_search(r.stdout_text, std::regex("target +client +delay ms +conns +qps")))
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("n/a"), std::string::npos) << r.stdout_text;
+}
+
+}  // namespace
+}  // namespace loadlab
