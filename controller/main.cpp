@@ -52,6 +52,7 @@ struct CommandLine {
   std::string compare_base, compare_new, compare_metric;
   double compare_threshold = -1;
   std::string validate_path;
+  std::vector<std::string> validate_overrides;
   CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd;
 
   CommandLine() {
@@ -60,6 +61,9 @@ struct CommandLine {
 
     run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");
     run_cmd->add_option("scenario", run.scenario_path, "scenario JSON file");
+    run_cmd->add_option("--set", run.overrides,
+                        "PATH=VALUE: set a scenario value before the run, e.g. load.total_requests=5000000 "
+                        "(dotted path; VALUE is JSON, or else a string); repeatable");
     run_cmd->add_option("--resume", run.resume_dir,
                         "continue the run in this folder, keeping its finished cells");
     run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
@@ -85,6 +89,7 @@ struct CommandLine {
 
     validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
     validate_cmd->add_option("scenario", validate_path, "scenario JSON file")->required();
+    validate_cmd->add_option("--set", validate_overrides, "PATH=VALUE, as for run; repeatable");
   }
   CommandLine(const CommandLine&) = delete;  // the subcommand pointers point into `app`
 
@@ -99,8 +104,8 @@ struct CommandLine {
   }
 };
 
-int validate(const std::string& path) {
-  auto s = loadlab::controller::load_scenario_file(path);
+int validate(const std::string& path, const std::vector<std::string>& overrides) {
+  auto s = loadlab::controller::load_scenario_file(path, overrides);
   auto cells = loadlab::controller::expand(s);
   std::cout << path << ": ok, " << cells.size() << " cells × " << s.repetitions << " repetitions\n";
   for (auto& c : cells) std::cout << "  " << c.key() << " (" << c.connections << " connections)\n";
@@ -134,6 +139,10 @@ int run(loadlab::controller::RunOptions run) {
     std::cerr << "loadlab run: --out and --resume exclude each other (a resumed run stays in its folder)\n";
     return 2;
   }
+  if (!run.resume_dir.empty() && !run.overrides.empty()) {
+    std::cerr << "loadlab run: --set and --resume exclude each other (a resumed run keeps its scenario)\n";
+    return 2;
+  }
   static std::atomic<int> stop{0};
   stop_on_signals(stop);
   run.stop = &stop;
@@ -155,7 +164,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (*cl.validate_cmd) return validate(cl.validate_path);
+    if (*cl.validate_cmd) return validate(cl.validate_path, cl.validate_overrides);
     if (*cl.agents_cmd) return loadlab::controller::describe_agents(cl.agents_lab, std::cout);
     if (*cl.compare_cmd) return compare(cl);
     return run(cl.run);

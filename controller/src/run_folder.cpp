@@ -32,14 +32,18 @@ void write_file(const fs::path& path, const std::string& content) {
 
 }  // namespace
 
-RunFolder RunFolder::create(const fs::path& dir, const std::string& scenario_path) {
+RunFolder RunFolder::create(const fs::path& dir, const std::string& scenario_path,
+                            const std::string& scenario_text) {
   if (fs::exists(dir / "result.json") || fs::exists(dir / "journal.jsonl"))
     throw InputError("",
                      "--out: " + dir.string() + " already holds a run; choose another folder or --resume it");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw EnvironmentError("--out: cannot create " + dir.string() + ": " + ec.message());
-  fs::copy_file(scenario_path, dir / "scenario.json", fs::copy_options::overwrite_existing, ec);
+  if (scenario_text.empty())
+    fs::copy_file(scenario_path, dir / "scenario.json", fs::copy_options::overwrite_existing, ec);
+  else
+    write_file(dir / "scenario.json", scenario_text);
   if (ec) throw EnvironmentError("cannot copy the scenario into " + dir.string() + ": " + ec.message());
   return RunFolder(dir);
 }

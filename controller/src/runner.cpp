@@ -69,10 +69,10 @@ OpenedRun open_run(const RunOptions& o) {
     Scenario s = load_scenario_file(folder.scenario_path());
     return {std::move(s), std::move(folder)};
   }
-  Scenario s = load_scenario_file(o.scenario_path);
+  Scenario s = load_scenario_file(o.scenario_path, o.overrides);
   fs::path dir =
       o.out_dir.empty() ? fs::path("runs") / (s.name + "-" + utc_now("%Y%m%dT%H%M%SZ")) : fs::path(o.out_dir);
-  RunFolder folder = RunFolder::create(dir, o.scenario_path);
+  RunFolder folder = RunFolder::create(dir, o.scenario_path, o.overrides.empty() ? "" : s.source_text);
   return {std::move(s), std::move(folder)};
 }
 
@@ -143,6 +143,7 @@ class ScenarioRun {
       h["scenario_path"] = options_.scenario_path;
       h["scenario_file"] = file_provenance(options_.scenario_path);
       h["scenario"] = scenario_.source;
+      h["overrides"] = scenario_.overrides;  // --set, applied to scenario_file into scenario
       h["lab_path"] = lab_path_;
       h["started_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -321,16 +322,58 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   return s;
 }
 
-Scenario load_scenario_file(const std::string& path) {
-  auto j = read_json_file(path);
-  // nlohmann::json keeps an object's keys sorted; the matrix's order is the file's.
-  std::vector<std::string> order;
+namespace {
+
+// Sets the value an assignment "a.b.0.c=VALUE" names in `j`; array indices by number.
+void apply_override(nlohmann::ordered_json& j, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set",
+                     "must be PATH=VALUE with a dotted PATH (e.g. load.total_requests=5000000), got \"" +
+                         assignment + "\"");
+  const std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  auto value = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (value.is_discarded()) value = text;  // not JSON: a string (--set load.client=wrk)
+  nlohmann::ordered_json* at = &j;
+  for (size_t start = 0;;) {
+    const size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) throw InputError("--set", "\"" + path + "\" has an empty part");
+    if (at->is_array()) {
+      char* end = nullptr;
+      const unsigned long i = std::strtoul(key.c_str(), &end, 10);
+      if (*end != '\0' || i >= at->size())
+        throw InputError("--set", "\"" + key + "\" in " + path + " is not an index of that array (0.." +
+                                      std::to_string(at->size()) + ")");
+      at = &(*at)[i];
+    } else if (at->is_object() || at->is_null()) {
+      at = &(*at)[key];
+    } else {
+      throw InputError("--set",
+                       path + ": \"" + key + "\" is inside a value that is neither an object nor an array");
+    }
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  *at = value;
+}
+
+}  // namespace
+
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  read_json_file(path);  // a syntax error is an InputError with its line and column
   std::ifstream in(path);
-  auto ordered = nlohmann::ordered_json::parse(in, nullptr, false);
+  // nlohmann::json keeps an object's keys sorted; the matrix's order is the file's.
+  auto ordered = nlohmann::ordered_json::parse(in);
+  for (auto& o : overrides) apply_override(ordered, o);
+  std::vector<std::string> order;
   if (ordered.is_object() && ordered.contains("matrix") && ordered["matrix"].is_object())
     for (auto& [name, values] : ordered["matrix"].items()) order.push_back(name);
   try {
-    return parse_scenario(j, order);
+    Scenario s = parse_scenario(nlohmann::json::parse(ordered.dump()), order);
+    s.source_text = ordered.dump(2) + "\n";
+    s.overrides = overrides;
+    return s;
   } catch (const InputError& e) {
     throw e.in_file(path);
   }

@@ -75,6 +75,47 @@ TEST(Cli, ValidatePrintsTheCells) {
   EXPECT_NE(r.stdout_text.find("beast/d10/t20"), std::string::npos);
 }
 
+TEST(Cli, AnUnknownAxisExitsTwoNamingThePathAndTheAllowedAxes) {
+  TempDir dir;
+  auto s = dir.file("s.json", R"({"name": "x", "targets": [{"name": "a", "builtin": "hello"}],
+      "matrix": {"threads": [1], "conections": [10]}, "load": {"total_requests": 10}})");
+  for (auto* cmd : {"validate", "run"}) {
+    auto r = run_command({bin("loadlab"), cmd, s, "--set", "load.total_requests=20"});
+    EXPECT_EQ(r.code, 2) << cmd;
+    EXPECT_NE(r.output_tail.find("/matrix/conections: unknown axis; allowed: delay_ms, threads, "
+                                 "connections_per_thread, connections, rate, body_size, server_threads, "
+                                 "keep_alive, client"),
+              std::string::npos)
+        << r.output_tail;
+  }
+}
+
+TEST(Cli, SetOverridesAValueAndTheRunFolderKeepsTheScenarioAsRun) {
+  TempDir dir;
+  auto s = dir.file("s.json", R"({"name": "x", "targets": [{"name": "a", "builtin": "hello"}],
+      "matrix": {"threads": [1, 2], "delay_ms": [0]}, "load": {"total_requests": 10}})");
+  auto r = run_command({bin("loadlab"), "validate", s, "--set", "matrix.threads=[3]"});
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("ok, 1 cells"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("a/t3/d0"), std::string::npos) << r.stdout_text;
+  auto out = dir.path() / "o";
+  r = run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--set", "load.total_requests=30",
+                   "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto result = loadlab::read_json_file((out / "result.json").string());
+  EXPECT_EQ(result["overrides"], nlohmann::json::array({"load.total_requests=30"}));
+  EXPECT_EQ(result["scenario"]["load"]["total_requests"], 30);
+  auto copy = loadlab::read_json_file((out / "scenario.json").string());
+  EXPECT_EQ(copy["load"]["total_requests"], 30);
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].cell().key(), "a/t1/d0");  // the file's axis order, kept through the copy
+  EXPECT_EQ(cells[1].median().requests(), 30u);
+  r = run_command({bin("loadlab"), "run", "--resume", out.string(), "--set", "name=y"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("--set and --resume exclude each other"), std::string::npos) << r.output_tail;
+}
+
 TEST(Cli, AgentRefusesAPortInUse) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

@@ -119,6 +119,40 @@ TEST_F(RunTest, OpenLoopRateGoesThroughTheAgentAndIsHeld) {
   EXPECT_NEAR(rep.latency().p50_us(), rep.latency_uncorrected().p50_us(), 1000.0);
 }
 
+// Knobs as axes reach the server and the client, as the bytes and connections show.
+TEST_F(RunTest, KeepAliveAndBodySizeAxesReachTheServerAndTheClient) {
+  RunOptions o = options();
+  o.scenario_path = dir.file("s.json", R"({"name": "knobs",
+      "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"keep_alive": [true, false], "body_size": [100, 20000]},
+      "load": {"requests_per_thread": 100, "threads": 2, "connections": 4}})");
+  o.out_dir = (dir.path() / "out").string();
+  std::ostringstream table;
+  ASSERT_EQ(run_scenario(o, table), 0) << table.str();
+  auto cells = result_cells(dir.path() / "out" / "result.json");
+  ASSERT_EQ(cells.size(), 4u);
+  const char* keys[] = {"beast/ka1/b100", "beast/ka1/b20000", "beast/ka0/b100", "beast/ka0/b20000"};
+  for (size_t i = 0; i < cells.size(); ++i) {
+    SCOPED_TRACE(keys[i]);
+    const auto& c = cells[i];
+    ASSERT_EQ(c.cell().key(), keys[i]);
+    ASSERT_TRUE(c.ok()) << c.error();
+    const auto& m = c.median();
+    EXPECT_EQ(m.requests(), 200u);
+    EXPECT_EQ(m.errors(), 0u);
+    // Every response carries the body the axis asked for, plus its headers.
+    const uint64_t body = c.cell().body_size();
+    EXPECT_GE(m.bytes_read(), m.requests() * body);
+    EXPECT_LE(m.bytes_read(), m.requests() * (body + 300));
+    // Without keep-alive every request has its own connection; with it, the 4 of the start.
+    if (c.cell().keep_alive())
+      EXPECT_EQ(m.connects(), 4u);
+    else
+      EXPECT_EQ(m.connects(), m.requests());
+  }
+  EXPECT_NE(table.str().find("keep-alive"), std::string::npos) << table.str();
+}
+
 TEST_F(RunTest, APhaseThatRunsOutFailsTheCellNamingThePhase) {
   RunOptions o = options();
   o.scenario_path = dir.file("s.json", R"({"name": "slow",

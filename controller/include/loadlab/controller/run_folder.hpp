@@ -17,9 +17,11 @@ namespace loadlab::controller {
 
 class RunFolder {
  public:
-  // A new run's folder `dir`, created, with a copy of the scenario file. Throws InputError
-  // when `dir` already holds a run, EnvironmentError when it cannot be written.
-  static RunFolder create(const std::filesystem::path& dir, const std::string& scenario_path);
+  // A new run's folder `dir`, created, with a copy of the scenario file, or `scenario_text`
+  // when given (the scenario with --set overrides applied). Throws InputError when `dir`
+  // already holds a run, EnvironmentError when it cannot be written.
+  static RunFolder create(const std::filesystem::path& dir, const std::string& scenario_path,
+                          const std::string& scenario_text = "");
   // The folder of an earlier run, to resume it. Throws InputError when it holds no scenario.
   static RunFolder resume(const std::filesystem::path& dir);
 

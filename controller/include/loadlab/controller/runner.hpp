@@ -5,6 +5,7 @@
 #include <atomic>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "loadlab/controller/embedded_agent.hpp"
 #include "loadlab/controller/errors.hpp"
@@ -13,10 +14,11 @@ namespace loadlab::controller {
 
 struct RunOptions {
   std::string scenario_path;
-  std::string lab_path;    // "" = start an embedded agent on a loopback port
-  std::string out_dir;     // "" = runs/<scenario name>-<UTC time>
-  std::string resume_dir;  // continue the run in this folder (its scenario copy and journal)
-  std::string bin_dir;     // embedded agent: folder of loadlab-target/-load; "" = this executable's
+  std::vector<std::string> overrides;  // --set PATH=VALUE, applied to the scenario in order
+  std::string lab_path;                // "" = start an embedded agent on a loopback port
+  std::string out_dir;                 // "" = runs/<scenario name>-<UTC time>
+  std::string resume_dir;              // continue the run in this folder (its scenario copy and journal)
+  std::string bin_dir;  // embedded agent: folder of loadlab-target/-load; "" = this executable's
   EmbeddedAgentFactory embedded_agent;  // starts the agent of a run without a lab
   bool quiet = false;                   // no progress bar: plain log lines, as in CI
   // Nonzero (the signal's number) once SIGINT/SIGTERM asks the run to stop: the cell in

@@ -100,7 +100,9 @@ struct Scenario {
   uint32_t repetitions = 1;
   PlacementDef placement;
   ExecutionDef execution;
-  nlohmann::json source;  // the scenario as written, kept in result.json
+  nlohmann::json source;               // the scenario as run (overrides applied), kept in result.json
+  std::string source_text;             // the same, as text in the file's key order (the run folder's copy)
+  std::vector<std::string> overrides;  // the --set assignments applied, in order
 };
 
 // Throws loadlab::InputError naming the JSON path of the first problem, including a cell
@@ -108,8 +110,11 @@ struct Scenario {
 // paths of the values that make it. `matrix_order`: the matrix's keys as written (a
 // nlohmann::json object iterates in key order); empty = that order.
 Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order = {});
-// Reads the file and keeps the matrix's axes in the order the file writes them.
-Scenario load_scenario_file(const std::string& path);
+// Reads the file and keeps the matrix's axes in the order the file writes them. Each of
+// `overrides` ("load.total_requests=5000000": a dotted path, '=', a JSON value or else a
+// string) replaces or adds that value before the scenario is checked; a bad assignment is an
+// InputError naming --set.
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // The JSON path of the value `knob` takes in a cell of target `target` at `digits` (see
 // for_each_cell): its matrix axis value, or the fixed setting it comes from.
