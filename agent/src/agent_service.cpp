@@ -131,7 +131,8 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
     if (!client) {
       std::string known;
       for (auto& n : options_.catalog.client_names()) known += (known.empty() ? "" : ", ") + n;
-      return Status(StatusCode::NOT_FOUND, "unknown client \"" + client_name + "\"; this agent runs: " + known);
+      return Status(StatusCode::NOT_FOUND,
+                    "unknown client \"" + client_name + "\"; this agent runs: " + known);
     }
     try {
       clients::check_spec(client->tool, cmd.spec());  // what the tool cannot do as asked

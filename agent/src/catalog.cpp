@@ -96,9 +96,12 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const s
 // The Debian package that installs each tool, for the message when it is missing.
 const char* package_of(clients::Tool tool) {
   switch (tool) {
-    case clients::Tool::kWrk: return "wrk";
-    case clients::Tool::kHey: return "hey";
-    case clients::Tool::kH2load: return "nghttp2-client";
+    case clients::Tool::kWrk:
+      return "wrk";
+    case clients::Tool::kHey:
+      return "hey";
+    case clients::Tool::kH2load:
+      return "nghttp2-client";
   }
   return "";
 }
@@ -152,8 +155,9 @@ Catalog Catalog::parse(const nlohmann::json& j, const std::string& dir) {
       for (char ch : name)
         ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-');
       if (!ok)
-        throw InputError(at, "a client name is letters, digits, '.', '_', '-' (and not \"loadlab\", the "
-                             "built-in client)");
+        throw InputError(at,
+                         "a client name is letters, digits, '.', '_', '-' (and not \"loadlab\", the "
+                         "built-in client)");
       c.clients_.push_back(parse_client(name, ObjectReader(value, at), dir));
     }
   }

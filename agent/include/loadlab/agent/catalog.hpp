@@ -64,7 +64,7 @@ class Catalog {
   const CatalogEntry* find(const std::string& name) const;
   const ClientEntry* find_client(const std::string& name) const;  // nullptr: unknown or "loadlab"
   std::vector<std::string> client_names() const;                  // "loadlab" first
-  std::vector<std::string> names() const;  // built-ins first, then the file's in order
+  std::vector<std::string> names() const;                         // built-ins first, then the file's in order
   std::string names_joined() const;
 
  private:
