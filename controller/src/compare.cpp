@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "loadlab/controller/stats.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/v1/result.pb.h"
@@ -40,7 +41,9 @@ const Metric& find_metric(const std::string& name) {
 
 struct CellValues {
   bool ok = false;
-  std::vector<double> values;  // one per repetition
+  std::vector<double> values;   // one per repetition
+  std::vector<double> samples;  // per second of every repetition's window (QPS), else empty
+  std::vector<std::string> axes;
   double median() const {
     auto v = values;
     std::sort(v.begin(), v.end());
@@ -66,7 +69,10 @@ std::map<std::string, CellValues> cells_of(const nlohmann::json& result, const M
     for (auto& r : c.repetitions()) {
       double x = m.read(r);
       if (std::isfinite(x)) v.values.push_back(x);
+      if (std::string(m.name) == "qps")
+        for (auto& iv : r.intervals()) v.samples.push_back(iv.qps());
     }
+    for (auto& a : c.cell().axes()) v.axes.push_back(a.axis());
     v.ok = c.ok() && !v.values.empty();
     out[c.cell().key()] = v;
   }
@@ -94,6 +100,74 @@ CompareOptions options_from_result(const nlohmann::json& result) {
   return o;
 }
 
+void decide(const std::vector<double>& base, const std::vector<double>& current, bool higher_is_better,
+            double threshold_pct, CellDelta& d) {
+  const double b = median(base), c = median(current);
+  d.change_pct = b != 0 ? (c - b) / b * 100 : 0;
+  const double worse_pct = higher_is_better ? -d.change_pct : d.change_pct;
+  if (mann_whitney_min_p(base.size(), current.size()) < kSignificance) {
+    // Worse by more than the threshold: NEW against BASE moved the threshold's way, one-sided.
+    const double t = threshold_pct / 100;
+    auto scaled = [&](double f) {
+      std::vector<double> out(base);
+      for (auto& x : out) x *= f;
+      return out;
+    };
+    const double p_worse = higher_is_better ? mann_whitney_p_less(current, scaled(1 - t))
+                                            : mann_whitney_p_less(scaled(1 + t), current);
+    const double p_better = higher_is_better ? mann_whitney_p_less(scaled(1 + t), current)
+                                             : mann_whitney_p_less(current, scaled(1 - t));
+    d.method = "mann-whitney";
+    d.p_value = std::min(p_worse, p_better);
+    if (p_worse < kSignificance)
+      d.verdict = "regression";
+    else if (p_better < kSignificance)
+      d.verdict = "improvement";
+    else
+      d.verdict = std::abs(worse_pct) <= threshold_pct ? "same" : "noise";
+    return;
+  }
+  if (std::abs(worse_pct) <= threshold_pct) {
+    d.verdict = "same";
+    return;
+  }
+  // Too few samples for the test: the runs' ranges must not overlap (with repetitions on
+  // both sides; a single run each is taken as it is).
+  d.method = "ranges";
+  auto [bmin, bmax] = std::minmax_element(base.begin(), base.end());
+  auto [nmin, nmax] = std::minmax_element(current.begin(), current.end());
+  bool overlap = base.size() > 1 && current.size() > 1 && *nmin <= *bmax && *bmin <= *nmax;
+  d.verdict = overlap ? "noise" : worse_pct > 0 ? "regression" : "improvement";
+}
+
+namespace {
+
+// Two runs compare when they ran one scenario over a matrix of the same axes.
+void check_comparable(const nlohmann::json& base, const nlohmann::json& current,
+                      const std::map<std::string, CellValues>& b,
+                      const std::map<std::string, CellValues>& n) {
+  auto name = [](const nlohmann::json& r) {
+    return r.contains("scenario") && r["scenario"].is_object() && r["scenario"].contains("name") &&
+                   r["scenario"]["name"].is_string()
+               ? r["scenario"]["name"].get<std::string>()
+               : std::string();
+  };
+  if (!name(base).empty() && !name(current).empty() && name(base) != name(current))
+    throw InputError("/scenario/name", "BASE ran scenario \"" + name(base) + "\" and NEW \"" + name(current) +
+                                           "\": runs of different scenarios cannot be compared");
+  auto axes = [](const std::map<std::string, CellValues>& cells) {
+    std::string out;
+    if (!cells.empty())
+      for (auto& a : cells.begin()->second.axes) out += (out.empty() ? "" : ", ") + a;
+    return "[" + out + "]";
+  };
+  if (!b.empty() && !n.empty() && axes(b) != axes(n))
+    throw InputError("/cells", "BASE's matrix has the axes " + axes(b) + ", NEW's " + axes(n) +
+                                   ": their cells are not the same cells");
+}
+
+}  // namespace
+
 Comparison compare_results(const nlohmann::json& base, const nlohmann::json& current,
                            const CompareOptions& o) {
   const Metric& m = find_metric(o.metric);
@@ -101,6 +175,7 @@ Comparison compare_results(const nlohmann::json& base, const nlohmann::json& cur
     throw InputError("", "--threshold-pct: must be a number in [0, 1000]");
   auto b = cells_of(base, m, "BASE");
   auto n = cells_of(current, m, "NEW");
+  check_comparable(base, current, b, n);
   Comparison out{o.metric, o.threshold_pct, {}, 0};
   for (auto& [key, bv] : b) {
     CellDelta d;
@@ -117,24 +192,22 @@ Comparison compare_results(const nlohmann::json& base, const nlohmann::json& cur
     } else {
       const auto& nv = it->second;
       d.current = nv.median();
-      d.change_pct = d.base != 0 ? (d.current - d.base) / d.base * 100 : 0;
-      double worse_pct = m.higher_is_better ? -d.change_pct : d.change_pct;
-      // With repetitions on both sides, a change whose ranges still overlap is noise.
-      auto [bmin, bmax] = std::minmax_element(bv.values.begin(), bv.values.end());
-      auto [nmin, nmax] = std::minmax_element(nv.values.begin(), nv.values.end());
-      bool overlap = bv.values.size() > 1 && nv.values.size() > 1 && *nmin <= *bmax && *bmin <= *nmax;
-      if (std::abs(worse_pct) <= o.threshold_pct)
+      // Per-second samples when both runs have them, else the repetitions.
+      const bool per_second = !bv.samples.empty() && !nv.samples.empty();
+      decide(per_second ? bv.samples : bv.values, per_second ? nv.samples : nv.values, m.higher_is_better,
+             o.threshold_pct, d);
+      d.change_pct = d.base != 0 ? (d.current - d.base) / d.base * 100 : 0;  // as the medians show it
+      const double worse_pct = m.higher_is_better ? -d.change_pct : d.change_pct;
+      if (d.verdict == "same" && std::abs(worse_pct) > o.threshold_pct)
+        d.verdict = "noise";  // the samples' medians moved less than the repetitions'
+      else if (d.verdict == "noise" && std::abs(worse_pct) <= o.threshold_pct)
         d.verdict = "same";
-      else if (overlap)
-        d.verdict = "noise";
-      else
-        d.verdict = worse_pct > 0 ? "regression" : "improvement";
     }
     if (d.verdict == "regression" || d.verdict == "failed" || d.verdict == "missing") ++out.regressions;
     out.cells.push_back(d);
   }
   for (auto& [key, nv] : n)
-    if (!b.count(key)) out.cells.push_back({key, NAN, nv.median(), 0, "new"});
+    if (!b.count(key)) out.cells.push_back({key, NAN, nv.median(), 0, "new", "", NAN});
   return out;
 }
 
@@ -165,7 +238,11 @@ void write_comparison(std::ostream& out, const Comparison& c) {
   }
   out << "\n"
       << c.regressions << " regression" << (c.regressions == 1 ? "" : "s") << " (metric " << c.metric
-      << ", threshold " << c.threshold_pct << " %; changes whose repetition ranges overlap are noise)\n";
+      << ", threshold " << c.threshold_pct
+      << " %; a regression is a change beyond the threshold that a one-sided Mann-Whitney U test of the "
+         "runs' "
+         "samples shows at p < "
+      << kSignificance << "; beyond it but not shown: noise)\n";
 }
 
 }  // namespace loadlab::controller

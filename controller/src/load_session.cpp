@@ -4,6 +4,10 @@
 
 namespace loadlab::controller {
 
+namespace {
+constexpr size_t kMaxIntervals = 7 * 24 * 3600;  // a week of seconds: bounded memory
+}  // namespace
+
 LoadSession::LoadSession(size_t index, const AgentRef& agent, const LoadShare& share, Watchdog& watchdog)
     : index_(index), agent_(agent), share_(share), watchdog_(watchdog) {
   watchdog_.watch(&ctx_);
@@ -35,9 +39,10 @@ void LoadSession::join() {
 }
 
 void LoadSession::record(const v1::LoadEvent& ev) {
-  if (ev.has_progress())
+  if (ev.has_progress()) {
     progress_ = ev.progress();
-  else if (ev.has_result())
+    if (!progress_.warmup() && measured_.size() < kMaxIntervals) measured_.push_back(progress_);
+  } else if (ev.has_result())
     result_ = ev.result();
   else if (ev.has_usage())
     usage_ = ev.usage();

@@ -135,6 +135,7 @@ class RepetitionRunner {
     *r.mutable_server() = *server_;
     r.set_target_startup_ms(target_.startup_ms());
     r.set_target_agent(target_.agent_name());
+    add_intervals(r);
     for (size_t i = 0; i < loads_.size(); ++i) {
       *r.add_load_parts() = loads_[i]->part();
       if (i == 0)
@@ -143,6 +144,22 @@ class RepetitionRunner {
         add_usage(*r.mutable_client(), loads_[i]->usage());
     }
     return r;
+  }
+
+  // The load agents' measured progress, interval by interval (as many as every agent sent).
+  void add_intervals(v1::Repetition& r) const {
+    size_t n = SIZE_MAX;
+    for (auto& load : loads_) n = std::min(n, load->measured_progress().size());
+    for (size_t i = 0; i < n && n != SIZE_MAX; ++i) {
+      auto* iv = r.add_intervals();
+      iv->set_t_s(loads_[0]->measured_progress()[i].elapsed_s());
+      for (auto& load : loads_) {
+        const auto& p = load->measured_progress()[i];
+        iv->set_qps(iv->qps() + p.qps());
+        iv->set_requests(iv->requests() + p.requests());
+        iv->set_errors(iv->errors() + p.errors());
+      }
+    }
   }
 
   void stop_target() {

@@ -82,6 +82,7 @@ v1::CellResult to_proto(const CellResult& c) {
     auto* m = p.mutable_median();
     *m = c.median();
     m->clear_histogram();  // the histogram and the series stay with their repetition
+    m->clear_intervals();
     m->mutable_server()->clear_series();
     m->mutable_client()->clear_series();
     for (auto& part : *m->mutable_load_parts()) part.mutable_client()->clear_series();

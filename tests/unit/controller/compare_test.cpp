@@ -70,6 +70,55 @@ TEST(Compare, FailedAndMissingCellsCountAsRegressionsNewOnesDoNot) {
   EXPECT_EQ(c.regressions, 2u);
 }
 
+TEST(Compare, RunsOfAnotherScenarioOrMatrixCannotBeComparedAndSaySo) {
+  auto named = [](nlohmann::json r, const std::string& name) {
+    r["scenario"] = {{"name", name}};
+    return r;
+  };
+  auto reason = [](const nlohmann::json& a, const nlohmann::json& b) {
+    try {
+      compare_results(a, b, {"qps", 5});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(
+      reason(named(result({{"a", {1000}}}), "nightly"), named(result({{"a", {1000}}}), "other")),
+      "/scenario/name: BASE ran scenario \"nightly\" and NEW \"other\": runs of different scenarios cannot "
+      "be compared");
+  auto with_axes = [&](std::vector<std::string> axes) {
+    auto r = result({{"a", {1000}}});
+    for (auto& a : axes) r["cells"][0]["cell"]["axes"].push_back({{"axis", a}, {"value", "1"}});
+    return r;
+  };
+  EXPECT_EQ(
+      reason(with_axes({"delay_ms", "threads"}), with_axes({"threads", "delay_ms"})),
+      "/cells: BASE's matrix has the axes [delay_ms, threads], NEW's [threads, delay_ms]: their cells are "
+      "not the same cells");
+  EXPECT_EQ(reason(with_axes({"delay_ms"}), with_axes({"delay_ms"})), "");
+}
+
+TEST(Compare, PerSecondSamplesDecideQpsWithTheTest) {
+  // Three repetitions a side cannot reach the test's level; their seconds can.
+  auto with_seconds = [](double level, double step) {
+    v1::CellResult c;
+    c.mutable_cell()->set_key("a");
+    c.set_ok(true);
+    for (int rep = 0; rep < 3; ++rep) {
+      auto* r = c.add_repetitions();
+      r->set_qps(level);
+      for (int s = 0; s < 10; ++s) r->add_intervals()->set_qps(level + step * (s - 5));
+    }
+    return nlohmann::json{{"cells", {nlohmann::json::parse(proto::to_json(c))}}};
+  };
+  auto c = compare_results(with_seconds(1000, 2), with_seconds(900, 2), {"qps", 5});
+  EXPECT_EQ(cell(c, "a").verdict, "regression");
+  EXPECT_EQ(cell(c, "a").method, "mann-whitney");
+  c = compare_results(with_seconds(1000, 2), with_seconds(990, 2), {"qps", 5});
+  EXPECT_EQ(cell(c, "a").verdict, "same");
+}
+
 TEST(Compare, BadMetricOrDocumentIsAnInputError) {
   EXPECT_THROW(compare_results(result({}), result({}), {"rps", 5}), InputError);
   EXPECT_THROW(compare_results(nlohmann::json::object(), result({}), {"qps", 5}), InputError);

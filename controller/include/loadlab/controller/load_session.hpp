@@ -33,6 +33,7 @@ class LoadSession {
   void record(const v1::LoadEvent& ev);
   const AgentRef& agent() const { return agent_; }
   const v1::Progress& progress() const { return progress_; }
+  const std::vector<v1::Progress>& measured_progress() const { return measured_; }  // after warm-up
   bool has_result() const { return result_.has_value(); }
   bool complete() const { return result_ && usage_; }  // a result and its usage
   const v1::LoadResult& result() const { return *result_; }
@@ -49,6 +50,7 @@ class LoadSession {
   std::unique_ptr<Stream> stream_;
   std::thread reader_;
   v1::Progress progress_;
+  std::vector<v1::Progress> measured_;
   std::optional<v1::LoadResult> result_;
   std::optional<v1::Usage> usage_;
 };
