@@ -64,6 +64,9 @@ struct CommandLine {
     run_cmd->add_option("--set", run.overrides,
                         "PATH=VALUE: set a scenario value before the run, e.g. load.total_requests=5000000 "
                         "(dotted path; VALUE is JSON, or else a string); repeatable");
+    run_cmd->add_option(
+        "--baseline", run.baseline,
+        "compare the finished run with this run folder or result.json; exit 1 on a regression");
     run_cmd->add_option("--resume", run.resume_dir,
                         "continue the run in this folder, keeping its finished cells");
     run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");

@@ -245,4 +245,21 @@ void write_comparison(std::ostream& out, const Comparison& c) {
       << kSignificance << "; beyond it but not shown: noise)\n";
 }
 
+nlohmann::json to_json(const Comparison& c) {
+  auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json cells = nlohmann::json::array();
+  for (auto& d : c.cells)
+    cells.push_back({{"key", d.key},
+                     {"base", number(d.base)},
+                     {"current", number(d.current)},
+                     {"change_pct", number(d.change_pct)},
+                     {"verdict", d.verdict},
+                     {"method", d.method},
+                     {"p_value", number(d.p_value)}});
+  return {{"metric", c.metric},
+          {"threshold_pct", c.threshold_pct},
+          {"regressions", c.regressions},
+          {"cells", cells}};
+}
+
 }  // namespace loadlab::controller

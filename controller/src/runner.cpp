@@ -10,6 +10,7 @@
 
 #include "loadlab/controller/agent_pool.hpp"
 #include "loadlab/controller/cell_executor.hpp"
+#include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/lab.hpp"
 #include "loadlab/controller/progress.hpp"
 #include "loadlab/controller/provenance.hpp"
@@ -103,7 +104,15 @@ class ScenarioRun {
     save();
     progress.finish();
     if (embedded_) embedded_->shutdown();
-    return summarize(table_out, stopped_by);
+    std::optional<Comparison> verdicts;
+    if (!options_.baseline.empty() && complete) verdicts = compare_with_baseline();
+    int status = summarize(table_out, stopped_by);
+    if (verdicts) {
+      table_out << "\ncompared with " << header_["comparison"]["baseline"].get<std::string>() << ":\n";
+      write_comparison(table_out, *verdicts);
+      if (status == 0 && verdicts->regressions) status = 1;
+    }
+    return status;
   }
 
  private:
@@ -132,6 +141,31 @@ class ScenarioRun {
     }
     for (auto& def : lab.agents)
       if (auto& a = pool_.add(def, 10); !a.reachable()) log->warn("{}", a.error);
+  }
+
+  // The finished run against the baseline (a run folder or a result.json): the verdicts go
+  // into result.json's "comparison" and the files are written again.
+  Comparison compare_with_baseline() {
+    std::string path = options_.baseline;
+    if (fs::is_directory(path)) path = (fs::path(path) / "result.json").string();
+    nlohmann::json base;
+    try {
+      base = read_json_file(path);
+    } catch (const InputError& e) {
+      throw e.in_file(path);
+    }
+    auto current = read_json_file((folder_.path() / "result.json").string());
+    auto options = options_from_result(current);
+    Comparison c;
+    try {
+      c = compare_results(base, current, options);
+    } catch (const InputError& e) {
+      throw e.in_file("--baseline " + options_.baseline);
+    }
+    header_["comparison"] = to_json(c);
+    header_["comparison"]["baseline"] = path;
+    save();
+    return c;
   }
 
   // result.json but its cells: what ran, on which agents, when.

@@ -290,6 +290,19 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   EXPECT_NE(r.output_tail.find("--metric: unknown metric \"rps\""), std::string::npos) << r.output_tail;
   r = run_command({bin("loadlab"), "compare", base, (dir.path() / "nope").string()});
   EXPECT_EQ(r.code, 2);
+  // The same at the end of a run: --baseline, the verdicts in result.json, exit status 1.
+  auto slower = (dir.path() / "slower").string();
+  r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario("d.json", 20), "--out", slower,
+                   "--baseline", base});
+  EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("REGRESSION"), std::string::npos) << r.stdout_text;
+  auto verdicts = loadlab::read_json_file(slower + "/result.json")["comparison"];
+  EXPECT_EQ(verdicts["regressions"], 1);
+  EXPECT_EQ(verdicts["cells"][0]["key"], "beast/d10/t4");
+  EXPECT_EQ(verdicts["cells"][0]["verdict"], "regression");
+  r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario("e.json", 10), "--out",
+                   (dir.path() / "again").string(), "--baseline", base});
+  EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
 }
 
 // What a terminal showed: the pty's bytes cut at every \r and \n, erase sequences and

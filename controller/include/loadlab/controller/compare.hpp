@@ -57,6 +57,9 @@ Comparison compare_results(const nlohmann::json& base, const nlohmann::json& cur
                            const CompareOptions& o);
 
 void write_comparison(std::ostream& out, const Comparison& c);
+// The comparison as result.json keeps it ("comparison": metric, threshold_pct, regressions,
+// cells: key, base, current, change_pct, verdict, method, p_value).
+nlohmann::json to_json(const Comparison& c);
 
 // The options a run's scenario asks for ("regression": {"metric", "threshold_pct"}).
 CompareOptions options_from_result(const nlohmann::json& result);

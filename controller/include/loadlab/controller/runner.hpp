@@ -18,6 +18,9 @@ struct RunOptions {
   std::string lab_path;                // "" = start an embedded agent on a loopback port
   std::string out_dir;                 // "" = runs/<scenario name>-<UTC time>
   std::string resume_dir;              // continue the run in this folder (its scenario copy and journal)
+  // Compare the finished run with this run folder or result.json: verdicts in result.json
+  // and after the table, exit status 1 on a regression.
+  std::string baseline;
   std::string bin_dir;  // embedded agent: folder of loadlab-target/-load; "" = this executable's
   EmbeddedAgentFactory embedded_agent;  // starts the agent of a run without a lab
   bool quiet = false;                   // no progress bar: plain log lines, as in CI
@@ -26,8 +29,9 @@ struct RunOptions {
   const std::atomic<int>* stop = nullptr;
 };
 
-// Returns the exit status: 0 when every cell succeeded, 3 when some failed, 128 + the
-// signal when `stop` ended the run early (its finished cells kept for --resume). Throws
+// Returns the exit status: 0 when every cell succeeded, 3 when some failed, 1 when a
+// baseline was given and a cell regressed, 128 + the signal when `stop` ended the run early
+// (its finished cells kept for --resume). Throws
 // loadlab::InputError for bad input (exit status 2) and EnvironmentError.
 int run_scenario(const RunOptions& options, std::ostream& table_out);
 
