@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -92,10 +95,13 @@ std::string probe(const ProcControl& control) {
   return "";
 }
 
-// Makes `jobs_dir` and proves that jobs can be made in it; the reason if not.
+// Makes `jobs_dir` (clearing what dead agents left in it) and proves that jobs can be made
+// in it; the reason if not.
 std::string prepare(ProcControl& control) {
   if (mkdir(control.jobs_dir.c_str(), 0755) != 0 && errno != EEXIST)
     return "cannot make " + control.jobs_dir + ": " + std::strerror(errno);
+  if (auto n = sweep_stale_jobs(control.jobs_dir))
+    component_logger("agent")->info("removed {} job cgroups of agents that are gone", n);
   return probe(control);
 }
 
@@ -160,6 +166,21 @@ ProcControl select_locked(std::optional<ProcControlMode> wanted) {
 }
 
 }  // namespace
+
+size_t sweep_stale_jobs(const std::string& jobs_dir) {
+  size_t removed = 0;
+  std::error_code ec;
+  for (auto& entry : std::filesystem::directory_iterator(jobs_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    unsigned long pid = 0, n = 0;
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "job-%lu-%lu%c", &pid, &n, &tail) != 2 || pid == 0) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its agent runs
+    // A folder that still holds a process is not empty: rmdir refuses it (EBUSY).
+    if (rmdir(entry.path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
 
 std::string_view to_string(ProcControlMode mode) {
   switch (mode) {

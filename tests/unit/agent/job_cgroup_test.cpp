@@ -89,6 +89,24 @@ class JobCgroupTest : public OnEachPath {
 };
 LOADLAB_ON_EACH_PATH(JobCgroupTest);
 
+// An agent killed with SIGKILL leaves its (empty) job folders; the next agent removes them,
+// and only those of agents that are gone.
+TEST_P(JobCgroupTest, JobFoldersOfAgentsThatAreGoneAreSwept) {
+  if (!on_cgroup()) GTEST_SKIP() << "no job cgroups on this path";
+  const auto control = proc_control();
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  const std::string stale = control.jobs_dir + "/job-" + std::to_string(dead) + "-7";
+  const std::string alive = control.jobs_dir + "/job-" + std::to_string(getpid()) + "-999999";
+  ASSERT_EQ(mkdir(stale.c_str(), 0755), 0) << stale;
+  ASSERT_EQ(mkdir(alive.c_str(), 0755), 0) << alive;
+  EXPECT_GE(sweep_stale_jobs(control.jobs_dir), 1u);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  rmdir(alive.c_str());
+}
+
 TEST_P(JobCgroupTest, KillAllEndsTheJobAndRemoveLeavesNothing) {
   if (!on_cgroup()) {
     EXPECT_FALSE(JobCgroup::create(proc_control()));

@@ -14,6 +14,7 @@
 //
 // RSS always comes from /proc (the sum of the tree's VmRSS): memory.current counts page
 // cache and kernel memory, a different figure.
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,12 @@ struct ProcControl {
   bool cgroup_kill = false;  // cgroup2 only: cgroup.kill exists (Linux >= 5.14); else freeze + kill
   std::string reason;        // why this path was taken, for the log and Describe
 };
+
+// Removes the job cgroups in `jobs_dir` that agents now gone left behind (an agent killed
+// with SIGKILL: its jobs died with it, their empty folders stayed): "job-PID-N" folders
+// whose PID runs no more and that hold no process. Returns how many it removed. Called
+// when a path is chosen.
+size_t sweep_stale_jobs(const std::string& jobs_dir);
 
 // The process-wide choice, made (and logged) at the first call: the best usable path, or
 // the one the environment variable LOADLAB_PROC_CONTROL (cgroup2 | cgroup1 | pgroup) names,
