@@ -11,6 +11,7 @@
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/logging.hpp"
 #include "loadlab/v1/agent.pb.h"
 #include "loadlab/v1/result.pb.h"
 #include "sqlite.hpp"
@@ -118,6 +119,97 @@ std::vector<v1::CellResult> cells_of(const nlohmann::json& result) {
   return cells;
 }
 
+// result.json's agents, each with its AgentInfo (default when it was unreachable).
+std::vector<std::pair<nlohmann::json, v1::AgentInfo>> agents_of(const nlohmann::json& result) {
+  std::vector<std::pair<nlohmann::json, v1::AgentInfo>> agents;
+  if (!result.contains("agents") || !result["agents"].is_array()) return agents;
+  for (size_t i = 0; i < result["agents"].size(); ++i) {
+    const auto& a = result["agents"][i];
+    agents.emplace_back(a, v1::AgentInfo());
+    if (!a.is_object() || !a.contains("describe") || !a["describe"].is_object()) continue;
+    try {
+      proto::from_json(a["describe"].dump(), &agents.back().second);
+    } catch (const InputError& e) {
+      throw InputError("/agents/" + std::to_string(i) + "/describe", e.message());
+    }
+  }
+  return agents;
+}
+
+// The run's row: inserted (id 0) or updated in place; returns its id.
+int64_t store_run(sqlite3* db, const std::string& file, const RunHeader& h, int64_t id) {
+  sqlite::Statement run(
+      db, file,
+      id ? "UPDATE runs SET run_folder = ?1, result_path = ?2, started_at = ?3, finished_at = ?4, "
+           "scenario = ?5, scenario_sha256 = ?6, git_commit = ?7, git_dirty = ?8, "
+           "git_tree_dirty = ?9, overrides = ?10, loadlab_version = ?11 WHERE id = ?12"
+         : "INSERT INTO runs (run_folder, result_path, started_at, finished_at, scenario, "
+           "scenario_sha256, git_commit, git_dirty, git_tree_dirty, overrides, loadlab_version) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+      "store the run");
+  run.bind(1, h.run_folder).bind(2, h.result_path).bind(3, h.started_at);
+  h.finished_at.empty() ? run.bind_null(4) : run.bind(4, h.finished_at);
+  run.bind(5, h.scenario).bind(6, h.sha256);
+  h.commit.empty() ? run.bind_null(7) : run.bind(7, h.commit);
+  run.bind(8, int64_t{h.dirty}).bind(9, int64_t{h.tree_dirty}).bind(10, h.overrides).bind(11, h.version);
+  if (id) run.bind(12, id);
+  run.run();
+  return id ? id : sqlite3_last_insert_rowid(db);
+}
+
+void store_agents(sqlite3* db, const std::string& file, int64_t run_id,
+                  const std::vector<std::pair<nlohmann::json, v1::AgentInfo>>& agents) {
+  sqlite::Statement agent(
+      db, file,
+      "INSERT OR REPLACE INTO run_agents (run_id, name, address, roles, hostname, cores, "
+      "cpu_model, memory_bytes, kernel, version, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "store the run's agents");
+  for (size_t i = 0; i < agents.size(); ++i) {
+    const auto& [a, info] = agents[i];
+    std::string where = "/agents/" + std::to_string(i);
+    agent.bind(1, run_id).bind(2, text(a, "name", where)).bind(3, text(a, "address", where));
+    agent.bind(4, a.is_object() && a.contains("roles") ? a["roles"].dump() : std::string("[]"));
+    if (a.is_object() && a.contains("describe") && a["describe"].is_object()) {
+      agent.bind(5, info.hostname()).bind(6, static_cast<int64_t>(info.cores())).bind(7, info.cpu_model());
+      agent.bind(8, static_cast<int64_t>(info.memory_bytes()))
+          .bind(9, info.kernel())
+          .bind(10, info.version());
+    } else {
+      for (int col = 5; col <= 10; ++col) agent.bind_null(col);
+    }
+    agent.bind(11, text(a, "error", where)).run();
+  }
+}
+
+void store_cells(sqlite3* db, const std::string& file, int64_t run_id,
+                 const std::vector<v1::CellResult>& cells) {
+  sqlite::Statement cell(db, file, "INSERT INTO cells (run_id, key, ok, error, flags) VALUES (?, ?, ?, ?, ?)",
+                         "store a cell");
+  sqlite::Statement rep(
+      db, file,
+      "INSERT INTO repetitions (cell_id, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
+      "errors, requests, server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, "
+      "unavailable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "store a repetition");
+  for (const auto& c : cells) {
+    cell.bind(1, run_id).bind(2, c.cell().key()).bind(3, int64_t{c.ok()}).bind(4, c.error());
+    cell.bind(5, json_list(c.flags())).run();
+    int64_t cell_id = sqlite3_last_insert_rowid(db);
+    for (int i = 0; i < c.repetitions_size(); ++i) {
+      const auto& r = c.repetitions(i);
+      const auto& l = r.latency();
+      rep.bind(1, cell_id).bind(2, int64_t{i}).bind(3, figure(r, "qps", r.qps()));
+      rep.bind(4, figure(r, "latency.p50_us", l.p50_us())).bind(5, figure(r, "latency.p90_us", l.p90_us()));
+      rep.bind(6, figure(r, "latency.p99_us", l.p99_us())).bind(7, figure(r, "latency.p999_us", l.p999_us()));
+      rep.bind(8, figure(r, "latency.max_us", l.max_us()));
+      rep.bind(9, static_cast<int64_t>(r.errors())).bind(10, static_cast<int64_t>(r.requests()));
+      rep.bind(11, r.server().cpu_pct()).bind(12, static_cast<int64_t>(r.server().rss_kb_peak()));
+      rep.bind(13, r.client().cpu_pct()).bind(14, static_cast<int64_t>(r.client().rss_kb_peak()));
+      rep.bind(15, json_list(r.unavailable())).run();
+    }
+  }
+}
+
 }  // namespace
 
 const HistoryMetric& history_metric(const std::string& name) { return column_of(name).metric; }
@@ -154,18 +246,7 @@ History::~History() { sqlite3_close_v2(db_); }
 AppendResult History::append_run(const nlohmann::json& result, const std::string& result_path) {
   RunHeader h = header_of(result, result_path);
   auto cells = cells_of(result);
-  std::vector<std::pair<nlohmann::json, v1::AgentInfo>> agents;
-  if (result.contains("agents") && result["agents"].is_array())
-    for (size_t i = 0; i < result["agents"].size(); ++i) {
-      const auto& a = result["agents"][i];
-      agents.emplace_back(a, v1::AgentInfo());
-      if (a.is_object() && a.contains("describe") && a["describe"].is_object()) try {
-          proto::from_json(a["describe"].dump(), &agents.back().second);
-        } catch (const InputError& e) {
-          throw InputError("/agents/" + std::to_string(i) + "/describe", e.message());
-        }
-    }
-
+  auto agents = agents_of(result);
   sqlite::Transaction t(db_, path_, "store run " + h.run_folder);
   AppendResult out;
   sqlite::Statement find(
@@ -184,73 +265,9 @@ AppendResult History::append_run(const nlohmann::json& result, const std::string
     for (const char* sql : {"DELETE FROM cells WHERE run_id = ?", "DELETE FROM run_agents WHERE run_id = ?"})
       sqlite::Statement(db_, path_, sql, "remove the run's old rows").bind(1, out.run_id).run();
   }
-  {
-    sqlite::Statement run(
-        db_, path_,
-        out.outcome == AppendOutcome::kUpdated
-            ? "UPDATE runs SET run_folder = ?1, result_path = ?2, started_at = ?3, finished_at = ?4, "
-              "scenario = ?5, scenario_sha256 = ?6, git_commit = ?7, git_dirty = ?8, "
-              "git_tree_dirty = ?9, overrides = ?10, loadlab_version = ?11 WHERE id = ?12"
-            : "INSERT INTO runs (run_folder, result_path, started_at, finished_at, scenario, "
-              "scenario_sha256, git_commit, git_dirty, git_tree_dirty, overrides, loadlab_version) "
-              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        "store the run");
-    run.bind(1, h.run_folder).bind(2, h.result_path).bind(3, h.started_at);
-    h.finished_at.empty() ? run.bind_null(4) : run.bind(4, h.finished_at);
-    run.bind(5, h.scenario).bind(6, h.sha256);
-    h.commit.empty() ? run.bind_null(7) : run.bind(7, h.commit);
-    run.bind(8, int64_t{h.dirty}).bind(9, int64_t{h.tree_dirty}).bind(10, h.overrides).bind(11, h.version);
-    if (out.outcome == AppendOutcome::kUpdated) run.bind(12, out.run_id);
-    run.run();
-    if (out.outcome == AppendOutcome::kAdded) out.run_id = sqlite3_last_insert_rowid(db_);
-  }
-
-  sqlite::Statement agent(
-      db_, path_,
-      "INSERT OR REPLACE INTO run_agents (run_id, name, address, roles, hostname, cores, "
-      "cpu_model, memory_bytes, kernel, version, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      "store the run's agents");
-  for (size_t i = 0; i < agents.size(); ++i) {
-    const auto& [a, info] = agents[i];
-    std::string where = "/agents/" + std::to_string(i);
-    agent.bind(1, out.run_id).bind(2, text(a, "name", where)).bind(3, text(a, "address", where));
-    agent.bind(4, a.is_object() && a.contains("roles") ? a["roles"].dump() : std::string("[]"));
-    if (a.is_object() && a.contains("describe") && a["describe"].is_object()) {
-      agent.bind(5, info.hostname()).bind(6, static_cast<int64_t>(info.cores())).bind(7, info.cpu_model());
-      agent.bind(8, static_cast<int64_t>(info.memory_bytes()))
-          .bind(9, info.kernel())
-          .bind(10, info.version());
-    } else {
-      for (int col = 5; col <= 10; ++col) agent.bind_null(col);
-    }
-    agent.bind(11, text(a, "error", where)).run();
-  }
-
-  sqlite::Statement cell(
-      db_, path_, "INSERT INTO cells (run_id, key, ok, error, flags) VALUES (?, ?, ?, ?, ?)", "store a cell");
-  sqlite::Statement rep(
-      db_, path_,
-      "INSERT INTO repetitions (cell_id, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
-      "errors, requests, server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, "
-      "unavailable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      "store a repetition");
-  for (const auto& c : cells) {
-    cell.bind(1, out.run_id).bind(2, c.cell().key()).bind(3, int64_t{c.ok()}).bind(4, c.error());
-    cell.bind(5, json_list(c.flags())).run();
-    int64_t cell_id = sqlite3_last_insert_rowid(db_);
-    for (int i = 0; i < c.repetitions_size(); ++i) {
-      const auto& r = c.repetitions(i);
-      const auto& l = r.latency();
-      rep.bind(1, cell_id).bind(2, int64_t{i}).bind(3, figure(r, "qps", r.qps()));
-      rep.bind(4, figure(r, "latency.p50_us", l.p50_us())).bind(5, figure(r, "latency.p90_us", l.p90_us()));
-      rep.bind(6, figure(r, "latency.p99_us", l.p99_us())).bind(7, figure(r, "latency.p999_us", l.p999_us()));
-      rep.bind(8, figure(r, "latency.max_us", l.max_us()));
-      rep.bind(9, static_cast<int64_t>(r.errors())).bind(10, static_cast<int64_t>(r.requests()));
-      rep.bind(11, r.server().cpu_pct()).bind(12, static_cast<int64_t>(r.server().rss_kb_peak()));
-      rep.bind(13, r.client().cpu_pct()).bind(14, static_cast<int64_t>(r.client().rss_kb_peak()));
-      rep.bind(15, json_list(r.unavailable())).run();
-    }
-  }
+  out.run_id = store_run(db_, path_, h, out.outcome == AppendOutcome::kUpdated ? out.run_id : 0);
+  store_agents(db_, path_, out.run_id, agents);
+  store_cells(db_, path_, out.run_id, cells);
   t.commit();
   return out;
 }
@@ -323,11 +340,17 @@ AppendResult append_run_file(const std::string& db_path, const std::string& run_
     throw e.in_file(file);
   }
   History h = History::open(db_path, History::Mode::kCreate);
+  AppendResult r;
   try {
-    return h.append_run(result, file);
+    r = h.append_run(result, file);
   } catch (const InputError& e) {
     throw e.file().empty() ? e.in_file(file) : e;
   }
+  const char* what = r.outcome == AppendOutcome::kAdded     ? "added to"
+                     : r.outcome == AppendOutcome::kUpdated ? "updated in"
+                                                            : "already in";
+  component_logger("history")->info("run {} {} {} (id {})", file, what, db_path, r.run_id);
+  return r;
 }
 
 std::optional<std::string> last_good_run(const std::string& db_path, const std::string& scenario) {

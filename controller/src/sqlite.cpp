@@ -13,6 +13,9 @@ void fail(sqlite3* db, const std::string& file, const std::string& purpose, int 
     throw InputError("FILE",
                      "not a loadlab history database (SQLite: " + reason + ", while: " + purpose + ")")
         .in_file(file);
+  // A path that cannot be a database file (a folder, a missing parent folder, no permission).
+  if (primary == SQLITE_CANTOPEN)
+    throw InputError("FILE", "cannot open it as a database (SQLite: " + reason + ")").in_file(file);
   throw std::runtime_error("history " + file + ": " + purpose + ": " + reason);
 }
 

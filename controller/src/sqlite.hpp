@@ -11,8 +11,8 @@
 
 namespace loadlab::controller::sqlite {
 
-// Throws for SQLite status `rc` of `db`: InputError when the file is not a database (or a
-// damaged one), std::runtime_error otherwise.
+// Throws for SQLite status `rc` of `db`: InputError when the file cannot be opened or is not
+// a database (or a damaged one), std::runtime_error otherwise.
 [[noreturn]] void fail(sqlite3* db, const std::string& file, const std::string& purpose, int rc);
 
 // Runs one or more statements without results.

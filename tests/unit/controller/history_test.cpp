@@ -211,6 +211,14 @@ TEST_F(HistoryTest, WrongFilesAreInputErrorsNamingWhatIsWrong) {
   EXPECT_EQ(input_error_of([&] { History::open(db_, History::Mode::kExisting); }),
             "FILE: no history database here (`loadlab run --history FILE` creates one)");
   EXPECT_FALSE(std::filesystem::exists(db_));
+  EXPECT_NE(input_error_of([&] {
+              History::open(dir_.string(), History::Mode::kCreate);
+            }).find("FILE: cannot open it as a database (SQLite: "),
+            std::string::npos);
+  EXPECT_NE(input_error_of([&] {
+              History::open((dir_ / "no" / "h.db").string(), History::Mode::kCreate);
+            }).find("FILE: cannot open it as a database"),
+            std::string::npos);
 
   std::ofstream(dir_ / "text.db") << "this is not a database, just some text long enough to have a header\n";
   EXPECT_NE(input_error_of([&] {
