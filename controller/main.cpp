@@ -13,6 +13,7 @@
 
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/describe_agents.hpp"
+#include "loadlab/controller/history_cli.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
@@ -54,6 +55,7 @@ struct CommandLine {
   std::string validate_path;
   std::vector<std::string> validate_overrides;
   CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd;
+  loadlab::controller::HistoryCommand history;
 
   CommandLine() {
     app.require_subcommand(1);
@@ -93,6 +95,8 @@ struct CommandLine {
     validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
     validate_cmd->add_option("scenario", validate_path, "scenario JSON file")->required();
     validate_cmd->add_option("--set", validate_overrides, "PATH=VALUE, as for run; repeatable");
+
+    history.add_to(app);
   }
   CommandLine(const CommandLine&) = delete;  // the subcommand pointers point into `app`
 
@@ -170,6 +174,7 @@ int main(int argc, char** argv) {
     if (*cl.validate_cmd) return validate(cl.validate_path, cl.validate_overrides);
     if (*cl.agents_cmd) return loadlab::controller::describe_agents(cl.agents_lab, std::cout);
     if (*cl.compare_cmd) return compare(cl);
+    if (cl.history.chosen()) return cl.history.run(std::cout);
     return run(cl.run);
   } catch (const loadlab::InputError& e) {
     std::cerr << "loadlab: " << cl.input_name(e) << ": " << e.what() << "\n";

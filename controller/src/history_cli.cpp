@@ -1,0 +1,200 @@
+#include "loadlab/controller/history_cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "loadlab/controller/change_points.hpp"
+#include "loadlab/controller/compare.hpp"
+#include "loadlab/controller/history.hpp"
+#include "loadlab/shared/input_error.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+
+// "2024-05-16T02:00:00Z" → "2024-05-16 02:00" (UTC).
+std::string when(const std::string& utc) {
+  std::string s = utc.substr(0, 16);
+  std::replace(s.begin(), s.end(), 'T', ' ');
+  return s;
+}
+
+std::string commit(const std::string& sha, bool dirty) {
+  if (sha.empty()) return "-";
+  return sha.substr(0, 10) + (dirty ? "+dirty" : "");
+}
+
+std::string number(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, std::isfinite(v) ? "%.2f" : "-", v);
+  return b;
+}
+
+std::string joined(const std::vector<std::string>& items, size_t at_most = 12) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < at_most; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > at_most) out += ", … (" + std::to_string(items.size()) + " in all)";
+  return out;
+}
+
+// The (scenario, cell) series the flags select; InputError naming the flag otherwise.
+std::vector<std::pair<std::string, std::string>> selected_cells(const History& h,
+                                                                const HistoryCliOptions& o) {
+  auto all = h.cells();
+  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<std::string> scenarios, keys;
+  for (auto& [scenario, key] : all) {
+    if (std::find(scenarios.begin(), scenarios.end(), scenario) == scenarios.end())
+      scenarios.push_back(scenario);
+    if (!o.scenario.empty() && scenario != o.scenario) continue;
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    if (o.cell.empty() || key == o.cell) out.emplace_back(scenario, key);
+  }
+  if (!o.scenario.empty() && std::find(scenarios.begin(), scenarios.end(), o.scenario) == scenarios.end())
+    throw InputError("--scenario", "no runs of scenario \"" + o.scenario + "\" in the history; known: " +
+                                       (scenarios.empty() ? "none" : joined(scenarios)));
+  if (!o.cell.empty() && out.empty())
+    throw InputError("--cell", "no cell \"" + o.cell + "\" in the history" +
+                                   (o.scenario.empty() ? "" : " of scenario " + o.scenario) +
+                                   "; known: " + (keys.empty() ? "none" : joined(keys)));
+  return out;
+}
+
+// The newest `last` points (all when 0).
+std::vector<CellPoint> newest(std::vector<CellPoint> points, size_t last) {
+  if (last && points.size() > last) points.erase(points.begin(), points.end() - static_cast<long>(last));
+  return points;
+}
+
+void list_runs(const History& h, const HistoryCliOptions& o, std::ostream& out) {
+  if (!o.scenario.empty()) selected_cells(h, o);  // an unknown --scenario is an error
+  auto runs = h.runs(o.scenario);
+  char line[512];
+  std::snprintf(line, sizeof line, "%5s  %-16s  %-24s  %-16s  %6s  %6s  %s\n", "id", "started (UTC)",
+                "scenario", "commit", "ok", "failed", "result");
+  out << line;
+  for (auto& r : runs) {
+    std::snprintf(line, sizeof line, "%5lld  %-16s  %-24s  %-16s  %6lld  %6lld  %s%s\n",
+                  static_cast<long long>(r.id), when(r.started_at).c_str(), r.scenario.c_str(),
+                  commit(r.git_commit, r.git_dirty).c_str(), static_cast<long long>(r.cells_ok),
+                  static_cast<long long>(r.cells_failed), r.result_path.c_str(),
+                  r.finished_at.empty() ? "  (unfinished)" : "");
+    out << line;
+  }
+  out << runs.size() << " run" << (runs.size() == 1 ? "" : "s") << " in " << h.path() << "\n";
+}
+
+void trend(const History& h, const HistoryCliOptions& o, std::ostream& out) {
+  const HistoryMetric& m = history_metric(o.metric.empty() ? "qps" : o.metric);
+  for (auto& [scenario, key] : selected_cells(h, o)) {
+    out << scenario << "  " << key << "  " << m.name << " (" << (m.higher_is_better ? "higher" : "lower")
+        << " is better; median and range over repetitions)\n";
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-16s  %-16s  %12s  %25s\n", "started (UTC)", "commit", "median",
+                  "min – max");
+    out << line;
+    for (auto& p : newest(h.series(scenario, key, m), o.last)) {
+      std::string range = "-", median = p.ok ? "n/a" : "FAILED";
+      if (p.ok && !p.values.empty()) {
+        auto [lo, hi] = std::minmax_element(p.values.begin(), p.values.end());
+        range = number(*lo) + " – " + number(*hi);
+        median = number(p.median());
+      }
+      std::snprintf(line, sizeof line, "  %-16s  %-16s  %12s  %25s\n", when(p.started_at).c_str(),
+                    commit(p.git_commit, p.git_dirty).c_str(), median.c_str(), range.c_str());
+      out << line;
+    }
+  }
+}
+
+// The median of v[begin, end).
+double level(const std::vector<double>& v, size_t begin, size_t end) {
+  std::vector<double> part(v.begin() + static_cast<long>(begin), v.begin() + static_cast<long>(end));
+  std::sort(part.begin(), part.end());
+  return part[(part.size() - 1) / 2];
+}
+
+void changes(const History& h, const HistoryCliOptions& o, std::ostream& out) {
+  std::vector<const HistoryMetric*> metrics;
+  if (!o.metric.empty())
+    metrics.push_back(&history_metric(o.metric));
+  else
+    for (auto& name : metric_names()) metrics.push_back(&history_metric(name));
+  ChangePointOptions cpo;
+  size_t series_count = 0, change_count = 0, worse_count = 0;
+  for (auto& [scenario, key] : selected_cells(h, o))
+    for (const HistoryMetric* m : metrics) {
+      // Only the runs where the cell finished and gave the figure make the series.
+      std::vector<CellPoint> points;
+      for (auto& p : newest(h.series(scenario, key, *m), o.last))
+        if (p.ok && !p.values.empty()) points.push_back(p);
+      std::vector<double> medians;
+      for (auto& p : points) medians.push_back(p.median());
+      ++series_count;
+      auto cps = find_change_points(medians, cpo);
+      if (cps.empty()) continue;
+      out << scenario << "  " << key << "  " << m->name << ": " << cps.size() << " change"
+          << (cps.size() == 1 ? "" : "s") << " in " << medians.size() << " runs\n";
+      for (size_t i = 0; i < cps.size(); ++i) {
+        size_t begin = i ? cps[i - 1].index : 0, at = cps[i].index;
+        size_t end = i + 1 < cps.size() ? cps[i + 1].index : medians.size();
+        double before = level(medians, begin, at), after = level(medians, at, end);
+        double shift = before != 0 ? (after - before) / before * 100 : 0;
+        bool worse = m->higher_is_better ? shift < 0 : shift > 0;
+        char line[512];
+        std::snprintf(line, sizeof line, "  %-16s  commit %-16s  %12s → %-12s  %+6.1f %%  %-6s  (p %.3f)\n",
+                      when(points[at].started_at).c_str(),
+                      commit(points[at].git_commit, points[at].git_dirty).c_str(), number(before).c_str(),
+                      number(after).c_str(), shift, worse ? "worse" : "better", cps[i].p_value);
+        out << line;
+        ++change_count;
+        worse_count += worse;
+      }
+    }
+  out << change_count << " change" << (change_count == 1 ? "" : "s") << " (" << worse_count << " worse) in "
+      << series_count << " series; E-divisive means, p < " << cpo.max_p_value << " over " << cpo.permutations
+      << " permutations, levels of at least " << cpo.min_segment << " runs\n";
+}
+
+}  // namespace
+
+int run_history(const HistoryCliOptions& o, std::ostream& out) {
+  try {
+    if (!o.metric.empty()) history_metric(o.metric);  // before any work
+    if (!o.metric.empty() && o.cell.empty() && !o.changes)
+      throw InputError("--metric", "goes with --cell KEY (a trend) or --changes");
+    History h = History::open(o.file, History::Mode::kExisting);
+    if (o.changes)
+      changes(h, o, out);
+    else if (!o.cell.empty())
+      trend(h, o, out);
+    else
+      list_runs(h, o, out);
+    return 0;
+  } catch (const InputError& e) {
+    throw e.file().empty() ? e.in_file(o.file) : e;
+  }
+}
+
+void HistoryCommand::add_to(CLI::App& app) {
+  command_ =
+      app.add_subcommand("history", "list the runs of a history database, a cell's trend, or change points");
+  command_->add_option("file", options_.file, "history database (SQLite; loadlab run --history FILE)")
+      ->required();
+  command_->add_option("--cell", options_.cell, "a cell key, e.g. beast/d5/t10: its trend over the runs");
+  command_->add_option("--metric", options_.metric,
+                       "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, client_cpu_pct "
+                       "(trend default qps; --changes default all)");
+  command_->add_option("--scenario", options_.scenario, "only this scenario's runs and cells");
+  command_->add_flag("--changes", options_.changes,
+                     "the runs where a cell's figure moved to a new level (E-divisive change points)");
+  command_->add_option("--last", options_.last, "only the newest N runs of each cell (default all)");
+}
+
+bool HistoryCommand::chosen() const { return command_ && command_->parsed(); }
+
+int HistoryCommand::run(std::ostream& out) const { return run_history(options_, out); }
+
+}  // namespace loadlab::controller

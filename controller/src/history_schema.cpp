@@ -1,0 +1,111 @@
+#include "history_schema.hpp"
+
+#include "loadlab/controller/history.hpp"
+#include "loadlab/shared/input_error.hpp"
+#include "loadlab/shared/logging.hpp"
+#include "sqlite.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+
+struct Migration {
+  int to;
+  const char* what;
+  const char* sql;
+};
+
+// Version 1: runs, cells and each repetition's figures.
+const char* kToV1 = R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  run_folder TEXT NOT NULL,
+  result_path TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  scenario TEXT NOT NULL,
+  scenario_sha256 TEXT NOT NULL DEFAULT '',
+  git_commit TEXT,
+  git_dirty INTEGER NOT NULL DEFAULT 0,
+  loadlab_version TEXT NOT NULL DEFAULT '',
+  UNIQUE (run_folder, started_at));
+CREATE INDEX runs_by_scenario ON runs (scenario, started_at);
+CREATE TABLE cells (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  ok INTEGER NOT NULL,
+  error TEXT NOT NULL DEFAULT '',
+  flags TEXT NOT NULL DEFAULT '[]',
+  UNIQUE (run_id, key));
+CREATE INDEX cells_by_key ON cells (key);
+CREATE TABLE repetitions (
+  cell_id INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  qps REAL, p50_us REAL, p90_us REAL, p99_us REAL, p999_us REAL, max_us REAL,
+  errors INTEGER, requests INTEGER,
+  server_cpu_pct REAL, server_rss_kb_peak INTEGER, client_cpu_pct REAL, client_rss_kb_peak INTEGER,
+  PRIMARY KEY (cell_id, idx));
+)sql";
+
+// Version 2: where a run ran (its agents), how (--set overrides, the whole work tree's git
+// state), and which figures its client could not give.
+const char* kToV2 = R"sql(
+ALTER TABLE runs ADD COLUMN git_tree_dirty INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN overrides TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE repetitions ADD COLUMN unavailable TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE run_agents (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  address TEXT NOT NULL DEFAULT '',
+  roles TEXT NOT NULL DEFAULT '[]',
+  hostname TEXT, cores INTEGER, cpu_model TEXT, memory_bytes INTEGER, kernel TEXT, version TEXT,
+  error TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (run_id, name));
+)sql";
+
+const Migration kMigrations[] = {
+    {1, "create the schema (version 1)", kToV1},
+    {2, "migrate to version 2 (agents, overrides, n/a figures)", kToV2},
+};
+static_assert(sizeof kMigrations / sizeof kMigrations[0] == History::kSchemaVersion,
+              "one migration per schema version");
+
+int user_version(sqlite3* db, const std::string& file) {
+  sqlite::Statement s(db, file, "PRAGMA user_version", "read the schema version");
+  s.step();
+  return static_cast<int>(s.integer(0));
+}
+
+}  // namespace
+
+void migrate_history(sqlite3* db, const std::string& file) {
+  if (user_version(db, file) == History::kSchemaVersion) return;
+  // Under the write lock, read again: another process may have migrated it meanwhile.
+  sqlite::Transaction t(db, file, "migrate the schema");
+  int version = user_version(db, file);
+  if (version > History::kSchemaVersion)
+    throw InputError("FILE", "history schema version " + std::to_string(version) +
+                                 " is newer than this loadlab's (" + std::to_string(History::kSchemaVersion) +
+                                 "); use a newer loadlab")
+        .in_file(file);
+  if (version == 0) {
+    sqlite::Statement tables(db, file, "SELECT count(*) FROM sqlite_master", "look for tables");
+    tables.step();
+    if (tables.integer(0) > 0)
+      throw InputError("FILE", "not a loadlab history database (it has tables but no schema version)")
+          .in_file(file);
+  }
+  int from = version;
+  for (const auto& m : kMigrations) {
+    if (m.to <= version) continue;
+    sqlite::exec(db, file, m.sql, m.what);
+    sqlite::exec(db, file, "PRAGMA user_version = " + std::to_string(m.to), m.what);
+    version = m.to;
+  }
+  t.commit();
+  if (from > 0)
+    component_logger("history")->info("{}: schema migrated from version {} to {}", file, from, version);
+}
+
+}  // namespace loadlab::controller
