@@ -14,6 +14,7 @@
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/describe_agents.hpp"
 #include "loadlab/controller/plan.hpp"
+#include "loadlab/controller/report_cli.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/json_input.hpp"
@@ -53,7 +54,8 @@ struct CommandLine {
   double compare_threshold = -1;
   std::string validate_path;
   std::vector<std::string> validate_overrides;
-  CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd;
+  std::string report_dir;
+  CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd, *report_cmd;
 
   CommandLine() {
     app.require_subcommand(1);
@@ -90,6 +92,10 @@ struct CommandLine {
     validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
     validate_cmd->add_option("scenario", validate_path, "scenario JSON file")->required();
     validate_cmd->add_option("--set", validate_overrides, "PATH=VALUE, as for run; repeatable");
+
+    report_cmd =
+        app.add_subcommand("report", "rebuild report.html, matrix.md and matrix.csv from result.json");
+    report_cmd->add_option("dir", report_dir, "run folder (or its result.json)")->required();
   }
   CommandLine(const CommandLine&) = delete;  // the subcommand pointers point into `app`
 
@@ -167,6 +173,7 @@ int main(int argc, char** argv) {
     if (*cl.validate_cmd) return validate(cl.validate_path, cl.validate_overrides);
     if (*cl.agents_cmd) return loadlab::controller::describe_agents(cl.agents_lab, std::cout);
     if (*cl.compare_cmd) return compare(cl);
+    if (*cl.report_cmd) return loadlab::controller::report_command(cl.report_dir, std::cout);
     return run(cl.run);
   } catch (const loadlab::InputError& e) {
     std::cerr << "loadlab: " << cl.input_name(e) << ": " << e.what() << "\n";
