@@ -15,6 +15,7 @@
 #include "loadlab/controller/describe_agents.hpp"
 #include "loadlab/controller/history_cli.hpp"
 #include "loadlab/controller/plan.hpp"
+#include "loadlab/controller/report_cli.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/json_input.hpp"
@@ -54,7 +55,8 @@ struct CommandLine {
   double compare_threshold = -1;
   std::string validate_path;
   std::vector<std::string> validate_overrides;
-  CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd;
+  std::string report_dir;
+  CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd, *report_cmd;
   loadlab::controller::HistoryCommand history;
 
   CommandLine() {
@@ -97,6 +99,9 @@ struct CommandLine {
     validate_cmd->add_option("--set", validate_overrides, "PATH=VALUE, as for run; repeatable");
 
     history.add_to(app);
+    report_cmd =
+        app.add_subcommand("report", "rebuild report.html, matrix.md and matrix.csv from result.json");
+    report_cmd->add_option("dir", report_dir, "run folder (or its result.json)")->required();
   }
   CommandLine(const CommandLine&) = delete;  // the subcommand pointers point into `app`
 
@@ -175,6 +180,7 @@ int main(int argc, char** argv) {
     if (*cl.agents_cmd) return loadlab::controller::describe_agents(cl.agents_lab, std::cout);
     if (*cl.compare_cmd) return compare(cl);
     if (cl.history.chosen()) return cl.history.run(std::cout);
+    if (*cl.report_cmd) return loadlab::controller::report_command(cl.report_dir, std::cout);
     return run(cl.run);
   } catch (const loadlab::InputError& e) {
     std::cerr << "loadlab: " << cl.input_name(e) << ": " << e.what() << "\n";

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "loadlab/controller/cell_metrics.hpp"
+#include "loadlab/controller/matrix_pivot.hpp"
+
 namespace loadlab::controller {
 
 namespace {
@@ -146,29 +149,59 @@ void write_table(std::ostream& out, const std::vector<CellResult>& cells) {
   for (auto& r : rows) line(r);
 }
 
+namespace {
+std::string markdown_cell(const std::string& f) {
+  std::string esc;
+  for (char ch : f)
+    esc += ch == '|' ? std::string("\\|") : ch == '\n' ? std::string(" ") : std::string(1, ch);
+  return esc;
+}
+
+void markdown_row(std::ostream& out, const std::vector<std::string>& fields) {
+  out << "|";
+  for (auto& f : fields) out << " " << markdown_cell(f) << " |";
+  out << "\n";
+}
+
+// One metric as the seed articles lay it out: rows target × the other axes, columns the
+// column axis's values.
+void markdown_pivot(std::ostream& out, const CellMetric& metric, const Pivot& p) {
+  out << "## " << metric.title << " by " << p.column_title << "\n\n";
+  auto header = p.label_header;
+  for (auto& c : p.columns)
+    header.push_back(p.columns.size() == 1 && c == "all" ? metric.title : p.column_title + " " + c);
+  markdown_row(out, header);
+  out << "|";
+  for (size_t i = 0; i < header.size(); ++i) out << (i < p.label_header.size() ? " --- |" : " ---: |");
+  out << "\n";
+  for (auto& r : p.rows) {
+    auto fields = r.labels;
+    for (auto* c : r.cells) fields.push_back(c ? metric_text(metric, *c) : "");
+    markdown_row(out, fields);
+  }
+  out << "\n";
+}
+}  // namespace
+
 void write_markdown(std::ostream& out, const std::string& title, const std::vector<CellResult>& cells) {
-  out << "# " << title << "\n\n";
+  out << "# " << markdown_cell(title) << "\n\n";
+  const Pivot p = pivot(cells, column_axis(cells));
+  for (const char* id : {"qps", "p99_ms", "server_cpu_pct", "server_mb", "client_cpu_pct"})
+    markdown_pivot(out, cell_metric(id), p);
+  out << "## All figures\n\n";
   auto header = summary_header(cells);
   const size_t cell_columns = cell_header(cells, true).size();
+  markdown_row(out, header);
   out << "|";
-  for (auto& h : header) out << " " << h << " |";
-  out << "\n|";
   for (size_t i = 0; i < header.size(); ++i) {
     const bool text = i == 0 || i + 1 == header.size() || (i < cell_columns && header[i] == "client");
     out << (text ? " --- |" : " ---: |");
   }
   out << "\n";
-  for (auto& r : summary_rows(cells)) {
-    out << "|";
-    for (auto& f : r) {
-      std::string esc;
-      for (char ch : f) esc += ch == '|' ? std::string("\\|") : std::string(1, ch);
-      out << " " << esc << " |";
-    }
-    out << "\n";
-  }
+  for (auto& r : summary_rows(cells)) markdown_row(out, r);
   out << "\nqps: requests per second over the measured window (median repetition); latencies from the "
-         "client's histogram; cpu% = 100 per core; MB = peak RSS.\n";
+         "client's histogram; cpu% = 100 per core; MB = peak RSS; FAILED: the cell failed (see All figures); "
+         "n/a: the client cannot give the figure.\n";
 }
 
 void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {

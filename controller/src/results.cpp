@@ -70,6 +70,21 @@ v1::CellConfig config_of(const Cell& c) {
   return p;
 }
 
+Cell cell_of(const v1::CellConfig& p) {
+  Cell c;
+  c.target = p.target();
+  c.delay_ms = p.delay_ms();
+  c.threads = p.threads();
+  c.connections = p.connections();
+  c.rate = p.rate();
+  c.server_threads = p.server_threads();
+  if (p.has_body_size()) c.body_size = p.body_size();
+  c.keep_alive = p.keep_alive();
+  c.client = p.client();
+  for (auto& a : p.axes()) c.axes.emplace_back(a.axis(), a.value());
+  return c;
+}
+
 v1::CellResult to_proto(const CellResult& c) {
   v1::CellResult p;
   *p.mutable_cell() = config_of(c.cell);

@@ -108,16 +108,24 @@ void RunFolder::journal(const CellResult& cell) {
     throw EnvironmentError("cannot write the journal");
 }
 
+void write_result_views(const fs::path& dir, const nlohmann::json& header, const std::string& title,
+                        const std::vector<CellResult>& cells, const ReportSections& sections) {
+  std::ostringstream csv, md, html;
+  write_csv(csv, cells);
+  write_markdown(md, title, cells);
+  write_html_report(html, header, title, cells, sections);
+  write_file(dir / "matrix.csv", csv.str());
+  write_file(dir / "matrix.md", md.str());
+  write_file(dir / "report.html", html.str());
+}
+
 void RunFolder::write_results(nlohmann::json header, const std::string& title,
-                              const std::vector<CellResult>& cells) const {
+                              const std::vector<CellResult>& cells, const ReportSections& sections) const {
+  nlohmann::json views_header = header;  // report.html reads the header only
   header["cells"] = nlohmann::json::array();
   for (auto& c : cells) header["cells"].push_back(nlohmann::json::parse(proto::to_json(to_proto(c))));
   write_file(path_ / "result.json", header.dump(2) + "\n");
-  std::ostringstream csv, md;
-  write_csv(csv, cells);
-  write_markdown(md, title, cells);
-  write_file(path_ / "matrix.csv", csv.str());
-  write_file(path_ / "matrix.md", md.str());
+  write_result_views(path_, views_header, title, cells, sections);
 }
 
 }  // namespace loadlab::controller

@@ -181,6 +181,7 @@ class ScenarioRun {
       h["lab_path"] = lab_path_;
       h["started_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
     }
+    h["schema_version"] = kResultSchemaVersion;  // docs/result.schema.json
     h["agents"] = pool_.to_json();
     if (resuming_) h["resumed_at"].push_back(utc_now("%Y-%m-%dT%H:%M:%SZ"));
     return h;

@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "report_fixture.hpp"
+
 namespace loadlab::controller {
 namespace {
 
@@ -106,6 +108,42 @@ TEST(Reporters, TableAndMarkdownShowFiguresAndFailures) {
   write_csv(csv, {flagged});
   EXPECT_NE(t2.str().find("ok, but client-saturated"), std::string::npos) << t2.str();
   EXPECT_NE(csv.str().find(",3,client-saturated,\n"), std::string::npos) << csv.str();
+}
+
+// matrix.md as the seed articles lay out their figures: a table per metric, rows target ×
+// delay, columns threads; then every figure of every cell.
+TEST(Reporters, MarkdownHasATablePerMetricWithThreadsAsColumns) {
+  auto cells = testing::report_matrix();
+  cells[6] = testing::report_cell("go", 5, 1, "measure: boom");
+  cells[1].reps[0].add_unavailable("latency.p99_us");
+  std::ostringstream md;
+  write_markdown(md, "seeds", cells);
+  const std::string s = md.str();
+  EXPECT_EQ(
+      s.rfind("# seeds\n\n## QPS by threads\n\n| target | delay ms | threads 1 | threads 10 |\n"
+              "| --- | --- | ---: | ---: |\n| beast | 0 | 1000 | 10000 |\n| beast | 5 | 1005 | 10005 |\n"
+              "| go | 0 | 101000 | 110000 |\n| go | 5 | FAILED | 110005 |\n",
+              0),
+      0u)
+      << s;
+  for (const char* heading : {"## p99 ms by threads", "## server CPU % by threads", "## server MB by threads",
+                              "## client CPU % by threads", "## All figures"})
+    EXPECT_NE(s.find(heading), std::string::npos) << heading;
+  EXPECT_LT(s.find("## client CPU % by threads"), s.find("## All figures"));
+  EXPECT_NE(s.find("| beast | 0 | 1.00 | n/a |"), std::string::npos) << s;    // p99: n/a where unavailable
+  EXPECT_NE(s.find("| beast | 5 | 10.0 | 100.0 |"), std::string::npos) << s;  // server CPU %
+  EXPECT_NE(s.find("| beast | 5 | 2.0 | 20.0 |"), std::string::npos) << s;    // server MB
+  // All figures: one row per cell, the failure spelled out.
+  EXPECT_NE(s.find("| go | 5 | 1 | 1 | - |"), std::string::npos) << s;
+  EXPECT_NE(s.find("FAILED: measure: boom"), std::string::npos) << s;
+}
+
+TEST(Reporters, MarkdownEscapesPipesInNames) {
+  auto c = testing::report_cell("a|b", 0, 1);
+  std::ostringstream md;
+  write_markdown(md, "x|y", {c});
+  EXPECT_NE(md.str().find("# x\\|y"), std::string::npos) << md.str();
+  EXPECT_NE(md.str().find("| a\\|b | 0 | 101000 |"), std::string::npos) << md.str();
 }
 
 }  // namespace

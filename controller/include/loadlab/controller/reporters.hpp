@@ -24,6 +24,9 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
 std::string failed_status(const std::string& error);
 
 void write_table(std::ostream& out, const std::vector<CellResult>& cells);  // aligned text
+// One table per metric (QPS, p99 ms, server CPU %, server MB, client CPU %) with rows target ×
+// the other axes and columns the `threads` axis (else the last axis), as the seed articles
+// lay them out; then "All figures": one row per cell, as the terminal table.
 void write_markdown(std::ostream& out, const std::string& title, const std::vector<CellResult>& cells);
 void write_csv(std::ostream& out, const std::vector<CellResult>& cells);  // machine columns, RFC 4180
 

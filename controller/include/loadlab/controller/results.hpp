@@ -31,6 +31,10 @@ v1::CellResult to_proto(const CellResult& c);
 // error; `cell` is the one the current expansion has under the same key.
 CellResult cell_from_proto(const v1::CellResult& p, const Cell& cell);
 v1::CellConfig config_of(const Cell& c);
+// The cell a CellConfig describes (config_of's inverse, but `index` and `target_index`, which
+// the config does not keep). Its axes must be knobs (find_knob): key() and the reporters
+// look them up.
+Cell cell_of(const v1::CellConfig& p);
 
 // Adds another load agent's usage into `into`: several load agents are one client. CPU and
 // RSS add; the machine figures stay per machine (the busiest is kept).

@@ -2,7 +2,8 @@
 // A run's folder: its copy of the scenario, journal.jsonl (one v1::CellResult per line in
 // the proto's JSON form, one line per finished cell, on
 // the disk before the next cell starts, so that --resume continues a broken run), and the
-// result files, rewritten whole after every cell: result.json, matrix.csv, matrix.md.
+// result files, rewritten whole after every cell: result.json, matrix.csv, matrix.md,
+// report.html.
 // Called from the run's thread.
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -11,9 +12,21 @@
 #include <vector>
 
 #include "loadlab/controller/plan.hpp"
+#include "loadlab/controller/report_html.hpp"
 #include "loadlab/controller/results.hpp"
 
 namespace loadlab::controller {
+
+// result.json's "schema_version": docs/result.schema.json describes this version. Raise it
+// when a reader of an older result.json would misread the new one.
+constexpr int kResultSchemaVersion = 1;
+
+// Writes the files derived from a run's cells into `dir`: matrix.csv, matrix.md and
+// report.html (`header`: result.json without its cells; `title`: the scenario's name).
+// Readers never see half a file. Throws EnvironmentError. `loadlab report` rebuilds them.
+void write_result_views(const std::filesystem::path& dir, const nlohmann::json& header,
+                        const std::string& title, const std::vector<CellResult>& cells,
+                        const ReportSections& sections = {});
 
 class RunFolder {
  public:
@@ -37,10 +50,11 @@ class RunFolder {
   std::vector<std::optional<CellResult>> open_journal(const std::vector<Cell>& cells);
   // Appends a finished cell and flushes it to the disk. Throws EnvironmentError.
   void journal(const CellResult& cell);
-  // Rewrites result.json (`header` with "cells"), matrix.csv and matrix.md from the
-  // finished cells; readers never see half a file. Throws EnvironmentError.
-  void write_results(nlohmann::json header, const std::string& title,
-                     const std::vector<CellResult>& cells) const;
+  // Rewrites result.json (`header` with "cells"), matrix.csv, matrix.md and report.html from
+  // the finished cells; readers never see half a file. Throws EnvironmentError. `sections`:
+  // the hook for report.html's verdicts (against a baseline) and trends (from the history).
+  void write_results(nlohmann::json header, const std::string& title, const std::vector<CellResult>& cells,
+                     const ReportSections& sections = {}) const;
 
   RunFolder(RunFolder&& other) noexcept;
   RunFolder& operator=(RunFolder&&) = delete;

@@ -1,0 +1,36 @@
+#pragma once
+// Line charts as inline SVG for report.html: no script, no fonts to fetch, a viewBox so that
+// they scale to the page's width.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loadlab::controller {
+
+struct ChartSeries {
+  std::string name;                      // legend text
+  std::vector<std::optional<double>> y;  // one per x; nullopt: no point (a gap in the line)
+};
+
+struct LineChart {
+  std::string metric;                 // data-metric attribute, e.g. "qps"
+  std::string panel;                  // data-panel attribute, e.g. "delay ms 5"; may be empty
+  std::string title;                  // accessible name
+  std::string x_title;                // e.g. "threads"
+  std::string y_title;                // e.g. "QPS"
+  std::vector<std::string> x_labels;  // the x values as text
+  // Numeric x values (same length as x_labels) place points by value (log scale when they
+  // span more than 50×); nullopt: evenly spaced categories.
+  std::optional<std::vector<double>> x_values;
+  std::vector<ChartSeries> series;
+};
+
+// The colour of series `i` (a fixed palette; after it, colours repeat with a dash pattern).
+std::string series_colour(size_t i);
+// <svg class="chart" ...>: axes, gridlines, one line and its points (with <title> tooltips)
+// per series. Every text is escaped.
+std::string svg_line_chart(const LineChart& chart);
+// A small line without axes (a trend sparkline), points with tooltips `titles`.
+std::string svg_sparkline(const std::vector<double>& values, const std::vector<std::string>& titles);
+
+}  // namespace loadlab::controller

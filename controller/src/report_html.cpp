@@ -1,0 +1,375 @@
+#include "loadlab/controller/report_html.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "loadlab/controller/cell_metrics.hpp"
+#include "loadlab/controller/matrix_pivot.hpp"
+#include "loadlab/controller/reporters.hpp"
+#include "loadlab/controller/svg_chart.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+
+using nlohmann::json;
+
+// Phone first: tables scroll sideways inside their box, charts take the width they get and
+// sit side by side where there is room.
+constexpr const char* kStyle = R"(
+:root{--fg:#1d2733;--muted:#5b6773;--line:#d8dee4;--bg:#fff;--head:#f3f5f7;--bad:#b3261e;--warn:#8a5a00;--good:#1e7a34}
+*{box-sizing:border-box}
+body{margin:0;padding:12px;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+main{max-width:1600px;margin:0 auto}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1.4em 0 .5em;border-bottom:1px solid var(--line);padding-bottom:.2em}
+h3{font-size:1em;margin:1em 0 .4em;color:var(--muted)}
+nav{margin:.8em 0}nav a{margin-right:1em}
+.desc{color:var(--muted);margin:.2em 0 .8em}
+dl.run{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;margin:.5em 0}
+dl.run dt{color:var(--muted)}dl.run dd{margin:0;overflow-wrap:anywhere}
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;border:1px solid var(--line);border-radius:4px}
+table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
+th,td{padding:4px 8px;border-bottom:1px solid var(--line);white-space:nowrap;text-align:left}
+th{background:var(--head);position:sticky;top:0}
+td.num,th.num{text-align:right}
+td.status{white-space:normal;min-width:28ch;max-width:60ch}
+tr.failed td.status{color:var(--bad)}tr.flagged td.status{color:var(--warn)}
+.regression{color:var(--bad);font-weight:600}.improvement{color:var(--good);font-weight:600}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,420px),1fr));gap:12px}
+figure{margin:0;border:1px solid var(--line);border-radius:4px;padding:6px}
+figcaption{font-weight:600;margin-bottom:2px}
+svg.chart{width:100%;height:auto;display:block}
+svg.chart .grid{stroke:#e6eaee;stroke-width:1}svg.chart .axis{stroke:#8c959f;stroke-width:1}
+svg.chart text{font:11px system-ui,sans-serif;fill:#57606a}svg.chart .axis-title{font-size:12px;fill:#24292f}
+svg.sparkline{width:160px;height:36px;display:block}
+ul.legend{list-style:none;margin:4px 0 0;padding:0;display:flex;flex-wrap:wrap;gap:2px 12px;font-size:12px}
+ul.legend span{display:inline-block;width:14px;height:3px;margin-right:4px;vertical-align:middle}
+.note{color:var(--muted);font-size:12px}
+footer{margin-top:2em;color:var(--muted);font-size:12px}
+)";
+
+// A field of result.json's header by a path of object keys, as text: strings as they are,
+// numbers and booleans as JSON prints them, anything else (missing, null, objects) as "".
+std::string text_at(const json& j, std::initializer_list<const char*> path) {
+  const json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object() || !at->contains(key)) return "";
+    at = &(*at)[key];
+  }
+  if (at->is_string()) return at->get<std::string>();
+  if (at->is_number() || at->is_boolean()) return at->dump();
+  return "";
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+void row(std::ostream& o, const char* name, const std::string& value) {
+  if (!value.empty()) o << "<dt>" << name << "</dt><dd>" << html_escape(value) << "</dd>";
+}
+
+std::string scenario_source(const json& h) {
+  std::string s = text_at(h, {"scenario_path"});
+  const std::string commit = text_at(h, {"scenario_file", "git", "commit"});
+  if (!commit.empty()) s += " @ " + commit.substr(0, 12);
+  if (text_at(h, {"scenario_file", "git", "dirty"}) == "true") s += " (modified)";
+  return s;
+}
+
+void write_agents(std::ostream& o, const json& h) {
+  if (!h.contains("agents") || !h["agents"].is_array() || h["agents"].empty()) return;
+  o << "<h2 id=\"agents\">Agents</h2><div class=\"scroll\"><table class=\"agents\"><thead><tr><th>name</th>"
+       "<th>address</th><th>roles</th><th>host</th><th class=\"num\">cores</th><th class=\"num\">memory "
+       "GiB</th>"
+       "<th>kernel</th><th>version</th><th>state</th></tr></thead><tbody>";
+  for (auto& a : h["agents"]) {
+    std::string roles;
+    if (a.is_object() && a.contains("roles") && a["roles"].is_array())
+      for (auto& r : a["roles"])
+        roles += (roles.empty() ? "" : ", ") + (r.is_string() ? r.get<std::string>() : r.dump());
+    const std::string memory = text_at(a, {"describe", "memory_bytes"});
+    const std::string error = text_at(a, {"error"});
+    o << "<tr><td>" << html_escape(text_at(a, {"name"})) << "</td><td>"
+      << html_escape(text_at(a, {"address"})) << "</td><td>" << html_escape(roles) << "</td><td>"
+      << html_escape(text_at(a, {"describe", "hostname"})) << "</td><td class=\"num\">"
+      << html_escape(text_at(a, {"describe", "cores"})) << "</td><td class=\"num\">"
+      << (memory.empty() ? "" : fixed(std::strtod(memory.c_str(), nullptr) / (1 << 30), 1)) << "</td><td>"
+      << html_escape(text_at(a, {"describe", "kernel"})) << "</td><td>"
+      << html_escape(text_at(a, {"describe", "version"})) << "</td><td class=\"status\">"
+      << html_escape(error.empty() ? "reachable" : "unreachable: " + error) << "</td></tr>";
+  }
+  o << "</tbody></table></div>";
+}
+
+void write_run_header(std::ostream& o, const json& h, const std::string& title, size_t cells) {
+  o << "<header><h1>" << html_escape(title) << "</h1>";
+  const std::string description = text_at(h, {"scenario", "description"});
+  if (!description.empty()) o << "<p class=\"desc\">" << html_escape(description) << "</p>";
+  o << "<dl class=\"run\">";
+  row(o, "started", text_at(h, {"started_at"}));
+  const std::string finished = text_at(h, {"finished_at"});
+  row(o, "finished",
+      finished.empty() ? "not finished (" + std::to_string(cells) + " cells so far)" : finished);
+  if (h.contains("resumed_at") && h["resumed_at"].is_array() && !h["resumed_at"].empty())
+    row(o, "resumed", std::to_string(h["resumed_at"].size()) + " times");
+  row(o, "scenario", scenario_source(h));
+  row(o, "commit", text_at(h, {"scenario_file", "git", "commit"}));
+  if (h.contains("overrides") && h["overrides"].is_array() && !h["overrides"].empty()) {
+    std::string overrides;
+    for (auto& v : h["overrides"])
+      overrides += (overrides.empty() ? "" : " ") + (v.is_string() ? v.get<std::string>() : v.dump());
+    row(o, "--set", overrides);
+  }
+  row(o, "lab", text_at(h, {"lab_path"}).empty() ? "embedded agent" : text_at(h, {"lab_path"}));
+  row(o, "loadlab", text_at(h, {"loadlab_version"}));
+  o << "</dl>";
+  write_agents(o, h);
+  o << "</header>";
+}
+
+std::string verdict_class(const std::string& verdict) {
+  if (verdict.find("regress") != std::string::npos || verdict == "missing" || verdict == "failed")
+    return "regression";
+  if (verdict.find("improv") != std::string::npos) return "improvement";
+  return "";
+}
+
+std::string verdict_text(const CellVerdict& v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f %%", v.change_pct);
+  return v.verdict + " " + buf;
+}
+
+void write_verdicts(std::ostream& o, const VerdictSection& v, const std::vector<CellResult>& cells) {
+  o << "<section id=\"verdicts\"><h2>Against the baseline</h2><p class=\"note\">" << html_escape(v.metric)
+    << " compared with " << html_escape(v.baseline) << "</p>";
+  o << "<div class=\"scroll\"><table class=\"verdicts\"><thead><tr><th>cell</th><th>verdict</th>"
+       "<th class=\"num\">change</th></tr></thead><tbody>";
+  auto line = [&](const std::string& key, const CellVerdict& cv) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%+.1f %%", cv.change_pct);
+    o << "<tr class=\"verdict\" data-key=\"" << html_escape(key) << "\"><td>" << html_escape(key)
+      << "</td><td class=\"" << verdict_class(cv.verdict) << "\">" << html_escape(cv.verdict)
+      << "</td><td class=\"num\">" << buf << "</td></tr>";
+  };
+  std::vector<std::string> shown;
+  for (auto& c : cells)  // the matrix's order first, then keys only the baseline has
+    if (auto it = v.by_key.find(c.cell.key()); it != v.by_key.end()) {
+      line(it->first, it->second);
+      shown.push_back(it->first);
+    }
+  for (auto& [key, cv] : v.by_key)
+    if (std::find(shown.begin(), shown.end(), key) == shown.end()) line(key, cv);
+  o << "</tbody></table></div></section>";
+}
+
+void write_matrix(std::ostream& o, const std::vector<CellResult>& cells, const ReportSections& sections) {
+  o << "<section id=\"matrix\"><h2>Matrix</h2>";
+  if (cells.empty()) {
+    o << "<p>No cell has finished yet.</p></section>";
+    return;
+  }
+  const auto header = summary_header(cells);
+  auto numeric = [&](size_t i) {
+    return i > 0 && i + 1 < header.size() && header[i] != "client" && header[i] != "keep-alive";
+  };
+  o << "<div class=\"scroll\"><table id=\"matrix-table\"><thead><tr>";
+  for (size_t i = 0; i < header.size(); ++i)
+    o << "<th" << (numeric(i) ? " class=\"num\"" : "") << ">" << html_escape(header[i]) << "</th>";
+  if (sections.verdicts) o << "<th>vs baseline</th>";
+  o << "</tr></thead><tbody>";
+  const auto rows = summary_rows(cells);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto& c = cells[r];
+    const char* state = !c.ok() ? "failed" : c.flags().empty() ? "ok" : "flagged";
+    o << "<tr class=\"cell " << state << "\" data-key=\"" << html_escape(c.cell.key()) << "\">";
+    for (size_t i = 0; i < rows[r].size(); ++i) {
+      const bool last = i + 1 == rows[r].size();
+      o << "<td"
+        << (last         ? " class=\"status\""
+            : numeric(i) ? " class=\"num\""
+                         : "")
+        << ">" << html_escape(rows[r][i]) << "</td>";
+    }
+    if (sections.verdicts) {
+      auto it = sections.verdicts->by_key.find(c.cell.key());
+      if (it == sections.verdicts->by_key.end())
+        o << "<td></td>";
+      else
+        o << "<td class=\"" << verdict_class(it->second.verdict) << "\">"
+          << html_escape(verdict_text(it->second)) << "</td>";
+    }
+    o << "</tr>";
+  }
+  o << "</tbody></table></div><p class=\"note\">Figures of each cell's median-QPS repetition. qps: requests "
+       "per "
+       "second over the measured window; latencies from the client's histogram; cpu% = 100 per core; MB = "
+       "peak "
+       "RSS; n/a: the load client cannot give the figure.</p></section>";
+}
+
+// How charts lay the matrix out: x = the `threads` axis, else the last numeric axis (else
+// the last axis, as categories); one panel per `delay_ms` value; one line per target × the
+// other axes.
+struct ChartLayout {
+  Pivot pivot;
+  std::optional<std::vector<double>> x_values;
+  std::vector<std::string> panels;              // panel label of each group, "" when one panel
+  std::vector<std::vector<size_t>> panel_rows;  // pivot rows of each panel
+  std::vector<std::string> series_names;        // per pivot row
+};
+
+ChartLayout chart_layout(const std::vector<CellResult>& cells) {
+  ChartLayout l;
+  auto numeric_x = numeric_column_axis(cells);
+  auto x = numeric_x ? numeric_x : column_axis(cells);
+  l.pivot = pivot(cells, x);
+  if (numeric_x) {
+    l.x_values.emplace();
+    for (auto& c : l.pivot.columns) l.x_values->push_back(std::strtod(c.c_str(), nullptr));
+  }
+  const auto& axes = cells.front().cell.axes;
+  std::optional<size_t> panel_label;  // index into pivot labels
+  for (size_t i = 0, label = 1; i < axes.size(); ++i) {
+    if (x && i == *x) continue;
+    if (axes[i].first == "delay_ms") panel_label = label;
+    ++label;
+  }
+  for (size_t r = 0; r < l.pivot.rows.size(); ++r) {
+    const auto& labels = l.pivot.rows[r].labels;
+    std::string panel = panel_label ? l.pivot.label_header[*panel_label] + " " + labels[*panel_label] : "";
+    auto it = std::find(l.panels.begin(), l.panels.end(), panel);
+    if (it == l.panels.end()) {
+      l.panels.push_back(panel);
+      l.panel_rows.emplace_back();
+      it = l.panels.end() - 1;
+    }
+    l.panel_rows[static_cast<size_t>(it - l.panels.begin())].push_back(r);
+    std::string name = labels[0];
+    for (size_t i = 1; i < labels.size(); ++i)
+      if (!panel_label || i != *panel_label) name += " · " + l.pivot.label_header[i] + " " + labels[i];
+    l.series_names.push_back(name);
+  }
+  return l;
+}
+
+void write_chart(std::ostream& o, const ChartLayout& l, size_t panel, const CellMetric& m) {
+  LineChart c;
+  c.metric = m.id;
+  c.panel = l.panels[panel];
+  c.title = std::string(m.title) + (c.panel.empty() ? "" : ", " + c.panel);
+  c.x_title = l.pivot.column_title;
+  c.y_title = m.title;
+  c.x_labels = l.pivot.columns;
+  c.x_values = l.x_values;
+  for (size_t r : l.panel_rows[panel]) {
+    ChartSeries s{l.series_names[r], {}};
+    for (auto* cell : l.pivot.rows[r].cells) s.y.push_back(cell ? m.value(*cell) : std::nullopt);
+    c.series.push_back(std::move(s));
+  }
+  o << "<figure><figcaption>" << html_escape(c.title) << "</figcaption>" << svg_line_chart(c)
+    << "<ul class=\"legend\">";
+  for (size_t i = 0; i < c.series.size(); ++i)
+    o << "<li><span style=\"background:" << series_colour(i) << "\"></span>" << html_escape(c.series[i].name)
+      << "</li>";
+  o << "</ul></figure>";
+}
+
+void write_chart_section(std::ostream& o, const ChartLayout& l, const char* id, const char* heading,
+                         std::initializer_list<const char*> metrics) {
+  o << "<section id=\"" << id << "\"><h2>" << heading << "</h2><div class=\"charts\">";
+  for (size_t p = 0; p < l.panels.size(); ++p)
+    for (const char* m : metrics) write_chart(o, l, p, cell_metric(m));
+  o << "</div></section>";
+}
+
+void write_trends(std::ostream& o, const TrendSection& t) {
+  o << "<section id=\"trends\"><h2>Trends</h2><p class=\"note\">" << html_escape(t.metric)
+    << " of each cell over earlier runs, oldest first</p><div class=\"scroll\"><table "
+       "class=\"trends\"><thead><tr>"
+       "<th>cell</th><th>runs</th><th>trend</th><th class=\"num\">first</th><th class=\"num\">last</th>"
+       "<th class=\"num\">change</th><th>last commit</th></tr></thead><tbody>";
+  for (auto& [key, points] : t.by_key) {
+    std::vector<double> values;
+    std::vector<std::string> titles;
+    for (auto& p : points) {
+      values.push_back(p.value);
+      titles.push_back(p.date + " " + p.commit.substr(0, 12) + ": " + fixed(p.value, 2));
+    }
+    std::string change;
+    if (values.size() > 1 && values.front() != 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%+.1f %%", (values.back() / values.front() - 1) * 100);
+      change = buf;
+    }
+    o << "<tr class=\"trend\" data-key=\"" << html_escape(key) << "\"><td>" << html_escape(key)
+      << "</td><td class=\"num\">" << points.size() << "</td><td>" << svg_sparkline(values, titles)
+      << "</td><td class=\"num\">" << (values.empty() ? "" : fixed(values.front(), 2))
+      << "</td><td class=\"num\">" << (values.empty() ? "" : fixed(values.back(), 2))
+      << "</td><td class=\"num\">" << change << "</td><td>"
+      << html_escape(points.empty() ? "" : points.back().commit.substr(0, 12)) << "</td></tr>";
+  }
+  o << "</tbody></table></div></section>";
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
+    }
+  return out;
+}
+
+void write_html_report(std::ostream& o, const json& header, const std::string& title,
+                       const std::vector<CellResult>& cells, const ReportSections& sections) {
+  o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+    << "<title>" << html_escape(title) << " · loadlab report</title><style>" << kStyle
+    << "</style></head><body><main>";
+  write_run_header(o, header, title, cells.size());
+  o << "<nav>";
+  if (sections.verdicts) o << "<a href=\"#verdicts\">verdicts</a>";
+  o << "<a href=\"#matrix\">matrix</a>";
+  if (!cells.empty())
+    o << "<a href=\"#throughput\">throughput</a><a href=\"#latency\">latency</a><a href=\"#cost\">cost</a>";
+  if (sections.trends) o << "<a href=\"#trends\">trends</a>";
+  o << "</nav>";
+  if (sections.verdicts) write_verdicts(o, *sections.verdicts, cells);
+  write_matrix(o, cells, sections);
+  if (!cells.empty()) {
+    const ChartLayout layout = chart_layout(cells);
+    write_chart_section(o, layout, "throughput", "Throughput", {"qps"});
+    write_chart_section(o, layout, "latency", "Latency", {"p50_ms", "p99_ms"});
+    write_chart_section(o, layout, "cost", "Server and client cost",
+                        {"server_cpu_pct", "client_cpu_pct", "server_mb", "client_mb"});
+  }
+  if (sections.trends) write_trends(o, *sections.trends);
+  o << "<footer>loadlab " << html_escape(text_at(header, {"loadlab_version"}))
+    << " · made from result.json (schema " << html_escape(text_at(header, {"schema_version"}))
+    << "); rebuild with <code>loadlab report DIR</code></footer></main></body></html>\n";
+}
+
+}  // namespace loadlab::controller

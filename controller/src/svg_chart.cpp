@@ -1,0 +1,194 @@
+#include "loadlab/controller/svg_chart.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "loadlab/controller/report_html.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+
+// The chart's frame in viewBox units.
+constexpr double kWidth = 480, kHeight = 300;
+constexpr double kLeft = 58, kRight = 14, kTop = 14, kBottom = 44;
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+// Tick labels: "12.5k", "0.25", "1.2M".
+std::string short_number(double v) {
+  char buf[32];
+  const double a = std::fabs(v);
+  if (a >= 1e6)
+    std::snprintf(buf, sizeof buf, "%gM", std::round(v / 1e5) / 10);
+  else if (a >= 1e4)
+    std::snprintf(buf, sizeof buf, "%gk", std::round(v / 1e2) / 10);
+  else
+    std::snprintf(buf, sizeof buf, "%g", std::round(v * 1000) / 1000);
+  return buf;
+}
+
+// A round step (1, 2, 2.5 or 5 × 10^k) that splits [0, max] into about `parts`.
+double nice_step(double max, int parts) {
+  const double raw = max / parts;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (raw <= m * mag) return m * mag;
+  return 10 * mag;
+}
+
+class XScale {
+ public:
+  explicit XScale(const LineChart& c) : n_(c.x_labels.size()) {
+    if (c.x_values && c.x_values->size() == n_ && n_ > 0) {
+      values_ = *c.x_values;
+      lo_ = *std::min_element(values_.begin(), values_.end());
+      hi_ = *std::max_element(values_.begin(), values_.end());
+      log_ = lo_ > 0 && hi_ / lo_ > 50;
+    }
+  }
+  double at(size_t i) const {
+    const double inner = kWidth - kLeft - kRight - 20;  // 10 units of air at each end
+    if (n_ <= 1) return kLeft + 10 + inner / 2;
+    double f;
+    if (values_.empty() || hi_ == lo_)
+      f = static_cast<double>(i) / static_cast<double>(n_ - 1);
+    else if (log_)
+      f = std::log(values_[i] / lo_) / std::log(hi_ / lo_);
+    else
+      f = (values_[i] - lo_) / (hi_ - lo_);
+    return kLeft + 10 + f * inner;
+  }
+
+ private:
+  size_t n_;
+  std::vector<double> values_;
+  double lo_ = 0, hi_ = 0;
+  bool log_ = false;
+};
+
+double max_y(const LineChart& c) {
+  double m = 0;
+  for (auto& s : c.series)
+    for (auto& y : s.y)
+      if (y && std::isfinite(*y)) m = std::max(m, *y);
+  return m > 0 ? m : 1;
+}
+
+void y_axis(std::ostream& o, double top, double step) {
+  const double plot_h = kHeight - kTop - kBottom;
+  for (double v = 0; v <= top * 1.0000001; v += step) {
+    const double y = kHeight - kBottom - v / top * plot_h;
+    o << "<line class=\"grid\" x1=\"" << kLeft << "\" x2=\"" << kWidth - kRight << "\" y1=\"" << num(y)
+      << "\" y2=\"" << num(y) << "\"/>";
+    o << "<text class=\"tick\" x=\"" << kLeft - 6 << "\" y=\"" << num(y + 4) << "\" text-anchor=\"end\">"
+      << short_number(v) << "</text>";
+  }
+}
+
+void x_axis(std::ostream& o, const LineChart& c, const XScale& x) {
+  const size_t n = c.x_labels.size();
+  const size_t every = n > 12 ? (n + 11) / 12 : 1;  // thin the labels, never the points
+  o << "<line class=\"axis\" x1=\"" << kLeft << "\" x2=\"" << kWidth - kRight << "\" y1=\""
+    << kHeight - kBottom << "\" y2=\"" << kHeight - kBottom << "\"/>";
+  for (size_t i = 0; i < n; i += every)
+    o << "<text class=\"tick\" x=\"" << num(x.at(i)) << "\" y=\"" << kHeight - kBottom + 16
+      << "\" text-anchor=\"middle\">" << html_escape(c.x_labels[i]) << "</text>";
+  o << "<text class=\"axis-title\" x=\"" << num(kLeft + (kWidth - kLeft - kRight) / 2) << "\" y=\""
+    << kHeight - 6 << "\" text-anchor=\"middle\">" << html_escape(c.x_title) << "</text>";
+  o << "<text class=\"axis-title\" transform=\"rotate(-90)\" x=\""
+    << num(-(kTop + (kHeight - kTop - kBottom) / 2)) << "\" y=\"13\" text-anchor=\"middle\">"
+    << html_escape(c.y_title) << "</text>";
+}
+
+std::string dash(size_t i) {
+  return i < 10 ? "" : i < 20 ? " stroke-dasharray=\"6 3\"" : " stroke-dasharray=\"2 3\"";
+}
+
+void series_line(std::ostream& o, const LineChart& c, size_t si, const XScale& x, double top) {
+  const auto& s = c.series[si];
+  const double plot_h = kHeight - kTop - kBottom;
+  auto y_of = [&](double v) { return kHeight - kBottom - std::max(0.0, v) / top * plot_h; };
+  std::string d;
+  bool pen_down = false;
+  for (size_t i = 0; i < s.y.size() && i < c.x_labels.size(); ++i) {
+    if (!s.y[i] || !std::isfinite(*s.y[i])) {
+      pen_down = false;  // a failed or missing cell breaks the line
+      continue;
+    }
+    d += (pen_down ? "L" : "M") + num(x.at(i)) + " " + num(y_of(*s.y[i]));
+    pen_down = true;
+  }
+  const std::string colour = series_colour(si);
+  o << "<g class=\"series\" data-series=\"" << html_escape(s.name) << "\">";
+  if (!d.empty())
+    o << "<path d=\"" << d << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\"" << dash(si)
+      << "/>";
+  for (size_t i = 0; i < s.y.size() && i < c.x_labels.size(); ++i) {
+    if (!s.y[i] || !std::isfinite(*s.y[i])) continue;
+    o << "<circle cx=\"" << num(x.at(i)) << "\" cy=\"" << num(y_of(*s.y[i])) << "\" r=\"3\" fill=\"" << colour
+      << "\"><title>"
+      << html_escape(s.name + ", " + c.x_title + " " + c.x_labels[i] + ": " + short_number(*s.y[i]) + " " +
+                     c.y_title)
+      << "</title></circle>";
+  }
+  o << "</g>";
+}
+
+}  // namespace
+
+std::string series_colour(size_t i) {
+  static const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1",
+                                  "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#79706e"};
+  return palette[i % 10];
+}
+
+std::string svg_line_chart(const LineChart& c) {
+  std::ostringstream o;
+  const double max = max_y(c);
+  const double step = nice_step(max * 1.05, 4);
+  const double top = std::ceil(max * 1.05 / step) * step;
+  XScale x(c);
+  o << "<svg class=\"chart\" data-metric=\"" << html_escape(c.metric) << "\" data-panel=\""
+    << html_escape(c.panel) << "\" viewBox=\"0 0 " << kWidth << " " << kHeight
+    << "\" role=\"img\" aria-label=\"" << html_escape(c.title) << "\">";
+  y_axis(o, top, step);
+  x_axis(o, c, x);
+  for (size_t i = 0; i < c.series.size(); ++i) series_line(o, c, i, x, top);
+  o << "</svg>";
+  return o.str();
+}
+
+std::string svg_sparkline(const std::vector<double>& values, const std::vector<std::string>& titles) {
+  constexpr double w = 160, h = 36, pad = 4;
+  std::ostringstream o;
+  o << "<svg class=\"sparkline\" viewBox=\"0 0 " << w << " " << h << "\">";
+  if (!values.empty()) {
+    double lo = *std::min_element(values.begin(), values.end());
+    double hi = *std::max_element(values.begin(), values.end());
+    if (hi == lo) hi = lo + 1;
+    auto px = [&](size_t i) {
+      return values.size() == 1
+                 ? w / 2
+                 : pad + (w - 2 * pad) * static_cast<double>(i) / static_cast<double>(values.size() - 1);
+    };
+    auto py = [&](double v) { return h - pad - (v - lo) / (hi - lo) * (h - 2 * pad); };
+    std::string d;
+    for (size_t i = 0; i < values.size(); ++i) d += (i ? "L" : "M") + num(px(i)) + " " + num(py(values[i]));
+    o << "<path d=\"" << d << "\" fill=\"none\" stroke=\"" << series_colour(0) << "\" stroke-width=\"1.5\"/>";
+    for (size_t i = 0; i < values.size(); ++i)
+      o << "<circle cx=\"" << num(px(i)) << "\" cy=\"" << num(py(values[i])) << "\" r=\"2\" fill=\""
+        << series_colour(0) << "\"><title>" << html_escape(i < titles.size() ? titles[i] : "")
+        << "</title></circle>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+}  // namespace loadlab::controller
