@@ -70,7 +70,10 @@ struct CommandLine {
                         "(dotted path; VALUE is JSON, or else a string); repeatable");
     run_cmd->add_option(
         "--baseline", run.baseline,
-        "compare the finished run with this run folder or result.json; exit 1 on a regression");
+        "compare the finished run with this run folder or result.json, or history:last-good (the "
+        "newest run in --history whose cells all succeeded); exit 1 on a regression");
+    run_cmd->add_option("--history", run.history,
+                        "append the finished run to this SQLite history file (created if new)");
     run_cmd->add_option("--resume", run.resume_dir,
                         "continue the run in this folder, keeping its finished cells");
     run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
@@ -149,6 +152,10 @@ int run(loadlab::controller::RunOptions run) {
   }
   if (!run.resume_dir.empty() && !run.out_dir.empty()) {
     std::cerr << "loadlab run: --out and --resume exclude each other (a resumed run stays in its folder)\n";
+    return 2;
+  }
+  if (run.baseline == loadlab::controller::kLastGood && run.history.empty()) {
+    std::cerr << "loadlab run: --baseline history:last-good needs --history FILE\n";
     return 2;
   }
   if (!run.resume_dir.empty() && !run.overrides.empty()) {

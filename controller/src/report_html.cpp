@@ -372,4 +372,41 @@ void write_html_report(std::ostream& o, const json& header, const std::string& t
     << "); rebuild with <code>loadlab report DIR</code></footer></main></body></html>\n";
 }
 
+ReportSections sections_of(const nlohmann::json& header) {
+  ReportSections s;
+  auto text = [](const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  if (header.is_object() && header.contains("comparison") && header["comparison"].is_object()) {
+    const auto& c = header["comparison"];
+    VerdictSection v;
+    v.baseline = text(c, "baseline");
+    v.metric = text(c, "metric");
+    if (c.contains("cells") && c["cells"].is_array())
+      for (auto& cell : c["cells"]) {
+        if (!cell.is_object()) continue;
+        CellVerdict cv;
+        cv.verdict = text(cell, "verdict");
+        if (cell.contains("change_pct") && cell["change_pct"].is_number()) cv.change_pct = cell["change_pct"];
+        v.by_key[text(cell, "key")] = cv;
+      }
+    s.verdicts = v;
+  }
+  if (header.is_object() && header.contains("trends") && header["trends"].is_object()) {
+    const auto& t = header["trends"];
+    TrendSection trends;
+    trends.metric = text(t, "metric");
+    if (t.contains("cells") && t["cells"].is_object())
+      for (auto& [key, points] : t["cells"].items()) {
+        if (!points.is_array()) continue;
+        auto& out = trends.by_key[key];
+        for (auto& p : points)
+          if (p.is_array() && p.size() == 3 && p[0].is_string() && p[1].is_string() && p[2].is_number())
+            out.push_back({p[0].get<std::string>(), p[1].get<std::string>(), p[2].get<double>()});
+      }
+    s.trends = trends;
+  }
+  return s;
+}
+
 }  // namespace loadlab::controller

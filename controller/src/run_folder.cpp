@@ -113,7 +113,8 @@ void write_result_views(const fs::path& dir, const nlohmann::json& header, const
   std::ostringstream csv, md, html;
   write_csv(csv, cells);
   write_markdown(md, title, cells);
-  write_html_report(html, header, title, cells, sections);
+  write_html_report(html, header, title, cells,
+                    sections.verdicts || sections.trends ? sections : sections_of(header));
   write_file(dir / "matrix.csv", csv.str());
   write_file(dir / "matrix.md", md.str());
   write_file(dir / "report.html", html.str());

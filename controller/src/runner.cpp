@@ -1,6 +1,7 @@
 #include "loadlab/controller/runner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "loadlab/controller/agent_pool.hpp"
 #include "loadlab/controller/cell_executor.hpp"
 #include "loadlab/controller/compare.hpp"
+#include "loadlab/controller/history.hpp"
 #include "loadlab/controller/lab.hpp"
 #include "loadlab/controller/progress.hpp"
 #include "loadlab/controller/provenance.hpp"
@@ -106,6 +108,7 @@ class ScenarioRun {
     if (embedded_) embedded_->shutdown();
     std::optional<Comparison> verdicts;
     if (!options_.baseline.empty() && complete) verdicts = compare_with_baseline();
+    if (!options_.history.empty() && complete) record_in_history();
     int status = summarize(table_out, stopped_by);
     if (verdicts) {
       table_out << "\ncompared with " << header_["comparison"]["baseline"].get<std::string>() << ":\n";
@@ -145,8 +148,21 @@ class ScenarioRun {
 
   // The finished run against the baseline (a run folder or a result.json): the verdicts go
   // into result.json's "comparison" and the files are written again.
-  Comparison compare_with_baseline() {
+  std::optional<Comparison> compare_with_baseline() {
     std::string path = options_.baseline;
+    if (path == kLastGood) {
+      std::optional<std::string> last;
+      if (fs::exists(options_.history)) last = last_good_run(options_.history, scenario_.name);
+      if (!last) {
+        component_logger("controller")
+            ->warn(
+                "--baseline history:last-good: {} holds no run of {} whose cells all succeeded; nothing to "
+                "compare with",
+                options_.history, scenario_.name);
+        return std::nullopt;
+      }
+      path = *last;
+    }
     if (fs::is_directory(path)) path = (fs::path(path) / "result.json").string();
     nlohmann::json base;
     try {
@@ -166,6 +182,24 @@ class ScenarioRun {
     header_["comparison"]["baseline"] = path;
     save();
     return c;
+  }
+
+  // The finished run into the history, and each cell's trend (its median QPS over the runs
+  // the history holds, this one included) into result.json and report.html.
+  void record_in_history() {
+    auto added = append_run_file(options_.history, folder_.path().string());
+    component_logger("controller")->info("run {} in history {}", added.run_id, options_.history);
+    auto history = History::open(options_.history, History::Mode::kExisting);
+    nlohmann::json trends = {{"metric", "qps"}, {"cells", nlohmann::json::object()}};
+    for (auto& r : results_) {
+      if (!r) continue;
+      const std::string key = r->cell.key();
+      auto& points = trends["cells"][key] = nlohmann::json::array();
+      for (auto& p : history.series(scenario_.name, key, history_metric("qps")))
+        if (std::isfinite(p.median())) points.push_back({p.started_at, p.git_commit, p.median()});
+    }
+    header_["trends"] = trends;
+    save();
   }
 
   // result.json but its cells: what ran, on which agents, when.

@@ -75,6 +75,44 @@ TEST(Cli, ValidatePrintsTheCells) {
   EXPECT_NE(r.stdout_text.find("beast/d10/t20"), std::string::npos);
 }
 
+// The nightly loop: each night appended to the history and compared with the last good one;
+// the verdicts and the trend in result.json and report.html.
+TEST(Cli, EachNightGoesIntoTheHistoryAndIsComparedWithTheLastGoodOne) {
+  TempDir dir;
+  auto night = [&](const std::string& name, int server_delay_ms) {
+    auto s = dir.file(
+        name + ".json",
+        R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+        "matrix": {"delay_ms": [10], "threads": [4]},
+        "load": {"requests_per_thread": 40, "headers": {"x-loadlab-delay-ms": ")" +
+            std::to_string(server_delay_ms) + R"("}}, "repetitions": 2})");
+    return run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out",
+                        (dir.path() / name).string(), "--history", (dir.path() / "history.db").string(),
+                        "--baseline", "history:last-good"});
+  };
+  auto r = night("first", 10);
+  EXPECT_EQ(r.code, 0) << r.output_tail;  // nothing to compare with yet: no verdict
+  EXPECT_NE(r.output_tail.find("nothing to compare with"), std::string::npos) << r.output_tail;
+  r = night("second", 20);  // half the throughput
+  EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
+  auto result = loadlab::read_json_file((dir.path() / "second" / "result.json").string());
+  EXPECT_EQ(result["comparison"]["cells"][0]["verdict"], "regression");
+  EXPECT_EQ(result["comparison"]["baseline"], (dir.path() / "first" / "result.json").string());
+  ASSERT_EQ(result["trends"]["cells"]["beast/d10/t4"].size(), 2u);  // both nights
+  std::ifstream html(dir.path() / "second" / "report.html");
+  std::string page((std::istreambuf_iterator<char>(html)), {});
+  EXPECT_NE(page.find("regression"), std::string::npos);
+  // The third night's last good run is still the second (its cells all succeeded).
+  r = night("third", 20);
+  EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
+  r = run_command({bin("loadlab"), "history", (dir.path() / "history.db").string()});
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("nightly"), std::string::npos) << r.stdout_text;
+  r = run_command({bin("loadlab"), "run", "x.json", "--baseline", "history:last-good"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("needs --history FILE"), std::string::npos) << r.output_tail;
+}
+
 TEST(Cli, AnUnknownAxisExitsTwoNamingThePathAndTheAllowedAxes) {
   TempDir dir;
   auto s = dir.file("s.json", R"({"name": "x", "targets": [{"name": "a", "builtin": "hello"}],

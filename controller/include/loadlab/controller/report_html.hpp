@@ -44,6 +44,11 @@ struct ReportSections {
   std::optional<TrendSection> trends;
 };
 
+// The sections result.json's header holds: "comparison" (written by run --baseline) as the
+// verdicts, "trends" (written by run --history: {"metric", "cells": {KEY: [[date, commit,
+// value], ...]}}) as the trends. Read leniently: what is missing or mistyped is left out.
+ReportSections sections_of(const nlohmann::json& header);
+
 // `header`: result.json without its cells (scenario, agents, started_at, ...); read
 // leniently: a missing or mistyped field shows as empty, never throws. `title`: the
 // scenario's name.

@@ -12,15 +12,21 @@
 
 namespace loadlab::controller {
 
+inline constexpr const char* kLastGood = "history:last-good";
+
 struct RunOptions {
   std::string scenario_path;
   std::vector<std::string> overrides;  // --set PATH=VALUE, applied to the scenario in order
   std::string lab_path;                // "" = start an embedded agent on a loopback port
   std::string out_dir;                 // "" = runs/<scenario name>-<UTC time>
   std::string resume_dir;              // continue the run in this folder (its scenario copy and journal)
-  // Compare the finished run with this run folder or result.json: verdicts in result.json
-  // and after the table, exit status 1 on a regression.
+  // Compare the finished run with this run folder or result.json, or with kLastGood (the
+  // newest run of the scenario in `history` whose cells all succeeded): verdicts in
+  // result.json and after the table, exit status 1 on a regression.
   std::string baseline;
+  // Append the finished run to this SQLite history (created if new), and show each cell's
+  // trend in result.json and report.html.
+  std::string history;
   std::string bin_dir;  // embedded agent: folder of loadlab-target/-load; "" = this executable's
   EmbeddedAgentFactory embedded_agent;  // starts the agent of a run without a lab
   bool quiet = false;                   // no progress bar: plain log lines, as in CI
