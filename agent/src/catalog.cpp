@@ -4,9 +4,11 @@
 
 #include <cctype>
 #include <filesystem>
+#include <optional>
 #include <regex>
 
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/logging.hpp"
 
 namespace loadlab::agent {
 
@@ -106,7 +108,9 @@ const char* package_of(clients::Tool tool) {
   return "";
 }
 
-ClientEntry parse_client(const std::string& name, const ObjectReader& e, const std::string& dir) {
+// The client, or nullopt when its tool is not installed at the default path.
+std::optional<ClientEntry> parse_client(const std::string& name, const ObjectReader& e,
+                                        const std::string& dir) {
   e.allow({"tool", "path"});
   ClientEntry c;
   c.name = name;
@@ -116,11 +120,15 @@ ClientEntry parse_client(const std::string& name, const ObjectReader& e, const s
   const std::string fallback = "/usr/bin/" + std::string(clients::tool_name(c.tool));
   c.path = resolve_path(check_placeholders(e.string("path", fallback), e.path("path"), dir), dir,
                         e.path("path"), "program");
-  if (access(c.path.c_str(), X_OK) != 0)
-    throw InputError(e.path("path"), c.path + " is not an executable file on this machine" +
-                                         (e.has("path") ? std::string()
-                                                        : std::string("; install it: apt-get install ") +
-                                                              package_of(c.tool)));
+  if (access(c.path.c_str(), X_OK) != 0) {
+    // A path the catalog names must be there; the default one is the tool's Debian
+    // package, which this machine may not have: the client is left out, with a warning.
+    if (e.has("path"))
+      throw InputError(e.path("path"), c.path + " is not an executable file on this machine");
+    component_logger("agent")->warn("{}: {} is not installed (apt-get install {}); the client {} is left out",
+                                    e.where(), c.path, package_of(c.tool), name);
+    return std::nullopt;
+  }
   return c;
 }
 
@@ -158,7 +166,8 @@ Catalog Catalog::parse(const nlohmann::json& j, const std::string& dir) {
         throw InputError(at,
                          "a client name is letters, digits, '.', '_', '-' (and not \"loadlab\", the "
                          "built-in client)");
-      c.clients_.push_back(parse_client(name, ObjectReader(value, at), dir));
+      if (auto client = parse_client(name, ObjectReader(value, at), dir))
+        c.clients_.push_back(std::move(*client));
     }
   }
   return c;

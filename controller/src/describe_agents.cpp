@@ -21,6 +21,9 @@ Row agent_row(const ConnectedAgent& a) {
     return {def.name, def.address, roles, "-", "-", "-", "-", "-", "UNREACHABLE: " + a.error};
   std::string catalog;
   for (auto& c : a.info.catalog()) catalog += (catalog.empty() ? "" : ", ") + c;
+  std::string clients;
+  for (auto& c : a.info.clients()) clients += (clients.empty() ? "" : ", ") + c;
+  if (!clients.empty()) catalog += "; clients: " + clients;
   char mem[32];
   std::snprintf(mem, sizeof mem, "%.1f GiB",
                 static_cast<double>(a.info.memory_bytes()) / (1024.0 * 1024 * 1024));
@@ -53,8 +56,8 @@ void write_columns(std::ostream& out, const std::vector<Row>& rows) {
 
 int describe_agents(const std::string& lab_path, std::ostream& out) {
   Lab lab = load_lab_file(lab_path);
-  std::vector<Row> rows{
-      {"agent", "address", "roles", "version", "host", "cores", "memory", "busy", "catalog / error"}};
+  std::vector<Row> rows{{"agent", "address", "roles", "version", "host", "cores", "memory", "busy",
+                         "targets; clients / error"}};
   bool all = true;
   AgentPool pool;
   for (auto& def : lab.agents) {

@@ -41,11 +41,17 @@ std::string utc_now(const char* format) {
 std::string cell_summary(const CellResult& c) {
   if (!c.ok()) return failed_status(c.error);
   const auto& m = c.median();
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%.0f req/s, p50 %.2f ms, p99 %.2f ms, %llu errors", m.qps(),
-                m.latency().p50_us() / 1000, m.latency().p99_us() / 1000,
-                static_cast<unsigned long long>(m.errors()));
-  std::string s = buf;
+  auto ms = [&](const char* figure, double us) {
+    if (std::find(m.unavailable().begin(), m.unavailable().end(), figure) != m.unavailable().end())
+      return std::string("n/a");
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f ms", us / 1000);
+    return std::string(b);
+  };
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f req/s", m.qps());
+  std::string s = std::string(buf) + ", p50 " + ms("latency.p50_us", m.latency().p50_us()) + ", p99 " +
+                  ms("latency.p99_us", m.latency().p99_us()) + ", " + std::to_string(m.errors()) + " errors";
   for (auto& f : c.flags()) s += " [" + f + "]";
   return s;
 }
