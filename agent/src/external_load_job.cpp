@@ -85,17 +85,11 @@ Status ExternalLoadJob::launch(const std::vector<std::string>& argv) {
 
 // The tool's stdout until it closes; a cancelled call stops the tool.
 Status ExternalLoadJob::collect_output(JobLease& lease) {
-  std::string line;
-  for (;;) {
-    auto ls = child_->next_line(line, 100ms);
-    if (ctx_->IsCancelled()) {
-      lease.stopping();
-      stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
-      return Status(StatusCode::CANCELLED, "load cancelled");
-    }
-    if (ls == ChildProcess::LineStatus::kEof) return Status::OK;
-    if (ls == ChildProcess::LineStatus::kLine && stdout_.size() < kMaxOutputBytes) stdout_ += line + "\n";
-  }
+  return read_lines_until_end(*child_, proc_, *ctx_, lease, std::chrono::milliseconds(options_.stop_grace_ms),
+                              [this](const std::string& line) {
+                                if (stdout_.size() < kMaxOutputBytes) stdout_ += line + "\n";
+                                return Status::OK;
+                              });
 }
 
 // The tool has closed its output: its exit, its report as the Result, then its usage.

@@ -30,18 +30,8 @@ Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
 
 // The worker's stdout, line by line, until it closes; a cancelled call stops the worker.
 Status LoadJob::relay_events(JobLease& lease) {
-  std::string line;
-  for (;;) {
-    auto ls = child_->next_line(line, 100ms);
-    if (ctx_->IsCancelled()) {
-      lease.stopping();
-      stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
-      return Status(StatusCode::CANCELLED, "load cancelled");
-    }
-    if (ls == ChildProcess::LineStatus::kEof) return Status::OK;
-    if (ls != ChildProcess::LineStatus::kLine) continue;
-    if (auto st = on_line(line); !st.ok()) return st;
-  }
+  return read_lines_until_end(*child_, proc_, *ctx_, lease, std::chrono::milliseconds(options_.stop_grace_ms),
+                              [this](const std::string& line) { return on_line(line); });
 }
 
 Status LoadJob::on_line(const std::string& line) {
