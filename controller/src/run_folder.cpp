@@ -67,6 +67,7 @@ RunFolder::~RunFolder() {
 
 std::vector<std::optional<CellResult>> RunFolder::open_journal(const std::vector<Cell>& cells) {
   std::map<std::string, v1::CellResult> done;
+  size_t whole_lines = 0;  // bytes up to the last newline: what a torn write did not touch
   {
     std::ifstream in(journal_path(), std::ios::binary);
     std::stringstream whole;
@@ -78,6 +79,7 @@ std::vector<std::optional<CellResult>> RunFolder::open_journal(const std::vector
       const bool torn = end == std::string::npos;  // a run killed mid-write: never acted on
       std::string line = text.substr(at, torn ? std::string::npos : end - at);
       at = torn ? text.size() : end + 1;
+      if (!torn) whole_lines = at;
       ++line_no;
       if (torn || line.empty()) continue;
       v1::CellResult cell;
@@ -93,6 +95,9 @@ std::vector<std::optional<CellResult>> RunFolder::open_journal(const std::vector
   }
   journal_fd_ = open(journal_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (journal_fd_ < 0) throw EnvironmentError("cannot open " + journal_path().string());
+  // A torn last line is cut off, so that the next cell's line starts a line of its own.
+  if (ftruncate(journal_fd_, static_cast<off_t>(whole_lines)) != 0)
+    throw EnvironmentError("cannot trim the torn last line of " + journal_path().string());
   std::vector<std::optional<CellResult>> finished(cells.size());
   for (size_t i = 0; i < cells.size(); ++i) {
     auto it = done.find(cells[i].key());

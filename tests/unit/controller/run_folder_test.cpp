@@ -54,6 +54,13 @@ TEST_F(RunFolderTest, AResumedRunGetsBackTheJournalsCellsButATornLastLine) {
   ASSERT_TRUE(finished[1].has_value());
   EXPECT_EQ(finished[1]->error, "measure: agent lost");
   EXPECT_EQ(finished[1]->cell.key(), "b/d5/t0");
+  // The torn line is gone: the next cell's line is a line of its own, read by the next resume.
+  resumed.journal(failed(cells[0], "ready: refused"));
+  RunFolder again = RunFolder::resume(dir / "run");
+  auto both = again.open_journal(cells);
+  ASSERT_TRUE(both[0].has_value());
+  EXPECT_EQ(both[0]->error, "ready: refused");
+  ASSERT_TRUE(both[1].has_value());
 }
 
 TEST_F(RunFolderTest, AJournalLineThatIsNotACellResultIsAnErrorNamingTheLine) {

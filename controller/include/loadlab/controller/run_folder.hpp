@@ -45,7 +45,7 @@ class RunFolder {
 
   // Opens the journal for this run's cells, and returns the cells it already holds, in
   // the order of `cells` (nullopt for a cell not finished). A torn last line (a run killed
-  // mid-write, no newline) is ignored; any other line that is not a CellResult throws
+  // mid-write, no newline) is ignored and cut off the file; any other line that is not a CellResult throws
   // InputError naming the file and line. Throws EnvironmentError when it cannot be opened.
   std::vector<std::optional<CellResult>> open_journal(const std::vector<Cell>& cells);
   // Appends a finished cell and flushes it to the disk. Throws EnvironmentError.
