@@ -90,6 +90,8 @@ const std::vector<std::string>& metric_names() {
   return names;
 }
 
+bool metric_higher_is_better(const std::string& name) { return find_metric(name).higher_is_better; }
+
 CompareOptions options_from_result(const nlohmann::json& result) {
   CompareOptions o;
   if (result.contains("scenario") && result["scenario"].contains("regression")) {

@@ -27,14 +27,7 @@ using Stream = grpc::ClientReaderWriter<v1::TargetCommand, v1::TargetEvent>;
 
 bool running(pid_t pid) { return loadlab::testing::process_running(pid); }
 
-std::vector<pid_t> tree_pids(pid_t root) {
-  std::vector<pid_t> out{root};
-  for (size_t i = 0; i < out.size(); ++i) {
-    std::ifstream f("/proc/" + std::to_string(out[i]) + "/task/" + std::to_string(out[i]) + "/children");
-    for (pid_t p; f >> p;) out.push_back(p);
-  }
-  return out;
-}
+using testing::tree_pids;
 
 nlohmann::json burn_entry(std::vector<std::string> extra) {
   std::vector<std::string> argv{bin("loadlab-burn"), "--port", "{port}"};

@@ -29,15 +29,7 @@ using testing::TempDir;
 
 const std::string kSource = LOADLAB_SOURCE_DIR;
 
-// The pids of `root` and its descendants now.
-std::vector<pid_t> tree_pids(pid_t root) {
-  std::vector<pid_t> out{root};
-  for (size_t i = 0; i < out.size(); ++i) {
-    std::ifstream f("/proc/" + std::to_string(out[i]) + "/task/" + std::to_string(out[i]) + "/children");
-    for (pid_t p; f >> p;) out.push_back(p);
-  }
-  return out;
-}
+using testing::tree_pids;
 
 // VmRSS of `pid` in kB, from /proc/PID/status; 0 if it is gone.
 uint64_t vm_rss_kb(pid_t pid) {

@@ -103,6 +103,16 @@ inline std::string http_get_body(const std::string& endpoint, const std::string&
   return body == std::string::npos ? "" : response.substr(body + 4);
 }
 
+// The pids of `root` and its descendants now.
+inline std::vector<pid_t> tree_pids(pid_t root) {
+  std::vector<pid_t> out{root};
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::ifstream f("/proc/" + std::to_string(out[i]) + "/task/" + std::to_string(out[i]) + "/children");
+    for (pid_t p; f >> p;) out.push_back(p);
+  }
+  return out;
+}
+
 // True while `pid` runs; a zombie has finished (whoever adopted it may reap it late).
 inline bool process_running(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");

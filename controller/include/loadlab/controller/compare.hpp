@@ -22,6 +22,9 @@ struct CompareOptions {
 // qps (higher is better); p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb,
 // client_cpu_pct (lower is better).
 const std::vector<std::string>& metric_names();
+// Whether a larger value of the metric is better; InputError naming --metric and the
+// allowed names for an unknown one.
+bool metric_higher_is_better(const std::string& name);
 
 struct CellDelta {
   std::string key;
