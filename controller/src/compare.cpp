@@ -36,7 +36,7 @@ const Metric& find_metric(const std::string& name) {
     if (name == m.name) return m;
   std::string all;
   for (auto& m : kMetrics) all += (all.empty() ? "" : ", ") + std::string(m.name);
-  throw InputError("", "--metric: unknown metric \"" + name + "\"; allowed: " + all);
+  throw InputError("--metric", "unknown metric \"" + name + "\"; allowed: " + all);
 }
 
 struct CellValues {
@@ -174,7 +174,7 @@ Comparison compare_results(const nlohmann::json& base, const nlohmann::json& cur
                            const CompareOptions& o) {
   const Metric& m = find_metric(o.metric);
   if (!(o.threshold_pct >= 0 && o.threshold_pct <= 1000))
-    throw InputError("", "--threshold-pct: must be a number in [0, 1000]");
+    throw InputError("--threshold-pct", "must be a number in [0, 1000]");
   auto b = cells_of(base, m, "BASE");
   auto n = cells_of(current, m, "NEW");
   check_comparable(base, current, b, n);
