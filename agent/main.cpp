@@ -26,6 +26,40 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   std::string catalog_file;
   app.add_option("--catalog", catalog_file, "JSON file naming the external targets this agent may run");
+  loadlab::agent::TlsFiles tls;
+  app.add_option("--tls-cert", tls.cert, "PEM certificate chain: serve gRPC over TLS")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", tls.key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
+  app.add_option("--tls-client-ca", tls.client_ca,
+                 "PEM CA: callers must present a client certificate it signed (mutual TLS)")
+      ->check(CLI::ExistingFile);
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "file holding a token every call must carry (authorization: Bearer TOKEN)")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--insecure", options.insecure,
+               "serve a non-loopback --listen without TLS (warned at start and at every Describe)");
+  std::vector<std::string> allow_load_to;
+  app.add_option("--allow-load-to", allow_load_to,
+                 "CIDRs load may be sent to (default: loopback, 127.0.0.0/8 ::1/128)");
+  namespace lim = loadlab::limits;
+  auto& l = options.limits;
+  app.add_option("--max-threads", l.threads, "most threads a load or target may ask for")
+      ->check(CLI::Range(1, lim::kMaxThreads));
+  app.add_option("--max-connections", l.connections, "most connections a load may ask for")
+      ->check(CLI::Range(int64_t{1}, int64_t{lim::kMaxConnections}));
+  app.add_option("--max-duration-s", l.duration_s, "longest load (seconds); also caps a load's whole run")
+      ->check(CLI::Range(0.001, lim::kMaxDurationS));
+  app.add_option("--max-rate", l.rate, "highest open-loop rate (requests/s) a load may ask for")
+      ->check(CLI::Range(lim::kMinRatePerThread, lim::kMaxRate));
+  app.add_option("--max-body-bytes", l.body_bytes, "largest request body or target body_size")
+      ->check(CLI::Range(int64_t{0}, lim::kMaxResponseBodyBytes));
+  app.add_option("--max-processes", l.processes, "most processes in one job's tree (a target that forks)")
+      ->check(CLI::Range(1, lim::kMaxJobProcesses));
+  app.add_option(
+         "--idle-timeout-s", l.idle_timeout_s,
+         "end a call whose peer keeps it waiting this long (the controller sends a heartbeat every 5 s)")
+      ->check(CLI::Range(lim::kMinIdleTimeoutS, lim::kMaxIdleTimeoutS));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -38,6 +72,26 @@ int main(int argc, char** argv) {
   loadlab::agent::proc_control();  // chosen (and logged) now, not at the first job
   if (!loadlab::parse_endpoint(listen) && listen.rfind("unix:", 0) != 0) {
     std::cerr << "--listen: must be HOST:PORT or unix:PATH, got \"" << listen << "\"\n";
+    return 2;
+  }
+  if (tls.cert.empty() != tls.key.empty() || (!tls.client_ca.empty() && tls.cert.empty())) {
+    std::cerr << "--tls-cert, --tls-key: give both (and --tls-client-ca only with them)\n";
+    return 2;
+  }
+  const bool loopback = loadlab::agent::is_loopback_listen(listen);
+  if (!loopback && !tls.enabled() && !options.insecure) {
+    std::cerr << "--listen: " << listen
+              << " can be reached from the network: give --tls-cert and --tls-key (and --tls-client-ca for "
+                 "mutual TLS), or --insecure to serve it without TLS\n";
+    return 2;
+  }
+  options.insecure = !loopback && !tls.enabled();
+  try {
+    if (!token_file.empty()) options.token = loadlab::agent::read_token_file(token_file, "--token-file");
+    if (!allow_load_to.empty())
+      options.allow_load_to = loadlab::agent::NetworkList::parse(allow_load_to, "--allow-load-to");
+  } catch (const loadlab::InputError& e) {
+    std::cerr << "loadlab-agent: " << e.what() << "\n";
     return 2;
   }
   if (!catalog_file.empty()) {
@@ -59,12 +113,21 @@ int main(int argc, char** argv) {
   loadlab::agent::AgentServer server(options);
   std::string bound;
   try {
-    bound = server.start(listen);
+    bound = server.start(listen, tls);
+  } catch (const loadlab::InputError& e) {
+    std::cerr << "loadlab-agent: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "loadlab-agent: " << e.what() << "\n";
     return 1;
   }
-  log->info("agent {} serving on {}", options.name, bound);
+  log->info("agent {} serving on {} ({}{}); load may go to {}", options.name, bound,
+            tls.enabled() ? (tls.client_ca.empty() ? "TLS" : "mutual TLS") : "no TLS",
+            options.token.empty() ? "" : ", token required", options.allow_load_to.to_string());
+  if (options.insecure)
+    log->warn(
+        "--insecure: {} is reachable from the network without TLS; anyone who can reach it can run jobs{}",
+        bound, options.token.empty() ? "" : " if they have the token, which travels in clear text");
   std::cout << "listening on " << bound << std::endl;
   int sig = 0;
   sigwait(&sigs, &sig);

@@ -13,7 +13,7 @@ AgentServer::~AgentServer() {
   if (server_) shutdown(0);
 }
 
-std::string AgentServer::start(const std::string& listen) {
+std::string AgentServer::start(const std::string& listen, const TlsFiles& tls) {
   // Targets and workers inherit the limit: a target at thousands of connections must not
   // measure the agent's soft limit of open files.
   rlimit nofile{};
@@ -23,7 +23,7 @@ std::string AgentServer::start(const std::string& listen) {
   }
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, server_credentials(tls), &port);
   builder.RegisterService(&service_);
   // A controller that vanished is noticed by keepalive pings: its streams are then
   // cancelled and their children stopped.

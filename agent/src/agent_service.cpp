@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "call_deadlines.hpp"
 #include "command_line.hpp"
 #include "external_load_job.hpp"
 #include "load_job.hpp"
@@ -13,6 +14,7 @@
 #include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
+#include "loadlab/shared/logging.hpp"
 #include "target_job.hpp"
 
 namespace loadlab::agent {
@@ -63,11 +65,15 @@ void validate_target_spec(const v1::TargetSpec& spec) {
     throw InputError("body_size", "give at most one of body and body_size");
 }
 
-AgentService::AgentService(AgentOptions options) : options_(std::move(options)) {
+AgentService::AgentService(AgentOptions options) : options_(std::move(options)), callers_(options_.token) {
   if (options_.bin_dir.empty()) options_.bin_dir = executable_dir();
 }
 
-Status AgentService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, v1::AgentInfo* info) {
+Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeRequest*, v1::AgentInfo* info) {
+  if (auto st = callers_.check(*ctx, "Describe"); !st.ok()) return st;
+  if (options_.insecure)
+    component_logger("agent")->warn("Describe from {}: this agent serves a network without TLS (--insecure)",
+                                    describe_caller(*ctx));
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   utsname u{};
@@ -89,13 +95,17 @@ Status AgentService::Describe(grpc::ServerContext*, const v1::DescribeRequest*, 
 }
 
 Status AgentService::HostTarget(grpc::ServerContext* ctx,
-                                grpc::ServerReaderWriter<v1::TargetEvent, v1::TargetCommand>* stream) {
+                                grpc::ServerReaderWriter<v1::TargetEvent, v1::TargetCommand>* raw) {
+  if (auto st = callers_.check(*ctx, "HostTarget"); !st.ok()) return st;
+  CallDeadlines deadlines(*ctx, idle_timeout(), "HostTarget from " + describe_caller(*ctx));
+  WatchedStream<v1::TargetEvent, v1::TargetCommand> stream(*raw, deadlines);
   v1::TargetCommand cmd;
-  if (!stream->Read(&cmd)) return Status(StatusCode::INVALID_ARGUMENT, "stream closed before a TargetSpec");
+  if (!stream.Read(&cmd)) return Status(StatusCode::INVALID_ARGUMENT, "stream closed before a TargetSpec");
   if (!cmd.has_spec()) return Status(StatusCode::INVALID_ARGUMENT, "the first command must be a TargetSpec");
   const auto& spec = cmd.spec();
   try {
     validate_target_spec(spec);
+    check_limits(spec, options_.limits);
   } catch (const InputError& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());
   }
@@ -110,21 +120,33 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   JobLease lease(target_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already hosts a target");
-  return TargetJob(options_, proc_, ctx, stream).run(spec, *entry, lease);
+  return TargetJob(options_, proc_, ctx, &stream).run(spec, *entry, lease);
 }
 
 Status AgentService::RunLoad(grpc::ServerContext* ctx,
-                             grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* stream) {
+                             grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* raw) {
+  if (auto st = callers_.check(*ctx, "RunLoad"); !st.ok()) return st;
+  const std::string caller = describe_caller(*ctx);
+  CallDeadlines deadlines(*ctx, idle_timeout(), "RunLoad from " + caller);
+  WatchedStream<v1::LoadEvent, v1::LoadCommand> stream(*raw, deadlines);
   v1::LoadCommand cmd;
-  if (!stream->Read(&cmd) || !cmd.has_spec())
+  if (!stream.Read(&cmd) || !cmd.has_spec())
     return Status(StatusCode::INVALID_ARGUMENT, "the first command must be a LoadSpec");
+  v1::LoadSpec& spec = *cmd.mutable_spec();
   // The worker's own rules: a spec accepted here is one the worker runs.
   try {
-    load::validate_spec(cmd.spec());
+    load::validate_spec(spec);
+    check_limits(spec, options_.limits);
   } catch (const InputError& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());
   }
-  const std::string& client_name = cmd.spec().client();
+  try {
+    check_load_destination(spec, options_.allow_load_to);
+  } catch (const InputError& e) {
+    component_logger("agent")->warn("refused RunLoad from {}: {}", caller, e.what());
+    return Status(StatusCode::PERMISSION_DENIED, e.what());
+  }
+  const std::string& client_name = spec.client();
   const ClientEntry* client = nullptr;
   if (!client_name.empty() && client_name != "loadlab") {
     client = options_.catalog.find_client(client_name);
@@ -135,7 +157,7 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
                     "unknown client \"" + client_name + "\"; this agent runs: " + known);
     }
     try {
-      clients::check_spec(client->tool, cmd.spec());  // what the tool cannot do as asked
+      clients::check_spec(client->tool, spec);  // what the tool cannot do as asked
     } catch (const InputError& e) {
       return Status(StatusCode::INVALID_ARGUMENT, client_name + ": " + e.what());
     }
@@ -143,8 +165,18 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
   JobLease lease(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");
-  if (client) return ExternalLoadJob(options_, proc_, ctx, stream).run(cmd.spec(), *client, lease);
-  return LoadJob(options_, proc_, ctx, stream).run(cmd.spec(), lease);
+  // However it stops (a count of requests may take any time), a load ends within the
+  // agent's duration limit, its warm-up, and a grace for start and stop.
+  const double measured_s =
+      spec.stop_case() == v1::LoadSpec::kDurationS ? spec.duration_s() : options_.limits.duration_s;
+  deadlines.limit_lifetime(std::chrono::milliseconds(
+      static_cast<int64_t>((measured_s + spec.warmup_s()) * 1000) + 2 * options_.stop_grace_ms + 60'000));
+  if (client) return ExternalLoadJob(options_, proc_, ctx, &stream).run(spec, *client, lease);
+  return LoadJob(options_, proc_, ctx, &stream).run(spec, lease);
+}
+
+std::chrono::milliseconds AgentService::idle_timeout() const {
+  return std::chrono::seconds(options_.limits.idle_timeout_s);
 }
 
 }  // namespace loadlab::agent

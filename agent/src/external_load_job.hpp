@@ -20,7 +20,7 @@ namespace loadlab::agent {
 
 class ExternalLoadJob {
  public:
-  using Stream = grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>;
+  using Stream = grpc::ServerReaderWriterInterface<v1::LoadEvent, v1::LoadCommand>;
   ExternalLoadJob(const AgentOptions& options, ProcFsReader& proc, grpc::ServerContext* ctx, Stream* stream)
       : options_(options), proc_(proc), ctx_(ctx), stream_(stream) {}
 

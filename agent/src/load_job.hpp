@@ -15,7 +15,7 @@ namespace loadlab::agent {
 
 class LoadJob {
  public:
-  using Stream = grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>;
+  using Stream = grpc::ServerReaderWriterInterface<v1::LoadEvent, v1::LoadCommand>;
   LoadJob(const AgentOptions& options, ProcFsReader& proc, grpc::ServerContext* ctx, Stream* stream)
       : options_(options), proc_(proc), ctx_(ctx), stream_(stream) {}
 

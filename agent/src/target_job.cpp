@@ -125,7 +125,16 @@ void TargetJob::serve_marks() {
 
 bool TargetJob::on_sample() {
   auto st = child_->poll_exit();
-  if (!st) return true;
+  if (!st) {
+    const size_t processes = tree_pids(proc_, child_->pid()).size();
+    if (processes <= static_cast<size_t>(options_.limits.processes)) return true;
+    // A target that forks without end must not take the agent's machine with it.
+    over_limit_ = "the target's tree has " + std::to_string(processes) +
+                  " processes, over this agent's limit of " + std::to_string(options_.limits.processes) +
+                  " (loadlab-agent --max-processes)";
+    component_logger("agent")->warn("target pid {}: {}; stopping it", child_->pid(), over_limit_);
+    st = stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
+  }
   // The target died under load: tell the controller why. The stream stays open: the
   // controller ends it (or the keepalive does, if the controller is gone).
   component_logger("agent")->warn("target pid {} exited early: {}", child_->pid(), st->describe());
@@ -137,6 +146,7 @@ bool TargetJob::on_sample() {
 Status TargetJob::stop() {
   auto st = stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
   component_logger("agent")->info("target pid {} stopped: {}", child_->pid(), st.describe());
+  if (!over_limit_.empty()) return Status(StatusCode::RESOURCE_EXHAUSTED, "target stopped: " + over_limit_);
   if (died_) return Status(StatusCode::ABORTED, "target exited early: " + st.describe());
   if (!ctx_->IsCancelled()) write_exited(st, 5);
   return Status::OK;
@@ -153,7 +163,8 @@ void TargetJob::write_exited(const ExitStatus& st, size_t tail_lines) {
   v1::TargetEvent ev;
   ev.mutable_exited()->set_exit_code(st.code);
   ev.mutable_exited()->set_signal(st.signal);
-  ev.mutable_exited()->set_output_tail(child_->output_tail(tail_lines));
+  ev.mutable_exited()->set_output_tail(child_->output_tail(tail_lines) +
+                                       (over_limit_.empty() ? "" : "\n[loadlab-agent] " + over_limit_));
   write(ev);
 }
 

@@ -21,7 +21,7 @@ namespace loadlab::agent {
 
 class TargetJob {
  public:
-  using Stream = grpc::ServerReaderWriter<v1::TargetEvent, v1::TargetCommand>;
+  using Stream = grpc::ServerReaderWriterInterface<v1::TargetEvent, v1::TargetCommand>;
   TargetJob(const AgentOptions& options, ProcFsReader& proc, grpc::ServerContext* ctx, Stream* stream)
       : options_(options), proc_(proc), ctx_(ctx), stream_(stream) {}
 
@@ -45,6 +45,7 @@ class TargetJob {
   grpc::ServerContext* ctx_;
   Stream* stream_;
   std::mutex write_mutex_;  // the sampler thread writes too
+  std::string over_limit_;  // set by the sampler thread before it stops the tree
 
   std::string name_;
   unsigned threads_ = 1;

@@ -1,12 +1,15 @@
 #include "loadlab/controller/agent_pool.hpp"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/client_interceptor.h>
 
 #include <algorithm>
 
 #include "loadlab/controller/errors.hpp"
 #include "loadlab/proto/json.hpp"
+#include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/logging.hpp"
 #include "loadlab/shared/timing.hpp"
 
 namespace loadlab::controller {
@@ -17,6 +20,44 @@ const std::string& target_name(const TargetDef& t) { return t.builtin.empty() ? 
 
 nlohmann::json describe_json(const v1::AgentInfo& info) {
   return nlohmann::json::parse(proto::to_json(info));
+}
+
+// Adds `authorization: Bearer TOKEN` to every call of a channel.
+class BearerToken final : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerToken(std::string header) : header_(std::move(header)) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* m) override {
+    if (m->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA))
+      m->GetSendInitialMetadata()->emplace("authorization", header_);
+    m->Proceed();
+  }
+
+ private:
+  const std::string header_;
+};
+
+class BearerTokenFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerTokenFactory(const std::string& token) : header_("Bearer " + token) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(grpc::experimental::ClientRpcInfo*) override {
+    return new BearerToken(header_);
+  }
+
+ private:
+  std::string header_;
+};
+
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const AgentDef& def) {
+  const auto& c = def.credentials;
+  if (c.ca_pem.empty()) {
+    auto ep = parse_endpoint(def.address);
+    if (!c.token.empty() && ep && ep->host != "127.0.0.1" && ep->host != "::1" && ep->host != "localhost")
+      component_logger("controller")
+          ->warn("agent {}: its token travels in clear text to {} (lab.json gives it no tls)", def.name,
+                 def.address);
+    return grpc::InsecureChannelCredentials();
+  }
+  return grpc::SslCredentials({c.ca_pem, c.key_pem, c.cert_pem});
 }
 
 }  // namespace
@@ -30,7 +71,12 @@ AgentStub grpc_stub(const AgentDef& def) {
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
   AgentStub a;
-  a.channel = grpc::CreateCustomChannel(def.address, grpc::InsecureChannelCredentials(), args);
+  if (!def.credentials.server_name.empty()) args.SetSslTargetNameOverride(def.credentials.server_name);
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  if (!def.credentials.token.empty())
+    interceptors.push_back(std::make_unique<BearerTokenFactory>(def.credentials.token));
+  a.channel = grpc::experimental::CreateCustomChannelWithInterceptors(def.address, channel_credentials(def),
+                                                                      args, std::move(interceptors));
   a.stub = v1::Agent::NewStub(a.channel);
   return a;
 }

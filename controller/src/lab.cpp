@@ -1,10 +1,14 @@
 #include "loadlab/controller/lab.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/token_file.hpp"
 
 namespace loadlab::controller {
 
@@ -20,13 +24,51 @@ bool AgentDef::matches(const std::string& role,
   return true;
 }
 
-Lab parse_lab(const nlohmann::json& j) {
+namespace {
+
+// The content of the file the string at `key` names, relative to `dir`.
+std::string named_file(const ObjectReader& o, const char* key, const std::string& dir) {
+  const std::filesystem::path name = o.string(key);
+  const auto path = name.is_absolute() ? name : std::filesystem::path(dir) / name;
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream text;
+  if (!std::filesystem::is_regular_file(path) || !f || !(text << f.rdbuf()))
+    throw InputError(o.path(key), "cannot read the file " + path.string());
+  return text.str();
+}
+
+// "tls" and "token_file" of the lab or of one agent, over `base` (the lab's, for an agent).
+AgentCredentials credentials(const ObjectReader& o, const std::string& dir, AgentCredentials base) {
+  if (o.has("tls")) {
+    auto t = o.object("tls");
+    t.allow({"ca", "cert", "key", "server_name"});
+    base = AgentCredentials{named_file(t, "ca", dir), "", "", t.string("server_name", ""), base.token};
+    if (t.has("cert") != t.has("key"))
+      throw InputError(t.where(), "give both cert and key (the controller's client certificate), or neither");
+    if (t.has("cert")) {
+      base.cert_pem = named_file(t, "cert", dir);
+      base.key_pem = named_file(t, "key", dir);
+    }
+  }
+  if (o.has("token_file")) {
+    auto token = token_of(named_file(o, "token_file", dir));
+    if (!token)
+      throw InputError(o.path("token_file"), "the file must hold one token: one line without spaces");
+    base.token = *token;
+  }
+  return base;
+}
+
+}  // namespace
+
+Lab parse_lab(const nlohmann::json& j, const std::string& dir) {
   ObjectReader root(j, "");
-  root.allow({"agents"});
+  root.allow({"agents", "tls", "token_file"});
+  const AgentCredentials lab_credentials = credentials(root, dir, {});
   Lab lab;
   std::set<std::string> names;
   for (auto& a : root.objects("agents")) {
-    a.allow({"name", "address", "roles", "labels"});
+    a.allow({"name", "address", "roles", "labels", "tls", "token_file"});
     AgentDef d;
     d.name = a.string("name");
     if (d.name.empty()) throw InputError(a.path("name"), "must not be empty");
@@ -44,11 +86,14 @@ Lab parse_lab(const nlohmann::json& j) {
       d.roles.push_back(r.get<std::string>());
     }
     d.labels = a.string_map("labels");
+    d.credentials = credentials(a, dir, lab_credentials);
     lab.agents.push_back(std::move(d));
   }
   return lab;
 }
 
-Lab load_lab_file(const std::string& path) { return parse_lab(read_json_file(path)); }
+Lab load_lab_file(const std::string& path) {
+  return parse_lab(read_json_file(path), std::filesystem::path(path).parent_path().string());
+}
 
 }  // namespace loadlab::controller

@@ -1,5 +1,7 @@
 #include "loadlab/controller/target_session.hpp"
 
+#include "loadlab/shared/timing.hpp"
+
 namespace loadlab::controller {
 
 TargetSession::TargetSession(const AgentRef& agent, Watchdog& watchdog) : agent_(agent), watchdog_(watchdog) {
@@ -7,6 +9,7 @@ TargetSession::TargetSession(const AgentRef& agent, Watchdog& watchdog) : agent_
 }
 
 TargetSession::~TargetSession() {
+  stop_heartbeat();
   if (stream_ && !status_) {
     watchdog_.cancel_all();  // only a repetition that is being unwound gets here
     abandon();
@@ -44,23 +47,46 @@ void TargetSession::read_into(StreamEvents& events) {
     while (stream->Read(&m.target_event)) events.push(m);
     events.push({StreamMessage::kTarget, true, {}, {}, {}});  // finish() is the owner's
   });
+  heartbeat_ = std::thread([this] {
+    v1::TargetCommand beat;
+    beat.mutable_mark()->set_kind(v1::Mark::HEARTBEAT);
+    std::unique_lock lock(heartbeat_mutex_);
+    while (!heartbeat_cv_.wait_for(lock, std::chrono::milliseconds(timing::kHeartbeatMs),
+                                   [this] { return heartbeat_stop_; }))
+      if (!write(beat)) return;  // the stream is gone: its reader reports why
+  });
+}
+
+bool TargetSession::write(const v1::TargetCommand& cmd) {
+  std::lock_guard lock(write_mutex_);
+  return stream_->Write(cmd);
+}
+
+void TargetSession::stop_heartbeat() {
+  {
+    std::lock_guard lock(heartbeat_mutex_);
+    heartbeat_stop_ = true;
+  }
+  heartbeat_cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
 }
 
 void TargetSession::mark(v1::Mark::Kind kind, const std::string& label, const std::string& phase) {
   v1::TargetCommand cmd;
   cmd.mutable_mark()->set_kind(kind);
   cmd.mutable_mark()->set_label(label);
-  if (!stream_->Write(cmd))
-    throw watchdog_.error(phase, "target agent " + agent_.name + " lost: cannot send a mark");
+  if (!write(cmd)) throw watchdog_.error(phase, "target agent " + agent_.name + " lost: cannot send a mark");
 }
 
 grpc::Status TargetSession::close() {
+  stop_heartbeat();  // WritesDone is a write: after the last heartbeat
   stream_->WritesDone();
   if (reader_.joinable()) reader_.join();  // drains Exited; ends with the stream
   return finish();
 }
 
 void TargetSession::abandon() {
+  stop_heartbeat();
   if (reader_.joinable()) reader_.join();
   if (stream_) finish();
 }

@@ -19,22 +19,11 @@ namespace loadlab {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::AgentProcess;
 using testing::bin;
 using testing::result_cells;
 using testing::run_command;
 using testing::TempDir;
-
-// An agent process in its own process group; its destructor stops the group and reaps it.
-struct AgentProcess {
-  std::unique_ptr<agent::ChildProcess> proc;
-  std::string address;
-  explicit AgentProcess(const std::string& name, const std::string& listen = "127.0.0.1:0") {
-    proc = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", listen, "--name", name});
-    std::string line;
-    EXPECT_EQ(proc->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << proc->output_tail();
-    address = line.size() > 13 ? line.substr(13) : "";
-  }
-};
 
 // A loopback port free now, for an agent that must come back on the same address. The
 // kernel picks it and it is closed again: another process could take it in between, rarely.

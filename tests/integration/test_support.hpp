@@ -122,6 +122,23 @@ inline bool process_running(pid_t pid) {
   return rparen != std::string::npos && rparen + 2 < line.size() && line[rparen + 2] != 'Z';
 }
 
+// A loadlab-agent process in its own process group, with `extra` flags; its destructor
+// stops the group and reaps it. `address` is what it says it listens on.
+struct AgentProcess {
+  std::unique_ptr<agent::ChildProcess> proc;
+  std::string address;
+  explicit AgentProcess(const std::string& name, const std::string& listen = "127.0.0.1:0",
+                        const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv{bin("loadlab-agent"), "--listen", listen, "--name", name};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    proc = agent::ChildProcess::spawn(argv);
+    std::string line;
+    EXPECT_EQ(proc->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine)
+        << proc->output_tail();
+    address = line.size() > 13 ? line.substr(13) : "";
+  }
+};
+
 // The direct children of this process, living or zombie.
 inline std::vector<pid_t> child_pids() {
   std::vector<pid_t> pids;

@@ -8,9 +8,12 @@
 #include <memory>
 #include <string>
 
+#include "loadlab/agent/agent_limits.hpp"
+#include "loadlab/agent/caller_auth.hpp"
 #include "loadlab/agent/catalog.hpp"
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/agent/job_slot.hpp"
+#include "loadlab/agent/load_destinations.hpp"
 #include "loadlab/agent/proc_reader.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
 
@@ -19,10 +22,14 @@ namespace loadlab::agent {
 struct AgentOptions {
   std::string name = "local";
   std::string bin_dir;  // holds loadlab-target and loadlab-load; "" = this executable's folder
-  std::string target_host = "127.0.0.1";  // address targets bind and advertise
-  int sample_interval_ms = 100;           // RSS sampling period
-  int stop_grace_ms = 2000;               // SIGTERM → SIGKILL
-  Catalog catalog;                        // the targets this agent may run
+  std::string target_host = "127.0.0.1";                // address targets bind and advertise
+  int sample_interval_ms = 100;                         // RSS sampling period
+  int stop_grace_ms = 2000;                             // SIGTERM → SIGKILL
+  Catalog catalog;                                      // the targets this agent may run
+  AgentLimits limits;                                   // what a job may ask for
+  NetworkList allow_load_to = NetworkList::loopback();  // where its load may go
+  std::string token;                                    // required of every call when not empty
+  bool insecure = false;  // serves a network without TLS: warned at every Describe
 };
 
 // The folder of the running executable (from /proc/self/exe).
@@ -44,7 +51,10 @@ class AgentService final : public loadlab::v1::Agent::Service {
                        grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* stream) override;
 
  private:
+  std::chrono::milliseconds idle_timeout() const;
+
   AgentOptions options_;
+  CallerCheck callers_;
   ProcFsReader proc_;
   JobSlot target_slot_;
   JobSlot load_slot_;
@@ -54,9 +64,10 @@ class AgentServer {
  public:
   explicit AgentServer(AgentOptions options);
   ~AgentServer();
-  // Binds `listen` (HOST:PORT, port 0 = any free port, or unix:PATH) and starts serving.
-  // Returns the bound address; throws std::runtime_error if it cannot listen.
-  std::string start(const std::string& listen);
+  // Binds `listen` (HOST:PORT, port 0 = any free port, or unix:PATH) and starts serving,
+  // with TLS when `tls` names a certificate. Returns the bound address; throws
+  // std::runtime_error if it cannot listen, InputError if a TLS file cannot be read.
+  std::string start(const std::string& listen, const TlsFiles& tls = {});
   // Cancels running streams after `grace_ms` (their children are then stopped) and joins.
   void shutdown(int grace_ms = 1000);
   void wait();

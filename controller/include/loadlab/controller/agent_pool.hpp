@@ -26,7 +26,8 @@ struct AgentStub {
 };
 // Makes the client end for the agent `def` names: grpc_stub, or a test's fake agents.
 using StubFactory = std::function<AgentStub(const AgentDef& def)>;
-// An insecure channel to def.address with keepalive, so that a vanished agent is noticed.
+// A channel to def.address with keepalive, so that a vanished agent is noticed; over TLS
+// and with the token when def.credentials has them.
 AgentStub grpc_stub(const AgentDef& def);
 
 // One agent of the lab, as its Describe found it.

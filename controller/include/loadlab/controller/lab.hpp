@@ -6,11 +6,22 @@
 
 namespace loadlab::controller {
 
+// How the controller proves itself to an agent and checks the agent's certificate. Read from
+// the files lab.json names (relative to its folder); secrets never come from the command
+// line or the scenario, and are never written to a run folder.
+struct AgentCredentials {
+  std::string ca_pem;             // "" = no TLS; else the CA that signed the agent's certificate
+  std::string cert_pem, key_pem;  // the controller's client certificate (mutual TLS), or ""
+  std::string server_name;  // the name the agent's certificate is checked against; "" = the address's host
+  std::string token;        // sent as authorization: Bearer TOKEN; "" = none
+};
+
 struct AgentDef {
   std::string name;
   std::string address;             // HOST:PORT or unix:PATH
   std::vector<std::string> roles;  // "target", "load"
   std::vector<std::pair<std::string, std::string>> labels;
+  AgentCredentials credentials;
   bool has_role(const std::string& r) const;
   // Has the role and every one of the labels.
   bool matches(const std::string& role, const std::vector<std::pair<std::string, std::string>>& want) const;
@@ -20,7 +31,8 @@ struct Lab {
   std::vector<AgentDef> agents;
 };
 
-Lab parse_lab(const nlohmann::json& j);  // InputError naming the JSON path
+// InputError naming the JSON path. Files it names (TLS, token) are read relative to `dir`.
+Lab parse_lab(const nlohmann::json& j, const std::string& dir = ".");
 Lab load_lab_file(const std::string& path);
 
 }  // namespace loadlab::controller

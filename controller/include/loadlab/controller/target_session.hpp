@@ -3,8 +3,10 @@
 // agent.proto). Called from the repetition's thread. Until read_into() that thread reads
 // the stream itself (spec, then Ready); afterwards the session's reader thread does, and
 // the repetition's thread only writes marks.
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -32,7 +34,9 @@ class TargetSession {
   uint32_t startup_ms() const { return startup_ms_; }
   const std::string& agent_name() const { return agent_.name; }
 
-  // From now on a reader thread pushes the stream's events, then its end, to `events`.
+  // From now on a reader thread pushes the stream's events, then its end, to `events`; and a
+  // heartbeat thread sends Mark{HEARTBEAT} every timing::kHeartbeatMs, so that the agent
+  // does not take the stream for abandoned during a long load (see agent.proto).
   void read_into(StreamEvents& events);
   // Sends a mark labelled `label`; throws CellError(`phase`) when the agent is gone.
   void mark(v1::Mark::Kind kind, const std::string& label, const std::string& phase);
@@ -46,6 +50,8 @@ class TargetSession {
   using Stream = grpc::ClientReaderWriterInterface<v1::TargetCommand, v1::TargetEvent>;
   CellError failure(const std::string& phase);  // before read_into(): why the stream failed
   grpc::Status finish();                        // Finish(), once
+  bool write(const v1::TargetCommand& cmd);     // one writer at a time: marks and heartbeats
+  void stop_heartbeat();
 
   AgentRef agent_;
   Watchdog& watchdog_;
@@ -55,6 +61,11 @@ class TargetSession {
   std::string endpoint_;
   uint32_t startup_ms_ = 0;
   std::thread reader_;
+  std::mutex write_mutex_;
+  std::mutex heartbeat_mutex_;
+  std::condition_variable heartbeat_cv_;
+  bool heartbeat_stop_ = false;
+  std::thread heartbeat_;
 };
 
 }  // namespace loadlab::controller

@@ -22,11 +22,21 @@ inline constexpr int kMaxMethodLength = 32;
 // 16 minutes away; above the maximum one every 100 ns, more than a thread can send.
 inline constexpr double kMinRatePerThread = 0.001;
 inline constexpr double kMaxRatePerThread = 1e7;
+inline constexpr double kMaxRate = kMaxRatePerThread * kMaxThreads;  // of a whole worker
 
 // Target.
 inline constexpr int kMaxDelayMs = 60'000;
 inline constexpr int kMaxServerThreads = 1024;
 inline constexpr int64_t kMaxResponseBodyBytes = int64_t{64} << 20;  // --body-size: filler bytes
+
+// Agent: a job's process tree (a target that forks workers; a fork bomb stops here), and
+// how long a call's peer may keep it waiting (a stream that holds a job slot without
+// progressing: see Mark.HEARTBEAT in agent.proto).
+inline constexpr int kDefaultJobProcesses = 256;
+inline constexpr int kMaxJobProcesses = 65'536;
+inline constexpr int kDefaultIdleTimeoutS = 60;
+inline constexpr int kMinIdleTimeoutS = 15;  // three controller heartbeats
+inline constexpr int kMaxIdleTimeoutS = 86'400;
 
 // Scenario: cells of one matrix (targets × every axis).
 inline constexpr int64_t kMaxCells = 100'000;

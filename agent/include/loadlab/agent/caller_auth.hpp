@@ -1,0 +1,43 @@
+#pragma once
+// Who may call this agent. Transport security (TLS, and with a client CA mutual TLS) is
+// gRPC's and refuses a bad client before any RPC runs; on top of it a shared token, sent by
+// the controller as `authorization: Bearer TOKEN`, is checked at the start of every RPC,
+// before anything is spawned or a job slot is taken.
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+namespace loadlab::agent {
+
+struct TlsFiles {
+  std::string cert, key;  // the agent's certificate chain and private key (PEM)
+  std::string client_ca;  // "" = no client certificate asked; else it must be signed by it
+  bool enabled() const { return !cert.empty(); }
+};
+
+// Reads the PEM files; throws InputError naming the flag of a file that cannot be read.
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& tls);
+
+// True for addresses only this machine can reach: 127.0.0.0/8, ::1, "localhost", unix:.
+bool is_loopback_listen(const std::string& listen);
+
+// Reads a token file (one line; surrounding white space dropped). Throws InputError naming
+// `flag` when the file cannot be read or holds no token.
+std::string read_token_file(const std::string& path, const std::string& flag);
+
+class CallerCheck {
+ public:
+  explicit CallerCheck(std::string token = "");  // "" = no token required
+  // OK, or UNAUTHENTICATED (logged with the caller's address and certificate name) when a
+  // token is required and the call's `authorization` metadata does not carry it.
+  grpc::Status check(const grpc::ServerContext& ctx, const char* method) const;
+
+ private:
+  std::string token_digest_;  // SHA-256 of the token: compared in constant time
+};
+
+// "ipv4:10.0.0.5:51234 (CN=controller)" for logs: the peer and its certificate's name.
+std::string describe_caller(const grpc::ServerContext& ctx);
+
+}  // namespace loadlab::agent

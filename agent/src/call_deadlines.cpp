@@ -1,0 +1,45 @@
+#include "call_deadlines.hpp"
+
+#include <algorithm>
+
+#include "loadlab/shared/logging.hpp"
+
+namespace loadlab::agent {
+
+CallDeadlines::CallDeadlines(grpc::ServerContext& ctx, std::chrono::milliseconds idle, std::string what)
+    : ctx_(ctx), idle_(idle), what_(std::move(what)), thread_([this] { watch(); }) {}
+
+CallDeadlines::~CallDeadlines() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void CallDeadlines::limit_lifetime(std::chrono::milliseconds lifetime) {
+  end_of_life_.store(now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(lifetime).count());
+}
+
+void CallDeadlines::watch() {
+  // A tenth of the idle timeout, at most a quarter second: the deadline is kept within 10 %.
+  const auto period = std::min<std::chrono::milliseconds>(idle_ / 10, std::chrono::milliseconds(250));
+  std::unique_lock lock(mutex_);
+  while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
+    const int64_t now = now_ns();
+    const int64_t since = waiting_since_.load(), end = end_of_life_.load();
+    std::string why;
+    if (since != 0 && now - since > std::chrono::duration_cast<std::chrono::nanoseconds>(idle_).count())
+      why = "its peer kept it waiting longer than the idle timeout (" +
+            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle_).count()) + " s)";
+    else if (end != 0 && now > end)
+      why = "it ran past its lifetime (the agent's --max-duration-s plus warm-up and grace)";
+    if (why.empty()) continue;
+    component_logger("agent")->warn("ending {}: {}", what_, why);
+    ctx_.TryCancel();
+    return;
+  }
+}
+
+}  // namespace loadlab::agent

@@ -1,0 +1,91 @@
+#include "loadlab/agent/caller_auth.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "loadlab/agent/load_destinations.hpp"
+#include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/input_error.hpp"
+#include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/token_file.hpp"
+
+namespace loadlab::agent {
+
+namespace {
+
+std::string read_file(const std::string& path, const std::string& flag) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  if (!f || !(s << f.rdbuf())) throw InputError(flag, "cannot read \"" + path + "\"");
+  return s.str();
+}
+
+std::string sha256(std::string_view text) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d);
+  return std::string(reinterpret_cast<const char*>(d), sizeof d);
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions opts(tls.client_ca.empty()
+                                             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                             : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  opts.pem_key_cert_pairs.push_back({read_file(tls.key, "--tls-key"), read_file(tls.cert, "--tls-cert")});
+  if (!tls.client_ca.empty()) opts.pem_root_certs = read_file(tls.client_ca, "--tls-client-ca");
+  return grpc::SslServerCredentials(opts);
+}
+
+bool is_loopback_listen(const std::string& listen) {
+  if (listen.rfind("unix:", 0) == 0) return true;
+  auto ep = parse_endpoint(listen);
+  if (!ep) return false;
+  if (ep->host == "localhost") return true;
+  boost::system::error_code ec;
+  auto a = boost::asio::ip::make_address(ep->host, ec);
+  return !ec && NetworkList::loopback().contains(a);
+}
+
+std::string read_token_file(const std::string& path, const std::string& flag) {
+  auto token = token_of(read_file(path, flag));
+  if (!token) throw InputError(flag, "\"" + path + "\" must hold one token: one line without spaces");
+  return *token;
+}
+
+CallerCheck::CallerCheck(std::string token) : token_digest_(token.empty() ? "" : sha256(token)) {}
+
+grpc::Status CallerCheck::check(const grpc::ServerContext& ctx, const char* method) const {
+  if (token_digest_.empty()) return grpc::Status::OK;
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  const char* why = "no authorization metadata";
+  if (it != md.end()) {
+    const std::string_view v(it->second.data(), it->second.size());
+    constexpr std::string_view kBearer = "Bearer ";
+    // Digests of equal length compared in constant time: neither the token's bytes nor its
+    // length leak through the time a refusal takes.
+    if (v.substr(0, kBearer.size()) == kBearer &&
+        CRYPTO_memcmp(sha256(v.substr(kBearer.size())).data(), token_digest_.data(), token_digest_.size()) ==
+            0)
+      return grpc::Status::OK;
+    why = "a wrong token";
+  }
+  component_logger("agent")->warn("refused {} from {}: {}", method, describe_caller(ctx), why);
+  return grpc::Status(
+      grpc::StatusCode::UNAUTHENTICATED,
+      std::string("this agent requires its token (authorization: Bearer …); the call had ") + why);
+}
+
+std::string describe_caller(const grpc::ServerContext& ctx) {
+  std::string out = ctx.peer();
+  if (auto auth = ctx.auth_context(); auth && auth->IsPeerAuthenticated())
+    for (const auto& id : auth->GetPeerIdentity()) out += " (" + std::string(id.data(), id.size()) + ")";
+  return out;
+}
+
+}  // namespace loadlab::agent

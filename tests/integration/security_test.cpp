@@ -1,0 +1,422 @@
+// An agent that is not an open door: mutual TLS and a token refuse other callers before
+// anything runs, load goes only where the agent's operator allows, limits are the agent's,
+// an abandoned stream frees its slot, and a lab run works through all of it. Certificates
+// are made at test time with the openssl command.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <future>
+#include <thread>
+
+#include "loadlab/agent/agent_service.hpp"
+#include "loadlab/shared/timing.hpp"
+#include "test_support.hpp"
+
+namespace loadlab::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using loadlab::testing::AgentProcess;
+using loadlab::testing::bin;
+using loadlab::testing::child_pids;
+using loadlab::testing::result_cells;
+using loadlab::testing::run_command;
+using loadlab::testing::TempDir;
+using ::testing::HasSubstr;
+using TargetStream = grpc::ClientReaderWriter<v1::TargetCommand, v1::TargetEvent>;
+using LoadStream = grpc::ClientReaderWriter<v1::LoadCommand, v1::LoadEvent>;
+
+// A test CA with an agent certificate (for 127.0.0.1) and a controller client certificate,
+// and another CA with a client certificate of its own.
+struct Pki {
+  explicit Pki(const TempDir& dir) : d(dir.path().string() + "/") {
+    const std::string script = R"(set -e
+cd ")" + d + R"("
+key="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+for ca in ca rogue-ca; do openssl req -x509 -new $key -keyout $ca.key -out $ca.pem -days 2 -subj /CN=$ca; done
+printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext
+printf 'extendedKeyUsage=clientAuth\n' > client.ext
+sign() { openssl req -new $key -keyout $1.key -out $1.csr -subj /CN=$1
+         openssl x509 -req -in $1.csr -CA $2.pem -CAkey $2.key -CAcreateserial -days 2 -out $1.pem -extfile $3; }
+sign agent ca server.ext
+sign controller ca client.ext
+sign rogue rogue-ca client.ext
+)";
+    auto r = run_command({"/bin/sh", "-c", script}, 60s);
+    EXPECT_EQ(r.code, 0) << r.output_tail;
+  }
+  std::string pem(const std::string& name) const { return read_file(d + name + ".pem"); }
+  std::string key(const std::string& name) const { return read_file(d + name + ".key"); }
+  std::string path(const std::string& file) const { return d + file; }
+  static std::string read_file(const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  TlsFiles agent_tls() const { return {path("agent.pem"), path("agent.key"), path("ca.pem")}; }
+  std::string d;
+};
+
+std::unique_ptr<v1::Agent::Stub> stub_for(const std::string& address,
+                                          const std::shared_ptr<grpc::ChannelCredentials>& creds) {
+  return v1::Agent::NewStub(grpc::CreateChannel(address, creds));
+}
+
+grpc::Status describe(v1::Agent::Stub& stub, const std::string& token = "", v1::AgentInfo* out = nullptr) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  v1::AgentInfo info;
+  return stub.Describe(&ctx, v1::DescribeRequest(), out ? out : &info);
+}
+
+v1::TargetSpec hello(uint32_t threads = 1) {
+  v1::TargetSpec s;
+  s.set_builtin("hello");
+  s.set_threads(threads);
+  return s;
+}
+
+// One HostTarget stream: opened, spec sent, Ready (or the stream's end) read.
+struct Hosted {
+  grpc::ClientContext ctx;
+  std::unique_ptr<TargetStream> stream;
+  std::string endpoint;
+  pid_t pid = 0;
+  Hosted(v1::Agent::Stub& stub, const v1::TargetSpec& spec, const std::string& token = "") {
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    stream = stub.HostTarget(&ctx);
+    v1::TargetCommand cmd;
+    *cmd.mutable_spec() = spec;
+    stream->Write(cmd);
+    for (v1::TargetEvent ev; endpoint.empty() && stream->Read(&ev);) {
+      if (ev.has_started()) pid = ev.started().pid();
+      if (ev.has_ready()) endpoint = ev.ready().endpoint();
+    }
+  }
+  grpc::Status close() {
+    stream->WritesDone();
+    for (v1::TargetEvent ev; stream->Read(&ev);) {
+    }
+    return stream->Finish();
+  }
+};
+
+struct LoadRun {
+  grpc::Status status;
+  uint64_t requests = 0;
+};
+
+LoadRun run_load(v1::Agent::Stub& stub, const v1::LoadSpec& spec, const std::string& token = "") {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  auto stream = stub.RunLoad(&ctx);
+  v1::LoadCommand cmd;
+  *cmd.mutable_spec() = spec;
+  stream->Write(cmd);
+  stream->WritesDone();
+  LoadRun out;
+  for (v1::LoadEvent ev; stream->Read(&ev);)
+    if (ev.has_result()) out.requests = ev.result().requests();
+  out.status = stream->Finish();
+  return out;
+}
+
+v1::LoadSpec load_to(const std::string& endpoint, uint64_t requests = 100) {
+  v1::LoadSpec s;
+  s.set_endpoint(endpoint);
+  s.set_threads(1);
+  s.set_total_requests(requests);
+  s.set_keep_alive(true);
+  return s;
+}
+
+// The number of requests a loadlab-target has answered (its stats endpoint).
+int64_t served(const std::string& endpoint) {
+  auto j =
+      nlohmann::json::parse(loadlab::testing::http_get_body(endpoint, "/__loadlab/stats"), nullptr, false);
+  return j.is_object() && j.contains("requests") ? j["requests"].get<int64_t>() : -1;
+}
+
+class SecureAgentTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (auto& s : servers) s->shutdown(0);
+  }
+  std::string start(AgentOptions o, const TlsFiles& tls = {}) {
+    o.bin_dir = LOADLAB_BIN_DIR;
+    servers.push_back(std::make_unique<AgentServer>(std::move(o)));
+    return servers.back()->start("127.0.0.1:0", tls);
+  }
+  std::vector<std::unique_ptr<AgentServer>> servers;
+};
+
+TEST_F(SecureAgentTest, MutualTlsAdmitsTheLabsControllerAndRefusesOthersBeforeAnyRpcRuns) {
+  TempDir dir;
+  Pki pki(dir);
+  auto address = start(AgentOptions{}, pki.agent_tls());
+  auto controller =
+      stub_for(address, grpc::SslCredentials({pki.pem("ca"), pki.key("controller"), pki.pem("controller")}));
+  EXPECT_TRUE(describe(*controller).ok());
+
+  const std::pair<const char*, std::shared_ptr<grpc::ChannelCredentials>> refused[] = {
+      {"no client certificate", grpc::SslCredentials({pki.pem("ca"), "", ""})},
+      {"a client certificate of another CA",
+       grpc::SslCredentials({pki.pem("ca"), pki.key("rogue"), pki.pem("rogue")})},
+      {"no TLS", grpc::InsecureChannelCredentials()},
+      {"an agent certificate the client does not trust",
+       grpc::SslCredentials({pki.pem("rogue-ca"), pki.key("controller"), pki.pem("controller")})},
+  };
+  for (const auto& [what, creds] : refused) {
+    auto stub = stub_for(address, creds);
+    EXPECT_EQ(describe(*stub).error_code(), grpc::StatusCode::UNAVAILABLE) << what;
+    Hosted h(*stub, hello());
+    EXPECT_EQ(h.endpoint, "") << what;
+    EXPECT_EQ(h.close().error_code(), grpc::StatusCode::UNAVAILABLE) << what;
+    EXPECT_TRUE(child_pids().empty()) << what << ": a target was started";
+  }
+  // The right client hosts a target through the same agent.
+  Hosted h(*controller, hello());
+  EXPECT_NE(h.endpoint, "");
+  EXPECT_TRUE(h.close().ok());
+}
+
+TEST(AgentToken, AMissingOrWrongTokenIsUnauthenticatedSpawnsNothingAndIsLogged) {
+  TempDir dir;
+  auto token_file = dir.file("token", "right-token\n");
+  AgentProcess agent("t", "127.0.0.1:0", {"--token-file", token_file});
+  auto stub = stub_for(agent.address, grpc::InsecureChannelCredentials());
+  auto st = describe(*stub);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(st.error_message(), HasSubstr("no authorization metadata"));
+  EXPECT_EQ(describe(*stub, "wrong-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(describe(*stub, "right-token-").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+  Hosted h(*stub, hello(), "wrong-token");
+  EXPECT_EQ(h.endpoint, "");
+  EXPECT_EQ(h.close().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(run_load(*stub, load_to("127.0.0.1:9"), "wrong-token").status.error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(loadlab::testing::tree_pids(agent.proc->pid()).size(), 1u) << "the agent spawned a child";
+
+  v1::AgentInfo info;
+  ASSERT_TRUE(describe(*stub, "right-token", &info).ok());
+  EXPECT_EQ(info.name(), "t");
+  Hosted ok(*stub, hello(), "right-token");
+  EXPECT_NE(ok.endpoint, "");
+  EXPECT_TRUE(ok.close().ok());
+
+  kill(agent.proc->pid(), SIGTERM);
+  agent.proc->wait_exit(5s);
+  agent.proc->wait_output_end(2s);
+  const auto log = agent.proc->output_tail(60);
+  EXPECT_THAT(log, HasSubstr("refused Describe from ipv4:127.0.0.1:"));
+  EXPECT_THAT(log, HasSubstr("no authorization metadata"));
+  EXPECT_THAT(log, HasSubstr("refused HostTarget from ipv4:127.0.0.1:"));
+  EXPECT_THAT(log, HasSubstr("refused RunLoad from ipv4:127.0.0.1:"));
+  EXPECT_THAT(log, HasSubstr("a wrong token"));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("right-token")));  // a secret is never logged
+}
+
+TEST(AgentListen, ANetworkAddressNeedsTlsOrAnExplicitInsecure) {
+  auto r = run_command({bin("loadlab-agent"), "--listen", "0.0.0.0:0"}, 10s);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.output_tail, HasSubstr("--listen: 0.0.0.0:0 can be reached from the network"));
+  EXPECT_THAT(r.output_tail, HasSubstr("--insecure"));
+  r = run_command({bin("loadlab-agent"), "--listen", "[::]:0"}, 10s);
+  EXPECT_EQ(r.code, 2);
+  r = run_command({bin("loadlab-agent"), "--tls-cert", "/etc/hostname"}, 10s);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.output_tail, HasSubstr("--tls-cert, --tls-key: give both"));
+
+  AgentProcess agent("open", "0.0.0.0:0", {"--insecure"});
+  const auto port = agent.address.substr(agent.address.rfind(':'));
+  auto stub = stub_for("127.0.0.1" + port, grpc::InsecureChannelCredentials());
+  EXPECT_TRUE(describe(*stub).ok());
+  kill(agent.proc->pid(), SIGTERM);
+  agent.proc->wait_exit(5s);
+  agent.proc->wait_output_end(2s);
+  const auto log = agent.proc->output_tail(40);
+  EXPECT_THAT(log, HasSubstr("--insecure: 0.0.0.0:"));  // at start
+  EXPECT_THAT(log, HasSubstr("Describe from ipv4:127.0.0.1:"));
+  EXPECT_THAT(log, HasSubstr("without TLS (--insecure)"));  // at every Describe
+}
+
+TEST_F(SecureAgentTest, LoadGoesOnlyWhereTheOperatorAllowsAndAThirdPartyGetsNoRequest) {
+  auto spawn_target = [](const std::string& listen) {
+    auto p = ChildProcess::spawn({bin("loadlab-target"), "--listen", listen, "--threads", "1"});
+    std::string line;
+    EXPECT_EQ(p->next_line(line, 10s), ChildProcess::LineStatus::kLine);
+    return std::make_pair(std::move(p), line.substr(13));
+  };
+  auto [third_party, third] = spawn_target("127.0.0.2:0");  // stands for a host outside the lab
+  auto [ours_proc, ours] = spawn_target("127.0.0.1:0");
+  AgentOptions o;
+  o.allow_load_to = NetworkList::parse({"127.0.0.1/32"}, "--allow-load-to");
+  auto stub = stub_for(start(o), grpc::InsecureChannelCredentials());
+
+  auto r = run_load(*stub, load_to(third));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("endpoint: \"127.0.0.2\" is 127.0.0.2, outside"));
+  EXPECT_THAT(r.status.error_message(), HasSubstr("--allow-load-to 127.0.0.1/32"));
+  auto via_host = load_to(ours);
+  (*via_host.mutable_headers())["Host"] = third;
+  r = run_load(*stub, via_host);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("headers/Host"));
+
+  r = run_load(*stub, load_to(ours, 150));
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.requests, 150u);
+  EXPECT_EQ(served(ours), 150);
+  EXPECT_EQ(served(third), 0);
+}
+
+TEST_F(SecureAgentTest, ASpecOverTheAgentsLimitsIsInvalidArgumentNamingTheLimit) {
+  AgentOptions o;
+  o.limits.threads = 2;
+  o.limits.duration_s = 5;
+  auto stub = stub_for(start(o), grpc::InsecureChannelCredentials());
+  auto spec = load_to("127.0.0.1:9");
+  spec.set_threads(3);
+  auto r = run_load(*stub, spec);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(r.status.error_message(),
+              HasSubstr("threads: 3 is over this agent's limit of 2 (loadlab-agent --max-threads)"));
+  spec.set_threads(1);
+  spec.set_duration_s(6);
+  r = run_load(*stub, spec);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("--max-duration-s"));
+  Hosted h(*stub, hello(3));
+  EXPECT_EQ(h.endpoint, "");
+  auto st = h.close();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("--max-threads"));
+  EXPECT_TRUE(child_pids().empty());
+}
+
+TEST_F(SecureAgentTest, AStreamItsPeerAbandonsIsEndedAndItsSlotFreedWhileHeartbeatsKeepOneAlive) {
+  AgentOptions o;
+  o.limits.idle_timeout_s = limits::kMinIdleTimeoutS;
+  auto quiet = stub_for(start(o), grpc::InsecureChannelCredentials());
+  auto beating = stub_for(start(o), grpc::InsecureChannelCredentials());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds_since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+
+  // A controller that heartbeats like the real one keeps its target past the timeout.
+  auto kept = std::async(std::launch::async, [&] {
+    Hosted h(*beating, hello());
+    v1::TargetCommand beat;
+    beat.mutable_mark()->set_kind(v1::Mark::HEARTBEAT);
+    bool alive = !h.endpoint.empty();
+    while (alive && seconds_since_start() < limits::kMinIdleTimeoutS + 4) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timing::kHeartbeatMs / 5));
+      alive = h.stream->Write(beat);
+    }
+    alive = alive && served(h.endpoint) == 0;  // still up and answering
+    return alive && h.close().ok();
+  });
+  // A RunLoad whose spec never comes holds no slot but a thread: it is ended too.
+  auto no_spec = std::async(std::launch::async, [&] {
+    grpc::ClientContext ctx;
+    auto stream = quiet->RunLoad(&ctx);
+    v1::LoadEvent ev;
+    while (stream->Read(&ev)) {
+    }
+    return std::make_pair(stream->Finish(), seconds_since_start());
+  });
+  Hosted h(*quiet, hello());
+  ASSERT_NE(h.endpoint, "");
+  v1::TargetEvent ev;
+  while (h.stream->Read(&ev)) {
+  }
+  const double ended_after = seconds_since_start();
+  EXPECT_EQ(h.stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_GT(ended_after, limits::kMinIdleTimeoutS - 0.5);
+  EXPECT_LT(ended_after, limits::kMinIdleTimeoutS + 5);
+  for (int i = 0; i < 50 && loadlab::testing::process_running(h.pid); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(loadlab::testing::process_running(h.pid)) << "the abandoned target still runs";
+  Hosted next(*quiet, hello());  // the slot is free again
+  EXPECT_NE(next.endpoint, "");
+  EXPECT_TRUE(next.close().ok());
+
+  auto [status, after] = no_spec.get();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_GT(after, limits::kMinIdleTimeoutS - 0.5);
+  EXPECT_TRUE(kept.get()) << "a heartbeating stream was ended";
+}
+
+TEST_F(SecureAgentTest, ATargetWhoseTreeGrowsPastTheProcessLimitIsStoppedSayingWhy) {
+  AgentOptions o;
+  o.limits.processes = 3;
+  o.catalog = Catalog::parse(
+      nlohmann::json{{"targets",
+                      {{"forker",
+                        {{"argv", {bin("loadlab-burn"), "--port", "{port}", "--children", "5"}},
+                         {"readiness", {{"type", "tcp"}}}}}}}});
+  auto stub = stub_for(start(o), grpc::InsecureChannelCredentials());
+  v1::TargetSpec spec;
+  spec.set_catalog("forker");
+  Hosted h(*stub, spec);
+  ASSERT_NE(h.endpoint, "");
+  std::string tail;
+  for (v1::TargetEvent ev; tail.empty() && h.stream->Read(&ev);)
+    if (ev.has_exited()) tail = ev.exited().output_tail();
+  EXPECT_THAT(tail, HasSubstr("over this agent's limit of 3 (loadlab-agent --max-processes)"));
+  auto st = h.close();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(st.error_message(), HasSubstr("--max-processes"));
+  EXPECT_FALSE(loadlab::testing::process_running(h.pid));
+}
+
+// The whole lab through mutual TLS and a token, with a load longer than the agents' idle
+// timeout (the controller's heartbeats keep the target's stream), and the same lab with a
+// wrong token.
+TEST(SecureLab, ARunGoesThroughMutualTlsAndTheTokenLabJsonNames) {
+  TempDir dir;
+  Pki pki(dir);
+  auto token = dir.file("token", "lab-token-1\n");
+  const std::vector<std::string> secure{"--tls-cert",       pki.path("agent.pem"),
+                                        "--tls-key",        pki.path("agent.key"),
+                                        "--tls-client-ca",  pki.path("ca.pem"),
+                                        "--token-file",     token,
+                                        "--idle-timeout-s", std::to_string(limits::kMinIdleTimeoutS)};
+  AgentProcess srv("srv", "127.0.0.1:0", secure), cli("cli", "127.0.0.1:0", secure);
+  auto lab_with = [&](const std::string& token_file) {
+    return dir.file("lab-" + token_file + ".json",
+                    R"({"tls": {"ca": "ca.pem", "cert": "controller.pem", "key": "controller.key"},
+                        "token_file": ")" +
+                        token_file + R"(", "agents": [
+      {"name": "srv", "address": ")" +
+                        srv.address + R"(", "roles": ["target"]},
+      {"name": "cli", "address": ")" +
+                        cli.address + R"(", "roles": ["load"]}]})");
+  };
+  auto scenario = dir.file("s.json", R"({"name": "secure", "targets": [{"name": "b", "builtin": "hello",
+      "server_threads": 1}], "matrix": {"delay_ms": [5], "threads": [2]},
+      "load": {"duration_s": )" + std::to_string(limits::kMinIdleTimeoutS + 3) +
+                                         "}}");
+  auto out = dir.path() / "out";
+  auto r =
+      run_command({bin("loadlab"), "run", scenario, "--lab", lab_with("token"), "--out", out.string()}, 120s);
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  // Two closed loops on a 5 ms server: ~400 requests/s.
+  EXPECT_NEAR(cells[0].repetitions(0).qps(), 400, 60);
+  EXPECT_EQ(cells[0].repetitions(0).errors(), 0u);
+
+  dir.file("wrong-token", "lab-token-2\n");
+  r = run_command({bin("loadlab"), "run", scenario, "--lab", lab_with("wrong-token"), "--out",
+                   (dir.path() / "out2").string()},
+                  60s);
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.output_tail, HasSubstr("requires its token"));
+}
+
+}  // namespace
+}  // namespace loadlab::agent
