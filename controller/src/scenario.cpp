@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 
@@ -361,10 +360,8 @@ void apply_override(nlohmann::ordered_json& j, const std::string& assignment) {
 }  // namespace
 
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
-  read_json_file(path);  // a syntax error is an InputError with its line and column
-  std::ifstream in(path);
   // nlohmann::json keeps an object's keys sorted; the matrix's order is the file's.
-  auto ordered = nlohmann::ordered_json::parse(in);
+  auto ordered = read_ordered_json_file(path);
   for (auto& o : overrides) apply_override(ordered, o);
   std::vector<std::string> order;
   if (ordered.is_object() && ordered.contains("matrix") && ordered["matrix"].is_object())

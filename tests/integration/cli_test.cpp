@@ -401,5 +401,33 @@ TEST(Cli, UnreachableAgentIsOneClearLine) {
   EXPECT_NE(r.output_tail.find("cannot reach agent gone at 127.0.0.1:1"), std::string::npos) << r.output_tail;
 }
 
+// Hostile scenario files: exit status 2 with one line naming the file and the value's path,
+// before any folder is made.
+TEST(Cli, HostileScenarioFilesExitTwoNamingTheFileAndThePath) {
+  TempDir dir;
+  auto scenario = [&](const std::string& name, const std::string& target) {
+    return dir.file(name, R"({"name": "x", "targets": [)" + target + R"(],
+        "matrix": {"threads": [1]}, "load": {"total_requests": 10}})");
+  };
+  const std::string huge = scenario("huge.json", R"({"name": "a", "builtin": "hello", "delay_ms": 1e309})");
+  const std::string twice =
+      scenario("twice.json", R"({"name": "a", "builtin": "hello", "delay_ms": 1, "delay_ms": 5})");
+  std::filesystem::create_directories(dir.path() / "folder.json");
+  const std::string folder = (dir.path() / "folder.json").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {huge, huge + ": /targets/0/delay_ms: number out of range"},
+      {twice, twice + ": /targets/0/delay_ms: duplicate key"},
+      {folder, folder + ": /: cannot read file " + folder + ": it is a directory"},
+  };
+  for (auto& [file, line] : cases)
+    for (std::string cmd : {"validate", "run"}) {
+      auto r = cmd == "run" ? run_command({bin("loadlab"), "run", file, "--out", (dir.path() / "o").string()})
+                            : run_command({bin("loadlab"), "validate", file});
+      EXPECT_EQ(r.code, 2) << cmd << " " << file << ": " << r.output_tail;
+      EXPECT_NE(r.output_tail.find("loadlab: " + line), std::string::npos) << r.output_tail;
+      EXPECT_FALSE(std::filesystem::exists(dir.path() / "o"));
+    }
+}
+
 }  // namespace
 }  // namespace loadlab
