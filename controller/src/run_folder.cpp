@@ -10,6 +10,7 @@
 
 #include "loadlab/controller/errors.hpp"
 #include "loadlab/controller/reporters.hpp"
+#include "loadlab/controller/scenario.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
 
@@ -32,16 +33,35 @@ void write_file(const fs::path& path, const std::string& content) {
 
 }  // namespace
 
+fs::path RunFolder::new_run_path(const fs::path& runs, const std::string& scenario_name,
+                                 const std::string& stamp) {
+  // The scenario checker allows only such names; this is the second fence, where the path is made.
+  if (!is_safe_name(scenario_name))
+    throw InputError("/name", "\"" + scenario_name + "\" cannot name a folder inside " + runs.string() +
+                                  " (letters, digits, '.', '_', '-', not starting with '.')");
+  return runs / (scenario_name + "-" + stamp);
+}
+
+void RunFolder::check_free(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) throw InputError("--out", dir.string() + " exists and is not a folder");
+  if (!fs::is_empty(dir, ec) || ec)
+    throw InputError("--out",
+                     dir.string() +
+                         " already exists and is not empty; a new run does not write into it. Continue "
+                         "the run there with --resume " +
+                         dir.string() + ", or choose another folder");
+}
+
 RunFolder RunFolder::create(const fs::path& dir, const std::string& scenario_path,
                             const std::string& scenario_text) {
-  if (fs::exists(dir / "result.json") || fs::exists(dir / "journal.jsonl"))
-    throw InputError("",
-                     "--out: " + dir.string() + " already holds a run; choose another folder or --resume it");
+  check_free(dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw EnvironmentError("--out: cannot create " + dir.string() + ": " + ec.message());
   if (scenario_text.empty())
-    fs::copy_file(scenario_path, dir / "scenario.json", fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(scenario_path, dir / "scenario.json", fs::copy_options::none, ec);
   else
     write_file(dir / "scenario.json", scenario_text);
   if (ec) throw EnvironmentError("cannot copy the scenario into " + dir.string() + ": " + ec.message());
@@ -50,7 +70,7 @@ RunFolder RunFolder::create(const fs::path& dir, const std::string& scenario_pat
 
 RunFolder RunFolder::resume(const fs::path& dir) {
   if (!fs::exists(dir / "scenario.json"))
-    throw InputError("", "--resume: " + dir.string() + " holds no scenario.json; is it a run folder?");
+    throw InputError("--resume", dir.string() + " holds no scenario.json; is it a run folder?");
   RunFolder folder(dir);
   if (fs::exists(dir / "result.json")) folder.previous_ = read_json_file((dir / "result.json").string());
   return folder;

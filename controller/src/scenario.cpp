@@ -20,11 +20,13 @@ namespace {
 constexpr const char* kBuiltins[] = {"hello"};
 constexpr double kMaxRate = 1e12;  // requests/s over a cell; per thread it is the limits table's
 
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+}
+
 // A client is named like a catalog entry: letters, digits, '.', '_', '-'.
 void check_client_name(const std::string& name, const std::string& path) {
-  bool ok = !name.empty() && name.size() <= 64;
-  for (char c : name)
-    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+  bool ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), is_name_char);
   if (!ok)
     throw InputError(path,
                      "must be \"loadlab\" (the built-in client) or an agent catalog client's name "
@@ -291,7 +293,11 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   Scenario s;
   s.source = j;
   s.name = root.string("name");
-  if (s.name.empty()) throw InputError(root.path("name"), "must not be empty");
+  if (!is_safe_name(s.name))
+    throw InputError(root.path("name"), "must be 1.." + std::to_string(kMaxNameLength) +
+                                            " letters, digits, '.', '_' or '-', not starting with '.' (it "
+                                            "names the run folder), got " +
+                                            nlohmann::json(s.name).dump());
   s.description = root.string("description", "");
   std::set<std::string> names;
   for (auto& t : root.objects("targets")) {
@@ -374,6 +380,11 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
   } catch (const InputError& e) {
     throw e.in_file(path);
   }
+}
+
+bool is_safe_name(const std::string& name) {
+  return !name.empty() && name.size() <= kMaxNameLength && name[0] != '.' &&
+         std::all_of(name.begin(), name.end(), is_name_char);
 }
 
 const std::vector<KnobInfo>& knobs() {

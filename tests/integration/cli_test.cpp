@@ -58,7 +58,7 @@ TEST(Cli, TargetTheAgentCannotHostExitsTwoBeforeAnyCell) {
   EXPECT_NE(r.output_tail.find("/targets/1/catalog: no agent can host \"go-nethttp\"; known: embedded:hello"),
             std::string::npos)
       << r.output_tail;
-  EXPECT_FALSE(std::filesystem::exists(dir.path() / "o" / "result.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "o"));  // checked before the folder is made
 }
 
 TEST(Cli, UnknownFlagExitsTwo) {
@@ -427,6 +427,43 @@ TEST(Cli, HostileScenarioFilesExitTwoNamingTheFileAndThePath) {
       EXPECT_NE(r.output_tail.find("loadlab: " + line), std::string::npos) << r.output_tail;
       EXPECT_FALSE(std::filesystem::exists(dir.path() / "o"));
     }
+  auto r = run_command({bin("loadlab"), "validate", dir.file("up.json", R"({"name": "../../x",
+      "targets": [{"name": "a", "builtin": "hello"}], "matrix": {"threads": [1]}, "load": {"total_requests": 10}})")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("/name: must be 1..100 letters"), std::string::npos) << r.output_tail;
+}
+
+// Whatever can be refused is checked before the run's folder is made, and a new run never
+// writes into a folder that holds anything.
+TEST(Cli, ARunChecksEveryInputBeforeItMakesItsFolderAndNeverOverwritesOne) {
+  TempDir dir;
+  const auto s = dir.file("s.json", kSmall);
+  const auto out = dir.path() / "o";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--lab", (dir.path() / "no-lab.json").string()}, "cannot read file"},
+      {{"--baseline", (dir.path() / "no-run").string()}, "cannot read file"},
+      {{"--baseline", s}, "/cells: is required: --baseline names a run folder or its result.json"},
+      {{"--history", (dir.path() / "no" / "history.db").string()}, "--history: cannot create"},
+      {{"--history", s}, "not a loadlab history database"},
+  };
+  for (auto& [flags, error] : cases) {
+    std::vector<std::string> argv = {bin("loadlab"), "run", s, "--out", out.string()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto r = run_command(argv);
+    EXPECT_EQ(r.code, 2) << flags[0] << ": " << r.output_tail;
+    EXPECT_NE(r.output_tail.find(error), std::string::npos) << r.output_tail;
+    EXPECT_FALSE(std::filesystem::exists(out)) << flags[0];
+  }
+  std::filesystem::create_directories(out);
+  std::ofstream(out / "scenario.json") << "an earlier run's";
+  auto r = run_command({bin("loadlab"), "run", s, "--out", out.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("--out: " + out.string() + " already exists and is not empty"),
+            std::string::npos)
+      << r.output_tail;
+  EXPECT_NE(r.output_tail.find("--resume " + out.string()), std::string::npos) << r.output_tail;
+  std::ifstream kept(out / "scenario.json");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), {}), "an earlier run's");
 }
 
 }  // namespace

@@ -30,14 +30,20 @@ void write_result_views(const std::filesystem::path& dir, const nlohmann::json& 
 
 class RunFolder {
  public:
+  // The folder of a new run of the scenario `scenario_name`: runs/NAME-STAMP. InputError
+  // ("/name") when the name would not make one folder inside `runs` (see is_safe_name).
+  static std::filesystem::path new_run_path(const std::filesystem::path& runs,
+                                            const std::string& scenario_name, const std::string& stamp);
+  // InputError naming --out when `dir` exists and is not an empty folder: a new run never
+  // writes into an earlier one's folder (that is --resume's job).
+  static void check_free(const std::filesystem::path& dir);
   // A new run's folder `dir`, created, with a copy of the scenario file, or `scenario_text`
   // when given (the scenario with --set overrides applied). Throws InputError when `dir`
-  // already holds a run, EnvironmentError when it cannot be written.
+  // exists and is not empty (check_free), EnvironmentError when it cannot be written.
   static RunFolder create(const std::filesystem::path& dir, const std::string& scenario_path,
                           const std::string& scenario_text = "");
   // The folder of an earlier run, to resume it. Throws InputError when it holds no scenario.
   static RunFolder resume(const std::filesystem::path& dir);
-
   const std::filesystem::path& path() const { return path_; }
   std::string scenario_path() const { return (path_ / "scenario.json").string(); }
   // result.json as the earlier run left it; null for a new run (or one that wrote none).
