@@ -137,7 +137,12 @@ int compare(const CommandLine& cl) {
     }
   };
   auto base = load(cl.compare_base), current = load(cl.compare_new);
-  auto options = loadlab::controller::options_from_result(current);
+  loadlab::controller::CompareOptions options;
+  try {
+    options = loadlab::controller::options_from_result(current);
+  } catch (const loadlab::InputError& e) {
+    throw e.in_file(cl.compare_new);
+  }
   if (!cl.compare_metric.empty()) options.metric = cl.compare_metric;
   if (cl.compare_threshold >= 0) options.threshold_pct = cl.compare_threshold;
   auto c = loadlab::controller::compare_results(base, current, options);

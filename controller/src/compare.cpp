@@ -94,11 +94,12 @@ bool metric_higher_is_better(const std::string& name) { return find_metric(name)
 
 CompareOptions options_from_result(const nlohmann::json& result) {
   CompareOptions o;
-  if (result.contains("scenario") && result["scenario"].contains("regression")) {
-    const auto& r = result["scenario"]["regression"];
-    o.metric = r.value("metric", o.metric);
-    o.threshold_pct = r.value("threshold_pct", o.threshold_pct);
-  }
+  if (!result.is_object() || !result.contains("scenario") || !result["scenario"].is_object() ||
+      !result["scenario"].contains("regression"))
+    return o;
+  ObjectReader r(result["scenario"]["regression"], "/scenario/regression");
+  o.metric = r.string("metric", o.metric);
+  o.threshold_pct = r.number("threshold_pct", 0, 1000, o.threshold_pct);
   return o;
 }
 

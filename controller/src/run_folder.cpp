@@ -9,10 +9,12 @@
 #include <utility>
 
 #include "loadlab/controller/errors.hpp"
+#include "loadlab/controller/provenance.hpp"
 #include "loadlab/controller/reporters.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/logging.hpp"
 
 namespace loadlab::controller {
 
@@ -72,9 +74,41 @@ RunFolder RunFolder::resume(const fs::path& dir) {
   if (!fs::exists(dir / "scenario.json"))
     throw InputError("--resume", dir.string() + " holds no scenario.json; is it a run folder?");
   RunFolder folder(dir);
-  if (fs::exists(dir / "result.json")) folder.previous_ = read_json_file((dir / "result.json").string());
+  const std::string result = (dir / "result.json").string();
+  if (!fs::exists(result)) return folder;  // stopped before its first cell: nothing to keep
+  folder.previous_ = read_json_file(result);
+  try {
+    folder.check_previous_result();
+  } catch (const InputError& e) {
+    throw e.file().empty() ? e.in_file(result) : e;
+  }
   return folder;
 }
+
+// result.json's fields that a resumed run reads back, and the scenario it was measured with.
+void RunFolder::check_previous_result() const {
+  ObjectReader r(previous_, "");
+  r.string("lab_path", "");
+  r.string("started_at", "");
+  if (r.has("resumed_at") && !r.at("resumed_at").is_array())
+    throw InputError(r.path("resumed_at"), "must be an array");
+  if (!r.has(kScenarioDigest)) {
+    component_logger("controller")
+        ->warn("{}: no {} (a run of an older loadlab): cannot check that scenario.json is the one it ran",
+               (path_ / "result.json").string(), kScenarioDigest);
+    return;
+  }
+  const std::string expected = r.string(kScenarioDigest), found = scenario_digest();
+  if (found != expected)
+    throw InputError("--resume",
+                     scenario_path() + " changed since the run started: its sha256 is " + found +
+                         ", the run was measured with " + expected +
+                         "; its finished cells would not match the scenario. Restore the file, or "
+                         "start a new run in another folder")
+        .in_file(scenario_path());
+}
+
+std::string RunFolder::scenario_digest() const { return sha256_file(scenario_path()); }
 
 RunFolder::RunFolder(RunFolder&& other) noexcept
     : path_(std::move(other.path_)),
@@ -105,6 +139,8 @@ std::vector<std::optional<CellResult>> RunFolder::open_journal(const std::vector
       v1::CellResult cell;
       try {
         proto::from_json(line, &cell);
+        // protobuf reads some lines of the wrong shape ({"repetitions": {}}) as a CellResult of no cell.
+        if (cell.cell().key().empty()) throw InputError("", "it names no cell.key");
       } catch (const InputError& e) {
         throw InputError("", journal_path().string() + " line " + std::to_string(line_no) +
                                  " is not a loadlab.v1.CellResult (" + e.message() +

@@ -261,6 +261,8 @@ class ScenarioRun {
       h["lab_path"] = lab_path_;
       h["started_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
     }
+    // What resume() checks; recorded late for a run of a loadlab that did not record it.
+    if (!h.contains(RunFolder::kScenarioDigest)) h[RunFolder::kScenarioDigest] = folder().scenario_digest();
     h["schema_version"] = kResultSchemaVersion;  // docs/result.schema.json
     h["agents"] = pool_.to_json();
     if (resuming_) h["resumed_at"].push_back(utc_now("%Y-%m-%dT%H:%M:%SZ"));

@@ -466,5 +466,30 @@ TEST(Cli, ARunChecksEveryInputBeforeItMakesItsFolderAndNeverOverwritesOne) {
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), {}), "an earlier run's");
 }
 
+std::string file_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+TEST(Cli, ResumeRefusesAScenarioEditedSinceTheRunStarted) {
+  TempDir dir;
+  const auto out = dir.path() / "o";
+  auto r = run_command(
+      {bin("loadlab"), "--log-level", "warn", "run", dir.file("s.json", kSmall), "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  const std::string journal = file_bytes(out / "journal.jsonl"), result = file_bytes(out / "result.json");
+  ASSERT_FALSE(journal.empty());
+  std::string edited = file_bytes(out / "scenario.json");
+  edited.replace(edited.find("500"), 3, "900");
+  std::ofstream(out / "scenario.json") << edited;
+  r = run_command({bin("loadlab"), "run", "--resume", out.string()});
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("scenario.json changed since the run started: its sha256 is "),
+            std::string::npos)
+      << r.output_tail;
+  EXPECT_EQ(file_bytes(out / "journal.jsonl"), journal);  // nothing measured, nothing written
+  EXPECT_EQ(file_bytes(out / "result.json"), result);
+}
+
 }  // namespace
 }  // namespace loadlab
