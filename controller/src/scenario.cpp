@@ -322,7 +322,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
       for (auto& n : names) all += (all.empty() ? "" : ", ") + n;
       throw InputError(r.path("metric"), "unknown metric \"" + metric + "\"; allowed: " + all);
     }
-    r.number("threshold_pct", 0, 1000, 5);
+    r.number("threshold_pct", 0, limits::kMaxThresholdPct, 5);
   }
   return s;
 }

@@ -491,5 +491,49 @@ TEST(Cli, ResumeRefusesAScenarioEditedSinceTheRunStarted) {
   EXPECT_EQ(file_bytes(out / "result.json"), result);
 }
 
+// Every numeric flag of every program has a range: a value outside it (negative, beyond a
+// double, huge, not a number) is exit status 2 with a line naming the flag.
+TEST(Cli, EveryProgramRefusesAnOutOfRangeNumberNamingTheFlag) {
+  TempDir dir;
+  const std::string url = "http://127.0.0.1:1/";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"loadlab", "compare", "a", "b", "--threshold-pct", "-5"},
+       "--threshold-pct: must be a number in 0..1000"},
+      {{"loadlab", "compare", "a", "b", "--threshold-pct", "1e309"}, "--threshold-pct"},
+      {{"loadlab", "compare", "a", "b", "--threshold-pct", "nan"}, "--threshold-pct"},
+      {{"loadlab", "history", "h.db", "--last", "-1"}, "--last: must be a number in 0..1000000"},
+      {{"loadlab", "history", "h.db", "--last", "1e309"}, "--last"},
+      {{"loadlab-load", url, "-t", "-1"}, "--threads"},
+      {{"loadlab-load", url, "-t", "1e309"}, "--threads"},
+      {{"loadlab-load", url, "-c", "99999999999"}, "--connections"},
+      {{"loadlab-load", url, "-n", "-5"}, "--requests"},
+      {{"loadlab-load", url, "--total", "1e309"}, "--total"},
+      {{"loadlab-load", url, "-d", "1e309"}, "--duration"},
+      {{"loadlab-load", url, "--warmup", "-1"}, "--warmup"},
+      {{"loadlab-load", url, "--rate", "1e309"}, "--rate"},
+      {{"loadlab-load", url, "--timeout", "0"}, "--timeout"},
+      {{"loadlab-target", "--threads", "0"}, "--threads"},
+      {{"loadlab-target", "--threads", "99999999999999999999999"}, "--threads"},
+      {{"loadlab-target", "--delay-ms", "1e309"}, "--delay-ms"},
+      {{"loadlab-target", "--work-us", "-1"}, "--work-us"},
+      {{"loadlab-target", "--body-size", "67108865"}, "--body-size"},
+      {{"loadlab-target", "--status", "600"}, "--status"},
+      {{"loadlab-target", "--stall", "1:0"}, "--stall"},
+      {{"loadlab-target", "--read-timeout-ms", "0"}, "--read-timeout-ms"},
+      {{"loadlab-target", "--idle-timeout-ms", "1e309"}, "--idle-timeout-ms"},
+      {{"loadlab-target", "--listen", "127.0.0.1:65536"}, "--listen"},
+      {{"loadlab-agent", "--listen", "127.0.0.1:0", "--sample-interval-ms", "1e309"}, "--sample-interval-ms"},
+      {{"loadlab-agent", "--listen", "127.0.0.1:0", "--sample-interval-ms", "-1"}, "--sample-interval-ms"},
+  };
+  for (auto [argv, error] : cases) {
+    argv[0] = bin(argv[0]);
+    auto r = run_command(argv, std::chrono::seconds(20));
+    std::string line;
+    for (auto& a : argv) line += " " + a;
+    EXPECT_EQ(r.code, 2) << line << ": " << r.output_tail;
+    EXPECT_NE(r.output_tail.find(error), std::string::npos) << line << ": " << r.output_tail;
+  }
+}
+
 }  // namespace
 }  // namespace loadlab

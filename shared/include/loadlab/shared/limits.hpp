@@ -31,4 +31,9 @@ inline constexpr int64_t kMaxResponseBodyBytes = int64_t{64} << 20;  // --body-s
 // Scenario: cells of one matrix (targets × every axis).
 inline constexpr int64_t kMaxCells = 100'000;
 
+// Controller: a regression's threshold (the scenario's regression.threshold_pct and
+// `loadlab compare --threshold-pct`), and `loadlab history --last N` runs.
+inline constexpr double kMaxThresholdPct = 1'000;
+inline constexpr int64_t kMaxHistoryRuns = 1'000'000;
+
 }  // namespace loadlab::limits
