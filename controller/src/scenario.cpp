@@ -18,7 +18,6 @@ namespace loadlab::controller {
 namespace {
 
 constexpr const char* kBuiltins[] = {"hello"};
-constexpr double kMaxRate = 1e12;  // requests/s over a cell; per thread it is the limits table's
 
 bool is_name_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
@@ -111,7 +110,7 @@ LoadDef parse_load(const ObjectReader& l) {
     throw InputError(l.path("body"), "must be at most " + std::to_string(limits::kMaxBodyBytes) +
                                          " bytes, got " + std::to_string(d.body.size()));
   d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, limits::kMaxTimeoutMs, 0));
-  d.rate = l.number("rate", limits::kMinRatePerThread, kMaxRate, 0);
+  d.rate = l.number("rate", limits::kMinRatePerThread, limits::kMaxCellRate, 0);
   return d;
 }
 
@@ -123,7 +122,7 @@ std::vector<std::pair<std::string, std::string>> parse_selector(const ObjectRead
     o.allow({"role", "labels"});
   role = o.string("role", role);
   if (role != "target" && role != "load") throw InputError(o.path("role"), "must be \"target\" or \"load\"");
-  if (agents) *agents = static_cast<uint32_t>(o.integer("agents", 1, 1000, 1));
+  if (agents) *agents = static_cast<uint32_t>(o.integer("agents", 1, limits::kMaxLoadAgents, 1));
   return o.string_map("labels");
 }
 
@@ -139,17 +138,18 @@ PlacementDef parse_placement(const ObjectReader& p) {
 ExecutionDef parse_execution(const ObjectReader& e) {
   e.allow({"retries", "retry_backoff_s", "cooldown_s", "shuffle_seed", "deadlines"});
   ExecutionDef d;
-  d.retries = static_cast<uint32_t>(e.integer("retries", 0, 100, 2));
-  d.retry_backoff_s = e.number("retry_backoff_s", 0, 300, d.retry_backoff_s);
-  d.cooldown_s = e.number("cooldown_s", 0, 3600, 0);
+  d.retries = static_cast<uint32_t>(e.integer("retries", 0, limits::kMaxRetries, 2));
+  d.retry_backoff_s = e.number("retry_backoff_s", 0, limits::kMaxRetryBackoffS, d.retry_backoff_s);
+  d.cooldown_s = e.number("cooldown_s", 0, limits::kMaxCooldownS, 0);
   if (e.has("shuffle_seed")) d.shuffle_seed = static_cast<uint64_t>(e.integer("shuffle_seed", 0, INT64_MAX));
   if (e.has("deadlines")) {
     auto dl = e.object("deadlines");
     dl.allow({"ready_s", "warmup_extra_s", "measure_s", "stop_s"});
-    d.ready_s = dl.number("ready_s", 0.1, 86400, d.ready_s);
-    d.warmup_extra_s = dl.number("warmup_extra_s", 0.1, 86400, d.warmup_extra_s);
-    d.measure_s = dl.number("measure_s", 0.1, 7 * 86400, 0);
-    d.stop_s = dl.number("stop_s", 0.1, 3600, d.stop_s);
+    d.ready_s = dl.number("ready_s", limits::kMinDeadlineS, limits::kMaxReadyS, d.ready_s);
+    d.warmup_extra_s =
+        dl.number("warmup_extra_s", limits::kMinDeadlineS, limits::kMaxWarmupExtraS, d.warmup_extra_s);
+    d.measure_s = dl.number("measure_s", limits::kMinDeadlineS, limits::kMaxMeasureS, 0);
+    d.stop_s = dl.number("stop_s", limits::kMinDeadlineS, limits::kMaxStopS, d.stop_s);
   }
   return d;
 }
@@ -203,7 +203,7 @@ MatrixAxis parse_matrix_axis(const ObjectReader& m, const KnobInfo& k) {
       return integer(0, limits::kMaxServerThreads);
     case Knob::kRate:
       return parse_axis(m, k, [](const nlohmann::json& v, const std::string& at) {
-        if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxRate))
+        if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= limits::kMaxCellRate))
           throw InputError(at, "must be a number of requests per second in 0 (closed loop)..10^12");
         return number_text(v.get<double>());
       });
@@ -308,7 +308,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   s.matrix = parse_matrix(root.object("matrix"), matrix_order);
   s.load = parse_load(root.object("load"));
   check_cells(s);
-  s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, 100, 1));
+  s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, limits::kMaxRepetitions, 1));
   if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
   if (root.has("regression")) {
