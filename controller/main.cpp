@@ -18,7 +18,9 @@
 #include "loadlab/controller/report_cli.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
+#include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "local_agent.hpp"
 
@@ -52,11 +54,12 @@ struct CommandLine {
   loadlab::controller::RunOptions run;
   std::string agents_lab;
   std::string compare_base, compare_new, compare_metric;
-  double compare_threshold = -1;
+  double compare_threshold = 0;
   std::string validate_path;
   std::vector<std::string> validate_overrides;
   std::string report_dir;
   CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd, *report_cmd;
+  CLI::Option* threshold_opt;
   loadlab::controller::HistoryCommand history;
 
   CommandLine() {
@@ -93,9 +96,11 @@ struct CommandLine {
     compare_cmd->add_option("--metric", compare_metric,
                             "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, "
                             "client_cpu_pct (default: the scenario's regression.metric, or qps)");
-    compare_cmd->add_option(
-        "--threshold-pct", compare_threshold,
-        "smallest change that counts (default: the scenario's regression.threshold_pct, or 5)");
+    threshold_opt = compare_cmd
+                        ->add_option("--threshold-pct", compare_threshold,
+                                     "smallest change that counts, 0..1000 (default: the scenario's "
+                                     "regression.threshold_pct, or 5)")
+                        ->check(loadlab::number_in(0, loadlab::limits::kMaxThresholdPct));
 
     validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
     validate_cmd->add_option("scenario", validate_path, "scenario JSON file")->required();
@@ -137,9 +142,14 @@ int compare(const CommandLine& cl) {
     }
   };
   auto base = load(cl.compare_base), current = load(cl.compare_new);
-  auto options = loadlab::controller::options_from_result(current);
+  loadlab::controller::CompareOptions options;
+  try {
+    options = loadlab::controller::options_from_result(current);
+  } catch (const loadlab::InputError& e) {
+    throw e.in_file(cl.compare_new);
+  }
   if (!cl.compare_metric.empty()) options.metric = cl.compare_metric;
-  if (cl.compare_threshold >= 0) options.threshold_pct = cl.compare_threshold;
+  if (cl.threshold_opt->count()) options.threshold_pct = cl.compare_threshold;
   auto c = loadlab::controller::compare_results(base, current, options);
   loadlab::controller::write_comparison(std::cout, c);
   return c.regressions ? 1 : 0;

@@ -13,6 +13,8 @@
 #include "load_options.hpp"
 #include "load_runner.hpp"
 #include "loadlab/proto/json.hpp"
+#include "loadlab/shared/flag_ranges.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "progress_line.hpp"
 
@@ -51,11 +53,19 @@ int main(int argc, char** argv) {
   double duration = 0, rate = 0;
   bool no_keepalive = false, json = false, json_events = false;
   app.add_option("url", o.url, "http://HOST[:PORT][/PATH]")->required();
-  app.add_option("-t,--threads", o.threads, "worker threads (default 1)");
+  // The integer flags' bounds are checked on the text too: a value their type cannot hold
+  // ("-t 1e309") is refused with the range, not as text CLI11 could not convert.
+  using loadlab::number_in;
+  namespace limits = loadlab::limits;
+  app.add_option("-t,--threads", o.threads, "worker threads (default 1)")
+      ->check(number_in(1, limits::kMaxThreads));
   app.add_option("-c,--connections", o.connections,
-                 "connections in total, spread over threads (default = threads)");
-  auto* n_opt = app.add_option("-n,--requests", requests, "measured requests per thread");
-  auto* total_opt = app.add_option("--total", total, "measured requests overall, split over threads");
+                 "connections in total, spread over threads (default = threads)")
+      ->check(number_in(1, limits::kMaxConnections));
+  auto* n_opt = app.add_option("-n,--requests", requests, "measured requests per thread")
+                    ->check(number_in(1, static_cast<double>(limits::kMaxRequests)));
+  auto* total_opt = app.add_option("--total", total, "measured requests overall, split over threads")
+                        ->check(number_in(1, static_cast<double>(limits::kMaxRequests)));
   auto* d_opt = app.add_option("-d,--duration", duration, "measured seconds (default 10 if no -n/--total)");
   auto* rate_opt = app.add_option("--rate", rate,
                                   "open loop: requests per second overall, each thread paces rate/threads; "
@@ -64,7 +74,8 @@ int main(int argc, char** argv) {
   app.add_option("-m,--method", o.method, "request method (default GET)");
   app.add_option("-H,--header", o.headers, "request header 'Name: value' (repeatable)");
   app.add_option("--body", o.body, "request body");
-  app.add_option("--timeout", o.timeout_ms, "per-request timeout in ms (default 5000)");
+  app.add_option("--timeout", o.timeout_ms, "per-request timeout in ms (default 5000)")
+      ->check(number_in(1, limits::kMaxTimeoutMs));
   app.add_flag("--no-keepalive", no_keepalive, "a new connection per request");
   app.add_option("--csv-requests", o.csv_requests,
                  "write one row per measured request: start_offset_us,latency_us,status,bytes");

@@ -11,9 +11,9 @@
 
 namespace loadlab::target {
 
-inline constexpr double kMaxDelayMs = 60000;
+inline constexpr double kMaxDelayMs = limits::kMaxDelayMs;
 inline constexpr std::uint64_t kMaxBodySize = limits::kMaxResponseBodyBytes;
-inline constexpr std::uint64_t kMaxWorkUs = 1000000;
+inline constexpr std::uint64_t kMaxWorkUs = limits::kMaxWorkUs;
 inline constexpr unsigned kMinStatus = 200;
 inline constexpr unsigned kMaxStatus = 599;
 

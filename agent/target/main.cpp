@@ -21,7 +21,8 @@ namespace target = loadlab::target;
 
 constexpr int kExitCannotListen = 1;
 constexpr int kExitUsage = 2;
-constexpr std::uint64_t kMaxTimeoutMs = 3600000;
+constexpr std::uint64_t kMaxTimeoutMs = loadlab::limits::kMaxTargetTimeoutMs;
+constexpr std::uint64_t kMaxThreads = loadlab::limits::kMaxServerThreads;
 
 int usage_error(const std::string& message) {
   std::cerr << "loadlab-target: " << message << "\n";
@@ -90,8 +91,9 @@ int main(int argc, char** argv) {
   if (!endpoint) {
     return usage_error("--listen: expected HOST:PORT (IPv6 as [ADDR]:PORT) with port 0..65535" + got(listen));
   }
-  auto threads = target::parse_uint(threads_text, 1, 1024);
-  if (!threads) return usage_error("--threads: " + target::expected_range(1, 1024) + got(threads_text));
+  auto threads = target::parse_uint(threads_text, 1, kMaxThreads);
+  if (!threads)
+    return usage_error("--threads: " + target::expected_range(1, kMaxThreads) + got(threads_text));
   if (acceptor_text != "shared" && acceptor_text != "reuseport") {
     return usage_error("--acceptor: expected shared or reuseport" + got(acceptor_text));
   }

@@ -8,6 +8,7 @@
 #include "loadlab/controller/stats.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/v1/result.pb.h"
 
 namespace loadlab::controller {
@@ -94,11 +95,12 @@ bool metric_higher_is_better(const std::string& name) { return find_metric(name)
 
 CompareOptions options_from_result(const nlohmann::json& result) {
   CompareOptions o;
-  if (result.contains("scenario") && result["scenario"].contains("regression")) {
-    const auto& r = result["scenario"]["regression"];
-    o.metric = r.value("metric", o.metric);
-    o.threshold_pct = r.value("threshold_pct", o.threshold_pct);
-  }
+  if (!result.is_object() || !result.contains("scenario") || !result["scenario"].is_object() ||
+      !result["scenario"].contains("regression"))
+    return o;
+  ObjectReader r(result["scenario"]["regression"], "/scenario/regression");
+  o.metric = r.string("metric", o.metric);
+  o.threshold_pct = r.number("threshold_pct", 0, limits::kMaxThresholdPct, o.threshold_pct);
   return o;
 }
 
@@ -173,8 +175,9 @@ void check_comparable(const nlohmann::json& base, const nlohmann::json& current,
 Comparison compare_results(const nlohmann::json& base, const nlohmann::json& current,
                            const CompareOptions& o) {
   const Metric& m = find_metric(o.metric);
-  if (!(o.threshold_pct >= 0 && o.threshold_pct <= 1000))
-    throw InputError("--threshold-pct", "must be a number in [0, 1000]");
+  if (!(o.threshold_pct >= 0 && o.threshold_pct <= limits::kMaxThresholdPct))
+    throw InputError("--threshold-pct",
+                     "must be a number in [0, " + std::to_string(int(limits::kMaxThresholdPct)) + "]");
   auto b = cells_of(base, m, "BASE");
   auto n = cells_of(current, m, "NEW");
   check_comparable(base, current, b, n);

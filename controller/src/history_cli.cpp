@@ -8,7 +8,9 @@
 #include "loadlab/controller/change_points.hpp"
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/history.hpp"
+#include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/input_error.hpp"
+#include "loadlab/shared/limits.hpp"
 
 namespace loadlab::controller {
 
@@ -190,7 +192,8 @@ void HistoryCommand::add_to(CLI::App& app) {
   command_->add_option("--scenario", options_.scenario, "only this scenario's runs and cells");
   command_->add_flag("--changes", options_.changes,
                      "the runs where a cell's figure moved to a new level (E-divisive change points)");
-  command_->add_option("--last", options_.last, "only the newest N runs of each cell (default all)");
+  command_->add_option("--last", options_.last, "only the newest N runs of each cell (default all)")
+      ->check(number_in(0, static_cast<double>(limits::kMaxHistoryRuns)));
 }
 
 bool HistoryCommand::chosen() const { return command_ && command_->parsed(); }

@@ -9,9 +9,12 @@
 #include <utility>
 
 #include "loadlab/controller/errors.hpp"
+#include "loadlab/controller/provenance.hpp"
 #include "loadlab/controller/reporters.hpp"
+#include "loadlab/controller/scenario.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/logging.hpp"
 
 namespace loadlab::controller {
 
@@ -32,16 +35,35 @@ void write_file(const fs::path& path, const std::string& content) {
 
 }  // namespace
 
+fs::path RunFolder::new_run_path(const fs::path& runs, const std::string& scenario_name,
+                                 const std::string& stamp) {
+  // The scenario checker allows only such names; this is the second fence, where the path is made.
+  if (!is_safe_name(scenario_name))
+    throw InputError("/name", "\"" + scenario_name + "\" cannot name a folder inside " + runs.string() +
+                                  " (letters, digits, '.', '_', '-', not starting with '.')");
+  return runs / (scenario_name + "-" + stamp);
+}
+
+void RunFolder::check_free(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) throw InputError("--out", dir.string() + " exists and is not a folder");
+  if (!fs::is_empty(dir, ec) || ec)
+    throw InputError("--out",
+                     dir.string() +
+                         " already exists and is not empty; a new run does not write into it. Continue "
+                         "the run there with --resume " +
+                         dir.string() + ", or choose another folder");
+}
+
 RunFolder RunFolder::create(const fs::path& dir, const std::string& scenario_path,
                             const std::string& scenario_text) {
-  if (fs::exists(dir / "result.json") || fs::exists(dir / "journal.jsonl"))
-    throw InputError("",
-                     "--out: " + dir.string() + " already holds a run; choose another folder or --resume it");
+  check_free(dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw EnvironmentError("--out: cannot create " + dir.string() + ": " + ec.message());
   if (scenario_text.empty())
-    fs::copy_file(scenario_path, dir / "scenario.json", fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(scenario_path, dir / "scenario.json", fs::copy_options::none, ec);
   else
     write_file(dir / "scenario.json", scenario_text);
   if (ec) throw EnvironmentError("cannot copy the scenario into " + dir.string() + ": " + ec.message());
@@ -50,11 +72,43 @@ RunFolder RunFolder::create(const fs::path& dir, const std::string& scenario_pat
 
 RunFolder RunFolder::resume(const fs::path& dir) {
   if (!fs::exists(dir / "scenario.json"))
-    throw InputError("", "--resume: " + dir.string() + " holds no scenario.json; is it a run folder?");
+    throw InputError("--resume", dir.string() + " holds no scenario.json; is it a run folder?");
   RunFolder folder(dir);
-  if (fs::exists(dir / "result.json")) folder.previous_ = read_json_file((dir / "result.json").string());
+  const std::string result = (dir / "result.json").string();
+  if (!fs::exists(result)) return folder;  // stopped before its first cell: nothing to keep
+  folder.previous_ = read_json_file(result);
+  try {
+    folder.check_previous_result();
+  } catch (const InputError& e) {
+    throw e.file().empty() ? e.in_file(result) : e;
+  }
   return folder;
 }
+
+// result.json's fields that a resumed run reads back, and the scenario it was measured with.
+void RunFolder::check_previous_result() const {
+  ObjectReader r(previous_, "");
+  r.string("lab_path", "");
+  r.string("started_at", "");
+  if (r.has("resumed_at") && !r.at("resumed_at").is_array())
+    throw InputError(r.path("resumed_at"), "must be an array");
+  if (!r.has(kScenarioDigest)) {
+    component_logger("controller")
+        ->warn("{}: no {} (a run of an older loadlab): cannot check that scenario.json is the one it ran",
+               (path_ / "result.json").string(), kScenarioDigest);
+    return;
+  }
+  const std::string expected = r.string(kScenarioDigest), found = scenario_digest();
+  if (found != expected)
+    throw InputError("--resume",
+                     scenario_path() + " changed since the run started: its sha256 is " + found +
+                         ", the run was measured with " + expected +
+                         "; its finished cells would not match the scenario. Restore the file, or "
+                         "start a new run in another folder")
+        .in_file(scenario_path());
+}
+
+std::string RunFolder::scenario_digest() const { return sha256_file(scenario_path()); }
 
 RunFolder::RunFolder(RunFolder&& other) noexcept
     : path_(std::move(other.path_)),
@@ -85,6 +139,8 @@ std::vector<std::optional<CellResult>> RunFolder::open_journal(const std::vector
       v1::CellResult cell;
       try {
         proto::from_json(line, &cell);
+        // protobuf reads some lines of the wrong shape ({"repetitions": {}}) as a CellResult of no cell.
+        if (cell.cell().key().empty()) throw InputError("", "it names no cell.key");
       } catch (const InputError& e) {
         throw InputError("", journal_path().string() + " line " + std::to_string(line_no) +
                                  " is not a loadlab.v1.CellResult (" + e.message() +

@@ -67,22 +67,24 @@ std::vector<size_t> run_order(const Scenario& s, size_t cells) {
 
 struct OpenedRun {
   Scenario scenario;
-  RunFolder folder;
+  std::optional<RunFolder> folder;  // a resumed run's; a new run's is made once every input is checked
+  fs::path new_dir;                 // a new run's folder, still to be made
 };
 
-// The scenario, and the run's folder: a new one, or the one --resume names. A scenario
-// with errors is rejected before any folder is made.
+// The scenario, and the run's folder: the one --resume names (refused when its scenario.json
+// changed since the run started), or the path of a new one, checked to be free but not made
+// yet: a run that fails its checks leaves no folder behind.
 OpenedRun open_run(const RunOptions& o) {
   if (!o.resume_dir.empty()) {
     RunFolder folder = RunFolder::resume(o.resume_dir);
     Scenario s = load_scenario_file(folder.scenario_path());
-    return {std::move(s), std::move(folder)};
+    return {std::move(s), std::move(folder), {}};
   }
   Scenario s = load_scenario_file(o.scenario_path, o.overrides);
-  fs::path dir =
-      o.out_dir.empty() ? fs::path("runs") / (s.name + "-" + utc_now("%Y%m%dT%H%M%SZ")) : fs::path(o.out_dir);
-  RunFolder folder = RunFolder::create(dir, o.scenario_path, o.overrides.empty() ? "" : s.source_text);
-  return {std::move(s), std::move(folder)};
+  fs::path dir = o.out_dir.empty() ? RunFolder::new_run_path("runs", s.name, utc_now("%Y%m%dT%H%M%SZ"))
+                                   : fs::path(o.out_dir);
+  RunFolder::check_free(dir);
+  return {std::move(s), std::nullopt, std::move(dir)};
 }
 
 // One `loadlab run`: its agents, its cells in order, its files and its summary table.
@@ -93,14 +95,24 @@ class ScenarioRun {
         resuming_(!o.resume_dir.empty()),
         scenario_(std::move(opened.scenario)),
         folder_(std::move(opened.folder)),
+        new_dir_(std::move(opened.new_dir)),
         cells_(expand(scenario_)),
-        lab_path_(lab_path(o, folder_.previous_result())) {}
+        lab_path_(lab_path(o, folder_ ? folder_->previous_result() : nlohmann::json())) {}
 
   int run(std::ostream& table_out) {
+    // Every input that can be refused is checked before the run's folder is made: the local
+    // files first, then what the agents can host. A resumed run's journal is read first.
+    if (folder_) results_ = folder().open_journal(cells_);  // its finished cells are kept as they were
+    check_baseline();
+    check_history();
     connect_agents();
     pool_.check(scenario_);
+    if (!folder_) {
+      folder_.emplace(RunFolder::create(new_dir_, options_.scenario_path,
+                                        options_.overrides.empty() ? "" : scenario_.source_text));
+      results_ = folder().open_journal(cells_);
+    }
     header_ = header();
-    results_ = folder_.open_journal(cells_);  // cells finished before a resume are kept as they were
     save();
     ProgressReporter progress(cells_.size(), ProgressReporter::stderr_is_tty(), options_.quiet);
     run_cells(progress);
@@ -129,6 +141,39 @@ class ScenarioRun {
   static std::string lab_path(const RunOptions& o, const nlohmann::json& previous) {
     if (o.resume_dir.empty() || !o.lab_path.empty() || !previous.contains("lab_path")) return o.lab_path;
     return previous["lab_path"].get<std::string>();
+  }
+
+  RunFolder& folder() { return *folder_; }
+  const RunFolder& folder() const { return *folder_; }
+
+  // --baseline names a run that can be read (history:last-good is looked up at the end).
+  void check_baseline() const {
+    if (!options_.baseline.empty() && options_.baseline != kLastGood) read_baseline(options_.baseline);
+  }
+
+  // --history is a loadlab history, or a new file in a folder that exists.
+  void check_history() const {
+    if (options_.history.empty()) return;
+    if (fs::exists(options_.history)) {
+      try {
+        History::open(options_.history, History::Mode::kExisting);
+      } catch (const InputError& e) {
+        throw InputError("--history", e.message()).in_file(options_.history);
+      }
+      return;
+    }
+    const fs::path parent = fs::absolute(options_.history).parent_path();
+    if (!fs::is_directory(parent))
+      throw InputError("--history", "cannot create " + options_.history + ": no folder " + parent.string());
+  }
+
+  static nlohmann::json read_baseline(std::string path) {
+    if (fs::is_directory(path)) path = (fs::path(path) / "result.json").string();
+    nlohmann::json base = read_json_file(path);
+    if (!base.is_object() || !base.contains("cells") || !base["cells"].is_array())
+      throw InputError("/cells", "is required: --baseline names a run folder or its result.json")
+          .in_file(path);
+    return base;
   }
 
   // The lab's agents, or one embedded agent reached over the same gRPC path.
@@ -169,14 +214,9 @@ class ScenarioRun {
       }
       path = *last;
     }
+    nlohmann::json base = read_baseline(path);
     if (fs::is_directory(path)) path = (fs::path(path) / "result.json").string();
-    nlohmann::json base;
-    try {
-      base = read_json_file(path);
-    } catch (const InputError& e) {
-      throw e.in_file(path);
-    }
-    auto current = read_json_file((folder_.path() / "result.json").string());
+    auto current = read_json_file((folder().path() / "result.json").string());
     auto options = options_from_result(current);
     Comparison c;
     try {
@@ -193,7 +233,7 @@ class ScenarioRun {
   // The finished run into the history, and each cell's trend (its median QPS over the runs
   // the history holds, this one included) into result.json and report.html.
   void record_in_history() {
-    auto added = append_run_file(options_.history, folder_.path().string());
+    auto added = append_run_file(options_.history, folder().path().string());
     component_logger("controller")->info("run {} in history {}", added.run_id, options_.history);
     auto history = History::open(options_.history, History::Mode::kExisting);
     nlohmann::json trends = {{"metric", "qps"}, {"cells", nlohmann::json::object()}};
@@ -210,7 +250,7 @@ class ScenarioRun {
 
   // result.json but its cells: what ran, on which agents, when.
   nlohmann::json header() const {
-    const auto& previous = folder_.previous_result();
+    const auto& previous = folder().previous_result();
     nlohmann::json h = previous.is_object() ? previous : nlohmann::json::object();
     if (!resuming_ || !h.contains("started_at")) {
       h["loadlab_version"] = LOADLAB_VERSION;
@@ -221,6 +261,8 @@ class ScenarioRun {
       h["lab_path"] = lab_path_;
       h["started_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
     }
+    // What resume() checks; recorded late for a run of a loadlab that did not record it.
+    if (!h.contains(RunFolder::kScenarioDigest)) h[RunFolder::kScenarioDigest] = folder().scenario_digest();
     h["schema_version"] = kResultSchemaVersion;  // docs/result.schema.json
     h["agents"] = pool_.to_json();
     if (resuming_) h["resumed_at"].push_back(utc_now("%Y-%m-%dT%H:%M:%SZ"));
@@ -241,7 +283,7 @@ class ScenarioRun {
       first = false;
       auto cell = executor.run(cells_[i], finished);
       if (!cell) break;  // shutting down: the cell is left to --resume, not recorded as failed
-      folder_.journal(*cell);
+      folder().journal(*cell);
       results_[i] = std::move(*cell);
       progress.cell_finished(++finished, cells_[i].key(), cell_summary(*results_[i]));
       save();  // after every cell: a broken run keeps what it measured
@@ -255,7 +297,7 @@ class ScenarioRun {
     return out;
   }
 
-  void save() const { folder_.write_results(header_, scenario_.name, finished_cells()); }
+  void save() const { folder().write_results(header_, scenario_.name, finished_cells()); }
 
   // The final table; returns the exit status.
   int summarize(std::ostream& out, int stopped_by) const {
@@ -265,11 +307,11 @@ class ScenarioRun {
         << scenario_.name << " (" << cells_.size() << " cells, " << scenario_.repetitions << " repetition"
         << (scenario_.repetitions == 1 ? "" : "s") << " each)\n\n";
     write_table(out, shown);
-    out << "\nresults: " << (folder_.path() / "result.json").string() << ", matrix.csv, matrix.md\n";
+    out << "\nresults: " << (folder().path() / "result.json").string() << ", matrix.csv, matrix.md\n";
     if (failed) out << failed << " of " << cells_.size() << " cells failed\n";
     if (stopped_by) {
       out << "interrupted by signal " << stopped_by << " after " << shown.size() << " of " << cells_.size()
-          << " cells; continue with: loadlab run --resume " << folder_.path().string() << "\n";
+          << " cells; continue with: loadlab run --resume " << folder().path().string() << "\n";
       return 128 + stopped_by;
     }
     return failed ? 3 : 0;
@@ -278,7 +320,8 @@ class ScenarioRun {
   const RunOptions& options_;
   const bool resuming_;
   Scenario scenario_;
-  RunFolder folder_;
+  std::optional<RunFolder> folder_;  // made by run() once the inputs are checked
+  fs::path new_dir_;
   std::vector<Cell> cells_;
   std::string lab_path_;
   std::unique_ptr<EmbeddedAgent> embedded_;  // before the pool: outlives its channel

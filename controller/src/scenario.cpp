@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 
@@ -19,13 +18,14 @@ namespace loadlab::controller {
 namespace {
 
 constexpr const char* kBuiltins[] = {"hello"};
-constexpr double kMaxRate = 1e12;  // requests/s over a cell; per thread it is the limits table's
+
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+}
 
 // A client is named like a catalog entry: letters, digits, '.', '_', '-'.
 void check_client_name(const std::string& name, const std::string& path) {
-  bool ok = !name.empty() && name.size() <= 64;
-  for (char c : name)
-    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+  bool ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), is_name_char);
   if (!ok)
     throw InputError(path,
                      "must be \"loadlab\" (the built-in client) or an agent catalog client's name "
@@ -110,7 +110,7 @@ LoadDef parse_load(const ObjectReader& l) {
     throw InputError(l.path("body"), "must be at most " + std::to_string(limits::kMaxBodyBytes) +
                                          " bytes, got " + std::to_string(d.body.size()));
   d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, limits::kMaxTimeoutMs, 0));
-  d.rate = l.number("rate", limits::kMinRatePerThread, kMaxRate, 0);
+  d.rate = l.number("rate", limits::kMinRatePerThread, limits::kMaxCellRate, 0);
   return d;
 }
 
@@ -122,7 +122,7 @@ std::vector<std::pair<std::string, std::string>> parse_selector(const ObjectRead
     o.allow({"role", "labels"});
   role = o.string("role", role);
   if (role != "target" && role != "load") throw InputError(o.path("role"), "must be \"target\" or \"load\"");
-  if (agents) *agents = static_cast<uint32_t>(o.integer("agents", 1, 1000, 1));
+  if (agents) *agents = static_cast<uint32_t>(o.integer("agents", 1, limits::kMaxLoadAgents, 1));
   return o.string_map("labels");
 }
 
@@ -138,17 +138,18 @@ PlacementDef parse_placement(const ObjectReader& p) {
 ExecutionDef parse_execution(const ObjectReader& e) {
   e.allow({"retries", "retry_backoff_s", "cooldown_s", "shuffle_seed", "deadlines"});
   ExecutionDef d;
-  d.retries = static_cast<uint32_t>(e.integer("retries", 0, 100, 2));
-  d.retry_backoff_s = e.number("retry_backoff_s", 0, 300, d.retry_backoff_s);
-  d.cooldown_s = e.number("cooldown_s", 0, 3600, 0);
+  d.retries = static_cast<uint32_t>(e.integer("retries", 0, limits::kMaxRetries, 2));
+  d.retry_backoff_s = e.number("retry_backoff_s", 0, limits::kMaxRetryBackoffS, d.retry_backoff_s);
+  d.cooldown_s = e.number("cooldown_s", 0, limits::kMaxCooldownS, 0);
   if (e.has("shuffle_seed")) d.shuffle_seed = static_cast<uint64_t>(e.integer("shuffle_seed", 0, INT64_MAX));
   if (e.has("deadlines")) {
     auto dl = e.object("deadlines");
     dl.allow({"ready_s", "warmup_extra_s", "measure_s", "stop_s"});
-    d.ready_s = dl.number("ready_s", 0.1, 86400, d.ready_s);
-    d.warmup_extra_s = dl.number("warmup_extra_s", 0.1, 86400, d.warmup_extra_s);
-    d.measure_s = dl.number("measure_s", 0.1, 7 * 86400, 0);
-    d.stop_s = dl.number("stop_s", 0.1, 3600, d.stop_s);
+    d.ready_s = dl.number("ready_s", limits::kMinDeadlineS, limits::kMaxReadyS, d.ready_s);
+    d.warmup_extra_s =
+        dl.number("warmup_extra_s", limits::kMinDeadlineS, limits::kMaxWarmupExtraS, d.warmup_extra_s);
+    d.measure_s = dl.number("measure_s", limits::kMinDeadlineS, limits::kMaxMeasureS, 0);
+    d.stop_s = dl.number("stop_s", limits::kMinDeadlineS, limits::kMaxStopS, d.stop_s);
   }
   return d;
 }
@@ -202,7 +203,7 @@ MatrixAxis parse_matrix_axis(const ObjectReader& m, const KnobInfo& k) {
       return integer(0, limits::kMaxServerThreads);
     case Knob::kRate:
       return parse_axis(m, k, [](const nlohmann::json& v, const std::string& at) {
-        if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxRate))
+        if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= limits::kMaxCellRate))
           throw InputError(at, "must be a number of requests per second in 0 (closed loop)..10^12");
         return number_text(v.get<double>());
       });
@@ -292,7 +293,11 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   Scenario s;
   s.source = j;
   s.name = root.string("name");
-  if (s.name.empty()) throw InputError(root.path("name"), "must not be empty");
+  if (!is_safe_name(s.name))
+    throw InputError(root.path("name"), "must be 1.." + std::to_string(kMaxNameLength) +
+                                            " letters, digits, '.', '_' or '-', not starting with '.' (it "
+                                            "names the run folder), got " +
+                                            nlohmann::json(s.name).dump());
   s.description = root.string("description", "");
   std::set<std::string> names;
   for (auto& t : root.objects("targets")) {
@@ -303,7 +308,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   s.matrix = parse_matrix(root.object("matrix"), matrix_order);
   s.load = parse_load(root.object("load"));
   check_cells(s);
-  s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, 100, 1));
+  s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, limits::kMaxRepetitions, 1));
   if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
   if (root.has("regression")) {
@@ -317,7 +322,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
       for (auto& n : names) all += (all.empty() ? "" : ", ") + n;
       throw InputError(r.path("metric"), "unknown metric \"" + metric + "\"; allowed: " + all);
     }
-    r.number("threshold_pct", 0, 1000, 5);
+    r.number("threshold_pct", 0, limits::kMaxThresholdPct, 5);
   }
   return s;
 }
@@ -361,10 +366,8 @@ void apply_override(nlohmann::ordered_json& j, const std::string& assignment) {
 }  // namespace
 
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
-  read_json_file(path);  // a syntax error is an InputError with its line and column
-  std::ifstream in(path);
   // nlohmann::json keeps an object's keys sorted; the matrix's order is the file's.
-  auto ordered = nlohmann::ordered_json::parse(in);
+  auto ordered = read_ordered_json_file(path);
   for (auto& o : overrides) apply_override(ordered, o);
   std::vector<std::string> order;
   if (ordered.is_object() && ordered.contains("matrix") && ordered["matrix"].is_object())
@@ -377,6 +380,11 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
   } catch (const InputError& e) {
     throw e.in_file(path);
   }
+}
+
+bool is_safe_name(const std::string& name) {
+  return !name.empty() && name.size() <= kMaxNameLength && name[0] != '.' &&
+         std::all_of(name.begin(), name.end(), is_name_char);
 }
 
 const std::vector<KnobInfo>& knobs() {

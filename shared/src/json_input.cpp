@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace loadlab {
@@ -17,16 +19,111 @@ std::string describe_type(const nlohmann::json& v) {
          : v.is_object()  ? "an object"
                           : "null";
 }
+
+// Follows the parser through the document, so that an error can name the JSON pointer of
+// the value it is in, and refuses a key its object already has: nlohmann keeps the last
+// of two equal keys silently, and in a config file the first one is then a setting that
+// looks in force and is not.
+class StrictParse {
+ public:
+  template <class Json>
+  bool on(nlohmann::json::parse_event_t event, const Json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        frames_.push_back({event == Event::array_start, 0, {}, {}});
+        break;
+      case Event::key: {
+        auto& f = frames_.back();
+        f.key = parsed.template get<std::string>();
+        if (!f.keys.insert(f.key).second) throw InputError(pointer(), "duplicate key");
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        frames_.pop_back();
+        value_done();
+        break;
+      case Event::value:
+        value_done();
+        break;
+    }
+    return true;
+  }
+
+  // The pointer of the value being parsed ("" = the root).
+  std::string pointer() const {
+    std::string out;
+    for (auto& f : frames_) out += "/" + (f.array ? std::to_string(f.index) : pointer_token(f.key));
+    return out;
+  }
+
+ private:
+  void value_done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+  struct Frame {
+    bool array;
+    size_t index;                // array: the element being parsed
+    std::string key;             // object: the member being parsed
+    std::set<std::string> keys;  // object: the keys seen so far
+  };
+  std::vector<Frame> frames_;
+};
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; the rest is the reason.
+std::string reason(const nlohmann::json::exception& e) {
+  std::string what = e.what();
+  auto end = what.find("] ");
+  return what.rfind("[json.exception.", 0) == 0 && end != std::string::npos ? what.substr(end + 2) : what;
+}
+
+template <class Json>
+Json parse_strict(const std::string& text, const std::string& origin) {
+  StrictParse tracker;
+  try {
+    return Json::parse(
+        text,
+        [&](int, nlohmann::json::parse_event_t event, Json& parsed) { return tracker.on(event, parsed); },
+        /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // 406: a number beyond a double's range (1e309), which the parser cannot hold.
+    throw InputError(tracker.pointer(),
+                     "number out of range (" + reason(e) + "); a number must be finite, at most ~1.8e308")
+        .in_file(origin);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError("", origin + " is not valid JSON: " + reason(e)).in_file(origin);
+  } catch (const InputError& e) {
+    throw e.in_file(origin);
+  }
+}
+
 }  // namespace
 
-nlohmann::json read_json_file(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError("", "cannot read file " + file);
-  try {
-    return nlohmann::json::parse(in, nullptr, true, /*ignore_comments=*/false);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError("", file + " is not valid JSON: " + e.what());
-  }
+std::string read_text_file(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw InputError("", "cannot read file " + file + ": it is a directory, not a JSON file").in_file(file);
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || in.bad()) throw InputError("", "cannot read file " + file).in_file(file);
+  return text.str();
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
+  return parse_strict<nlohmann::json>(text, origin);
+}
+
+nlohmann::ordered_json parse_ordered_json_text(const std::string& text, const std::string& origin) {
+  return parse_strict<nlohmann::ordered_json>(text, origin);
+}
+
+nlohmann::json read_json_file(const std::string& file) { return parse_json_text(read_text_file(file), file); }
+
+nlohmann::ordered_json read_ordered_json_file(const std::string& file) {
+  return parse_ordered_json_text(read_text_file(file), file);
 }
 
 std::string pointer_token(const std::string& key) {

@@ -58,7 +58,7 @@ TEST(Cli, TargetTheAgentCannotHostExitsTwoBeforeAnyCell) {
   EXPECT_NE(r.output_tail.find("/targets/1/catalog: no agent can host \"go-nethttp\"; known: embedded:hello"),
             std::string::npos)
       << r.output_tail;
-  EXPECT_FALSE(std::filesystem::exists(dir.path() / "o" / "result.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "o"));  // checked before the folder is made
 }
 
 TEST(Cli, UnknownFlagExitsTwo) {
@@ -399,6 +399,140 @@ TEST(Cli, UnreachableAgentIsOneClearLine) {
                         (dir.path() / "o").string()});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output_tail.find("cannot reach agent gone at 127.0.0.1:1"), std::string::npos) << r.output_tail;
+}
+
+// Hostile scenario files: exit status 2 with one line naming the file and the value's path,
+// before any folder is made.
+TEST(Cli, HostileScenarioFilesExitTwoNamingTheFileAndThePath) {
+  TempDir dir;
+  auto scenario = [&](const std::string& name, const std::string& target) {
+    return dir.file(name, R"({"name": "x", "targets": [)" + target + R"(],
+        "matrix": {"threads": [1]}, "load": {"total_requests": 10}})");
+  };
+  const std::string huge = scenario("huge.json", R"({"name": "a", "builtin": "hello", "delay_ms": 1e309})");
+  const std::string twice =
+      scenario("twice.json", R"({"name": "a", "builtin": "hello", "delay_ms": 1, "delay_ms": 5})");
+  std::filesystem::create_directories(dir.path() / "folder.json");
+  const std::string folder = (dir.path() / "folder.json").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {huge, huge + ": /targets/0/delay_ms: number out of range"},
+      {twice, twice + ": /targets/0/delay_ms: duplicate key"},
+      {folder, folder + ": /: cannot read file " + folder + ": it is a directory"},
+  };
+  for (auto& [file, line] : cases)
+    for (std::string cmd : {"validate", "run"}) {
+      auto r = cmd == "run" ? run_command({bin("loadlab"), "run", file, "--out", (dir.path() / "o").string()})
+                            : run_command({bin("loadlab"), "validate", file});
+      EXPECT_EQ(r.code, 2) << cmd << " " << file << ": " << r.output_tail;
+      EXPECT_NE(r.output_tail.find("loadlab: " + line), std::string::npos) << r.output_tail;
+      EXPECT_FALSE(std::filesystem::exists(dir.path() / "o"));
+    }
+  auto r = run_command({bin("loadlab"), "validate", dir.file("up.json", R"({"name": "../../x",
+      "targets": [{"name": "a", "builtin": "hello"}], "matrix": {"threads": [1]}, "load": {"total_requests": 10}})")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("/name: must be 1..100 letters"), std::string::npos) << r.output_tail;
+}
+
+// Whatever can be refused is checked before the run's folder is made, and a new run never
+// writes into a folder that holds anything.
+TEST(Cli, ARunChecksEveryInputBeforeItMakesItsFolderAndNeverOverwritesOne) {
+  TempDir dir;
+  const auto s = dir.file("s.json", kSmall);
+  const auto out = dir.path() / "o";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--lab", (dir.path() / "no-lab.json").string()}, "cannot read file"},
+      {{"--baseline", (dir.path() / "no-run").string()}, "cannot read file"},
+      {{"--baseline", s}, "/cells: is required: --baseline names a run folder or its result.json"},
+      {{"--history", (dir.path() / "no" / "history.db").string()}, "--history: cannot create"},
+      {{"--history", s}, "not a loadlab history database"},
+  };
+  for (auto& [flags, error] : cases) {
+    std::vector<std::string> argv = {bin("loadlab"), "run", s, "--out", out.string()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto r = run_command(argv);
+    EXPECT_EQ(r.code, 2) << flags[0] << ": " << r.output_tail;
+    EXPECT_NE(r.output_tail.find(error), std::string::npos) << r.output_tail;
+    EXPECT_FALSE(std::filesystem::exists(out)) << flags[0];
+  }
+  std::filesystem::create_directories(out);
+  std::ofstream(out / "scenario.json") << "an earlier run's";
+  auto r = run_command({bin("loadlab"), "run", s, "--out", out.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("--out: " + out.string() + " already exists and is not empty"),
+            std::string::npos)
+      << r.output_tail;
+  EXPECT_NE(r.output_tail.find("--resume " + out.string()), std::string::npos) << r.output_tail;
+  std::ifstream kept(out / "scenario.json");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), {}), "an earlier run's");
+}
+
+std::string file_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+TEST(Cli, ResumeRefusesAScenarioEditedSinceTheRunStarted) {
+  TempDir dir;
+  const auto out = dir.path() / "o";
+  auto r = run_command(
+      {bin("loadlab"), "--log-level", "warn", "run", dir.file("s.json", kSmall), "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  const std::string journal = file_bytes(out / "journal.jsonl"), result = file_bytes(out / "result.json");
+  ASSERT_FALSE(journal.empty());
+  std::string edited = file_bytes(out / "scenario.json");
+  edited.replace(edited.find("500"), 3, "900");
+  std::ofstream(out / "scenario.json") << edited;
+  r = run_command({bin("loadlab"), "run", "--resume", out.string()});
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("scenario.json changed since the run started: its sha256 is "),
+            std::string::npos)
+      << r.output_tail;
+  EXPECT_EQ(file_bytes(out / "journal.jsonl"), journal);  // nothing measured, nothing written
+  EXPECT_EQ(file_bytes(out / "result.json"), result);
+}
+
+// Every numeric flag of every program has a range: a value outside it (negative, beyond a
+// double, huge, not a number) is exit status 2 with a line naming the flag.
+TEST(Cli, EveryProgramRefusesAnOutOfRangeNumberNamingTheFlag) {
+  TempDir dir;
+  const std::string url = "http://127.0.0.1:1/";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"loadlab", "compare", "a", "b", "--threshold-pct", "-5"},
+       "--threshold-pct: must be a number in 0..1000"},
+      {{"loadlab", "compare", "a", "b", "--threshold-pct", "1e309"}, "--threshold-pct"},
+      {{"loadlab", "compare", "a", "b", "--threshold-pct", "nan"}, "--threshold-pct"},
+      {{"loadlab", "history", "h.db", "--last", "-1"}, "--last: must be a number in 0..1000000"},
+      {{"loadlab", "history", "h.db", "--last", "1e309"}, "--last"},
+      {{"loadlab-load", url, "-t", "-1"}, "--threads"},
+      {{"loadlab-load", url, "-t", "1e309"}, "--threads"},
+      {{"loadlab-load", url, "-c", "99999999999"}, "--connections"},
+      {{"loadlab-load", url, "-n", "-5"}, "--requests"},
+      {{"loadlab-load", url, "--total", "1e309"}, "--total"},
+      {{"loadlab-load", url, "-d", "1e309"}, "--duration"},
+      {{"loadlab-load", url, "--warmup", "-1"}, "--warmup"},
+      {{"loadlab-load", url, "--rate", "1e309"}, "--rate"},
+      {{"loadlab-load", url, "--timeout", "0"}, "--timeout"},
+      {{"loadlab-target", "--threads", "0"}, "--threads"},
+      {{"loadlab-target", "--threads", "99999999999999999999999"}, "--threads"},
+      {{"loadlab-target", "--delay-ms", "1e309"}, "--delay-ms"},
+      {{"loadlab-target", "--work-us", "-1"}, "--work-us"},
+      {{"loadlab-target", "--body-size", "67108865"}, "--body-size"},
+      {{"loadlab-target", "--status", "600"}, "--status"},
+      {{"loadlab-target", "--stall", "1:0"}, "--stall"},
+      {{"loadlab-target", "--read-timeout-ms", "0"}, "--read-timeout-ms"},
+      {{"loadlab-target", "--idle-timeout-ms", "1e309"}, "--idle-timeout-ms"},
+      {{"loadlab-target", "--listen", "127.0.0.1:65536"}, "--listen"},
+      {{"loadlab-agent", "--listen", "127.0.0.1:0", "--sample-interval-ms", "1e309"}, "--sample-interval-ms"},
+      {{"loadlab-agent", "--listen", "127.0.0.1:0", "--sample-interval-ms", "-1"}, "--sample-interval-ms"},
+  };
+  for (auto [argv, error] : cases) {
+    argv[0] = bin(argv[0]);
+    auto r = run_command(argv, std::chrono::seconds(20));
+    std::string line;
+    for (auto& a : argv) line += " " + a;
+    EXPECT_EQ(r.code, 2) << line << ": " << r.output_tail;
+    EXPECT_NE(r.output_tail.find(error), std::string::npos) << line << ": " << r.output_tail;
+  }
 }
 
 }  // namespace

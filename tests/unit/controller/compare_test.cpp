@@ -139,5 +139,24 @@ TEST(Compare, TheScenarioCanSetTheMetricAndThreshold) {
   EXPECT_DOUBLE_EQ(o.threshold_pct, 2.5);
 }
 
+TEST(Compare, AHostileRegressionInAResultIsAnInputErrorNamingItsPath) {
+  auto error_of = [](const char* text) {
+    try {
+      options_from_result(nlohmann::json::parse(text));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error_of(R"({"scenario": {"regression": {"metric": 5}}})"),
+            "/scenario/regression/metric: must be a string, got a number");
+  EXPECT_EQ(error_of(R"({"scenario": {"regression": {"threshold_pct": "5"}}})"),
+            "/scenario/regression/threshold_pct: must be a number in [0, 1000]");
+  EXPECT_EQ(error_of(R"({"scenario": {"regression": []}})"),
+            "/scenario/regression: must be an object, got an array");
+  EXPECT_EQ(error_of(R"({"scenario": []})"), "");  // no regression: the defaults
+  EXPECT_EQ(error_of("[]"), "");
+}
+
 }  // namespace
 }  // namespace loadlab::controller

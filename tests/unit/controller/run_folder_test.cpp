@@ -7,6 +7,8 @@
 
 #include <fstream>
 
+#include "input_error_of.hpp"
+#include "loadlab/controller/provenance.hpp"
 #include "loadlab/shared/json_input.hpp"
 
 namespace loadlab::controller {
@@ -80,6 +82,84 @@ TEST_F(RunFolderTest, AJournalLineThatIsNotACellResultIsAnErrorNamingTheLine) {
     EXPECT_NE(std::string(e.what()).find("journal.jsonl line 2 is not a loadlab.v1.CellResult"),
               std::string::npos)
         << e.what();
+  }
+}
+
+TEST_F(RunFolderTest, AJournalLineOfTheWrongJsonTypeIsAnErrorNamingTheLine) {
+  for (const char* line :
+       {R"({"cell": 5})", "[]", "5", R"({"cell": {"key": []}})", R"({"repetitions": {}})"}) {
+    fs::remove_all(dir / "run");
+    {
+      RunFolder folder = RunFolder::create(dir / "run", (dir / "s.json").string());
+      folder.open_journal(cells);
+      folder.journal(failed(cells[1], "measure: agent lost"));
+    }
+    std::ofstream(dir / "run" / "journal.jsonl", std::ios::app) << line << "\n";
+    RunFolder resumed = RunFolder::resume(dir / "run");
+    std::string e = testing::input_error_of([&] { resumed.open_journal(cells); });
+    EXPECT_NE(e.find("journal.jsonl line 2 is not a loadlab.v1.CellResult"), std::string::npos)
+        << line << ": " << e;
+  }
+}
+
+TEST_F(RunFolderTest, ANewRunNeverWritesIntoAFolderThatIsNotEmpty) {
+  fs::create_directories(dir / "old");
+  std::ofstream(dir / "old" / "scenario.json") << R"({"name": "old"})";
+  std::string e = testing::input_error_of([&] { RunFolder::create(dir / "old", (dir / "s.json").string()); });
+  EXPECT_EQ(e.rfind("--out: " + (dir / "old").string() + " already exists and is not empty", 0), 0u) << e;
+  EXPECT_NE(e.find("--resume"), std::string::npos) << e;
+  EXPECT_EQ(read_json_file((dir / "old" / "scenario.json").string())["name"], "old");  // not overwritten
+  fs::create_directories(dir / "empty");
+  EXPECT_NO_THROW(RunFolder::create(dir / "empty", (dir / "s.json").string()));  // mktemp -d: fine
+  EXPECT_EQ(testing::input_error_of([&] { RunFolder::check_free(dir / "s.json"); }),
+            "--out: " + (dir / "s.json").string() + " exists and is not a folder");
+}
+
+TEST_F(RunFolderTest, ANewRunsFolderStaysInsideRuns) {
+  EXPECT_EQ(RunFolder::new_run_path(dir / "runs", "night-1.2_x", "T"), dir / "runs" / "night-1.2_x-T");
+  for (auto* name : {"../../x", "a/b", "..", ".hidden", ""})
+    EXPECT_EQ(testing::input_error_of([&] {
+                RunFolder::new_run_path(dir / "runs", name, "T");
+              }).rfind("/name: ", 0),
+              0u)
+        << name;
+}
+
+TEST_F(RunFolderTest, ResumeRefusesAScenarioThatChangedSinceTheRunStarted) {
+  {
+    RunFolder folder = RunFolder::create(dir / "run", (dir / "s.json").string());
+    folder.open_journal(cells);
+    folder.journal(failed(cells[1], "measure: agent lost"));
+    folder.write_results({{RunFolder::kScenarioDigest, folder.scenario_digest()}}, "s", {});
+  }
+  EXPECT_NO_THROW(RunFolder::resume(dir / "run"));
+  const std::string expected = sha256_file((dir / "run" / "scenario.json").string());
+  std::ofstream(dir / "run" / "scenario.json") << R"({"name": "s", "edited": true})";
+  const std::string found = sha256_file((dir / "run" / "scenario.json").string());
+  try {
+    RunFolder::resume(dir / "run");
+    FAIL() << "an edited scenario was resumed";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "--resume");
+    EXPECT_NE(e.message().find("changed since the run started"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("sha256 is " + found + ", the run was measured with " + expected),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(RunFolderTest, ResumeRefusesAResultJsonItCannotReadBack) {
+  for (const char* result :
+       {R"({"lab_path": 5})", R"({"resumed_at": "yesterday"})", "[]", R"({"run_scenario_sha256": 7})"}) {
+    fs::remove_all(dir / "run");
+    RunFolder::create(dir / "run", (dir / "s.json").string());
+    std::ofstream(dir / "run" / "result.json") << result;
+    try {
+      RunFolder::resume(dir / "run");
+      ADD_FAILURE() << result << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), (dir / "run" / "result.json").string()) << result;
+    }
   }
 }
 

@@ -114,6 +114,16 @@ TEST(Scenario, WrongTypesAreErrorsNamingTheirPath) {
             "/load/warmup_s: must be a number in [0, 3600]");
 }
 
+TEST(Scenario, TheNameIsAFileNameThatStaysInsideRuns) {
+  for (auto* bad : {"../../x", "a/b", ".hidden", "..", "", "with space", "nul\\u0000"}) {
+    std::string e = error_of(with(R"("name": "hello-matrix")", std::string(R"("name": ")") + bad + "\""));
+    EXPECT_EQ(e.rfind("/name: must be 1..100 letters, digits, '.', '_' or '-', not starting with '.'", 0), 0u)
+        << bad << ": " << e;
+  }
+  EXPECT_NE(error_of(with(R"("name": "hello-matrix")", R"("name": ")" + std::string(101, 'a') + "\"")), "");
+  EXPECT_EQ(error_of(with(R"("name": "hello-matrix")", R"("name": "v1.2_night-run")")), "");
+}
+
 TEST(Scenario, EmptyMatrixIsAnError) {
   EXPECT_EQ(error_of(with("[0, 5, 10]", "[]")),
             "/matrix/delay_ms: must be a non-empty array of integers in 0..60000");

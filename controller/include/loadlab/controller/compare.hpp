@@ -64,7 +64,8 @@ void write_comparison(std::ostream& out, const Comparison& c);
 // cells: key, base, current, change_pct, verdict, method, p_value).
 nlohmann::json to_json(const Comparison& c);
 
-// The options a run's scenario asks for ("regression": {"metric", "threshold_pct"}).
+// The options a run's scenario asks for ("regression": {"metric", "threshold_pct"}); the
+// defaults when it asks for none. InputError naming the path of a value of the wrong type.
 CompareOptions options_from_result(const nlohmann::json& result);
 
 }  // namespace loadlab::controller

@@ -30,14 +30,31 @@ void write_result_views(const std::filesystem::path& dir, const nlohmann::json& 
 
 class RunFolder {
  public:
+  // result.json's field with the sha256 of the run folder's scenario.json, recorded when the
+  // run starts and checked by resume(): cells measured with one scenario are never
+  // completed with another.
+  static constexpr const char* kScenarioDigest = "run_scenario_sha256";
+
+  // The folder of a new run of the scenario `scenario_name`: runs/NAME-STAMP. InputError
+  // ("/name") when the name would not make one folder inside `runs` (see is_safe_name).
+  static std::filesystem::path new_run_path(const std::filesystem::path& runs,
+                                            const std::string& scenario_name, const std::string& stamp);
+  // InputError naming --out when `dir` exists and is not an empty folder: a new run never
+  // writes into an earlier one's folder (that is --resume's job).
+  static void check_free(const std::filesystem::path& dir);
   // A new run's folder `dir`, created, with a copy of the scenario file, or `scenario_text`
   // when given (the scenario with --set overrides applied). Throws InputError when `dir`
-  // already holds a run, EnvironmentError when it cannot be written.
+  // exists and is not empty (check_free), EnvironmentError when it cannot be written.
   static RunFolder create(const std::filesystem::path& dir, const std::string& scenario_path,
                           const std::string& scenario_text = "");
-  // The folder of an earlier run, to resume it. Throws InputError when it holds no scenario.
+  // The folder of an earlier run, to resume it. Throws InputError when it holds no
+  // scenario, when its result.json is not one a run wrote, and when its scenario.json no
+  // longer has the sha256 the run recorded (kScenarioDigest; not checked, with a warning,
+  // for a run that recorded none).
   static RunFolder resume(const std::filesystem::path& dir);
 
+  // The sha256 (hex) of scenario.json as it is now.
+  std::string scenario_digest() const;
   const std::filesystem::path& path() const { return path_; }
   std::string scenario_path() const { return (path_ / "scenario.json").string(); }
   // result.json as the earlier run left it; null for a new run (or one that wrote none).
@@ -62,6 +79,7 @@ class RunFolder {
 
  private:
   explicit RunFolder(std::filesystem::path path) : path_(std::move(path)) {}
+  void check_previous_result() const;
   std::filesystem::path journal_path() const { return path_ / "journal.jsonl"; }
 
   std::filesystem::path path_;

@@ -116,6 +116,12 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
 // InputError naming --set.
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
 
+// A scenario's name becomes part of its run folder's name (runs/NAME-TIME), so it is a
+// plain file name: 1..kMaxNameLength of letters, digits, '.', '_', '-', not starting with
+// '.' (no "..", no hidden folder, no '/' to leave runs/).
+inline constexpr size_t kMaxNameLength = 100;
+bool is_safe_name(const std::string& name);
+
 // The JSON path of the value `knob` takes in a cell of target `target` at `digits` (see
 // for_each_cell): its matrix axis value, or the fixed setting it comes from.
 std::string knob_path(const Scenario& s, Knob knob, size_t target, const std::vector<size_t>& digits);

@@ -13,8 +13,17 @@
 
 namespace loadlab {
 
-// Reads and parses a JSON file; InputError with the line and column on a syntax error.
+// Reads and parses a JSON file. InputError (its file() set to `file`) when it cannot be
+// read (a directory, say), on a syntax error (with the line and column), on a number out
+// of a double's range and on a key its object already holds (both with the value's path).
 nlohmann::json read_json_file(const std::string& file);
+// The same, keeping each object's keys in the file's order (a scenario's matrix axes).
+nlohmann::ordered_json read_ordered_json_file(const std::string& file);
+// The whole of a file as text; InputError if it cannot be read (or is a directory).
+std::string read_text_file(const std::string& file);
+// Parses JSON text as read_json_file does; `origin` names the text's file in errors.
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
+nlohmann::ordered_json parse_ordered_json_text(const std::string& text, const std::string& origin);
 
 // Escapes a key for a JSON pointer ("~" → "~0", "/" → "~1").
 std::string pointer_token(const std::string& key);

@@ -28,6 +28,9 @@ inline constexpr double kMaxRate = kMaxRatePerThread * kMaxThreads;  // of a who
 inline constexpr int kMaxDelayMs = 60'000;
 inline constexpr int kMaxServerThreads = 1024;
 inline constexpr int64_t kMaxResponseBodyBytes = int64_t{64} << 20;  // --body-size: filler bytes
+inline constexpr int64_t kMaxWorkUs = 1'000'000;                     // --work-us: CPU burnt per request
+// --read-timeout-ms, --idle-timeout-ms and the parts of --stall.
+inline constexpr int64_t kMaxTargetTimeoutMs = 3'600'000;
 
 // Agent: a job's process tree (a target that forks workers; a fork bomb stops here), and
 // how long a call's peer may keep it waiting (a stream that holds a job slot without
@@ -40,5 +43,23 @@ inline constexpr int kMaxIdleTimeoutS = 86'400;
 
 // Scenario: cells of one matrix (targets × every axis).
 inline constexpr int64_t kMaxCells = 100'000;
+inline constexpr double kMaxCellRate = 1e12;  // load.rate and the rate axis: over a cell's threads
+inline constexpr int64_t kMaxRepetitions = 100;
+inline constexpr int64_t kMaxLoadAgents = 1'000;  // placement.load.agents
+// execution: retries of a failed repetition, the waits between them and between cells.
+inline constexpr int64_t kMaxRetries = 100;
+inline constexpr double kMaxRetryBackoffS = 300;
+inline constexpr double kMaxCooldownS = 3'600;
+// execution.deadlines: how long each phase of a repetition may take before it is cancelled.
+inline constexpr double kMinDeadlineS = 0.1;
+inline constexpr double kMaxReadyS = 86'400;
+inline constexpr double kMaxWarmupExtraS = 86'400;
+inline constexpr double kMaxMeasureS = 7 * 86'400;
+inline constexpr double kMaxStopS = 3'600;
+
+// Controller: a regression's threshold (the scenario's regression.threshold_pct and
+// `loadlab compare --threshold-pct`), and `loadlab history --last N` runs.
+inline constexpr double kMaxThresholdPct = 1'000;
+inline constexpr int64_t kMaxHistoryRuns = 1'000'000;
 
 }  // namespace loadlab::limits
