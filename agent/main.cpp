@@ -8,6 +8,7 @@
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
 
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--advertise", options.target_host, "address targets bind and hand to load agents");
   app.add_option("--sample-interval-ms", options.sample_interval_ms, "RSS sampling period")
-      ->check(CLI::Range(10, 10000));
+      ->check(loadlab::number_in(10, 10000));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   std::string catalog_file;
   app.add_option("--catalog", catalog_file, "JSON file naming the external targets this agent may run");
@@ -45,21 +46,21 @@ int main(int argc, char** argv) {
   namespace lim = loadlab::limits;
   auto& l = options.limits;
   app.add_option("--max-threads", l.threads, "most threads a load or target may ask for")
-      ->check(CLI::Range(1, lim::kMaxThreads));
+      ->check(loadlab::number_in(1, lim::kMaxThreads));
   app.add_option("--max-connections", l.connections, "most connections a load may ask for")
-      ->check(CLI::Range(int64_t{1}, int64_t{lim::kMaxConnections}));
+      ->check(loadlab::number_in(1, static_cast<double>(lim::kMaxConnections)));
   app.add_option("--max-duration-s", l.duration_s, "longest load (seconds); also caps a load's whole run")
-      ->check(CLI::Range(0.001, lim::kMaxDurationS));
+      ->check(loadlab::number_in(0.001, lim::kMaxDurationS));
   app.add_option("--max-rate", l.rate, "highest open-loop rate (requests/s) a load may ask for")
-      ->check(CLI::Range(lim::kMinRatePerThread, lim::kMaxRate));
+      ->check(loadlab::number_in(lim::kMinRatePerThread, lim::kMaxRate));
   app.add_option("--max-body-bytes", l.body_bytes, "largest request body or target body_size")
-      ->check(CLI::Range(int64_t{0}, lim::kMaxResponseBodyBytes));
+      ->check(loadlab::number_in(0, static_cast<double>(lim::kMaxResponseBodyBytes)));
   app.add_option("--max-processes", l.processes, "most processes in one job's tree (a target that forks)")
-      ->check(CLI::Range(1, lim::kMaxJobProcesses));
+      ->check(loadlab::number_in(1, lim::kMaxJobProcesses));
   app.add_option(
          "--idle-timeout-s", l.idle_timeout_s,
          "end a call whose peer keeps it waiting this long (the controller sends a heartbeat every 5 s)")
-      ->check(CLI::Range(lim::kMinIdleTimeoutS, lim::kMaxIdleTimeoutS));
+      ->check(loadlab::number_in(lim::kMinIdleTimeoutS, lim::kMaxIdleTimeoutS));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -61,6 +61,13 @@ void validate_target_spec(const v1::TargetSpec& spec) {
   if (spec.has_body_size() && spec.body_size() > static_cast<uint64_t>(limits::kMaxResponseBodyBytes))
     throw InputError("body_size", "must be 0.." + std::to_string(limits::kMaxResponseBodyBytes) + ", got " +
                                       std::to_string(spec.body_size()));
+  if (spec.start_timeout_ms() != 0 &&
+      (spec.start_timeout_ms() < static_cast<uint32_t>(limits::kMinStartTimeoutMs) ||
+       spec.start_timeout_ms() > static_cast<uint32_t>(limits::kMaxStartTimeoutMs)))
+    throw InputError("start_timeout_ms", "must be 0 (the catalog's) or " +
+                                             std::to_string(limits::kMinStartTimeoutMs) + ".." +
+                                             std::to_string(limits::kMaxStartTimeoutMs) + ", got " +
+                                             std::to_string(spec.start_timeout_ms()));
   if (spec.has_body_size() && !spec.body().empty())
     throw InputError("body_size", "give at most one of body and body_size");
 }

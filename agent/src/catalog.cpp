@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::agent {
@@ -91,7 +92,8 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const s
       throw InputError(r.path("type"), "must be \"tcp\" or \"http\"");
     }
   }
-  c.start_timeout_ms = static_cast<uint32_t>(e.integer("start_timeout_ms", 100, 600000, 10000));
+  c.start_timeout_ms = static_cast<uint32_t>(
+      e.integer("start_timeout_ms", limits::kMinStartTimeoutMs, limits::kMaxStartTimeoutMs, 10000));
   return c;
 }
 

@@ -66,10 +66,13 @@ TEST(NetnsLab, ACutLinkIsDetectedWithinTenSecondsAndTheCellEndsWithAReason) {
   if (!hosts.ok())
     GTEST_SKIP() << "this machine cannot make network namespaces with veth (ip netns add failed)";
   TempDir dir;
-  auto target_agent = agent::ChildProcess::spawn(hosts.in_target(
-      {bin("loadlab-agent"), "--listen", "10.213.0.1:7700", "--advertise", "10.213.0.1", "--name", "srv"}));
-  auto load_agent = agent::ChildProcess::spawn(
-      hosts.in_load({bin("loadlab-agent"), "--listen", "10.213.0.2:7700", "--name", "cli"}));
+  // A lab network the test made itself: no TLS (--insecure), load to the lab's subnet.
+  auto target_agent = agent::ChildProcess::spawn(
+      hosts.in_target({bin("loadlab-agent"), "--listen", "10.213.0.1:7700", "--advertise", "10.213.0.1",
+                       "--name", "srv", "--insecure"}));
+  auto load_agent =
+      agent::ChildProcess::spawn(hosts.in_load({bin("loadlab-agent"), "--listen", "10.213.0.2:7700", "--name",
+                                                "cli", "--insecure", "--allow-load-to", "10.213.0.0/24"}));
   std::string line;
   ASSERT_EQ(target_agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine)
       << target_agent->output_tail();

@@ -294,6 +294,12 @@ TEST_F(SecureAgentTest, ASpecOverTheAgentsLimitsIsInvalidArgumentNamingTheLimit)
   auto st = h.close();
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("--max-threads"));
+  auto slow = hello();
+  slow.set_start_timeout_ms(limits::kMaxStartTimeoutMs + 1);  // every number has a range
+  Hosted h2(*stub, slow);
+  st = h2.close();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("start_timeout_ms: must be 0 (the catalog's) or 100..600000"));
   EXPECT_TRUE(child_pids().empty());
 }
 

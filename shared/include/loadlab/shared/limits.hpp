@@ -26,6 +26,10 @@ inline constexpr double kMaxRate = kMaxRatePerThread * kMaxThreads;  // of a who
 
 // Target.
 inline constexpr int kMaxDelayMs = 60'000;
+// How long a target may take to become ready (a catalog entry's start_timeout_ms, or the
+// TargetSpec's): a JVM or a Go build may take minutes, not days.
+inline constexpr int kMinStartTimeoutMs = 100;
+inline constexpr int kMaxStartTimeoutMs = 600'000;
 inline constexpr int kMaxServerThreads = 1024;
 inline constexpr int64_t kMaxResponseBodyBytes = int64_t{64} << 20;  // --body-size: filler bytes
 inline constexpr int64_t kMaxWorkUs = 1'000'000;                     // --work-us: CPU burnt per request
