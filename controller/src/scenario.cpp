@@ -360,11 +360,11 @@ void apply_override(nlohmann::ordered_json& j, const std::string& assignment) {
 
 }  // namespace
 
-Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
-  read_json_file(path);  // a syntax error is an InputError with its line and column
-  std::ifstream in(path);
+Scenario parse_scenario_text(const std::string& text, const std::string& origin,
+                             const std::vector<std::string>& overrides) {
+  parse_json_text(text, origin);  // a syntax error is an InputError with its line and column
   // nlohmann::json keeps an object's keys sorted; the matrix's order is the file's.
-  auto ordered = nlohmann::ordered_json::parse(in);
+  auto ordered = nlohmann::ordered_json::parse(text);
   for (auto& o : overrides) apply_override(ordered, o);
   std::vector<std::string> order;
   if (ordered.is_object() && ordered.contains("matrix") && ordered["matrix"].is_object())
@@ -375,8 +375,12 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
     s.overrides = overrides;
     return s;
   } catch (const InputError& e) {
-    throw e.in_file(path);
+    throw e.in_file(origin);
   }
+}
+
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_scenario_text(read_text_file(path), path, overrides);
 }
 
 const std::vector<KnobInfo>& knobs() {

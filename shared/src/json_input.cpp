@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace loadlab {
@@ -19,13 +20,19 @@ std::string describe_type(const nlohmann::json& v) {
 }
 }  // namespace
 
-nlohmann::json read_json_file(const std::string& file) {
+nlohmann::json read_json_file(const std::string& file) { return parse_json_text(read_text_file(file), file); }
+
+std::string read_text_file(const std::string& file) {
   std::ifstream in(file);
   if (!in) throw InputError("", "cannot read file " + file);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
   try {
-    return nlohmann::json::parse(in, nullptr, true, /*ignore_comments=*/false);
+    return nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/false);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError("", file + " is not valid JSON: " + e.what());
+    throw InputError("", origin + " is not valid JSON: " + e.what());
   }
 }
 

@@ -15,6 +15,10 @@ namespace loadlab {
 
 // Reads and parses a JSON file; InputError with the line and column on a syntax error.
 nlohmann::json read_json_file(const std::string& file);
+// The whole of a file as text; InputError if it cannot be read.
+std::string read_text_file(const std::string& file);
+// Parses JSON text; InputError "<origin> is not valid JSON: …" with the line and column.
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
 
 // Escapes a key for a JSON pointer ("~" → "~0", "/" → "~1").
 std::string pointer_token(const std::string& key);
