@@ -29,8 +29,18 @@ std::string read_text_file(const std::string& file) {
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
+  // The parser itself keeps its own stack; the depth is checked as each level opens, before
+  // anything recurses over the value.
+  const auto bounded = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    if ((event == nlohmann::json::parse_event_t::object_start ||
+         event == nlohmann::json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      throw InputError(
+          "", origin + " nests arrays and objects deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/false);
+    return nlohmann::json::parse(text, bounded, true, /*ignore_comments=*/false);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError("", origin + " is not valid JSON: " + e.what());
   }

@@ -17,7 +17,12 @@ namespace loadlab {
 nlohmann::json read_json_file(const std::string& file);
 // The whole of a file as text; InputError if it cannot be read.
 std::string read_text_file(const std::string& file);
-// Parses JSON text; InputError "<origin> is not valid JSON: …" with the line and column.
+// How deep arrays and objects may nest in JSON input. nlohmann::json copies, compares and
+// dumps a value recursively, so deeper nesting (a few hundred KB of '[') would overflow the
+// stack; real input (scenarios, labs, catalogs, result.json) nests less than ten deep.
+inline constexpr int kMaxJsonDepth = 64;
+// Parses JSON text; InputError "<origin> is not valid JSON: …" with the line and column, or
+// naming kMaxJsonDepth when the text nests deeper.
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
 
 // Escapes a key for a JSON pointer ("~" → "~0", "/" → "~1").
