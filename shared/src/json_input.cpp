@@ -41,7 +41,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
   };
   try {
     return nlohmann::json::parse(text, bounded, true, /*ignore_comments=*/false);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1E400).
     throw InputError("", origin + " is not valid JSON: " + e.what());
   }
 }

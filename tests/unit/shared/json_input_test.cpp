@@ -35,5 +35,13 @@ TEST(JsonInput, SyntaxErrorNamesTheOrigin) {
   EXPECT_EQ(error_of("{\"a\": }").rfind("/: in.json is not valid JSON: ", 0), 0u);
 }
 
+TEST(JsonInput, NumberBeyondADoubleIsAnInputError) {
+  // Found by fuzzing: nlohmann::json throws out_of_range, not parse_error, for it, which
+  // escaped as an internal error (exit 1) instead of naming the file (exit 2).
+  EXPECT_EQ(
+      error_of("{\"agents\": 1E400}"),
+      "/: in.json is not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1E400'");
+}
+
 }  // namespace
 }  // namespace loadlab
