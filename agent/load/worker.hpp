@@ -31,7 +31,7 @@ struct WorkerTotals {
   int64_t bytes_read = 0;
   int64_t warmup_requests = 0;
   std::array<int64_t, kErrorKindCount> errors_by_kind{};
-  std::array<int64_t, 1000> status{};  // index = status code (Beast accepts 100..999)
+  std::array<int64_t, 1000> status{};  // index = status code (ResponseParser accepts 100..999)
   std::optional<Clock::time_point> last_measured_completion;
   // Open loop: measured requests begun (sent or connecting) and when the last one began.
   int64_t begun = 0;

@@ -3,6 +3,16 @@
 // target is the stats endpoint, and the `x-loadlab-*` knobs. Beast's basic_parser does the
 // framing (Content-Length, chunked, keep-alive, limits); no field is stored and the body is
 // discarded as it streams, so parsing a request allocates nothing.
+//
+// Framing the target cannot be sure of is an error (the session answers 400 and closes), so
+// a proxy in front that frames the request another way cannot smuggle a second request
+// inside the body (RFC 9112 §6.1, §6.3). Beast 1.74 already rejects Content-Length with a
+// chunked Transfer-Encoding and a bad or conflicting Content-Length; it treats a request
+// whose Transfer-Encoding does not end in `chunked` as having no body, which this parser
+// rejects: any Transfer-Encoding that Beast did not take as chunked framing, and any
+// Transfer-Encoding in an HTTP/1.0 request.
+#include <boost/beast/http/error.hpp>
+
 #include "knobs.hpp"
 #include "loadlab/shared/discarding_parser.hpp"
 
@@ -27,15 +37,22 @@ class RequestParser : public loadlab::DiscardingParser<true> {
   }
   void on_field_impl(boost::beast::http::field name, string_view name_string, string_view value,
                      error_code&) override {
-    if (name == boost::beast::http::field::unknown) {
+    if (name == boost::beast::http::field::transfer_encoding) {
+      transfer_encoding_ = true;
+    } else if (name == boost::beast::http::field::unknown) {
       knobs_.apply(std::string_view(name_string.data(), name_string.size()),
                    std::string_view(value.data(), value.size()));
     }
+  }
+  void on_header_impl(error_code& ec) override {
+    if (transfer_encoding_ && (!this->chunked() || version_ < 11))
+      ec = boost::beast::http::error::bad_transfer_encoding;
   }
 
   boost::beast::http::verb method_ = boost::beast::http::verb::unknown;
   int version_ = 11;
   bool stats_ = false;
+  bool transfer_encoding_ = false;
   RequestKnobs knobs_;
 };
 

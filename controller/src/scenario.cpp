@@ -365,9 +365,10 @@ void apply_override(nlohmann::ordered_json& j, const std::string& assignment) {
 
 }  // namespace
 
-Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+Scenario parse_scenario_text(const std::string& text, const std::string& origin,
+                             const std::vector<std::string>& overrides) {
   // nlohmann::json keeps an object's keys sorted; the matrix's order is the file's.
-  auto ordered = read_ordered_json_file(path);
+  auto ordered = parse_ordered_json_text(text, origin);
   for (auto& o : overrides) apply_override(ordered, o);
   std::vector<std::string> order;
   if (ordered.is_object() && ordered.contains("matrix") && ordered["matrix"].is_object())
@@ -378,8 +379,12 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
     s.overrides = overrides;
     return s;
   } catch (const InputError& e) {
-    throw e.in_file(path);
+    throw e.in_file(origin);
   }
+}
+
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_scenario_text(read_text_file(path), path, overrides);
 }
 
 bool is_safe_name(const std::string& name) {

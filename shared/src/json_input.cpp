@@ -32,6 +32,10 @@ class StrictParse {
     switch (event) {
       case Event::object_start:
       case Event::array_start:
+        // Checked as each level opens, before anything recurses over the value.
+        if (frames_.size() >= static_cast<size_t>(kMaxJsonDepth))
+          throw InputError(
+              pointer(), "arrays and objects nest deeper than " + std::to_string(kMaxJsonDepth) + " levels");
         frames_.push_back({event == Event::array_start, 0, {}, {}});
         break;
       case Event::key: {

@@ -201,6 +201,21 @@ TEST(Scenario, FileErrorsAreInputErrors) {
   }
 }
 
+TEST(Scenario, DeepNestingIsAnInputErrorNotAStackOverflow) {
+  // Found by fuzzing: 200000 nested arrays (400 KB) overflowed the stack in the recursive dump
+  // of the ordered copy; the nesting is now refused while parsing.
+  const std::string deep = "{\"name\": " + std::string(200000, '[') + std::string(200000, ']') + "}";
+  try {
+    parse_scenario_text(deep, "deep.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "deep.json");
+    std::string at = "/name";  // where the 65th level opens
+    for (int i = 1; i < kMaxJsonDepth; ++i) at += "/0";
+    EXPECT_EQ(std::string(e.what()), at + ": arrays and objects nest deeper than 64 levels");
+  }
+}
+
 const char* kAxes = R"({"name": "axes", "targets": [{"name": "b", "builtin": "hello"}],
   "matrix": {"threads": [2, 4], "delay_ms": [0, 5]}, "load": {"duration_s": 1}})";
 

@@ -82,5 +82,33 @@ TEST_F(JsonFileTest, TheOrderedReadingKeepsTheFilesKeyOrder) {
   EXPECT_EQ(keys, (std::vector<std::string>{"z", "a", "m"}));
 }
 
+// Found by fuzzing: nlohmann::json copies, compares and dumps a value recursively, and a
+// few hundred KB of '[' overflowed the stack of `loadlab validate`.
+std::string nested(int levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+std::string text_error_of(const std::string& text) {
+  try {
+    parse_json_text(text, "in.json");
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "in.json");
+    return e.what();
+  }
+  return "";
+}
+
+TEST(JsonText, NestingUpToTheBoundIsRead) {
+  EXPECT_EQ(text_error_of(nested(kMaxJsonDepth)), "");
+  EXPECT_EQ(text_error_of("{\"a\": " + nested(kMaxJsonDepth - 1) + "}"), "");
+}
+
+TEST(JsonText, DeeperNestingIsAnInputErrorNamingWhereItGoesTooDeep) {
+  std::string at;  // the pointer of the 65th level: 64 array indexes
+  for (int i = 0; i < kMaxJsonDepth; ++i) at += "/0";
+  const std::string message = ": arrays and objects nest deeper than 64 levels";
+  EXPECT_EQ(text_error_of(nested(kMaxJsonDepth + 1)), at + message);
+  EXPECT_EQ(text_error_of("{\"a\": " + nested(kMaxJsonDepth) + "}"), "/a" + at.substr(2) + message);
+  EXPECT_EQ(text_error_of(std::string(1'000'000, '[')), at + message);  // before the syntax error
+}
+
 }  // namespace
 }  // namespace loadlab

@@ -266,6 +266,34 @@ TEST(TargetServer, MalformedRequestGets400AndClose) {
   EXPECT_TRUE(client.server_closed());
 }
 
+TEST(TargetServer, RequestSmuggledInABodyOfUnsureFramingIsNeverAnswered) {
+  // A proxy that honours Transfer-Encoding or Content-Length where the target did not would
+  // forward the second request as body; the target must not answer it as a request of its own.
+  RunningServer srv(options_with());
+  const std::string smuggled =
+      "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\nGET /__loadlab/stats HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::vector<std::string> framings = {
+      "Transfer-Encoding: gzip\r\n",
+      "Transfer-Encoding: chunked, gzip\r\n",
+      "Transfer-Encoding: gzip\r\nContent-Length: " + std::to_string(smuggled.size()) + "\r\n",
+      "Content-Length: 0\r\nTransfer-Encoding: chunked\r\n",
+      "Content-Length: 0\r\nContent-Length: " + std::to_string(smuggled.size()) + "\r\n",
+  };
+  for (const auto& framing : framings) {
+    TestClient client(srv.port());
+    ASSERT_FALSE(client.send_raw("POST /upload HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n" + smuggled));
+    http::response<http::string_body> res;
+    ASSERT_FALSE(client.read(res)) << framing;
+    EXPECT_EQ(res.result(), http::status::bad_request) << framing;
+    EXPECT_FALSE(res.keep_alive()) << framing;
+    EXPECT_TRUE(client.server_closed()) << framing;  // EOF, not a second response
+  }
+  // Each connection got its 400 and nothing more: one response per framing, none smuggled.
+  TestClient client(srv.port());
+  auto stats = client.request_with({}, http::verb::get, "/__loadlab/stats");
+  EXPECT_EQ(stats.body(), "{\"requests\": " + std::to_string(framings.size()) + "}\n");
+}
+
 TEST(TargetServer, OversizedHeaderGets431AndClose) {
   RunningServer srv(options_with());
   TestClient client(srv.port());

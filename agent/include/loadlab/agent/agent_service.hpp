@@ -15,6 +15,7 @@
 #include "loadlab/agent/job_slot.hpp"
 #include "loadlab/agent/load_destinations.hpp"
 #include "loadlab/agent/proc_reader.hpp"
+#include "loadlab/agent/target_spec_check.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
 
 namespace loadlab::agent {
@@ -34,10 +35,6 @@ struct AgentOptions {
 
 // The folder of the running executable (from /proc/self/exe).
 std::string executable_dir();
-
-// Returns if the agent would host `spec`; else throws InputError naming the field and what
-// is allowed.
-void validate_target_spec(const v1::TargetSpec& spec);
 
 class AgentService final : public loadlab::v1::Agent::Service {
  public:

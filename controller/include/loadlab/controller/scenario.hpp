@@ -115,6 +115,9 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
 // string) replaces or adds that value before the scenario is checked; a bad assignment is an
 // InputError naming --set.
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same from the file's text; `origin` names the file in errors.
+Scenario parse_scenario_text(const std::string& text, const std::string& origin,
+                             const std::vector<std::string>& overrides = {});
 
 // A scenario's name becomes part of its run folder's name (runs/NAME-TIME), so it is a
 // plain file name: 1..kMaxNameLength of letters, digits, '.', '_', '-', not starting with

@@ -17,6 +17,10 @@ namespace loadlab {
 // read (a directory, say), on a syntax error (with the line and column), on a number out
 // of a double's range and on a key its object already holds (both with the value's path).
 nlohmann::json read_json_file(const std::string& file);
+// How deep arrays and objects may nest in JSON input. nlohmann::json copies, compares and
+// dumps a value recursively, so deeper nesting (a few hundred KB of '[') would overflow the
+// stack; real input (scenarios, labs, catalogs, result.json) nests less than ten deep.
+inline constexpr int kMaxJsonDepth = 64;
 // The same, keeping each object's keys in the file's order (a scenario's matrix axes).
 nlohmann::ordered_json read_ordered_json_file(const std::string& file);
 // The whole of a file as text; InputError if it cannot be read (or is a directory).
