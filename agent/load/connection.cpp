@@ -139,12 +139,16 @@ void Connection::on_write(const error_code& ec) {
 // buffer, feed the parser, repeat until the message is done. One level of handler instead
 // of three composed operations per read.
 void Connection::do_read() {
-  parser_.emplace();
-  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-  if (worker_.plan().head) parser_->skip(true);
+  new_parser();
   response_bytes_ = 0;
   if (buffer_.size() > 0) return parse();  // bytes beyond the previous response
   read_some();
+}
+
+void Connection::new_parser() {
+  parser_.emplace();
+  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+  if (worker_.plan().head) parser_->skip(true);
 }
 
 void Connection::read_some() {
@@ -174,7 +178,14 @@ void Connection::parse() {
     response_bytes_ += used;
     if (ec == http::error::need_more) break;
     if (ec) return on_read(ec, 0);
-    if (parser_->is_done()) return on_read({}, response_bytes_);
+    if (parser_->is_done()) {
+      // An interim response (100 Continue, 103 Early Hints; RFC 9110 §15.2) comes before
+      // the request's answer: read on. 101 ends the exchange (nothing here asks to upgrade).
+      const int status = parser_->status();
+      if (status < 100 || status >= 200 || status == 101) return on_read({}, response_bytes_);
+      new_parser();
+      continue;
+    }
     if (used == 0) break;
   }
   read_some();

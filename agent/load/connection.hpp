@@ -42,6 +42,7 @@ class Connection {
   void do_write();
   void on_write(const boost::system::error_code& ec);
   void do_read();
+  void new_parser();  // for the next response (or the final one after an interim 1xx)
   void read_some();
   void on_read_some(const boost::system::error_code& ec, std::size_t bytes);
   void parse();

@@ -28,7 +28,8 @@ using loadlab::testing::input_error_of;
 using namespace std::chrono_literals;
 
 // A tiny HTTP/1.1 server: 127.0.0.1:0, its own thread, counts accepted connections and
-// requests, answers after an optional delay. "/missing" gets 404, anything else 200 "hello".
+// requests, answers after an optional delay. "/missing" gets 404, "/hints" an interim
+// 103 Early Hints before its 200, anything else 200 "hello".
 
 class TestServer {
  public:
@@ -71,6 +72,14 @@ class TestServer {
       });
     }
     void do_write() {
+      static const std::string kHints = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+      if (request_.target() != "/hints") return write_response();
+      boost::asio::async_write(socket_, boost::asio::buffer(kHints),
+                               [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
+                                 if (!ec) self->write_response();
+                               });
+    }
+    void write_response() {
       namespace http = boost::beast::http;
       bool missing = request_.target() == "/missing";
       response_ = {missing ? http::status::not_found : http::status::ok, request_.version()};
@@ -282,6 +291,22 @@ TEST(LoadRunnerTest, ErrorStatusesAreCountedAsErrors) {
   EXPECT_EQ(r.errors, 20);
   EXPECT_EQ(r.errors_by_kind[static_cast<int>(ErrorKind::kStatus)], 20);
   EXPECT_EQ(r.status.at(404), 20);
+}
+
+TEST(LoadRunnerTest, AnInterimResponseIsNotTheAnswerToTheRequest) {
+  // 103 Early Hints (or 100 Continue) comes before the final response (RFC 9110 §15.2):
+  // taken as the answer, the final 200 would then answer the next request, and every
+  // latency after it would be one response off.
+  TestServer server;
+  LoadOptions o = options_for(server, "/hints");
+  o.requests_per_thread = 50;
+  LoadResult r = run_bounded(o);
+  EXPECT_EQ(r.requests, 50);
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_EQ(server.requests(), 50);
+  ASSERT_EQ(r.status.count(200), 1u);
+  EXPECT_EQ(r.status.at(200), 50);
+  EXPECT_EQ(r.status.count(103), 0u);
 }
 
 TEST(LoadRunnerTest, NoKeepAliveOpensOneConnectionPerRequest) {
@@ -561,7 +586,7 @@ TEST(LoadBinaryTest, RateNotHeldIsPrintedAndInTheJson) {
 
 TEST(LoadBinaryTest, SigintPrintsTheResult) {
   TestServer server;
-  // `timeout` wraps the binary: SIGINT goes to the shell's child `timeout`, which forwards it.
+  // `timeout` wraps the binary; the signal goes to the binary under it.
   // The signal is sent once the server has answered requests, however slow the start.
   std::string pid_file = ::testing::TempDir() + "/sigint-load.pid";
   std::remove(pid_file.c_str());
@@ -578,7 +603,16 @@ TEST(LoadBinaryTest, SigintPrintsTheResult) {
     std::fclose(f);
   }
   ASSERT_GT(pid, 0);
-  ::kill(pid, SIGINT);
+  // To loadlab-load itself, the child of `timeout`: `timeout` would forward a SIGINT to it
+  // and to its process group, and a second SIGINT ends loadlab-load at once (by design).
+  pid_t load_pid = 0;
+  if (std::FILE* f = std::fopen(
+          ("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children").c_str(), "r")) {
+    if (std::fscanf(f, "%d", &load_pid) != 1) load_pid = 0;
+    std::fclose(f);
+  }
+  ASSERT_GT(load_pid, 0);
+  ::kill(load_pid, SIGINT);
   Exec e = exec.get();
   ASSERT_EQ(e.exit_code, 0) << e.out;
   v1::LoadResult r;
