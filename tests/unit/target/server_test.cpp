@@ -651,6 +651,13 @@ TEST(TargetKnobs, StatsEndpointCountsRequestsButNotItself) {
     for (int i = 0; i < 3; ++i) b.request(http::verb::post);
   }
   TestClient client(srv.port());
+  // A response counts once its write has completed on the server, which may be a moment
+  // after the client has it: wait (bounded) for the seventh, then the stats calls must not
+  // count themselves.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (client.request_with({}, http::verb::get, "/__loadlab/stats").body() != "{\"requests\": 7}\n" &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   for (int i = 0; i < 2; ++i) {
     auto res = client.request_with({}, http::verb::get, "/__loadlab/stats");
     EXPECT_EQ(res.result(), http::status::ok);
