@@ -184,7 +184,7 @@ class ScenarioRun {
         throw EnvironmentError("no --lab given, and this program embeds no agent");
       embedded_ = options_.embedded_agent(options_.bin_dir);
       log->debug("embedded agent on {}", embedded_->address());
-      pool_.add({"embedded", embedded_->address(), {"target", "load"}, {}}, 10);
+      pool_.add({"embedded", embedded_->address(), {"target", "load"}, {}, {}}, 10);
       return;
     }
     Lab lab;

@@ -10,9 +10,12 @@
 
 #include "loadlab/agent/child_process.hpp"
 #include "proc_control_paths.hpp"
+#include "schedstat.hpp"
 
 namespace loadlab::agent {
 namespace {
+
+using loadlab::testing::schedstat_s;
 
 // /proc as a fixture: the test sets each process's figures.
 class FakeProc : public ProcReader {
@@ -145,15 +148,6 @@ TEST(UsageWindow, AnExitedRootIsMeasuredFromItsRusage) {
   auto f = w.finish_closed("t", end);
   EXPECT_DOUBLE_EQ(f.window_s(), 0.5);
   EXPECT_NEAR(f.cpu_pct(), 50.0, 1e-9);
-}
-
-// Ground truth on the real /proc: a shell spinning on one core for a second is ~100 %.
-// The scheduler's own count of the task's run time (ns), a source the window does not read.
-double schedstat_s(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/schedstat");
-  double ns = 0;
-  f >> ns;
-  return ns / 1e9;
 }
 
 // A busy loop's CPU as the window measures it is what the scheduler gave it: a whole core
