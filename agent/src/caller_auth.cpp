@@ -3,24 +3,22 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "loadlab/agent/load_destinations.hpp"
+#include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/logging.hpp"
-#include "loadlab/shared/token_file.hpp"
 
 namespace loadlab::agent {
 
 namespace {
 
 std::string read_file(const std::string& path, const std::string& flag) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  if (!f || !(s << f.rdbuf())) throw InputError(flag, "cannot read \"" + path + "\"");
-  return s.str();
+  auto text = read_credential_file(path);
+  if (!text)
+    throw InputError(flag, "cannot read \"" + path + "\" (a regular file of at most " +
+                               std::to_string(limits::kMaxCredentialFileBytes) + " bytes)");
+  return *text;
 }
 
 std::string sha256(std::string_view text) {

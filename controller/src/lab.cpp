@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/json_input.hpp"
-#include "loadlab/shared/token_file.hpp"
 
 namespace loadlab::controller {
 
@@ -30,11 +28,11 @@ namespace {
 std::string named_file(const ObjectReader& o, const char* key, const std::string& dir) {
   const std::filesystem::path name = o.string(key);
   const auto path = name.is_absolute() ? name : std::filesystem::path(dir) / name;
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream text;
-  if (!std::filesystem::is_regular_file(path) || !f || !(text << f.rdbuf()))
-    throw InputError(o.path(key), "cannot read the file " + path.string());
-  return text.str();
+  auto text = read_credential_file(path);
+  if (!text)
+    throw InputError(o.path(key), "cannot read the file " + path.string() + " (a regular file of at most " +
+                                      std::to_string(limits::kMaxCredentialFileBytes) + " bytes)");
+  return *text;
 }
 
 // "tls" and "token_file" of the lab or of one agent, over `base` (the lab's, for an agent).

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "input_error_of.hpp"
+#include "loadlab/shared/limits.hpp"
 
 namespace loadlab::controller {
 namespace {
@@ -71,6 +72,11 @@ TEST_F(LabCredentials, ErrorsNameThePathOfTheBadEntry) {
   };
   EXPECT_THAT(with(R"("token_file": "missing", )"), StartsWith("/token_file: cannot read the file"));
   EXPECT_THAT(with(R"("tls": {"ca": "pki"}, )"), StartsWith("/tls/ca: cannot read the file"));  // a folder
+  EXPECT_THAT(with(R"("token_file": "/dev/zero", )"),
+              StartsWith("/token_file: cannot read the file"));  // endless
+  write("pki/big.pem", std::string(limits::kMaxCredentialFileBytes + 1, 'x'));
+  EXPECT_THAT(with(R"("tls": {"ca": "pki/big.pem"}, )"),
+              HasSubstr("a regular file of at most 1048576 bytes"));
   EXPECT_THAT(with(R"("tls": {"ca": "pki/ca.pem", "cert": "pki/c.pem"}, )"),
               StartsWith("/tls: give both cert and key"));
   EXPECT_THAT(with(R"("tls": {"cert": "pki/c.pem", "key": "pki/c.key"}, )"), StartsWith("/tls/ca: "));

@@ -45,6 +45,9 @@ inline constexpr int kDefaultIdleTimeoutS = 60;
 inline constexpr int kMinIdleTimeoutS = 15;  // three controller heartbeats
 inline constexpr int kMaxIdleTimeoutS = 86'400;
 
+// A certificate, key or token file (PEM chains are a few KB).
+inline constexpr int64_t kMaxCredentialFileBytes = 1 << 20;
+
 // Scenario: cells of one matrix (targets × every axis).
 inline constexpr int64_t kMaxCells = 100'000;
 inline constexpr double kMaxCellRate = 1e12;  // load.rate and the rate axis: over a cell's threads
