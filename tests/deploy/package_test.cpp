@@ -42,7 +42,8 @@ void check_agent_package(const std::string& deb) {
   for (std::string p :
        {"./usr/bin/loadlab-agent", "./usr/bin/loadlab-target", "./usr/bin/loadlab-load",
         "./usr/lib/systemd/system/loadlab-agent.service", "./etc/loadlab/agent.env",
-        "./usr/share/loadlab/examples/catalog.json", "./usr/share/loadlab/examples/targets/run-target"})
+        "./usr/share/loadlab/examples/catalog.json", "./usr/share/loadlab/examples/targets/run-target",
+        "./usr/share/doc/loadlab-agent/copyright"})
     EXPECT_TRUE(holds(paths, p)) << p;
   EXPECT_FALSE(holds(paths, "./usr/bin/loadlab"));
   EXPECT_EQ(field(deb, "Package"), "loadlab-agent\n");
@@ -61,6 +62,7 @@ void check_controller_package(const std::string& deb) {
   auto paths = contents(deb);
   EXPECT_TRUE(holds(paths, "./usr/bin/loadlab"));
   EXPECT_TRUE(holds(paths, "./usr/share/doc/loadlab/README.md"));
+  EXPECT_TRUE(holds(paths, "./usr/share/doc/loadlab/copyright"));
   // The embedded agent's loadlab-target and loadlab-load come from loadlab-agent, once.
   EXPECT_FALSE(holds(paths, "./usr/bin/loadlab-target"));
   EXPECT_EQ(field(deb, "Package"), "loadlab\n");
