@@ -7,6 +7,7 @@
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/json_input.hpp"
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:7700";
   std::string log_level = "info";
   CLI::App app{"loadlab-agent: hosts targets and runs load workers for the loadlab controller"};
+  app.set_version_flag("--version", loadlab::version_line("loadlab-agent"));
   app.add_option("--listen", listen, "HOST:PORT to serve gRPC on (port 0: any free port)");
   app.add_option("--name", options.name, "agent name shown to the controller");
   app.add_option("--bin-dir", options.bin_dir, "folder holding loadlab-target and loadlab-load")

@@ -18,6 +18,7 @@
 #include "loadlab/controller/report_cli.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
+#include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
@@ -64,6 +65,7 @@ struct CommandLine {
 
   CommandLine() {
     app.require_subcommand(1);
+    app.set_version_flag("--version", loadlab::version_line("loadlab"));
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
 
     run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");

@@ -13,6 +13,7 @@
 #include "load_options.hpp"
 #include "load_runner.hpp"
 #include "loadlab/proto/json.hpp"
+#include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   int64_t requests = 0, total = 0;
   double duration = 0, rate = 0;
   bool no_keepalive = false, json = false, json_events = false;
+  app.set_version_flag("--version", loadlab::version_line("loadlab-load"));
   app.add_option("url", o.url, "http://HOST[:PORT][/PATH]")->required();
   // The integer flags' bounds are checked on the text too: a value their type cannot hold
   // ("-t 1e309") is refused with the range, not as text CLI11 could not convert.
@@ -85,6 +87,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "loadlab-load: %s (see --help)\n", e.what());

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "knobs.hpp"
+#include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "server.hpp"
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
   std::string read_timeout_text = "10000";
   std::string idle_timeout_text = "60000";
   std::string log_level = "warn";
+  app.set_version_flag("--version", loadlab::version_line("loadlab-target"));
   app.add_option("--listen", listen, "HOST:PORT to bind; port 0 lets the kernel pick")->capture_default_str();
   app.add_option("--threads", threads_text, "io threads, 1..1024 (default: cores)")->capture_default_str();
   app.add_option("--acceptor", acceptor_text,
@@ -82,6 +84,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
