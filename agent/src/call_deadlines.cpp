@@ -28,9 +28,10 @@ void CallDeadlines::watch() {
   std::unique_lock lock(mutex_);
   while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
     const int64_t now = now_ns();
-    const int64_t since = waiting_since_.load(), end = end_of_life_.load();
+    const int64_t idle_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(idle_).count();
+    const int64_t reading = reading_since_.load(), writing = writing_since_.load(), end = end_of_life_.load();
     std::string why;
-    if (since != 0 && now - since > std::chrono::duration_cast<std::chrono::nanoseconds>(idle_).count())
+    if ((reading != 0 && now - reading > idle_ns) || (writing != 0 && now - writing > idle_ns))
       why = "its peer kept it waiting longer than the idle timeout (" +
             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle_).count()) + " s)";
     else if (end != 0 && now > end)

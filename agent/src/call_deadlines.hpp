@@ -28,18 +28,21 @@ class CallDeadlines {
   // From now on the call is cancelled `lifetime` after this point.
   void limit_lifetime(std::chrono::milliseconds lifetime);
 
-  // While alive, the call is waiting on its peer.
+  // While alive, the call is waiting on its peer: to read its next command, or to take an
+  // event off the wire. A read and a write may wait at once (a target's sampler thread
+  // writes while the job's thread reads), so each direction has its own clock.
   class Wait {
    public:
-    explicit Wait(CallDeadlines& d) : d_(d) { d_.waiting_since_.store(now_ns()); }
-    ~Wait() { d_.waiting_since_.store(0); }
+    explicit Wait(std::atomic<int64_t>& since) : since_(since) { since_.store(now_ns()); }
+    ~Wait() { since_.store(0); }
     Wait(const Wait&) = delete;
     Wait& operator=(const Wait&) = delete;
 
    private:
-    CallDeadlines& d_;
+    std::atomic<int64_t>& since_;
   };
-  Wait waiting() { return Wait(*this); }
+  Wait reading() { return Wait(reading_since_); }
+  Wait writing() { return Wait(writing_since_); }
 
  private:
   static int64_t now_ns() {
@@ -50,7 +53,8 @@ class CallDeadlines {
   grpc::ServerContext& ctx_;
   const std::chrono::milliseconds idle_;
   const std::string what_;
-  std::atomic<int64_t> waiting_since_{0};  // 0 = not waiting
+  std::atomic<int64_t> reading_since_{0};  // 0 = not waiting
+  std::atomic<int64_t> writing_since_{0};  // writes are serialised by the jobs: one at a time
   std::atomic<int64_t> end_of_life_{0};    // 0 = none
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -67,12 +71,12 @@ class WatchedStream final : public grpc::ServerReaderWriterInterface<W, R> {
   void SendInitialMetadata() override { inner_.SendInitialMetadata(); }
   bool NextMessageSize(uint32_t* sz) override { return inner_.NextMessageSize(sz); }
   bool Read(R* msg) override {
-    auto w = deadlines_.waiting();
+    auto w = deadlines_.reading();
     return inner_.Read(msg);
   }
   using grpc::internal::WriterInterface<W>::Write;
   bool Write(const W& msg, grpc::WriteOptions options) override {
-    auto w = deadlines_.waiting();
+    auto w = deadlines_.writing();
     return inner_.Write(msg, options);
   }
 

@@ -326,6 +326,25 @@ TEST_F(SecureAgentTest, AStreamItsPeerAbandonsIsEndedAndItsSlotFreedWhileHeartbe
     alive = alive && served(h.endpoint) == 0;  // still up and answering
     return alive && h.close().ok();
   });
+  // A target that died (its Exited written by the agent's sampler thread while the job's
+  // thread waits to read) and whose controller then went quiet: ended too.
+  AgentOptions forking = o;
+  forking.limits.processes = 3;
+  forking.catalog = Catalog::parse(
+      nlohmann::json{{"targets",
+                      {{"forker",
+                        {{"argv", {bin("loadlab-burn"), "--port", "{port}", "--children", "5"}},
+                         {"readiness", {{"type", "tcp"}}}}}}}});
+  auto dying = stub_for(start(forking), grpc::InsecureChannelCredentials());
+  v1::TargetSpec forker;
+  forker.set_catalog("forker");
+  Hosted dead(*dying, forker);
+  auto died = std::async(std::launch::async, [&] {
+    v1::TargetEvent ev;
+    while (dead.stream->Read(&ev)) {
+    }
+    return std::make_pair(dead.stream->Finish(), seconds_since_start());
+  });
   // A RunLoad whose spec never comes holds no slot but a thread: it is ended too.
   auto no_spec = std::async(std::launch::async, [&] {
     grpc::ClientContext ctx;
@@ -354,6 +373,14 @@ TEST_F(SecureAgentTest, AStreamItsPeerAbandonsIsEndedAndItsSlotFreedWhileHeartbe
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_GT(after, limits::kMinIdleTimeoutS - 0.5);
   EXPECT_TRUE(kept.get()) << "a heartbeating stream was ended";
+  if (died.wait_for(10s) != std::future_status::ready) {
+    ADD_FAILURE() << "the stream of a dead target whose controller went quiet was not ended";
+    dead.ctx.TryCancel();
+  }
+  auto [died_status, died_after] = died.get();
+  EXPECT_EQ(died_status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_GT(died_after, limits::kMinIdleTimeoutS - 0.5);
+  EXPECT_LT(died_after, limits::kMinIdleTimeoutS + 5);
 }
 
 TEST_F(SecureAgentTest, ATargetWhoseTreeGrowsPastTheProcessLimitIsStoppedSayingWhy) {
