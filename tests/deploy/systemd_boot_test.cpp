@@ -442,8 +442,10 @@ TEST(SystemdBoot, AgentUnitStartsAndAnswersDescribe) {
   ASSERT_GE(ns.init_fd, 0);
   ASSERT_EQ(process_nspid(ns.init), "1");
 
-  // Booted: is-system-running says "running": multi-user.target reached, the agent started
-  // (Type=simple: once exec'd), nothing failed.
+  // Booted: is-system-running says "running": multi-user.target reached, the agent's start
+  // job done (Type=simple: once exec'd). An agent that exits at once still leaves it
+  // "running" (Restart=on-failure: activating/auto-restart), so Describe and the unit's state
+  // below are what catch a broken ExecStart.
   std::string state;
   for (auto deadline = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < deadline;) {
     if (ns.unshare->poll_exit()) break;
