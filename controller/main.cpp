@@ -13,6 +13,7 @@
 
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/describe_agents.hpp"
+#include "loadlab/controller/folder_run.hpp"
 #include "loadlab/controller/history_cli.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/report_cli.hpp"
@@ -69,7 +70,9 @@ struct CommandLine {
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
 
     run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");
-    run_cmd->add_option("scenario", run.scenario_path, "scenario JSON file");
+    run_cmd->add_option("scenario", run.scenario_path,
+                        "scenario JSON file, or a folder: each of its *.json scenarios in turn, into "
+                        "OUT/NAME with --out OUT; exit status the worst of them");
     run_cmd->add_option("--set", run.overrides,
                         "PATH=VALUE: set a scenario value before the run, e.g. load.total_requests=5000000 "
                         "(dotted path; VALUE is JSON, or else a string); repeatable");
@@ -82,7 +85,9 @@ struct CommandLine {
     run_cmd->add_option("--resume", run.resume_dir,
                         "continue the run in this folder, keeping its finished cells");
     run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
-    run_cmd->add_option("--out", run.out_dir, "run folder (default runs/NAME-TIME)");
+    run_cmd->add_option("--out", run.out_dir,
+                        "run folder (default runs/NAME-TIME); for a folder of scenarios, the folder of "
+                        "their run folders");
     run_cmd->add_option("--bin-dir", run.bin_dir,
                         "folder of loadlab-target and loadlab-load for the embedded agent");
     run_cmd->add_flag("--quiet", run.quiet,
@@ -105,7 +110,8 @@ struct CommandLine {
                         ->check(loadlab::number_in(0, loadlab::limits::kMaxThresholdPct));
 
     validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
-    validate_cmd->add_option("scenario", validate_path, "scenario JSON file")->required();
+    validate_cmd->add_option("scenario", validate_path, "scenario JSON file, or a folder of them")
+        ->required();
     validate_cmd->add_option("--set", validate_overrides, "PATH=VALUE, as for run; repeatable");
 
     history.add_to(app);
@@ -127,9 +133,12 @@ struct CommandLine {
 };
 
 int validate(const std::string& path, const std::vector<std::string>& overrides) {
+  if (std::filesystem::is_directory(path))
+    return loadlab::controller::validate_scenario_folder(path, overrides, std::cout, std::cerr);
   auto s = loadlab::controller::load_scenario_file(path, overrides);
   auto cells = loadlab::controller::expand(s);
   std::cout << path << ": ok, " << cells.size() << " cells × " << s.repetitions << " repetitions\n";
+  for (size_t i = 1; i < s.files.size(); ++i) std::cout << "  includes " << s.files[i] << "\n";
   for (auto& c : cells) std::cout << "  " << c.key() << " (" << c.connections << " connections)\n";
   return 0;
 }
@@ -178,6 +187,8 @@ int run(loadlab::controller::RunOptions run) {
   stop_on_signals(stop);
   run.stop = &stop;
   run.embedded_agent = loadlab::controller::start_local_agent;
+  if (std::filesystem::is_directory(run.scenario_path))
+    return loadlab::controller::run_scenario_folder(run, std::cout, std::cerr);
   return loadlab::controller::run_scenario(run, std::cout);
 }
 

@@ -99,7 +99,7 @@ class ScenarioRun {
         cells_(expand(scenario_)),
         lab_path_(lab_path(o, folder_ ? folder_->previous_result() : nlohmann::json())) {}
 
-  int run(std::ostream& table_out) {
+  int run(std::ostream& table_out, std::string* run_folder) {
     // Every input that can be refused is checked before the run's folder is made: the local
     // files first, then what the agents can host. A resumed run's journal is read first.
     if (folder_) results_ = folder().open_journal(cells_);  // its finished cells are kept as they were
@@ -108,10 +108,13 @@ class ScenarioRun {
     connect_agents();
     pool_.check(scenario_);
     if (!folder_) {
-      folder_.emplace(RunFolder::create(new_dir_, options_.scenario_path,
-                                        options_.overrides.empty() ? "" : scenario_.source_text));
+      // A copy of the file, unless --set or an include made the scenario something else.
+      const bool as_written = options_.overrides.empty() && scenario_.files.size() <= 1;
+      folder_.emplace(
+          RunFolder::create(new_dir_, options_.scenario_path, as_written ? "" : scenario_.source_text));
       results_ = folder().open_journal(cells_);
     }
+    if (run_folder) *run_folder = folder().path().string();
     header_ = header();
     save();
     ProgressReporter progress(cells_.size(), ProgressReporter::stderr_is_tty(), options_.quiet);
@@ -256,6 +259,9 @@ class ScenarioRun {
       h["loadlab_version"] = LOADLAB_VERSION;
       h["scenario_path"] = options_.scenario_path;
       h["scenario_file"] = file_provenance(options_.scenario_path);
+      // Every file read, the scenario file first, then what it includes, each with its git commit.
+      h["scenario_files"] = nlohmann::json::array();
+      for (auto& f : scenario_.files) h["scenario_files"].push_back(file_provenance(f));
       h["scenario"] = scenario_.source;
       h["overrides"] = scenario_.overrides;  // --set, applied to scenario_file into scenario
       h["lab_path"] = lab_path_;
@@ -332,8 +338,8 @@ class ScenarioRun {
 
 }  // namespace
 
-int run_scenario(const RunOptions& options, std::ostream& table_out) {
-  return ScenarioRun(options, open_run(options)).run(table_out);
+int run_scenario(const RunOptions& options, std::ostream& table_out, std::string* run_folder) {
+  return ScenarioRun(options, open_run(options)).run(table_out, run_folder);
 }
 
 }  // namespace loadlab::controller

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <stdexcept>
 
@@ -14,6 +15,8 @@
 #include "loadlab/shared/limits.hpp"
 
 namespace loadlab::controller {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -365,10 +368,140 @@ void apply_override(nlohmann::ordered_json& j, const std::string& assignment) {
 
 }  // namespace
 
+namespace {
+
+// A scenario file with its includes merged in (parse_scenario_text).
+class IncludeResolver {
+ public:
+  // The scenario file itself is read by the caller: it may be a pipe (loadlab run <(...)).
+  nlohmann::ordered_json resolve(nlohmann::ordered_json top, const std::string& origin) {
+    files_.push_back(origin);
+    chain_.push_back(canonical(origin));
+    return merged(std::move(top), origin, 0);
+  }
+
+  const std::vector<std::string>& files() const { return files_; }
+
+  // An InputError of the merged scenario, in the file that wrote the value it names: the
+  // last merged whose own keys hold that path (or the nearest object above it).
+  InputError in_its_file(const InputError& e, const std::string& origin) const {
+    std::string path = e.path();
+    for (;;) {
+      for (auto layer = layers_.rbegin(); layer != layers_.rend(); ++layer)
+        if (holds(layer->second, path)) return e.in_file(layer->first);
+      const auto slash = path.rfind('/');
+      if (slash == std::string::npos || path.empty()) return e.in_file(origin);
+      path.resize(slash);
+    }
+  }
+
+ private:
+  static std::string canonical(const std::string& file) {
+    std::error_code ec;
+    auto c = fs::weakly_canonical(file, ec);
+    return ec ? file : c.string();
+  }
+
+  static bool holds(const nlohmann::ordered_json& j, const std::string& path) {
+    if (path.empty()) return false;  // every file "holds" the root: no information
+    try {
+      return j.contains(nlohmann::ordered_json::json_pointer(path));
+    } catch (const nlohmann::json::exception&) {
+      return false;  // not a pointer (an error about --set, say)
+    }
+  }
+
+  // The paths `include` names, relative to `file`'s folder.
+  static std::vector<std::string> include_paths(const nlohmann::ordered_json& include,
+                                                const std::string& file) {
+    std::vector<nlohmann::ordered_json> items;
+    if (include.is_array())
+      items.assign(include.begin(), include.end());
+    else
+      items.push_back(include);
+    if (items.empty())
+      throw InputError("/include", "must be a file name or a non-empty array of file names").in_file(file);
+    std::vector<std::string> paths;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const std::string where = include.is_array() ? "/include/" + std::to_string(i) : "/include";
+      if (!items[i].is_string() || items[i].get<std::string>().empty())
+        throw InputError(where,
+                         "must be a scenario file name (relative to this file), got " + items[i].dump())
+            .in_file(file);
+      const fs::path name = items[i].get<std::string>();
+      paths.push_back((name.is_absolute() ? name : fs::path(file).parent_path() / name).string());
+    }
+    return paths;
+  }
+
+  // An included file: a regular file of at most kMaxScenarioFileBytes, holding an object.
+  static nlohmann::ordered_json read_included(const std::string& path, const std::string& from,
+                                              const std::string& where) {
+    std::error_code ec;
+    const auto status = fs::status(path, ec);
+    std::string problem;
+    if (!fs::exists(status))
+      problem = "no such file";
+    else if (!fs::is_regular_file(status))
+      problem = "not a regular file";
+    else if (fs::file_size(path, ec) > static_cast<uintmax_t>(limits::kMaxScenarioFileBytes))
+      problem = "larger than " + std::to_string(limits::kMaxScenarioFileBytes >> 20) + " MiB";
+    if (!problem.empty()) throw InputError(where, "cannot include " + path + ": " + problem).in_file(from);
+    auto j = parse_ordered_json_text(read_text_file(path), path);
+    if (!j.is_object())
+      throw InputError("",
+                       "an included scenario file must hold a JSON object, got " + std::string(j.type_name()))
+          .in_file(path);
+    return j;
+  }
+
+  nlohmann::ordered_json merged(nlohmann::ordered_json own, const std::string& file, int depth) {
+    if (!own.is_object() || !own.contains("include")) {
+      layers_.emplace_back(file, own);
+      return own;
+    }
+    const auto paths = include_paths(own["include"], file);
+    own.erase("include");
+    if (depth >= limits::kMaxIncludeDepth)
+      throw InputError("/include",
+                       "includes nest more than " + std::to_string(limits::kMaxIncludeDepth) + " files deep")
+          .in_file(file);
+    auto base = nlohmann::ordered_json::object();
+    for (size_t i = 0; i < paths.size(); ++i) {
+      const std::string where = paths.size() > 1 ? "/include/" + std::to_string(i) : "/include";
+      const std::string canon = canonical(paths[i]);
+      if (std::find(chain_.begin(), chain_.end(), canon) != chain_.end()) {
+        std::string cycle;
+        for (auto& f : chain_) cycle += f + " → ";
+        throw InputError(where, "includes itself: " + cycle + canon).in_file(file);
+      }
+      if (files_.size() >= static_cast<size_t>(limits::kMaxScenarioFiles))
+        throw InputError(where, "a scenario may read at most " + std::to_string(limits::kMaxScenarioFiles) +
+                                    " files with its includes")
+            .in_file(file);
+      files_.push_back(paths[i]);
+      auto included = read_included(paths[i], file, where);
+      chain_.push_back(canon);
+      base.merge_patch(merged(std::move(included), paths[i], depth + 1));
+      chain_.pop_back();
+    }
+    layers_.emplace_back(file, own);
+    base.merge_patch(own);
+    return base;
+  }
+
+  std::vector<std::string> files_;
+  std::vector<std::string> chain_;  // the files being merged, outermost first
+  std::vector<std::pair<std::string, nlohmann::ordered_json>> layers_;  // each file's own keys, merge order
+};
+
+}  // namespace
+
 Scenario parse_scenario_text(const std::string& text, const std::string& origin,
                              const std::vector<std::string>& overrides) {
   // nlohmann::json keeps an object's keys sorted; the matrix's order is the file's.
-  auto ordered = parse_ordered_json_text(text, origin);
+  IncludeResolver includes;
+  auto ordered = includes.resolve(parse_ordered_json_text(text, origin), origin);
   for (auto& o : overrides) apply_override(ordered, o);
   std::vector<std::string> order;
   if (ordered.is_object() && ordered.contains("matrix") && ordered["matrix"].is_object())
@@ -377,9 +510,10 @@ Scenario parse_scenario_text(const std::string& text, const std::string& origin,
     Scenario s = parse_scenario(nlohmann::json::parse(ordered.dump()), order);
     s.source_text = ordered.dump(2) + "\n";
     s.overrides = overrides;
+    s.files = includes.files();
     return s;
   } catch (const InputError& e) {
-    throw e.in_file(origin);
+    throw includes.in_its_file(e, origin);
   }
 }
 

@@ -184,7 +184,10 @@ mkdir -p "$m/etc-up" "$m/etc-work" "$m/var-up" "$m/var-work"
 # A cgroup2 rooted at the cgroup this namespace was made in (systemd's own hierarchy).
 umount -R /sys/fs/cgroup 2>/dev/null || umount -l /sys/fs/cgroup
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
-# The package's files where the package puts them; writes to /etc and /var stay here.
+# The package's files where the package puts them; writes to /etc and /var stay here. The
+# overlay's root takes the top layer's mode: a temporary folder's 0700 would shut the
+# loadlab user out of /usr (status 203/EXEC).
+chmod 0755 "$prefix"
 mount -t overlay overlay -o "lowerdir=$prefix:/usr" /usr
 mount -t overlay overlay -o "lowerdir=/etc,upperdir=$m/etc-up,workdir=$m/etc-work" /etc
 mount -t overlay overlay -o "lowerdir=/var,upperdir=$m/var-up,workdir=$m/var-work" /var

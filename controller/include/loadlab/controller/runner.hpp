@@ -39,6 +39,7 @@ struct RunOptions {
 // baseline was given and a cell regressed, 128 + the signal when `stop` ended the run early
 // (its finished cells kept for --resume). Throws
 // loadlab::InputError for bad input (exit status 2) and EnvironmentError.
-int run_scenario(const RunOptions& options, std::ostream& table_out);
+// `run_folder`, when given, is set to the run's folder once it is made.
+int run_scenario(const RunOptions& options, std::ostream& table_out, std::string* run_folder = nullptr);
 
 }  // namespace loadlab::controller

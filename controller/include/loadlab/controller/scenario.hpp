@@ -103,6 +103,9 @@ struct Scenario {
   nlohmann::json source;               // the scenario as run (overrides applied), kept in result.json
   std::string source_text;             // the same, as text in the file's key order (the run folder's copy)
   std::vector<std::string> overrides;  // the --set assignments applied, in order
+  // Every file read to make it: the scenario file first, then the files it includes (and
+  // they include), in the order they were read. One file when it includes none.
+  std::vector<std::string> files;
 };
 
 // Throws loadlab::InputError naming the JSON path of the first problem, including a cell
@@ -110,12 +113,18 @@ struct Scenario {
 // paths of the values that make it. `matrix_order`: the matrix's keys as written (a
 // nlohmann::json object iterates in key order); empty = that order.
 Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order = {});
-// Reads the file and keeps the matrix's axes in the order the file writes them. Each of
+// Reads the file and keeps the matrix's axes in the order the file writes them. A file's
+// `include` (a path or an array of paths, relative to the file) names scenario files it
+// builds on: they are read first (and their own includes before them), merged in order, and
+// the file's other keys are merged over them as a JSON merge patch (RFC 7386: objects merge
+// key by key, null removes a key, anything else, arrays too, replaces); a key of the merged
+// scenario that is wrong is reported in the file that wrote it. Each of
 // `overrides` ("load.total_requests=5000000": a dotted path, '=', a JSON value or else a
 // string) replaces or adds that value before the scenario is checked; a bad assignment is an
 // InputError naming --set.
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
-// The same from the file's text; `origin` names the file in errors.
+// The same from the file's text; `origin` names the file in errors, and its folder is where
+// its includes are found.
 Scenario parse_scenario_text(const std::string& text, const std::string& origin,
                              const std::vector<std::string>& overrides = {});
 

@@ -53,6 +53,11 @@ inline constexpr int64_t kMaxCells = 100'000;
 inline constexpr double kMaxCellRate = 1e12;  // load.rate and the rate axis: over a cell's threads
 inline constexpr int64_t kMaxRepetitions = 100;
 inline constexpr int64_t kMaxLoadAgents = 1'000;  // placement.load.agents
+// A scenario's `include`: how deep includes nest, how many files one scenario reads in all,
+// and how large each may be (a scenario is a few KB; this stops /dev/zero-like mistakes).
+inline constexpr int kMaxIncludeDepth = 16;
+inline constexpr int kMaxScenarioFiles = 64;
+inline constexpr int64_t kMaxScenarioFileBytes = 16 << 20;
 // execution: retries of a failed repetition, the waits between them and between cells.
 inline constexpr int64_t kMaxRetries = 100;
 inline constexpr double kMaxRetryBackoffS = 300;

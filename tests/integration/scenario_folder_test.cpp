@@ -1,0 +1,127 @@
+// `loadlab run DIR`: a scenario repository's folder, every night: one run folder per
+// scenario, includes recorded with their git commit, the worst status as the exit status.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "loadlab/shared/json_input.hpp"
+#include "test_support.hpp"
+
+namespace loadlab {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::bin;
+using testing::run_command;
+using testing::TempDir;
+
+// A git repository of scenarios: a base matrix in base/ and variants beside it.
+struct ScenarioRepo {
+  explicit ScenarioRepo(const TempDir& dir) : path(dir.path() / "repo") {
+    write("base/matrix.json", R"({"targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+        "matrix": {"delay_ms": [0], "threads": [2]}, "load": {"total_requests": 300}})");
+    write("a.json", R"({"include": "base/matrix.json", "name": "a"})");
+    write("b.json", R"({"include": "base/matrix.json", "name": "b", "matrix": {"delay_ms": [1]}})");
+    git({"init", "-q"});
+  }
+  void write(const std::string& name, const std::string& text) const {
+    fs::create_directories((path / name).parent_path());
+    std::ofstream(path / name) << text;
+  }
+  testing::RunOutput git(std::vector<std::string> args) const {
+    std::vector<std::string> argv = {"/usr/bin/git", "-C", path.string(), "-c", "user.name=t", "-c",
+                                     "user.email=t@example.invalid"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv);
+  }
+  std::string commit_all() const {
+    EXPECT_EQ(git({"add", "-A"}).code, 0);
+    EXPECT_EQ(git({"commit", "-qm", "scenarios"}).code, 0);
+    auto head = git({"rev-parse", "HEAD"});
+    return head.stdout_text.substr(0, 40);
+  }
+  fs::path path;
+};
+
+testing::RunOutput night(const TempDir& dir, const ScenarioRepo& repo, const std::string& name) {
+  return run_command({bin("loadlab"), "--log-level", "warn", "run", repo.path.string(), "--out",
+                      (dir.path() / name).string(), "--history", (dir.path() / "history.db").string(),
+                      "--baseline", "history:last-good"});
+}
+
+TEST(ScenarioFolder, EachScenarioRunsIntoItsOwnFolderAndTheWorstStatusIsTheExitStatus) {
+  TempDir dir;
+  ScenarioRepo repo(dir);
+  repo.write("broken.json", R"({"include": "base/matrix.json", "name": "broken", "load": {"treads": 2}})");
+  const std::string commit = repo.commit_all();
+
+  auto r = night(dir, repo, "night1");
+  EXPECT_EQ(r.code, 2) << r.stdout_text << r.output_tail;  // the bad scenario; the others ran
+  EXPECT_NE(r.output_tail.find((repo.path / "broken.json").string() + ": /load/treads: unknown key"),
+            std::string::npos)
+      << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("broken.json: bad input"), std::string::npos) << r.stdout_text;
+  EXPECT_FALSE(fs::exists(dir.path() / "night1" / "broken"));
+  for (std::string name : {"a", "b"}) {
+    const auto folder = dir.path() / "night1" / name;
+    EXPECT_NE(r.stdout_text.find(name + ".json: ok, " + folder.string()), std::string::npos) << r.stdout_text;
+    auto result = read_json_file((folder / "result.json").string());
+    ASSERT_EQ(result["cells"].size(), 1u) << name;
+    EXPECT_EQ(result["cells"][0]["median"]["requests"], "300");
+    // Every file read, each with the commit it came from.
+    ASSERT_EQ(result["scenario_files"].size(), 2u);
+    EXPECT_EQ(result["scenario_files"][0]["path"], (repo.path / (name + ".json")).string());
+    EXPECT_EQ(result["scenario_files"][1]["path"], (repo.path / "base" / "matrix.json").string());
+    for (auto& f : result["scenario_files"]) {
+      EXPECT_EQ(f["git"]["commit"], commit);
+      EXPECT_EQ(f["git"]["dirty"], false);
+    }
+    // The run folder's scenario stands alone: merged, without its include.
+    auto copy = read_json_file((folder / "scenario.json").string());
+    EXPECT_FALSE(copy.contains("include"));
+    EXPECT_EQ(copy["load"]["total_requests"], 300);
+  }
+  EXPECT_EQ(read_json_file((dir.path() / "night1" / "b" / "result.json").string())["scenario"]["matrix"]["delay_ms"],
+            nlohmann::json::array({1}));
+
+  // The next night, fixed: every scenario is compared with its own last good night.
+  ASSERT_EQ(repo.git({"rm", "-q", "broken.json"}).code, 0);
+  repo.commit_all();
+  r = night(dir, repo, "night2");
+  EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
+  for (std::string name : {"a", "b"}) {
+    auto result = read_json_file((dir.path() / "night2" / name / "result.json").string());
+    EXPECT_EQ(result["comparison"]["baseline"], (dir.path() / "night1" / name / "result.json").string());
+  }
+}
+
+TEST(ScenarioFolder, ABadFolderOrTwoScenariosOfOneNameExitTwo) {
+  TempDir dir;
+  ScenarioRepo repo(dir);
+  repo.write("c.json", R"({"include": "base/matrix.json", "name": "a"})");
+  auto r = run_command({bin("loadlab"), "validate", repo.path.string()});
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("c.json: /name: \"a\" names " + (repo.path / "a.json").string() + " too"),
+            std::string::npos)
+      << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("a.json: ok, a, 1 cells × 1 repetitions (1 included files)"), std::string::npos)
+      << r.stdout_text;
+
+  fs::create_directories(dir.path() / "empty" / "sub");
+  std::ofstream(dir.path() / "empty" / "sub" / "s.json") << "{}";
+  r = run_command({bin("loadlab"), "run", (dir.path() / "empty").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("the folder holds no scenario file (*.json; subfolders are not searched)"),
+            std::string::npos)
+      << r.output_tail;
+
+  r = run_command({bin("loadlab"), "run", repo.path.string(), "--baseline", (dir.path() / "old").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("--baseline: with a folder of scenarios only history:last-good is allowed"),
+            std::string::npos)
+      << r.output_tail;
+}
+
+}  // namespace
+}  // namespace loadlab
