@@ -66,6 +66,7 @@ struct CommandLine {
 
   CommandLine() {
     app.require_subcommand(1);
+    app.fallthrough();  // --log-level after the subcommand too (loadlab run S --log-level warn)
     app.set_version_flag("--version", loadlab::version_line("loadlab"));
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
 

@@ -12,6 +12,7 @@
 #include "load_job.hpp"
 #include "load_spec.hpp"
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -62,6 +63,7 @@ Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeReques
   uname(&u);
   info->set_name(options_.name);
   info->set_version(LOADLAB_VERSION);
+  info->set_commit(std::string(git_commit()));
   info->set_hostname(host);
   info->set_cores(std::thread::hardware_concurrency());
   info->set_memory_bytes(static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *

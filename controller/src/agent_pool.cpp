@@ -7,6 +7,7 @@
 
 #include "loadlab/controller/errors.hpp"
 #include "loadlab/proto/json.hpp"
+#include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -112,6 +113,11 @@ const ConnectedAgent& AgentPool::add(const AgentDef& def, double timeout_s) {
   auto st = a->client.stub->Describe(&ctx, v1::DescribeRequest(), &a->info);
   if (!st.ok())
     a->error = "cannot reach agent " + def.name + " at " + def.address + ": " + st.error_message();
+  else if (a->info.version() != LOADLAB_VERSION || a->info.commit() != git_commit())
+    // Allowed (a lab is upgraded one agent at a time), and recorded in result.json's agents.
+    component_logger("controller")
+        ->warn("agent {} runs loadlab {} (git {}), this controller {} (git {})", def.name, a->info.version(),
+               a->info.commit().empty() ? "unknown" : a->info.commit(), LOADLAB_VERSION, git_commit());
   agents_.push_back(std::move(a));
   return *agents_.back();
 }

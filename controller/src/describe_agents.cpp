@@ -30,7 +30,7 @@ Row agent_row(const ConnectedAgent& a) {
   return {def.name,
           def.address,
           roles,
-          a.info.version(),
+          a.info.version() + (a.info.commit().empty() ? "" : " (git " + a.info.commit() + ")"),
           a.info.hostname(),
           std::to_string(a.info.cores()),
           mem,

@@ -30,7 +30,8 @@ std::string error_line(const std::string& file, const InputError& e) {
 }
 
 // Each file's scenario, or its error; a name that an earlier file has is an error too.
-std::vector<Entry> check_all(const std::vector<std::string>& files, const std::vector<std::string>& overrides) {
+std::vector<Entry> check_all(const std::vector<std::string>& files,
+                             const std::vector<std::string>& overrides) {
   std::vector<Entry> entries;
   std::map<std::string, std::string> names;  // scenario name → its first file
   for (auto& file : files) {
@@ -64,7 +65,8 @@ std::string status_text(int status) {
     case 3:
       return "failed cells";
     default:
-      return status > 128 ? "stopped by signal " + std::to_string(status - 128) : "status " + std::to_string(status);
+      return status > 128 ? "stopped by signal " + std::to_string(status - 128)
+                          : "status " + std::to_string(status);
   }
 }
 
@@ -80,20 +82,23 @@ std::vector<std::string> scenario_files_in(const std::string& dir) {
   }
   if (ec) throw InputError("", "cannot list the folder " + dir + ": " + ec.message()).in_file(dir);
   if (files.empty())
-    throw InputError("", "the folder holds no scenario file (*.json; subfolders are not searched)").in_file(dir);
+    throw InputError("", "the folder holds no scenario file (*.json; subfolders are not searched)")
+        .in_file(dir);
   std::sort(files.begin(), files.end());
   return files;
 }
 
 int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if (!options.baseline.empty() && options.baseline != kLastGood)
-    throw InputError("--baseline", "with a folder of scenarios only " + std::string(kLastGood) +
-                                       " is allowed (each scenario's own last good run in --history), got \"" +
-                                       options.baseline + "\"");
+    throw InputError("--baseline",
+                     "with a folder of scenarios only " + std::string(kLastGood) +
+                         " is allowed (each scenario's own last good run in --history), got \"" +
+                         options.baseline + "\"");
   auto entries = check_all(scenario_files_in(options.scenario_path), options.overrides);
   for (auto& e : entries)
     if (!e.problem.empty()) err << "loadlab: " << e.problem << "\n";
-  size_t runnable = std::count_if(entries.begin(), entries.end(), [](auto& e) { return e.scenario.has_value(); });
+  size_t runnable =
+      std::count_if(entries.begin(), entries.end(), [](auto& e) { return e.scenario.has_value(); });
   auto log = component_logger("controller");
   log->info("{}: {} scenario files, {} to run", options.scenario_path, entries.size(), runnable);
   int worst = 0;
@@ -127,8 +132,8 @@ int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostre
   return worst;
 }
 
-int validate_scenario_folder(const std::string& dir, const std::vector<std::string>& overrides, std::ostream& out,
-                             std::ostream& err) {
+int validate_scenario_folder(const std::string& dir, const std::vector<std::string>& overrides,
+                             std::ostream& out, std::ostream& err) {
   int status = 0;
   for (auto& e : check_all(scenario_files_in(dir), overrides)) {
     if (!e.problem.empty()) {

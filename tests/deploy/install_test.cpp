@@ -20,9 +20,11 @@ TEST(Install, EveryBinaryNamesItsVersionAndCommit) {
 
 TEST(Install, PutsConfigCatalogUnitAndDocsUnderThePrefix) {
   InstalledTree tree;
-  for (std::string file : {"etc/loadlab/agent.env", "lib/systemd/system/loadlab-agent.service",
-                           "share/loadlab/examples/catalog.json", "share/doc/loadlab/README.md",
-                           "share/doc/loadlab/scenario.md", "share/doc/loadlab-agent/agent.md"})
+  for (std::string file :
+       {"etc/loadlab/agent.env", "lib/systemd/system/loadlab-agent.service", "etc/loadlab/nightly.env",
+        "lib/systemd/system/loadlab-nightly.service", "lib/systemd/system/loadlab-nightly.timer",
+        "bin/loadlab-nightly", "share/loadlab/examples/catalog.json", "share/doc/loadlab/README.md",
+        "share/doc/loadlab/scenario.md", "share/doc/loadlab-agent/agent.md"})
     EXPECT_TRUE(std::filesystem::is_regular_file(tree.path(file))) << file;
   struct stat st {};
   ASSERT_EQ(stat(tree.path("share/loadlab/examples/targets/run-target").c_str(), &st), 0);

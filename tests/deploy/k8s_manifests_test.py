@@ -46,9 +46,6 @@ CATALOG_CLIENT_DOC_KEYS = {"tool", "path"}
 NOT_BUILD_DEPS = {"ccache", "libgtest-dev", "libgmock-dev", "iproute2", "clang-format", "wrk", "hey",
                   "nghttp2-client", "python3", "python3-jsonschema", "python3-pil", "python3-yaml",
                   "chromium"}
-# Paths the manifests run that the packages install on another branch not merged here yet:
-# path -> (package, why). A warning while absent, checked like any other once installed.
-PENDING_INSTALLS = {"/usr/bin/loadlab-nightly": ("loadlab", "the nightly script (issue 13), its own branch")}
 
 errors = []
 
@@ -277,14 +274,9 @@ def installed_files(src):
 
 
 def package_of(where, path, installs, packages):
-    """The package installing `path`, or None (reported unless it is a known pending one)."""
+    """The package installing `path`, or None (reported)."""
     if path in installs:
         return packages.get(installs[path][0])
-    if path in PENDING_INSTALLS:
-        package, why = PENDING_INSTALLS[path]
-        print(f"WARN {where}: {path} is not installed by deploy/CMakeLists.txt yet ({why}); "
-              f"expected in package {package}")
-        return package
     fail(where, f"runs {path}, which no install rule of deploy/CMakeLists.txt installs")
     return None
 

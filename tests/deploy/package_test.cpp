@@ -63,6 +63,13 @@ void check_controller_package(const std::string& deb) {
   EXPECT_TRUE(holds(paths, "./usr/bin/loadlab"));
   EXPECT_TRUE(holds(paths, "./usr/share/doc/loadlab/README.md"));
   EXPECT_TRUE(holds(paths, "./usr/share/doc/loadlab/copyright"));
+  // The nightly job: its script, service, timer and config (a conffile: an edit survives upgrades).
+  for (std::string path : {"./usr/bin/loadlab-nightly", "./usr/lib/systemd/system/loadlab-nightly.service",
+                           "./usr/lib/systemd/system/loadlab-nightly.timer", "./etc/loadlab/nightly.env",
+                           "./usr/share/doc/loadlab/operations.md"})
+    EXPECT_TRUE(holds(paths, path)) << path;
+  EXPECT_EQ(control_file(deb, "conffiles"), "/etc/loadlab/nightly.env\n");
+  EXPECT_NE(field(deb, "Recommends").find("git"), std::string::npos);
   // The embedded agent's loadlab-target and loadlab-load come from loadlab-agent, once.
   EXPECT_FALSE(holds(paths, "./usr/bin/loadlab-target"));
   EXPECT_EQ(field(deb, "Package"), "loadlab\n");

@@ -475,6 +475,8 @@ TEST(SystemdBoot, AgentUnitStartsAndAnswersDescribe) {
                        << read_text(work.path() / "console");
   EXPECT_EQ(info.name(), name) << "LOADLAB_AGENT_FLAGS (split at spaces) did not reach the agent";
   EXPECT_GT(info.cores(), 0u);
+  EXPECT_EQ(info.version() + " " + info.commit(), std::string(LOADLAB_VERSION) + " " + expected_commit())
+      << "the installed agent is the one built here";
   // Delegate=yes: the agent may make job cgroups under its own.
   EXPECT_EQ(info.process_control(), "cgroup2");
 

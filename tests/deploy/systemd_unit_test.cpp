@@ -1,5 +1,5 @@
-// systemd-analyze verify on deploy/systemd/loadlab-agent.service, as installed. verify needs
-// ExecStart's binary to exist, so a copy of the unit points at the installed loadlab-agent.
+// systemd-analyze verify on the units of deploy/systemd, as installed. verify needs each
+// ExecStart's binary to exist, so copies of the units point at the installed programs.
 #include <fstream>
 #include <sstream>
 
@@ -8,26 +8,61 @@
 namespace loadlab::testing {
 namespace {
 
-TEST(SystemdUnit, AgentUnitVerifies) {
+struct Unit {
+  std::string name;
+  std::string program;                // its ExecStart's, "" for a timer
+  std::vector<std::string> settings;  // lines the unit must have
+};
+
+const std::vector<Unit>& units() {
+  static const std::vector<Unit> all = {
+      {"loadlab-agent.service",
+       "loadlab-agent",
+       {"Restart=on-failure", "User=loadlab", "Delegate=yes", "NoNewPrivileges=yes",
+        "EnvironmentFile=-/etc/loadlab/agent.env"}},
+      {"loadlab-nightly.service",
+       "loadlab-nightly",
+       {"Type=oneshot", "User=loadlab", "StateDirectory=loadlab/nightly",
+        "EnvironmentFile=/etc/loadlab/nightly.env", "ExecStart=/usr/bin/loadlab-nightly",
+        "ProtectSystem=strict"}},
+      {"loadlab-nightly.timer",
+       "",
+       {"OnCalendar=*-*-* 01:00:00", "Persistent=true", "WantedBy=timers.target"}},
+  };
+  return all;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(SystemdUnit, EveryUnitVerifies) {
   if (std::string(LOADLAB_SYSTEMD_ANALYZE).empty())
-    GTEST_SKIP() << "no systemd-analyze: the unit is not verified";
+    GTEST_SKIP() << "no systemd-analyze: the units are not verified";
   InstalledTree tree;
-  std::ifstream in(tree.path("lib/systemd/system/loadlab-agent.service"));
-  std::stringstream unit;
-  unit << in.rdbuf();
-  std::string text = unit.str();
-  const std::string exec = "ExecStart=/usr/bin/loadlab-agent ";
-  auto at = text.find(exec);
-  ASSERT_NE(at, std::string::npos) << "the unit must start /usr/bin/loadlab-agent";
-  text.replace(at, exec.size(), "ExecStart=" + tree.path("bin/loadlab-agent") + " ");
-  for (std::string key : {"Restart=on-failure", "User=loadlab", "Delegate=yes", "NoNewPrivileges=yes",
-                          "EnvironmentFile=-/etc/loadlab/agent.env"})
-    EXPECT_NE(text.find("\n" + key + "\n"), std::string::npos) << key;
   TempDir dir;
-  auto copy = dir.file("loadlab-agent.service", text);
-  auto out = run_command({LOADLAB_SYSTEMD_ANALYZE, "verify", copy});
-  EXPECT_EQ(out.code, 0) << out.output_tail;
-  EXPECT_EQ(out.output_tail, "") << "verify warned";
+  std::vector<std::string> copies;
+  for (auto& u : units()) {
+    std::string text = read_file(tree.path("lib/systemd/system/" + u.name));
+    ASSERT_FALSE(text.empty()) << u.name << " is not installed";
+    for (auto& line : u.settings)
+      EXPECT_NE(text.find("\n" + line + "\n"), std::string::npos) << u.name << ": " << line;
+    if (!u.program.empty()) {
+      const std::string exec = "ExecStart=/usr/bin/" + u.program;
+      auto at = text.find(exec);
+      ASSERT_NE(at, std::string::npos) << u.name << " must start /usr/bin/" << u.program;
+      text.replace(at, exec.size(), "ExecStart=" + tree.path("bin/" + u.program));
+    }
+    copies.push_back(dir.file(u.name, text));
+  }
+  for (auto& copy : copies) {
+    auto out = run_command({LOADLAB_SYSTEMD_ANALYZE, "verify", copy});
+    EXPECT_EQ(out.code, 0) << copy << ": " << out.output_tail;
+    EXPECT_EQ(out.output_tail, "") << copy << ": verify warned";
+  }
 }
 
 }  // namespace

@@ -417,7 +417,8 @@ TEST(Cli, HostileScenarioFilesExitTwoNamingTheFileAndThePath) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {huge, huge + ": /targets/0/delay_ms: number out of range"},
       {twice, twice + ": /targets/0/delay_ms: duplicate key"},
-      {folder, folder + ": /: cannot read file " + folder + ": it is a directory"},
+      // A folder is a folder of scenarios (loadlab run DIR): this one holds none.
+      {folder, folder + ": /: the folder holds no scenario file (*.json; subfolders are not searched)"},
   };
   for (auto& [file, line] : cases)
     for (std::string cmd : {"validate", "run"}) {

@@ -30,8 +30,8 @@ struct ScenarioRepo {
     std::ofstream(path / name) << text;
   }
   testing::RunOutput git(std::vector<std::string> args) const {
-    std::vector<std::string> argv = {"/usr/bin/git", "-C", path.string(), "-c", "user.name=t", "-c",
-                                     "user.email=t@example.invalid"};
+    std::vector<std::string> argv = {
+        "/usr/bin/git", "-C", path.string(), "-c", "user.name=t", "-c", "user.email=t@example.invalid"};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_command(argv);
   }
@@ -82,7 +82,8 @@ TEST(ScenarioFolder, EachScenarioRunsIntoItsOwnFolderAndTheWorstStatusIsTheExitS
     EXPECT_FALSE(copy.contains("include"));
     EXPECT_EQ(copy["load"]["total_requests"], 300);
   }
-  EXPECT_EQ(read_json_file((dir.path() / "night1" / "b" / "result.json").string())["scenario"]["matrix"]["delay_ms"],
+  EXPECT_EQ(read_json_file(
+                (dir.path() / "night1" / "b" / "result.json").string())["scenario"]["matrix"]["delay_ms"],
             nlohmann::json::array({1}));
 
   // The next night, fixed: every scenario is compared with its own last good night.
@@ -105,7 +106,8 @@ TEST(ScenarioFolder, ABadFolderOrTwoScenariosOfOneNameExitTwo) {
   EXPECT_NE(r.output_tail.find("c.json: /name: \"a\" names " + (repo.path / "a.json").string() + " too"),
             std::string::npos)
       << r.output_tail;
-  EXPECT_NE(r.stdout_text.find("a.json: ok, a, 1 cells × 1 repetitions (1 included files)"), std::string::npos)
+  EXPECT_NE(r.stdout_text.find("a.json: ok, a, 1 cells × 1 repetitions (1 included files)"),
+            std::string::npos)
       << r.stdout_text;
 
   fs::create_directories(dir.path() / "empty" / "sub");

@@ -99,7 +99,7 @@ TEST(Include, SeveralAndNestedIncludesMergeInOrderTheLaterWinning) {
   ASSERT_EQ(s.targets.size(), 1u);
   // Read order: the file, then each include as it is reached (load.json's own include first).
   EXPECT_EQ(s.files, (std::vector<std::string>{top, f.path("parts/load.json"), f.path("parts/targets.json"),
-                                                f.path("parts/more-load.json")}));
+                                               f.path("parts/more-load.json")}));
 }
 
 TEST(Include, AnErrorIsReportedInTheFileThatWroteTheValue) {
@@ -130,10 +130,12 @@ TEST(Include, BadIncludesAreInputErrorsNamingTheIncludingFile) {
   fs::create_directories(f.path("folder"));
   expect("dir.json", R"({"include": ["folder"]})",
          "/include: cannot include " + f.path("folder") + ": not a regular file");
-  expect("device.json", R"({"include": "/dev/zero"})", "/include: cannot include /dev/zero: not a regular file");
+  expect("device.json", R"({"include": "/dev/zero"})",
+         "/include: cannot include /dev/zero: not a regular file");
   expect("number.json", R"({"include": ["a.json", 3]})",
          "/include/1: must be a scenario file name (relative to this file), got 3");
-  expect("empty.json", R"({"include": []})", "/include: must be a file name or a non-empty array of file names");
+  expect("empty.json", R"({"include": []})",
+         "/include: must be a file name or a non-empty array of file names");
   expect("self.json", R"({"include": "self.json"})",
          "/include: includes itself: " + f.path("self.json") + " → " + f.path("self.json"));
   f.write("ping.json", R"({"include": "pong.json"})");
@@ -160,7 +162,8 @@ TEST(Include, NestingAndFileCountAreBounded) {
   EXPECT_EQ(what, "/include: includes nest more than 16 files deep");
   // Many files, each included twice (no cycle), past the count.
   std::string list;
-  for (int i = 0; i < limits::kMaxScenarioFiles; ++i) list += std::string(list.empty() ? "" : ",") + "\"leaf.json\"";
+  for (int i = 0; i < limits::kMaxScenarioFiles; ++i)
+    list += std::string(list.empty() ? "" : ",") + "\"leaf.json\"";
   f.write("leaf.json", "{}");
   std::tie(at, what) = error_of(f.write("many.json", "{\"include\": [" + list + "]}"));
   EXPECT_EQ(what, "/include/63: a scenario may read at most 64 files with its includes");

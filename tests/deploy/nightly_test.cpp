@@ -1,0 +1,157 @@
+// loadlab-nightly (deploy/nightly), as installed: nights of a scenario repository in git,
+// each compared with the last good one; its exit status is what monitoring sees.
+#include <sys/file.h>
+
+#include <csignal>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "deploy_support.hpp"
+#include "loadlab/shared/json_input.hpp"
+
+namespace loadlab::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scenario repository: scenarios/nightly.json on a base it includes; the server's delay
+// (the target's x-loadlab-delay-ms header) is what a commit changes.
+class ScenarioRepo {
+ public:
+  explicit ScenarioRepo(fs::path path) : path_(std::move(path)) {
+    write("scenarios/base/matrix.json",
+          R"({"targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+              "matrix": {"delay_ms": [10], "threads": [4]}, "load": {"requests_per_thread": 40}, "repetitions": 2})");
+    EXPECT_EQ(git({"init", "-q", "-b", "main"}).code, 0);
+  }
+  // Commits the scenario with this server delay; returns the commit.
+  std::string commit_delay(int delay_ms) {
+    write("scenarios/nightly.json", R"({"include": "base/matrix.json", "name": "nightly",
+        "load": {"headers": {"x-loadlab-delay-ms": ")" + std::to_string(delay_ms) + R"("}}})");
+    EXPECT_EQ(git({"add", "-A"}).code, 0);
+    EXPECT_EQ(git({"commit", "-qm", "delay " + std::to_string(delay_ms)}).code, 0);
+    auto head = git({"rev-parse", "HEAD"});
+    return head.stdout_text.substr(0, 40);
+  }
+  std::string url() const { return "file://" + path_.string(); }
+
+ private:
+  void write(const std::string& name, const std::string& text) const {
+    fs::create_directories((path_ / name).parent_path());
+    std::ofstream(path_ / name) << text;
+  }
+  RunOutput git(std::vector<std::string> args) const {
+    std::vector<std::string> argv = {LOADLAB_GIT, "-C", path_.string(), "-c", "user.name=t", "-c",
+                                     "user.email=t@example.invalid"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv);
+  }
+  fs::path path_;
+};
+
+class Nightly : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string(LOADLAB_GIT).empty()) GTEST_SKIP() << "no git: loadlab-nightly is not tried";
+  }
+  // One night, as the service runs it: the installed script, its settings in the environment;
+  // an empty LOADLAB_LAB runs it on an embedded agent.
+  RunOutput night(const std::string& repo_url) {
+    return run_command({"/usr/bin/env", "LOADLAB_SCENARIO_REPO=" + repo_url, "LOADLAB_SCENARIO_REF=main",
+                        "LOADLAB_SCENARIO_DIR=scenarios", "LOADLAB_LAB=", "LOADLAB_STATE_DIR=" + state(),
+                        "LOADLAB_NIGHTLY_FLAGS=--log-level warn", tree_.path("bin/loadlab-nightly")});
+  }
+  std::string state() const { return (dir_.path() / "state").string(); }
+  nlohmann::json latest_result() const {
+    return read_json_file(state() + "/runs/latest/nightly/result.json");
+  }
+
+  InstalledTree tree_;
+  TempDir dir_;
+};
+
+TEST_F(Nightly, EachNightRunsTheRepositorysNewestCommitAgainstTheLastGoodNight) {
+  ScenarioRepo repo(dir_.path() / "repo");
+  const std::string first = repo.commit_delay(10);
+  auto r = night(repo.url());
+  ASSERT_EQ(r.code, 0) << r.stdout_text << r.output_tail;  // the first night: nothing to compare with
+  EXPECT_NE(r.output_tail.find("nothing to compare with"), std::string::npos) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("report: " + state() + "/runs/"), std::string::npos) << r.stdout_text;
+  auto result = latest_result();
+  const std::string first_night = fs::canonical(state() + "/runs/latest").string();
+  EXPECT_EQ(result["scenario_files"][0]["git"]["commit"], first);
+  EXPECT_EQ(result["scenario_files"][1]["path"], state() + "/checkout/scenarios/base/matrix.json");
+  EXPECT_TRUE(fs::exists(state() + "/history.db"));
+  EXPECT_TRUE(fs::exists(first_night + "/nightly/report.html"));
+
+  // A commit makes the server twice as slow: the next night runs it and fails with 1.
+  const std::string second = repo.commit_delay(20);
+  r = night(repo.url());
+  EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("exit status 1"), std::string::npos) << r.stdout_text;
+  result = latest_result();
+  EXPECT_NE(fs::canonical(state() + "/runs/latest").string(), first_night);  // a folder per night
+  EXPECT_EQ(result["scenario_files"][0]["git"]["commit"], second);
+  EXPECT_EQ(result["comparison"]["baseline"], first_night + "/nightly/result.json");
+  EXPECT_EQ(result["comparison"]["cells"][0]["verdict"], "regression");
+  EXPECT_TRUE(fs::exists(first_night + "/nightly/result.json")) << "nights are kept";
+}
+
+// systemd stopping the service, or a pod's end, signals the script: the night stops keeping
+// its finished cells, and the exit status says it was stopped.
+TEST_F(Nightly, SigtermToTheScriptStopsTheRunKeepingItsFinishedCells) {
+  ScenarioRepo repo(dir_.path() / "repo");
+  repo.commit_delay(0);
+  auto child = agent::ChildProcess::spawn(
+      {"/usr/bin/env", "LOADLAB_SCENARIO_REPO=" + repo.url(), "LOADLAB_LAB=", "LOADLAB_STATE_DIR=" + state(),
+       "LOADLAB_NIGHTLY_FLAGS=--set load={\"duration_s\":0.5} --set matrix.delay_ms=[1,2,3,4,5,6,7,8]",
+       tree_.path("bin/loadlab-nightly")});
+  // Until the first cell is in the journal.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  fs::path journal;
+  while (journal.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(state() + "/runs", ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().filename() == "journal.jsonl" && fs::file_size(it->path(), ec) > 0) journal = it->path();
+  }
+  ASSERT_FALSE(journal.empty()) << "no cell finished";
+  ASSERT_EQ(::kill(child->pid(), SIGTERM), 0);  // the script alone, as a pod's end does
+  auto exit = child->wait_exit(std::chrono::seconds(20));
+  ASSERT_TRUE(exit.has_value()) << "the night did not stop";
+  EXPECT_EQ(exit->code, 128 + SIGTERM);
+  auto result = read_json_file((journal.parent_path() / "result.json").string());
+  EXPECT_GE(result["cells"].size(), 1u);
+  EXPECT_LT(result["cells"].size(), 8u);
+}
+
+TEST_F(Nightly, ANightThatCannotStartExitsFour) {
+  auto r = night((dir_.path() / "no-such-repo").string());
+  EXPECT_EQ(r.code, 4) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("cannot update " + state() + "/checkout to main of"), std::string::npos)
+      << r.output_tail;
+  r = night("");
+  EXPECT_EQ(r.code, 4);
+  EXPECT_NE(r.output_tail.find("LOADLAB_SCENARIO_REPO is not set"), std::string::npos) << r.output_tail;
+  // Another night holds the lock.
+  ScenarioRepo repo(dir_.path() / "repo");
+  repo.commit_delay(0);
+  fs::create_directories(state());
+  int fd = open((state() + "/.lock").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  r = night(repo.url());
+  close(fd);
+  EXPECT_EQ(r.code, 4);
+  EXPECT_NE(r.output_tail.find("another night is running"), std::string::npos) << r.output_tail;
+  EXPECT_FALSE(fs::exists(state() + "/runs/latest"));
+}
+
+}  // namespace
+}  // namespace loadlab::testing
