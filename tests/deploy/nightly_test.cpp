@@ -1,13 +1,11 @@
 // loadlab-nightly (deploy/nightly), as installed: nights of a scenario repository in git,
 // each compared with the last good one; its exit status is what monitoring sees.
-#include <sys/file.h>
-
-#include <csignal>
-
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -33,7 +31,8 @@ class ScenarioRepo {
   // Commits the scenario with this server delay; returns the commit.
   std::string commit_delay(int delay_ms) {
     write("scenarios/nightly.json", R"({"include": "base/matrix.json", "name": "nightly",
-        "load": {"headers": {"x-loadlab-delay-ms": ")" + std::to_string(delay_ms) + R"("}}})");
+        "load": {"headers": {"x-loadlab-delay-ms": ")" +
+                                        std::to_string(delay_ms) + R"("}}})");
     EXPECT_EQ(git({"add", "-A"}).code, 0);
     EXPECT_EQ(git({"commit", "-qm", "delay " + std::to_string(delay_ms)}).code, 0);
     auto head = git({"rev-parse", "HEAD"});
@@ -47,8 +46,8 @@ class ScenarioRepo {
     std::ofstream(path_ / name) << text;
   }
   RunOutput git(std::vector<std::string> args) const {
-    std::vector<std::string> argv = {LOADLAB_GIT, "-C", path_.string(), "-c", "user.name=t", "-c",
-                                     "user.email=t@example.invalid"};
+    std::vector<std::string> argv = {
+        LOADLAB_GIT, "-C", path_.string(), "-c", "user.name=t", "-c", "user.email=t@example.invalid"};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_command(argv);
   }
