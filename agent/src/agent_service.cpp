@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include "load_job.hpp"
 #include "load_spec.hpp"
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
@@ -19,6 +21,20 @@
 #include "target_job.hpp"
 
 namespace loadlab::agent {
+
+namespace {
+
+// What the agent's programs speak (AgentInfo.target_protocols and client_protocols, and the
+// checks of HostTarget and RunLoad): the built-in target and load worker, and the catalog's.
+std::vector<v1::Protocol> served_by(const CatalogEntry&) { return {v1::PROTOCOL_HTTP1}; }
+std::vector<v1::Protocol> spoken_by(const ClientEntry*) { return {v1::PROTOCOL_HTTP1}; }
+
+bool offers(const std::vector<v1::Protocol>& protocols, v1::Protocol p) {
+  if (p == v1::PROTOCOL_UNSPECIFIED) p = v1::PROTOCOL_HTTP1;
+  return std::find(protocols.begin(), protocols.end(), p) != protocols.end();
+}
+
+}  // namespace
 
 using grpc::Status;
 using grpc::StatusCode;
@@ -70,9 +86,16 @@ Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeReques
                          static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
   info->set_kernel(std::string(u.sysname) + " " + u.release);
   info->set_cpu_model(read_first_match("/proc/cpuinfo", "model name"));
-  for (auto& t : options_.catalog.names()) info->add_catalog(t);
-  info->add_protocols("http/1.1");
-  for (auto& c : options_.catalog.client_names()) info->add_clients(c);
+  for (auto& t : options_.catalog.names()) {
+    info->add_catalog(t);
+    for (auto p : served_by(*options_.catalog.find(t)))
+      (*info->mutable_target_protocols())[t].add_protocols(p);
+  }
+  for (auto& c : options_.catalog.client_names()) {
+    info->add_clients(c);
+    for (auto p : spoken_by(options_.catalog.find_client(c)))
+      (*info->mutable_client_protocols())[c].add_protocols(p);
+  }
   info->set_busy(target_slot_.busy() || load_slot_.busy());
   info->set_process_control(std::string(to_string(proc_control().mode)));
   return Status::OK;
@@ -98,6 +121,10 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   if (!entry)
     return Status(StatusCode::NOT_FOUND,
                   "unknown target \"" + name + "\"; this agent knows: " + options_.catalog.names_joined());
+  if (auto served = served_by(*entry); !offers(served, spec.protocol()))
+    return Status(StatusCode::INVALID_ARGUMENT, "protocol: target \"" + name + "\" does not serve " +
+                                                    std::string(proto::protocol_name(spec.protocol())) +
+                                                    "; it serves " + proto::protocol_names(served));
   if (spec.has_body_size() && !entry->builtin)
     return Status(StatusCode::INVALID_ARGUMENT, "body_size: catalog target \"" + name +
                                                     "\" takes no body_size; only the built-in hello does");
@@ -146,6 +173,11 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
       return Status(StatusCode::INVALID_ARGUMENT, client_name + ": " + e.what());
     }
   }
+  if (auto spoken = spoken_by(client); !offers(spoken, spec.protocol()))
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  "protocol: client \"" + (client_name.empty() ? std::string("loadlab") : client_name) +
+                      "\" does not speak " + std::string(proto::protocol_name(spec.protocol())) +
+                      "; it speaks " + proto::protocol_names(spoken));
   JobLease lease(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");

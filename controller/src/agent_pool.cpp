@@ -4,9 +4,12 @@
 #include <grpcpp/support/client_interceptor.h>
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "loadlab/controller/errors.hpp"
 #include "loadlab/proto/json.hpp"
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/json_input.hpp"
@@ -91,6 +94,36 @@ bool ConnectedAgent::runs_client(const std::string& client) const {
   return std::find(info.clients().begin(), info.clients().end(), client) != info.clients().end();
 }
 
+namespace {
+// The names of a protocol set of AgentInfo; http1 where the agent says nothing (older ones).
+std::vector<std::string> protocol_names_of(const google::protobuf::Map<std::string, v1::ProtocolSet>& sets,
+                                           const std::string& key) {
+  auto it = sets.find(key);
+  if (sets.empty() || it == sets.end()) return {"http1"};
+  std::vector<std::string> out;
+  for (int p : it->second.protocols()) out.emplace_back(proto::protocol_name(static_cast<v1::Protocol>(p)));
+  return out;
+}
+
+bool holds(const std::vector<std::string>& names, const std::string& name) {
+  return name.empty() || std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> ConnectedAgent::target_protocols(const std::string& target) const {
+  return protocol_names_of(info.target_protocols(), target);
+}
+
+std::vector<std::string> ConnectedAgent::client_protocols(const std::string& client) const {
+  return protocol_names_of(info.client_protocols(), client);
+}
+
 bool ConnectedAgent::answers(std::chrono::milliseconds deadline) const {
   // The channel's reconnect backoff (1 s, growing to minutes) is reset first: an agent
   // restarted on the same port is seen at the next probe, and a probe of a refused port
@@ -130,17 +163,24 @@ std::vector<const ConnectedAgent*> AgentPool::eligible(
   return out;
 }
 
-std::vector<const ConnectedAgent*> AgentPool::target_agents(const Scenario& s,
-                                                            const std::string& target) const {
+std::vector<const ConnectedAgent*> AgentPool::target_agents(const Scenario& s, const std::string& target,
+                                                            const std::string& protocol) const {
   auto out = eligible(s.placement.target_role, s.placement.target_labels);
-  out.erase(std::remove_if(out.begin(), out.end(), [&](auto* a) { return !a->can_host(target); }), out.end());
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](auto* a) {
+                             return !a->can_host(target) || !holds(a->target_protocols(target), protocol);
+                           }),
+            out.end());
   return out;
 }
 
-std::vector<const ConnectedAgent*> AgentPool::load_agents(const Scenario& s,
-                                                          const std::string& client) const {
+std::vector<const ConnectedAgent*> AgentPool::load_agents(const Scenario& s, const std::string& client,
+                                                          const std::string& protocol) const {
   auto out = eligible(s.placement.load_role, s.placement.load_labels);
-  out.erase(std::remove_if(out.begin(), out.end(), [&](auto* a) { return !a->runs_client(client); }),
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](auto* a) {
+                             return !a->runs_client(client) || !holds(a->client_protocols(client), protocol);
+                           }),
             out.end());
   return out;
 }
@@ -183,15 +223,40 @@ void AgentPool::check(const Scenario& s) const {
       throw InputError(path, "no load agent runs the client \"" + client +
                                  "\"; known: " + (list.empty() ? "loadlab" : list));
     }
-  for (auto& t : s.targets)
-    for (auto& [client, path] : clients_of(s)) place(s, t, client, 0);  // fails now, not mid-run
+  check_protocols(s);
 }
 
-Placement AgentPool::place(const Scenario& s, const TargetDef& t, const std::string& client,
-                           uint32_t attempt) const {
-  const std::string& name = target_name(t);
-  auto targets = target_agents(s, name);
-  auto loads = load_agents(s, client);
+void AgentPool::check_protocols(const Scenario& s) const {
+  // Each (target, client, protocol) of the cells once: its first cell names it.
+  std::set<std::tuple<size_t, std::string, std::string>> seen;
+  for_each_cell(s, [&](const Cell& c, const std::vector<size_t>& digits) {
+    if (!seen.emplace(c.target_index, c.client, c.protocol).second) return;
+    const std::string name = target_name(s.targets[c.target_index]);
+    const std::string at = knob_path(s, Knob::kProtocol, c.target_index, digits);
+    auto offered = [&](const std::vector<const ConnectedAgent*>& agents, auto protocols) {
+      std::string list;
+      for (auto* a : agents) list += (list.empty() ? "" : "; ") + a->def.name + ": " + joined(protocols(a));
+      return list;
+    };
+    if (target_agents(s, name, c.protocol).empty())
+      throw InputError(
+          at, "cell " + c.key() + ": no agent serves " + c.protocol + " with the target \"" + name + "\" (" +
+                  offered(target_agents(s, name), [&](auto* a) { return a->target_protocols(name); }) + ")");
+    if (load_agents(s, c.client, c.protocol).empty())
+      throw InputError(
+          at, "cell " + c.key() + ": no load agent's client \"" + c.client + "\" speaks " + c.protocol +
+                  " (" +
+                  offered(load_agents(s, c.client), [&](auto* a) { return a->client_protocols(c.client); }) +
+                  ")");
+    place(s, c, 0);  // fails now, not mid-run
+  });
+}
+
+Placement AgentPool::place(const Scenario& s, const Cell& cell, uint32_t attempt) const {
+  const std::string name = target_name(s.targets[cell.target_index]);
+  const std::string& client = cell.client;
+  auto targets = target_agents(s, name, cell.protocol);
+  auto loads = load_agents(s, client, cell.protocol);
   const bool share = s.placement.share_agents || agents_.size() == 1;
   auto loads_beside = [&](const ConnectedAgent* target) {
     std::vector<const ConnectedAgent*> out;

@@ -24,14 +24,12 @@ CellExecutor::CellExecutor(const Scenario& s, const AgentPool& pool, ProgressRep
 }
 
 std::optional<CellResult> CellExecutor::run(const Cell& cell, size_t finished) {
-  const TargetDef& target = scenario_.targets[cell.target_index];
   auto attempt = [&](uint32_t n) {
-    return run_repetition(pool_.place(scenario_, target, cell.client, n), scenario_, cell,
-                          options_.repetition);
+    return run_repetition(pool_.place(scenario_, cell, n), scenario_, cell, options_.repetition);
   };
   // The agents the next attempt will use, with its rotation, must answer again.
   auto ready = [&](uint32_t n, std::chrono::milliseconds deadline) {
-    return pool_.answer(pool_.place(scenario_, target, cell.client, n), deadline);
+    return pool_.answer(pool_.place(scenario_, cell, n), deadline);
   };
   auto note = [&](const std::string& line) { progress_.note(cell.key() + " " + line); };
   CellResult cr;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "loadlab/proto/protocols.hpp"
+
 namespace loadlab::controller {
 
 std::vector<LoadShare> split_load(const Scenario& s, const Cell& c, size_t agents) {
@@ -40,6 +42,7 @@ v1::TargetSpec target_spec(const Scenario& s, const Cell& c) {
   spec.set_threads(c.server_threads);
   spec.set_body(t.body);
   if (c.body_size) spec.set_body_size(*c.body_size);
+  spec.set_protocol(*proto::protocol_from_name(c.protocol));
   return spec;
 }
 
@@ -63,6 +66,8 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
   // The cell's rate is shared by its load agents in proportion to their threads.
   if (c.rate > 0) spec.set_rate(c.rate * share.threads / c.threads);
   spec.set_client(c.client == kBuiltinClient ? "" : c.client);
+  spec.set_protocol(*proto::protocol_from_name(c.protocol));
+  spec.set_tls_version(c.tls_version);
   return spec;
 }
 

@@ -19,10 +19,18 @@ Row agent_row(const ConnectedAgent& a) {
   for (auto& r : def.roles) roles += (roles.empty() ? "" : ",") + r;
   if (!a.reachable())
     return {def.name, def.address, roles, "-", "-", "-", "-", "-", "UNREACHABLE: " + a.error};
+  // Each name with the protocols it serves or speaks: "hello (http1, https)".
+  auto with_protocols = [](const std::string& name, const std::vector<std::string>& protocols) {
+    std::string list;
+    for (auto& p : protocols) list += (list.empty() ? "" : ", ") + p;
+    return name + " (" + list + ")";
+  };
   std::string catalog;
-  for (auto& c : a.info.catalog()) catalog += (catalog.empty() ? "" : ", ") + c;
+  for (auto& c : a.info.catalog())
+    catalog += (catalog.empty() ? "" : ", ") + with_protocols(c, a.target_protocols(c));
   std::string clients;
-  for (auto& c : a.info.clients()) clients += (clients.empty() ? "" : ", ") + c;
+  for (auto& c : a.info.clients())
+    clients += (clients.empty() ? "" : ", ") + with_protocols(c, a.client_protocols(c));
   if (!clients.empty()) catalog += "; clients: " + clients;
   char mem[32];
   std::snprintf(mem, sizeof mem, "%.1f GiB",

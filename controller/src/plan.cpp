@@ -1,5 +1,7 @@
 #include "loadlab/controller/plan.hpp"
 
+#include "loadlab/proto/protocols.hpp"
+
 namespace loadlab::controller {
 
 std::string Cell::key() const {
@@ -21,6 +23,8 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
   c.body_size = target.body_size;
   c.keep_alive = load.keep_alive;
   c.client = load.client;
+  c.protocol = load.protocol;
+  std::string tls_version = load.tls_version;
   uint32_t per_thread = load.connections_per_thread;
   uint32_t total = load.connections.value_or(0);  // 0: threads × per_thread
   c.axes.reserve(s.matrix.size());
@@ -56,10 +60,17 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
       case Knob::kClient:
         c.client = v.get<std::string>();
         break;
+      case Knob::kProtocol:
+        c.protocol = v.get<std::string>();
+        break;
+      case Knob::kTlsVersion:
+        tls_version = v.get<std::string>();
+        break;
     }
     c.axes.emplace_back(axis.name, axis.texts[digits[i]]);
   }
   c.connections = total ? total : c.threads * per_thread;
+  if (proto::uses_tls(*proto::protocol_from_name(c.protocol))) c.tls_version = tls_version;
   return c;
 }
 

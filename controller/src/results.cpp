@@ -62,6 +62,8 @@ v1::CellConfig config_of(const Cell& c) {
   if (c.body_size) p.set_body_size(*c.body_size);
   p.set_keep_alive(c.keep_alive);
   p.set_client(c.client);
+  p.set_protocol(c.protocol);
+  p.set_tls_version(c.tls_version);
   for (auto& [name, text] : c.axes) {
     auto* a = p.add_axes();
     a->set_axis(name);
@@ -81,6 +83,8 @@ Cell cell_of(const v1::CellConfig& p) {
   if (p.has_body_size()) c.body_size = p.body_size();
   c.keep_alive = p.keep_alive();
   c.client = p.client();
+  c.protocol = p.protocol().empty() ? "http1" : p.protocol();  // runs from before protocols
+  c.tls_version = p.tls_version();
   for (auto& a : p.axes()) c.axes.emplace_back(a.axis(), a.value());
   return c;
 }

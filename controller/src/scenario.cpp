@@ -10,6 +10,7 @@
 
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/plan.hpp"
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/http_syntax.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
@@ -34,6 +35,17 @@ void check_client_name(const std::string& name, const std::string& path) {
                      "must be \"loadlab\" (the built-in client) or an agent catalog client's name "
                      "(letters, digits, '.', '_', '-'), got \"" +
                          name + "\"");
+}
+
+// A protocol's name (loadlab/proto/protocols.hpp), as the value at `path`.
+std::string protocol_value(const nlohmann::json& v, const std::string& path) {
+  if (v.is_string() && proto::protocol_from_name(v.get<std::string>())) return v.get<std::string>();
+  throw InputError(path, "must be one of " + proto::protocol_names() + ", got " + v.dump());
+}
+
+std::string tls_version_value(const nlohmann::json& v, const std::string& path) {
+  if (v.is_string() && proto::is_tls_version(v.get<std::string>())) return v.get<std::string>();
+  throw InputError(path, "must be \"1.2\" or \"1.3\" (the TLS version the client forces), got " + v.dump());
 }
 
 std::string number_text(double v) {
@@ -72,7 +84,7 @@ TargetDef parse_target(const ObjectReader& t) {
 LoadDef parse_load(const ObjectReader& l) {
   l.allow({"requests_per_thread", "total_requests", "duration_s", "threads", "connections_per_thread",
            "connections", "client", "warmup_s", "keep_alive", "method", "path", "headers", "body",
-           "timeout_ms", "rate"});
+           "timeout_ms", "rate", "protocol", "tls_version"});
   LoadDef d;
   int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
   if (stops != 1)
@@ -114,6 +126,8 @@ LoadDef parse_load(const ObjectReader& l) {
                                          " bytes, got " + std::to_string(d.body.size()));
   d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, limits::kMaxTimeoutMs, 0));
   d.rate = l.number("rate", limits::kMinRatePerThread, limits::kMaxCellRate, 0);
+  if (l.has("protocol")) d.protocol = protocol_value(l.at("protocol"), l.path("protocol"));
+  if (l.has("tls_version")) d.tls_version = tls_version_value(l.at("tls_version"), l.path("tls_version"));
   return d;
 }
 
@@ -221,6 +235,10 @@ MatrixAxis parse_matrix_axis(const ObjectReader& m, const KnobInfo& k) {
         check_client_name(v.get<std::string>(), at);
         return v.get<std::string>();
       });
+    case Knob::kProtocol:
+      return parse_axis(m, k, protocol_value);
+    case Knob::kTlsVersion:
+      return parse_axis(m, k, tls_version_value);
   }
   throw std::logic_error("unhandled knob");
 }
@@ -537,6 +555,8 @@ const std::vector<KnobInfo>& knobs() {
       {Knob::kServerThreads, "server_threads", "st", "srv threads"},
       {Knob::kKeepAlive, "keep_alive", "ka", "keep-alive"},
       {Knob::kClient, "client", "", "client"},
+      {Knob::kProtocol, "protocol", "", "protocol"},
+      {Knob::kTlsVersion, "tls_version", "tls", "TLS"},
   };
   return all;
 }
@@ -570,6 +590,10 @@ std::string knob_path(const Scenario& s, Knob knob, size_t target, const std::ve
       return "/load/keep_alive";
     case Knob::kClient:
       return "/load/client";
+    case Knob::kProtocol:
+      return "/load/protocol";
+    case Knob::kTlsVersion:
+      return "/load/tls_version";
   }
   return "";
 }

@@ -16,6 +16,7 @@
 #include "loadlab/agent/ports.hpp"
 #include "loadlab/agent/proc_control.hpp"
 #include "loadlab/agent/usage_window.hpp"
+#include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "schedstat.hpp"
 #include "test_support.hpp"
@@ -80,11 +81,13 @@ class AgentTest : public ::testing::Test {
   };
 
   // Starts a catalog target and waits for Ready; `status` gets the error if there is one.
-  Hosted host(const std::string& name, grpc::Status* status = nullptr, uint32_t delay_ms = 0) {
+  Hosted host(const std::string& name, grpc::Status* status = nullptr, uint32_t delay_ms = 0,
+              v1::Protocol protocol = v1::PROTOCOL_UNSPECIFIED) {
     Hosted h;
     h.stream = stub->HostTarget(h.ctx.get());
     v1::TargetCommand cmd;
     cmd.mutable_spec()->set_catalog(name);
+    cmd.mutable_spec()->set_protocol(protocol);
     cmd.mutable_spec()->set_delay_ms(delay_ms);
     cmd.mutable_spec()->set_threads(1);
     h.stream->Write(cmd);
@@ -426,6 +429,22 @@ TEST_F(AgentTest, DescribeListsTheMachineAndCatalog) {
   EXPECT_FALSE(info.hostname().empty());
   EXPECT_EQ(info.catalog_size(), 8);
   EXPECT_FALSE(info.busy());
+  // What each target serves and each client speaks; catalog programs: HTTP/1.1.
+  ASSERT_EQ(info.target_protocols().count("burn50"), 1u);
+  EXPECT_EQ(info.target_protocols().at("burn50").protocols_size(), 1);
+  EXPECT_EQ(info.target_protocols().at("burn50").protocols(0), v1::PROTOCOL_HTTP1);
+  ASSERT_EQ(info.client_protocols().count("loadlab"), 1u);
+  EXPECT_EQ(info.commit(), std::string(git_commit()));
+}
+
+// A spec asking for a protocol the target does not serve is refused at the agent too (the
+// controller checks Describe first; this is the edge's own check).
+TEST_F(AgentTest, AProtocolTheTargetDoesNotServeIsInvalidArgument) {
+  grpc::Status st;
+  auto h = host("burn50", &st, 0, v1::PROTOCOL_H3);
+  EXPECT_FALSE(h.stream);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(), "protocol: target \"burn50\" does not serve h3; it serves http1");
 }
 
 }  // namespace

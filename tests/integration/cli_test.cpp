@@ -122,7 +122,7 @@ TEST(Cli, AnUnknownAxisExitsTwoNamingThePathAndTheAllowedAxes) {
     EXPECT_EQ(r.code, 2) << cmd;
     EXPECT_NE(r.output_tail.find("/matrix/conections: unknown axis; allowed: delay_ms, threads, "
                                  "connections_per_thread, connections, rate, body_size, server_threads, "
-                                 "keep_alive, client"),
+                                 "keep_alive, client, protocol, tls_version"),
               std::string::npos)
         << r.output_tail;
   }

@@ -20,7 +20,9 @@ using testing::TempDir;
 struct ScenarioRepo {
   explicit ScenarioRepo(const TempDir& dir) : path(dir.path() / "repo") {
     write("base/matrix.json", R"({"targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
-        "matrix": {"delay_ms": [0], "threads": [2]}, "load": {"total_requests": 300}})");
+        "matrix": {"delay_ms": [0], "threads": [2]}, "load": {"total_requests": 300},
+        "regression": {"threshold_pct": 1000}})");  // no verdict but "same": the test is the folder's, not
+                                                    // the lab's
     write("a.json", R"({"include": "base/matrix.json", "name": "a"})");
     write("b.json", R"({"include": "base/matrix.json", "name": "b", "matrix": {"delay_ms": [1]}})");
     git({"init", "-q"});

@@ -156,6 +156,7 @@ class FakeAgent {
 
   // What Describe answers: OK with the agent's info, or an agent that is down.
   grpc::Status describe_status = grpc::Status::OK;
+  v1::AgentInfo& info() { return info_; }
 
   // Scripts for each stream the controller opens, run on the controller's thread before
   // it writes: typically they set the stream's reactions.

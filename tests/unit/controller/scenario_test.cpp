@@ -92,7 +92,7 @@ TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(
       error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")),
       "/matrix/thread: unknown axis; allowed: delay_ms, threads, connections_per_thread, connections, rate, "
-      "body_size, server_threads, keep_alive, client");
+      "body_size, server_threads, keep_alive, client, protocol, tls_version");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keepalive": true)")).substr(0, 33),
             "/load/keepalive: unknown key; all");
   EXPECT_EQ(error_of(with(R"("builtin": "hello")", R"("builtin": "hello", "bdy": "x")")).substr(0, 20),
@@ -266,10 +266,7 @@ TEST(Matrix, CellsWhoseKnobsDoNotGoTogetherNameThePathsThatMakeThem) {
   EXPECT_EQ(err(R"({"keep_alive": [true, "no"]})"), "/matrix/keep_alive/1: must be true or false");
   EXPECT_EQ(err(R"({"client": ["wrk", "wrk"]})"), "/matrix/client/1: duplicate value \"wrk\"");
   EXPECT_EQ(err(R"({"client": ["w r k"]})").substr(0, 40), "/matrix/client/0: must be \"loadlab\" (the");
-  EXPECT_EQ(
-      err(R"({"protocol": ["h2"]})"),
-      "/matrix/protocol: unknown axis; allowed: delay_ms, threads, connections_per_thread, connections, "
-      "rate, body_size, server_threads, keep_alive, client");
+  EXPECT_EQ(err(R"({"protocol": ["h2", "h2"]})"), "/matrix/protocol/1: duplicate value \"h2\"");
   EXPECT_EQ(
       err(R"({"threads": [1, 2]})", R"({"total_requests": 1})"),
       "/load/total_requests: must be at least the largest thread count (2 threads at /matrix/threads/1)");
@@ -333,12 +330,46 @@ TEST(Overrides, SetReplacesOrAddsAValueBeforeTheCheck) {
       message({"load.total_request=5"}),
       "/load/total_request: unknown key; allowed here: requests_per_thread, total_requests, duration_s, "
       "threads, connections_per_thread, connections, client, warmup_s, keep_alive, method, path, headers, "
-      "body, timeout_ms, rate");
+      "body, timeout_ms, rate, protocol, tls_version");
   EXPECT_EQ(message({"noequals"}).substr(0, 30), "--set: must be PATH=VALUE with");
   EXPECT_EQ(message({"targets.7.name=x"}),
             "--set: \"7\" in targets.7.name is not an index of that array (0..1)");
   EXPECT_EQ(message({"name.x=1"}),
             "--set: name.x: \"x\" is inside a value that is neither an object nor an array");
+}
+
+TEST(Matrix, ProtocolAndTlsVersionAreKnobsWithCheckedValues) {
+  auto with = [](const std::string& matrix, const std::string& load) {
+    return parse_scenario(
+        nlohmann::json::parse(R"({"name": "p", "targets": [{"name": "b", "builtin": "hello"}],
+        "matrix": )" + matrix +
+                              R"(, "load": {"total_requests": 10)" + load + "}}"));
+  };
+  auto error = [&](const std::string& matrix, const std::string& load) {
+    try {
+      with(matrix, load);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(R"({"protocol": ["http1", "http2"]})", ""),
+            "/matrix/protocol/1: must be one of http1, https, h2, h2c, h3, got \"http2\"");
+  EXPECT_EQ(error(R"({"threads": [1]})", R"(, "tls_version": "1.1")"),
+            "/load/tls_version: must be \"1.2\" or \"1.3\" (the TLS version the client forces), got \"1.1\"");
+  EXPECT_EQ(error(R"({"threads": [1]})", R"(, "protocol": 2)"),
+            "/load/protocol: must be one of http1, https, h2, h2c, h3, got 2");
+  // Fixed settings: not in the key; the TLS version only where TLS is.
+  auto cells = expand(with(R"({"threads": [1]})", R"(, "protocol": "h2", "tls_version": "1.2")"));
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].key(), "b/t1");
+  EXPECT_EQ(cells[0].protocol, "h2");
+  EXPECT_EQ(cells[0].tls_version, "1.2");
+  cells = expand(with(R"({"protocol": ["http1", "h3"]})", ""));
+  EXPECT_EQ(cells[0].key(), "b/http1");
+  EXPECT_EQ(cells[0].tls_version, "");
+  EXPECT_EQ(cells[1].key(), "b/h3");
+  EXPECT_EQ(cells[1].tls_version, "1.3");  // the default
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "loadlab/controller/lab.hpp"
 #include "loadlab/controller/placement.hpp"
+#include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
 
@@ -40,6 +41,10 @@ struct ConnectedAgent {
   bool can_host(const std::string& target) const;
   // An agent of an older version lists no clients: it runs the built-in one.
   bool runs_client(const std::string& client) const;
+  // The protocols (names: "http1", "https", ...) the agent's target `target` serves, and
+  // its client `client` speaks; an agent that does not say (an older one): http1.
+  std::vector<std::string> target_protocols(const std::string& target) const;
+  std::vector<std::string> client_protocols(const std::string& client) const;
   AgentRef ref() const { return {def.name, client.stub.get(), info.cores()}; }
   // True when it answers Describe within `deadline`.
   bool answers(std::chrono::milliseconds deadline) const;
@@ -55,15 +60,15 @@ class AgentPool {
   const std::vector<std::unique_ptr<ConnectedAgent>>& agents() const { return agents_; }
 
   // Before any cell runs: every target of `s` has a reachable agent with the target role
-  // that can host it, and a load agent that runs each client of the matrix to go with it.
-  // Throws EnvironmentError, or InputError naming the JSON path of the target or client
-  // that no agent's catalog has.
+  // that can host it, and a load agent that runs each client of the matrix to go with it,
+  // both over each cell's protocol. Throws EnvironmentError, or InputError naming the JSON
+  // path of the target, client or protocol that no agent serves (and the cell).
   void check(const Scenario& s) const;
-  // The agents of attempt `attempt` at a cell of target `t` loaded by `client`: eligible
-  // target agents, then load agents that run the client, rotated by `attempt` so that a
-  // retry goes to another agent when the lab has one. Throws EnvironmentError when none
-  // is eligible.
-  Placement place(const Scenario& s, const TargetDef& t, const std::string& client, uint32_t attempt) const;
+  // The agents of attempt `attempt` at `cell`: eligible target agents that host its target
+  // over its protocol, then load agents whose client speaks it, rotated by `attempt` so
+  // that a retry goes to another agent when the lab has one. Throws EnvironmentError when
+  // none is eligible.
+  Placement place(const Scenario& s, const Cell& cell, uint32_t attempt) const;
   // True when every agent of `p` answers, each within `deadline`.
   bool answer(const Placement& p, std::chrono::milliseconds deadline) const;
 
@@ -74,8 +79,12 @@ class AgentPool {
   // The one eligibility check: reachable, with `role` and every one of `labels`.
   std::vector<const ConnectedAgent*> eligible(
       const std::string& role, const std::vector<std::pair<std::string, std::string>>& labels) const;
-  std::vector<const ConnectedAgent*> target_agents(const Scenario& s, const std::string& target) const;
-  std::vector<const ConnectedAgent*> load_agents(const Scenario& s, const std::string& client) const;
+  void check_protocols(const Scenario& s) const;  // the part of check() for each cell's protocol
+  // Eligible agents that host `target` (runs `client`), over `protocol` unless it is "".
+  std::vector<const ConnectedAgent*> target_agents(const Scenario& s, const std::string& target,
+                                                   const std::string& protocol = "") const;
+  std::vector<const ConnectedAgent*> load_agents(const Scenario& s, const std::string& client,
+                                                 const std::string& protocol = "") const;
 
   StubFactory factory_;
   std::vector<std::unique_ptr<ConnectedAgent>> agents_;

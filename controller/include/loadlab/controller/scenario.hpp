@@ -37,8 +37,10 @@ struct LoadDef {
   std::string path = "/";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
-  uint32_t timeout_ms = 0;  // 0 = the worker's default
-  double rate = 0;          // open loop: requests/s over the whole cell; 0 = closed loop
+  uint32_t timeout_ms = 0;          // 0 = the worker's default
+  double rate = 0;                  // open loop: requests/s over the whole cell; 0 = closed loop
+  std::string protocol = "http1";   // when protocol is not an axis (loadlab/proto/protocols.hpp)
+  std::string tls_version = "1.3";  // over TLS, forced; when tls_version is not an axis
 };
 
 // Which agents of the lab take which part of a cell.
@@ -69,7 +71,9 @@ enum class Knob {
   kBodySize,
   kServerThreads,
   kKeepAlive,
-  kClient
+  kClient,
+  kProtocol,
+  kTlsVersion
 };
 
 struct KnobInfo {
