@@ -157,27 +157,8 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
     component_logger("agent")->warn("refused RunLoad from {}: {}", caller, e.what());
     return Status(StatusCode::PERMISSION_DENIED, e.what());
   }
-  const std::string& client_name = spec.client();
   const ClientEntry* client = nullptr;
-  if (!client_name.empty() && client_name != "loadlab") {
-    client = options_.catalog.find_client(client_name);
-    if (!client) {
-      std::string known;
-      for (auto& n : options_.catalog.client_names()) known += (known.empty() ? "" : ", ") + n;
-      return Status(StatusCode::NOT_FOUND,
-                    "unknown client \"" + client_name + "\"; this agent runs: " + known);
-    }
-    try {
-      clients::check_spec(client->tool, spec);  // what the tool cannot do as asked
-    } catch (const InputError& e) {
-      return Status(StatusCode::INVALID_ARGUMENT, client_name + ": " + e.what());
-    }
-  }
-  if (auto spoken = spoken_by(client); !offers(spoken, spec.protocol()))
-    return Status(StatusCode::INVALID_ARGUMENT,
-                  "protocol: client \"" + (client_name.empty() ? std::string("loadlab") : client_name) +
-                      "\" does not speak " + std::string(proto::protocol_name(spec.protocol())) +
-                      "; it speaks " + proto::protocol_names(spoken));
+  if (auto st = check_client(spec, &client); !st.ok()) return st;
   JobLease lease(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");
@@ -189,6 +170,29 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
       static_cast<int64_t>((measured_s + spec.warmup_s()) * 1000) + 2 * options_.stop_grace_ms + 60'000));
   if (client) return ExternalLoadJob(options_, proc_, ctx, &stream).run(spec, *client, lease);
   return LoadJob(options_, proc_, ctx, &stream).run(spec, lease);
+}
+
+Status AgentService::check_client(const v1::LoadSpec& spec, const ClientEntry** client) const {
+  const std::string& name = spec.client();
+  if (!name.empty() && name != "loadlab") {
+    *client = options_.catalog.find_client(name);
+    if (!*client) {
+      std::string known;
+      for (auto& n : options_.catalog.client_names()) known += (known.empty() ? "" : ", ") + n;
+      return Status(StatusCode::NOT_FOUND, "unknown client \"" + name + "\"; this agent runs: " + known);
+    }
+    try {
+      clients::check_spec((*client)->tool, spec);  // what the tool cannot do as asked
+    } catch (const InputError& e) {
+      return Status(StatusCode::INVALID_ARGUMENT, name + ": " + e.what());
+    }
+  }
+  if (auto spoken = spoken_by(*client); !offers(spoken, spec.protocol()))
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  "protocol: client \"" + (name.empty() ? std::string("loadlab") : name) +
+                      "\" does not speak " + std::string(proto::protocol_name(spec.protocol())) +
+                      "; it speaks " + proto::protocol_names(spoken));
+  return Status::OK;
 }
 
 std::chrono::milliseconds AgentService::idle_timeout() const {

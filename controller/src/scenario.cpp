@@ -358,8 +358,15 @@ void apply_override(nlohmann::ordered_json& j, const std::string& assignment) {
                      "must be PATH=VALUE with a dotted PATH (e.g. load.total_requests=5000000), got \"" +
                          assignment + "\"");
   const std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-  auto value = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (value.is_discarded()) value = text;  // not JSON: a string (--set load.client=wrk)
+  // JSON, as strictly as a scenario file (nesting depth, duplicate keys); text that is not
+  // JSON at all is a string (--set load.client=wrk).
+  nlohmann::ordered_json value;
+  try {
+    value = parse_ordered_json_text(text, "--set");
+  } catch (const InputError& e) {
+    if (!e.path().empty()) throw InputError("--set", path + ": " + e.what());
+    value = text;
+  }
   nlohmann::ordered_json* at = &j;
   for (size_t start = 0;;) {
     const size_t dot = path.find('.', start);

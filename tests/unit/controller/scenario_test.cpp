@@ -336,6 +336,13 @@ TEST(Overrides, SetReplacesOrAddsAValueBeforeTheCheck) {
             "--set: \"7\" in targets.7.name is not an index of that array (0..1)");
   EXPECT_EQ(message({"name.x=1"}),
             "--set: name.x: \"x\" is inside a value that is neither an object nor an array");
+  // A value is JSON as strict as a file's: no nesting past 64 levels (a stack overflow in
+  // waiting), no key given twice; text that is not JSON at all is a string.
+  EXPECT_EQ(message({"load.headers=" + std::string(100000, '[')}).substr(0, 39),
+            "--set: load.headers: /0/0/0/0/0/0/0/0/0");
+  EXPECT_EQ(message({R"(load.headers={"a": "1", "a": "2"})"}), "--set: load.headers: /a: duplicate key");
+  EXPECT_EQ(message({"load.method=[1,"}),  // the string "[1,"
+            "/load/method: must be an HTTP method token (e.g. GET, POST) of at most 32 characters");
 }
 
 TEST(Matrix, ProtocolAndTlsVersionAreKnobsWithCheckedValues) {

@@ -48,6 +48,9 @@ class AgentService final : public loadlab::v1::Agent::Service {
                        grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* stream) override;
 
  private:
+  // The external client `spec` names (nullptr: the built-in loadlab-load), and whether it
+  // can run the spec: NOT_FOUND for an unknown name, INVALID_ARGUMENT for what it cannot do.
+  grpc::Status check_client(const v1::LoadSpec& spec, const ClientEntry** client) const;
   std::chrono::milliseconds idle_timeout() const;
 
   AgentOptions options_;
