@@ -152,6 +152,15 @@ class SecureAgentTest : public ::testing::Test {
   std::vector<std::unique_ptr<AgentServer>> servers;
 };
 
+// One target, "forker": a server with 5 children (past a process limit of 3).
+Catalog forker_catalog() {
+  return Catalog::parse(
+      nlohmann::json{{"targets",
+                      {{"forker",
+                        {{"argv", {bin("loadlab-burn"), "--port", "{port}", "--children", "5"}},
+                         {"readiness", {{"type", "tcp"}}}}}}}});
+}
+
 TEST_F(SecureAgentTest, MutualTlsAdmitsTheLabsControllerAndRefusesOthersBeforeAnyRpcRuns) {
   TempDir dir;
   Pki pki(dir);
@@ -330,11 +339,7 @@ TEST_F(SecureAgentTest, AStreamItsPeerAbandonsIsEndedAndItsSlotFreedWhileHeartbe
   // thread waits to read) and whose controller then went quiet: ended too.
   AgentOptions forking = o;
   forking.limits.processes = 3;
-  forking.catalog = Catalog::parse(
-      nlohmann::json{{"targets",
-                      {{"forker",
-                        {{"argv", {bin("loadlab-burn"), "--port", "{port}", "--children", "5"}},
-                         {"readiness", {{"type", "tcp"}}}}}}}});
+  forking.catalog = forker_catalog();
   auto dying = stub_for(start(forking), grpc::InsecureChannelCredentials());
   v1::TargetSpec forker;
   forker.set_catalog("forker");
@@ -386,11 +391,7 @@ TEST_F(SecureAgentTest, AStreamItsPeerAbandonsIsEndedAndItsSlotFreedWhileHeartbe
 TEST_F(SecureAgentTest, ATargetWhoseTreeGrowsPastTheProcessLimitIsStoppedSayingWhy) {
   AgentOptions o;
   o.limits.processes = 3;
-  o.catalog = Catalog::parse(
-      nlohmann::json{{"targets",
-                      {{"forker",
-                        {{"argv", {bin("loadlab-burn"), "--port", "{port}", "--children", "5"}},
-                         {"readiness", {{"type", "tcp"}}}}}}}});
+  o.catalog = forker_catalog();
   auto stub = stub_for(start(o), grpc::InsecureChannelCredentials());
   v1::TargetSpec spec;
   spec.set_catalog("forker");
