@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "test_support.hpp"
@@ -23,6 +24,16 @@ class InstalledTree {
  private:
   TempDir dir_;
 };
+
+// Whether the kernel knows the file system `name` (/proc/filesystems).
+inline bool filesystem_supported(const std::string& name) {
+  std::ifstream in("/proc/filesystems");
+  for (std::string line; std::getline(in, line);)
+    if (line.size() > name.size() && line.compare(line.size() - name.size(), name.size(), name) == 0 &&
+        (line[line.size() - name.size() - 1] == '\t' || line[line.size() - name.size() - 1] == ' '))
+      return true;
+  return false;
+}
 
 // What cmake/git_commit.cmake writes for the source tree as it is now: the binaries under
 // test were built from it (a tree changed since the build needs a rebuild first).

@@ -1,6 +1,9 @@
 // `cpack -G DEB` into a temporary folder: the two packages, what each holds, and their
 // control fields and maintainer scripts, read back with dpkg-deb.
+#include <unistd.h>
+
 #include <algorithm>
+#include <iostream>
 #include <sstream>
 
 #include "deploy_support.hpp"
@@ -79,6 +82,59 @@ void check_controller_package(const std::string& deb) {
   EXPECT_NE(depends.find("libc6"), std::string::npos) << depends;
 }
 
+// Installs both packages with dpkg and purges them again, in a mount namespace whose /usr,
+// /etc and /var are overlays (every write vanishes with it): the maintainer scripts make and
+// remove the loadlab user, the installed programs run, purge leaves nothing behind.
+const char* kInstallScript = R"sh(set -eu
+agent=$1 controller=$2 m=$3/mnt
+mount -t tmpfs -o mode=0755 loadlab-dpkg "$m"
+for d in usr etc var; do
+  mkdir -p "$m/$d-up" "$m/$d-work"
+  mount -t overlay overlay -o "lowerdir=/$d,upperdir=$m/$d-up,workdir=$m/$d-work" "/$d"
+done
+mount -t tmpfs -o mode=0755 loadlab-run /run   # no systemd here: the scripts skip systemctl
+if getent passwd loadlab >/dev/null; then echo "a loadlab user exists before the install"; exit 10; fi
+DEBIAN_FRONTEND=noninteractive dpkg -i "$agent" "$controller" >/dev/null
+echo "installed: $(dpkg-query -W -f='${Package}=${Status} ' loadlab-agent loadlab)"
+echo "user: $(getent passwd loadlab | cut -d: -f1,6,7)"
+/usr/bin/loadlab-agent --version
+/usr/bin/loadlab --version
+test -x /usr/bin/loadlab-nightly && test -f /etc/loadlab/agent.env && test -f /etc/loadlab/nightly.env
+test -f /usr/lib/systemd/system/loadlab-agent.service && test -f /usr/lib/systemd/system/loadlab-nightly.timer
+DEBIAN_FRONTEND=noninteractive dpkg --purge loadlab loadlab-agent >/dev/null
+if getent passwd loadlab >/dev/null; then echo "purge left the loadlab user"; exit 11; fi
+for f in /usr/bin/loadlab /usr/bin/loadlab-agent /etc/loadlab/agent.env /etc/loadlab/nightly.env; do
+  if [ -e "$f" ]; then echo "purge left $f"; exit 12; fi
+done
+echo purged
+)sh";
+
+void check_install_and_purge(const std::string& agent, const std::string& controller) {
+  if (geteuid() != 0) {
+    std::cout << "[dpkg] not root: the packages are not installed\n";
+    return;
+  }
+  if (!filesystem_supported("overlay")) {
+    std::cout << "[dpkg] no overlay file system: the packages are not installed\n";
+    return;
+  }
+  TempDir work;
+  std::filesystem::create_directories(work.path() / "mnt");
+  auto script = work.file("install.sh", kInstallScript);
+  auto out = run_command({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", script, agent,
+                          controller, work.path().string()},
+                         std::chrono::seconds(120));
+  ASSERT_EQ(out.code, 0) << out.stdout_text << out.output_tail;
+  EXPECT_NE(out.stdout_text.find("loadlab=install ok installed loadlab-agent=install ok installed"),
+            std::string::npos)
+      << out.stdout_text;
+  EXPECT_NE(out.stdout_text.find("user: loadlab:/nonexistent:/usr/sbin/nologin"), std::string::npos)
+      << out.stdout_text;
+  EXPECT_NE(out.stdout_text.find(std::string("loadlab-agent ") + LOADLAB_VERSION), std::string::npos)
+      << out.stdout_text;
+  EXPECT_NE(out.stdout_text.find("purged"), std::string::npos) << out.stdout_text;
+}
+
 // One test, so one cpack run (about a minute with dpkg-shlibdeps).
 TEST(DebPackages, ControllerAndAgentHoldWhatEachNeeds) {
   if (std::string(LOADLAB_DPKG_DEB).empty()) GTEST_SKIP() << "no dpkg-deb: the packages are not checked";
@@ -100,8 +156,11 @@ TEST(DebPackages, ControllerAndAgentHoldWhatEachNeeds) {
     SCOPED_TRACE(agent);
     check_agent_package(agent);
   }
-  SCOPED_TRACE(controller);
-  check_controller_package(controller);
+  {
+    SCOPED_TRACE(controller);
+    check_controller_package(controller);
+  }
+  check_install_and_purge(agent, controller);
 }
 
 }  // namespace

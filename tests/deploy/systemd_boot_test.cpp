@@ -156,15 +156,6 @@ std::string own_cgroup2() {
   return "";
 }
 
-bool filesystem_supported(const std::string& name) {
-  std::ifstream in("/proc/filesystems");
-  for (std::string line; std::getline(in, line);)
-    if (line.size() > name.size() && line.compare(line.size() - name.size(), name.size(), name) == 0 &&
-        (line[line.size() - name.size() - 1] == '\t' || line[line.size() - name.size() - 1] == ' '))
-      return true;
-  return false;
-}
-
 // Enters the cgroup, then new namespaces; the new PID 1 (boot.sh) mounts and execs systemd.
 // --kill-child: if unshare dies (the test killed), the namespace's init dies, and with it
 // every process of the namespace.
