@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "running_server.hpp"
+
 namespace loadlab::target {
 namespace {
 
@@ -118,39 +120,6 @@ class TestClient {
   beast::tcp_stream stream_{ioc_};
   beast::flat_buffer buffer_;
   beast::error_code ec_;
-};
-
-// A server running on its own threads for the duration of a test.
-class RunningServer {
- public:
-  explicit RunningServer(ServerOptions options) : server_(std::move(options)) {
-    auto ec = server_.listen();
-    EXPECT_FALSE(ec) << ec.message();
-    thread_ = std::thread([this] {
-      server_.run();
-      stopped_ = true;
-    });
-  }
-  ~RunningServer() { stop(); }
-
-  uint16_t port() const { return server_.local_endpoint().port; }
-  Server& server() { return server_; }
-  bool stopped() const { return stopped_; }
-
-  // Initiates shutdown and joins; returns how long run() took to return.
-  Clock::duration stop() {
-    auto start = Clock::now();
-    if (thread_.joinable()) {
-      server_.initiate_shutdown();
-      thread_.join();
-    }
-    return Clock::now() - start;
-  }
-
- private:
-  Server server_;
-  std::atomic<bool> stopped_{false};
-  std::thread thread_;
 };
 
 ServerOptions options_with(unsigned threads = 1, std::chrono::milliseconds delay = 0ms) {
