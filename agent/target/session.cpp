@@ -168,7 +168,9 @@ void Session<Stream>::on_read(beast::error_code ec, std::size_t bytes) {
     if (!request_started_) return do_close();  // the client closed between requests
     return;                                    // half a request then EOF: nobody waits for an answer
   }
-  if (ec == ssl::error::stream_truncated) return;  // TCP closed without close_notify: nobody left
+  if constexpr (kTls) {
+    if (ec == ssl::error::stream_truncated) return;  // TCP closed without close_notify: nobody left
+  }
   if (ec) return fail(ec, "read");
   parse_buffered();
 }
