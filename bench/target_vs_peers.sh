@@ -26,22 +26,11 @@ DELAY_CONNS=${DELAY_CONNS:-100}
 HOST=127.0.0.1 # loopback only
 read -r -a SERVERS <<<"${SERVERS:-loadlab fasthttp gohttp}"
 
-log() { echo "[bench] $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 # --- every process we start is recorded and killed by pid on exit --------------------------
-PIDS=()
-WORK=$(mktemp -d /tmp/target_vs_peers.XXXXXX)
-cleanup() {
-  for pid in "${PIDS[@]:-}"; do
-    [[ -n "$pid" ]] && kill -KILL "$pid" 2>/dev/null || true
-  done
-  for pid in "${PIDS[@]:-}"; do
-    [[ -n "$pid" ]] && wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_setup target_vs_peers
 
 # --- tools ---------------------------------------------------------------------------------
 need_pkgs=()
@@ -77,20 +66,6 @@ GO111MODULE=off go build -o "$PEER_DIR/gohttp" "$ROOT/bench/peers/gohttp/main.go
 # --- one run -------------------------------------------------------------------------------
 CLK_TCK=$(getconf CLK_TCK)
 
-port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
-
-free_port() {
-  local port
-  while true; do
-    # Below the kernel's ephemeral range, so wrk's own client ports never collide with it.
-    port=$((10000 + RANDOM % 20000))
-    port_open "$port" || { echo "$port"; return; }
-  done
-}
-
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-vmhwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
-
 # start_server NAME THREADS DELAY_MS PORT -> sets SERVER_PID
 start_server() {
   local name=$1 threads=$2 delay=$3 port=$4
@@ -103,25 +78,7 @@ start_server() {
       ;;
   esac
   SERVER_PID=$!
-  PIDS+=("$SERVER_PID")
-  for _ in $(seq 1 200); do
-    port_open "$port" && return 0
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "server $name did not come up on $port:" >&2
-  cat "$WORK/server.out" >&2
-  return 1
-}
-
-stop_server() {
-  kill -TERM "$SERVER_PID" 2>/dev/null || true
-  for _ in $(seq 1 40); do
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill -KILL "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
+  await_server "$name" "$port"
 }
 
 # run_once NAME THREADS CONNS DELAY -> prints "qps cpu_pct rss_mb"
@@ -154,8 +111,6 @@ run_once() {
   awk -v q="${qps:-0}" -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" -v rss="$rss" \
     'BEGIN { printf "%.0f %.1f %.1f\n", q, 100 * (c1 - c0) / hz / (t1 - t0), rss / 1024 }'
 }
-
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 # --- the matrix ----------------------------------------------------------------------------
 RESULTS=$WORK/results # lines: case name run qps cpu rss

@@ -76,7 +76,11 @@ void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
   } else {
     IoWorker& worker = *workers_[next_worker_];
     next_worker_ = (next_worker_ + 1) % workers_.size();
-    std::make_shared<Session>(std::move(socket), env_, worker.responses_sent)->run();
+    if (env_.tls) {
+      std::make_shared<Session<TlsStream>>(std::move(socket), env_, worker)->run();
+    } else {
+      std::make_shared<Session<PlainStream>>(std::move(socket), env_, worker)->run();
+    }
   }
   do_accept();
 }

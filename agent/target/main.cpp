@@ -1,20 +1,26 @@
 // loadlab-target: parses flags, runs the server until SIGINT/SIGTERM, prints `requests N`.
-// Exit status: 0 clean stop, 1 cannot listen, 2 bad flags.
+// Exit status: 0 clean stop, 1 cannot listen (or cannot make a certificate), 2 bad flags.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <boost/asio/signal_set.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "knobs.hpp"
 #include "loadlab/shared/build_info.hpp"
+#include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "self_signed_cert.hpp"
 #include "server.hpp"
+#include "tls_context.hpp"
 
 namespace {
 
@@ -31,6 +37,79 @@ int usage_error(const std::string& message) {
 }
 
 std::string got(const std::string& text) { return ", got '" + text + "'"; }
+
+struct TlsFlags {
+  bool tls = false;
+  std::string cert;
+  std::string key;
+  std::string cert_out;
+  bool any() const { return tls || !cert.empty() || !key.empty() || !cert_out.empty(); }
+};
+
+// Where the TLS set-up failed: the flag to name (a usage error, exit 2) or none (exit 1).
+struct TlsSetupError {
+  std::string flag;
+  std::string message;
+};
+
+std::optional<std::string> read_pem(const std::string& path, std::string& error) {
+  auto text = loadlab::read_credential_file(path);
+  if (!text) {
+    error = "cannot read '" + path + "': expected a readable regular file of at most " +
+            std::to_string(loadlab::limits::kMaxCredentialFileBytes) + " bytes";
+  }
+  return text;
+}
+
+// The certificate and key of --tls-cert/--tls-key, or a new self-signed pair (whose
+// certificate --tls-cert-out writes).
+std::optional<target::TlsCredentials> tls_credentials(const TlsFlags& flags, TlsSetupError& error) {
+  if (flags.cert.empty() != flags.key.empty()) {
+    error = flags.cert.empty() ? TlsSetupError{"--tls-cert", "required with --tls-key"}
+                               : TlsSetupError{"--tls-key", "required with --tls-cert"};
+    return std::nullopt;
+  }
+  if (!flags.cert.empty()) {
+    if (!flags.cert_out.empty()) {
+      error = {"--tls-cert-out", "only for a generated certificate (--tls without --tls-cert and --tls-key)"};
+      return std::nullopt;
+    }
+    auto cert = read_pem(flags.cert, error.message);
+    if (!cert) return error.flag = "--tls-cert", std::nullopt;
+    auto key = read_pem(flags.key, error.message);
+    if (!key) return error.flag = "--tls-key", std::nullopt;
+    return target::TlsCredentials{std::move(*cert), std::move(*key)};
+  }
+  auto generated = target::make_self_signed_cert(std::chrono::system_clock::now(), error.message);
+  if (!generated) return std::nullopt;
+  loadlab::component_logger("target")->info(
+      "tls: generated a self-signed certificate for localhost, 127.0.0.1 and ::1, valid 30 days, "
+      "SHA-256 fingerprint {}",
+      generated->sha256_fingerprint);
+  if (!flags.cert_out.empty()) {
+    std::ofstream out(flags.cert_out, std::ios::binary | std::ios::trunc);
+    out << generated->credentials.cert_pem;
+    out.close();
+    if (!out) {
+      error = {"--tls-cert-out", "cannot write '" + flags.cert_out + "'"};
+      return std::nullopt;
+    }
+  }
+  return std::move(generated->credentials);
+}
+
+std::shared_ptr<boost::asio::ssl::context> tls_context(const TlsFlags& flags, TlsSetupError& error) {
+  auto credentials = tls_credentials(flags, error);
+  if (!credentials) return nullptr;
+  auto result = target::make_tls_context(*credentials);
+  if (!result.context) {
+    const bool cert = result.bad == target::TlsContextResult::Bad::cert;
+    const std::string& path = cert ? flags.cert : flags.key;
+    error = {cert ? "--tls-cert" : "--tls-key", "'" + path + "': " + result.error};
+    if (path.empty()) error.flag.clear();  // the generated pair: not the user's mistake
+  }
+  return result.context;
+}
 
 }  // namespace
 
@@ -50,6 +129,7 @@ int main(int argc, char** argv) {
   std::string read_timeout_text = "10000";
   std::string idle_timeout_text = "60000";
   std::string log_level = "warn";
+  TlsFlags tls;
   app.set_version_flag("--version", loadlab::version_line("loadlab-target"));
   app.add_option("--listen", listen, "HOST:PORT to bind; port 0 lets the kernel pick")->capture_default_str();
   app.add_option("--threads", threads_text, "io threads, 1..1024 (default: cores)")->capture_default_str();
@@ -79,6 +159,13 @@ int main(int argc, char** argv) {
   app.add_option("--idle-timeout-ms", idle_timeout_text,
                  "keep-alive connection idle between requests at most this, 1..3600000")
       ->capture_default_str();
+  app.add_flag("--tls", tls.tls,
+               "serve HTTPS (TLS 1.2 and 1.3); without --tls-cert/--tls-key a self-signed certificate "
+               "for localhost, 127.0.0.1 and ::1 is made at start");
+  app.add_option("--tls-cert", tls.cert, "PEM certificate chain, leaf first; with --tls-key; implies --tls");
+  app.add_option("--tls-key", tls.key, "PEM private key (unencrypted) of --tls-cert; implies --tls");
+  app.add_option("--tls-cert-out", tls.cert_out,
+                 "write the generated certificate (PEM) here, for clients to trust; implies --tls");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off")
       ->capture_default_str();
   try {
@@ -149,6 +236,16 @@ int main(int argc, char** argv) {
                        got(log_level));
   }
   loadlab::init_logging(log_level);
+  std::shared_ptr<boost::asio::ssl::context> tls_ctx;
+  if (tls.any()) {
+    TlsSetupError error;
+    tls_ctx = tls_context(tls, error);
+    if (!tls_ctx && !error.flag.empty()) return usage_error(error.flag + ": " + error.message);
+    if (!tls_ctx) {
+      std::cerr << "loadlab-target: cannot make a TLS certificate: " << error.message << "\n";
+      return kExitCannotListen;
+    }
+  }
 
   target::ServerOptions options;
   options.listen = *endpoint;
@@ -165,6 +262,7 @@ int main(int argc, char** argv) {
   }
   options.read_timeout = std::chrono::milliseconds(*read_timeout);
   options.idle_timeout = std::chrono::milliseconds(*idle_timeout);
+  options.tls = tls_ctx;
   target::Server server(options);
   if (auto ec = server.listen()) {
     std::cerr << "loadlab-target: cannot listen on " << endpoint->to_string() << ": " << ec.message() << "\n";

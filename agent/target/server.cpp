@@ -48,6 +48,7 @@ Server::Server(ServerOptions options)
   env_.in_flight = &in_flight_;
   env_.workers = &workers_;
   env_.log = log_.get();
+  env_.tls = options_.tls.get();
   for (auto& worker : workers_) guards_.push_back(net::make_work_guard(worker->ioc));
   if (options_.acceptor == AcceptorMode::shared) {
     std::vector<IoWorker*> all;
@@ -147,5 +148,7 @@ void Server::stop_io() {
 }
 
 std::uint64_t Server::requests() const { return count_requests(workers_); }
+
+ServerStats Server::stats() const { return count_stats(workers_); }
 
 }  // namespace loadlab::target

@@ -1,9 +1,11 @@
 #pragma once
-// The loadlab target: an HTTP/1.1 server answering any request with a configurable status and
-// body, after optional CPU work, delay and stall, on N io threads. Usable in-process (tests) or
-// from main.cpp. GET /__loadlab/stats answers {"requests": N}.
+// The loadlab target: an HTTP/1.1 server (plain or over TLS) answering any request with a
+// configurable status and body, after optional CPU work, delay and stall, on N io threads.
+// Usable in-process (tests) or from main.cpp. GET /__loadlab/stats answers
+// {"requests": N, "connections": C, "tls_handshakes": H, "tls_resumed": R}.
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <chrono>
@@ -44,6 +46,8 @@ struct ServerOptions {
   std::chrono::steady_clock::duration shutdown_grace = std::chrono::seconds(2);
   std::uint32_t header_limit = 8 * 1024;
   std::uint64_t body_limit = 1024 * 1024;
+  // Non-null: serve HTTPS with this context (make_tls_context); shared by all io threads.
+  std::shared_ptr<boost::asio::ssl::context> tls;
 };
 
 class Server {
@@ -70,6 +74,8 @@ class Server {
 
   // Requests answered so far (the stats endpoint's own excluded), summed over io threads.
   std::uint64_t requests() const;
+  // All the stats endpoint's counts. Any thread.
+  ServerStats stats() const;
 
  private:
   boost::beast::error_code listen_on(const boost::asio::ip::tcp::endpoint& endpoint);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/http/error.hpp>
@@ -13,6 +14,7 @@ namespace loadlab::target {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 
 namespace {
@@ -26,36 +28,75 @@ std::uint64_t seed_for(const void* self) {
 
 }  // namespace
 
-Session::Session(tcp::socket&& socket, const SessionEnv& env, std::atomic<std::uint64_t>& responses_sent)
-    : socket_(std::move(socket)),
-      timer_(socket_.get_executor()),
-      watchdog_(socket_.get_executor()),
+template <class Stream>
+Stream Session<Stream>::make_stream(tcp::socket&& socket, const SessionEnv& env) {
+  if constexpr (kTls) {
+    return Stream(std::move(socket), *env.tls);
+  } else {
+    return std::move(socket);
+  }
+}
+
+template <class Stream>
+Session<Stream>::Session(tcp::socket&& socket, const SessionEnv& env, IoWorker& worker)
+    : stream_(make_stream(std::move(socket), env)),
+      timer_(stream_.get_executor()),
+      watchdog_(stream_.get_executor()),
       watchdog_period_(std::min({env.read_timeout, env.idle_timeout, env.write_timeout})),
       env_(env),
-      responses_sent_(responses_sent),
+      worker_(worker),
       random_(seed_for(this)) {}
 
-Session::~Session() {
+template <class Stream>
+Session<Stream>::~Session() {
   // A session destroyed with its request unanswered (io_context torn down) must not hold
   // the shutdown drain forever.
   if (in_flight_) env_.in_flight->fetch_sub(1, std::memory_order_relaxed);
 }
 
-void Session::run() {
+template <class Stream>
+void Session<Stream>::run() {
   beast::error_code ec;
-  socket_.set_option(tcp::no_delay(true), ec);  // best effort: a failure only costs latency
-  net::dispatch(socket_.get_executor(), beast::bind_front_handler(&Session::start, shared_from_this()));
+  socket().set_option(tcp::no_delay(true), ec);  // best effort: a failure only costs latency
+  net::dispatch(stream_.get_executor(),
+                beast::bind_front_handler(&Session<Stream>::start, shared_from_this()));
 }
 
-void Session::start() {
+template <class Stream>
+void Session<Stream>::start() {
   out_.reserve(4);
+  worker_.connections.fetch_add(1, std::memory_order_relaxed);
   arm_watchdog(Clock::now() + watchdog_period_);
+  if constexpr (kTls) {
+    // A client that connects and never finishes the handshake is dropped like a slowloris.
+    set_deadline(Clock::now() + env_.read_timeout);
+    stream_.async_handshake(ssl::stream_base::server,
+                            beast::bind_front_handler(&Session<Stream>::on_handshake, shared_from_this()));
+  } else {
+    start_request();
+  }
+}
+
+template <class Stream>
+void Session<Stream>::on_handshake(beast::error_code ec) {
+  if (timed_out_) return env_.log->debug("handshake timeout: closing");
+  if (ec) {
+    // A client's mistake (plain HTTP to this port, no common version or cipher, an unknown CA):
+    // one line at debug, not a warning per bad client.
+    return env_.log->debug("handshake: {}", ec.message());
+  }
+  if constexpr (kTls) {  // only a TlsStream handshakes; the plain instantiation never gets here
+    worker_.tls_handshakes.fetch_add(1, std::memory_order_relaxed);
+    if (SSL_session_reused(stream_.native_handle()) == 1)
+      worker_.tls_resumed.fetch_add(1, std::memory_order_relaxed);
+  }
   start_request();
 }
 
 // --- timeouts ----------------------------------------------------------------------------
 
-void Session::arm_watchdog(Clock::time_point at) {
+template <class Stream>
+void Session<Stream>::arm_watchdog(Clock::time_point at) {
   watchdog_.expires_at(at);
   // A weak reference: the watchdog alone must not keep a finished session alive.
   watchdog_.async_wait([weak = weak_from_this()](beast::error_code ec) {
@@ -63,13 +104,14 @@ void Session::arm_watchdog(Clock::time_point at) {
   });
 }
 
-void Session::on_watchdog(beast::error_code ec) {
-  if (ec || !socket_.is_open()) return;  // cancelled (re-armed sooner, or the session ended)
+template <class Stream>
+void Session<Stream>::on_watchdog(beast::error_code ec) {
+  if (ec || !socket().is_open()) return;  // cancelled (re-armed sooner, or the session ended)
   const auto now = Clock::now();
   if (now >= deadline_) {
     timed_out_ = true;
     beast::error_code ignored;
-    socket_.close(ignored);  // the pending read or write completes with operation_aborted
+    socket().close(ignored);  // the pending operation completes with operation_aborted
     return;
   }
   arm_watchdog(std::min(deadline_, now + watchdog_period_));
@@ -77,7 +119,8 @@ void Session::on_watchdog(beast::error_code ec) {
 
 // --- reading -----------------------------------------------------------------------------
 
-void Session::start_request() {
+template <class Stream>
+void Session<Stream>::start_request() {
   parser_.emplace();
   parser_->header_limit(env_.header_limit);
   parser_->body_limit(env_.body_limit);
@@ -86,7 +129,8 @@ void Session::start_request() {
   parse_buffered();
 }
 
-void Session::parse_buffered() {
+template <class Stream>
+void Session<Stream>::parse_buffered() {
   while (buffer_.size() != 0) {
     if (!request_started_) {
       request_started_ = true;
@@ -105,28 +149,34 @@ void Session::parse_buffered() {
   do_read();
 }
 
-void Session::do_read() {
+template <class Stream>
+void Session<Stream>::do_read() {
   if (!request_started_) set_deadline(Clock::now() + env_.idle_timeout);
-  socket_.async_read_some(buffer_.prepare(kReadChunk),
-                          beast::bind_front_handler(&Session::on_read, shared_from_this()));
+  stream_.async_read_some(buffer_.prepare(kReadChunk),
+                          beast::bind_front_handler(&Session<Stream>::on_read, shared_from_this()));
 }
 
-void Session::on_read(beast::error_code ec, std::size_t bytes) {
+template <class Stream>
+void Session<Stream>::on_read(beast::error_code ec, std::size_t bytes) {
   buffer_.commit(bytes);
   if (timed_out_) {
     // Idle too long between requests, or a request that trickles in (slowloris): drop it.
     env_.log->debug("{} timeout: closing", request_started_ ? "read" : "idle");
     return;
   }
-  if (ec == net::error::eof) {
+  if (ec == net::error::eof) {                 // over TLS: the client's close_notify
     if (!request_started_) return do_close();  // the client closed between requests
     return;                                    // half a request then EOF: nobody waits for an answer
+  }
+  if constexpr (kTls) {
+    if (ec == ssl::error::stream_truncated) return;  // TCP closed without close_notify: nobody left
   }
   if (ec) return fail(ec, "read");
   parse_buffered();
 }
 
-void Session::on_request() {
+template <class Stream>
+void Session<Stream>::on_request() {
   const auto& req = *parser_;
   in_flight_ = true;
   env_.in_flight->fetch_add(1, std::memory_order_relaxed);
@@ -154,30 +204,34 @@ void Session::on_request() {
   const DelaySpec& delay = knobs.delay ? *knobs.delay : env_.delay;
   if (delay.zero()) return hold_or_write();
   timer_.expires_after(sample_delay(delay, random_));
-  timer_.async_wait(beast::bind_front_handler(&Session::on_delay, shared_from_this()));
+  timer_.async_wait(beast::bind_front_handler(&Session<Stream>::on_delay, shared_from_this()));
 }
 
-void Session::on_delay(beast::error_code ec) {
+template <class Stream>
+void Session<Stream>::on_delay(beast::error_code ec) {
   if (ec) return fail(ec, "delay");
   hold_or_write();
 }
 
-void Session::hold_or_write() {
+template <class Stream>
+void Session<Stream>::hold_or_write() {
   if (env_.stall->enabled()) {
     if (auto until = env_.stall->hold_until(Clock::now())) {
       timer_.expires_at(*until);
-      return timer_.async_wait(beast::bind_front_handler(&Session::on_hold, shared_from_this()));
+      return timer_.async_wait(beast::bind_front_handler(&Session<Stream>::on_hold, shared_from_this()));
     }
   }
   do_write();
 }
 
-void Session::on_hold(beast::error_code ec) {
+template <class Stream>
+void Session<Stream>::on_hold(beast::error_code ec) {
   if (ec) return fail(ec, "stall");
   do_write();
 }
 
-void Session::answer_error(http::status status) {
+template <class Stream>
+void Session<Stream>::answer_error(http::status status) {
   env_.log->debug("malformed request: answering {}", static_cast<unsigned>(status));
   in_flight_ = true;
   env_.in_flight->fetch_add(1, std::memory_order_relaxed);
@@ -188,7 +242,8 @@ void Session::answer_error(http::status status) {
 
 // --- writing -----------------------------------------------------------------------------
 
-bool Session::build_response() {
+template <class Stream>
+bool Session<Stream>::build_response() {
   out_.clear();
   if (!error_response_.empty()) {
     out_.push_back(net::buffer(error_response_.data(), error_response_.size()));
@@ -204,7 +259,7 @@ bool Session::build_response() {
   }
   head_.clear();
   if (stats_) {
-    custom_text_ = "{\"requests\": " + std::to_string(count_requests(*env_.workers)) + "}\n";
+    custom_text_ = stats_json(count_stats(*env_.workers));
     append_head(head_, 200, http10_, keep, custom_text_.size(), "application/json");
     head_ += custom_text_;
   } else if (status_ == 400 && !custom_text_.empty()) {  // a bad knob header
@@ -236,29 +291,52 @@ bool Session::build_response() {
   return !keep;
 }
 
-void Session::do_write() {
+template <class Stream>
+void Session<Stream>::do_write() {
   close_after_write_ = build_response();
   set_deadline(Clock::now() + env_.write_timeout);
-  auto handler = beast::bind_front_handler(&Session::on_write, shared_from_this());
-  if (out_.size() == 1) return net::async_write(socket_, out_.front(), std::move(handler));
-  net::async_write(socket_, out_, std::move(handler));
+  auto handler = beast::bind_front_handler(&Session<Stream>::on_write, shared_from_this());
+  if (out_.size() == 1) return net::async_write(stream_, out_.front(), std::move(handler));
+  net::async_write(stream_, out_, std::move(handler));
 }
 
-void Session::on_write(beast::error_code ec, std::size_t) {
+template <class Stream>
+void Session<Stream>::on_write(beast::error_code ec, std::size_t) {
   in_flight_ = false;
   env_.in_flight->fetch_sub(1, std::memory_order_relaxed);
   if (timed_out_) return env_.log->debug("write timeout: closing");
   if (ec) return fail(ec, "write");
-  if (!stats_) responses_sent_.fetch_add(1, std::memory_order_relaxed);
+  if (!stats_) worker_.responses_sent.fetch_add(1, std::memory_order_relaxed);
   stats_ = false;
   custom_text_.clear();
   if (close_after_write_) return do_close();
   start_request();
 }
 
-void Session::do_close() {
+template <class Stream>
+void Session<Stream>::do_close() {
+  if constexpr (kTls) {
+    // Send our close_notify but do not wait for the client's (many clients never send one):
+    // marked as received, SSL_shutdown completes once ours is written.
+    SSL_set_shutdown(stream_.native_handle(),
+                     SSL_get_shutdown(stream_.native_handle()) | SSL_RECEIVED_SHUTDOWN);
+    set_deadline(Clock::now() + env_.write_timeout);
+    stream_.async_shutdown(beast::bind_front_handler(&Session<Stream>::on_tls_shutdown, shared_from_this()));
+  } else {
+    close_tcp();
+  }
+}
+
+template <class Stream>
+void Session<Stream>::on_tls_shutdown(beast::error_code ec) {
+  if (ec || timed_out_) return;  // the peer is gone: nothing to linger for
+  close_tcp();
+}
+
+template <class Stream>
+void Session<Stream>::close_tcp() {
   beast::error_code ec;
-  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) return;  // peer already gone
   // The linger is short: re-arm the watchdog for it rather than wait up to a period.
   set_deadline(Clock::now() + env_.linger_timeout);
@@ -267,26 +345,33 @@ void Session::do_close() {
   do_linger();
 }
 
-void Session::do_linger() {
+template <class Stream>
+void Session<Stream>::do_linger() {
   // Discard what the client still sends until it closes too (or the linger timeout ends), so
-  // the close is a FIN after our response and not a reset racing it.
+  // the close is a FIN after our response and not a reset racing it. Over TLS too, the bytes are
+  // read from the TCP socket under the TLS layer: whatever they are, they are dropped.
   buffer_.clear();
-  socket_.async_read_some(buffer_.prepare(4096),
-                          beast::bind_front_handler(&Session::on_linger, shared_from_this()));
+  socket().async_read_some(buffer_.prepare(4096),
+                           beast::bind_front_handler(&Session<Stream>::on_linger, shared_from_this()));
 }
 
-void Session::on_linger(beast::error_code ec, std::size_t) {
+template <class Stream>
+void Session<Stream>::on_linger(beast::error_code ec, std::size_t) {
   if (ec || timed_out_) return;  // EOF, timeout or reset: the session ends here
   do_linger();
 }
 
-void Session::fail(beast::error_code ec, const char* what) {
+template <class Stream>
+void Session<Stream>::fail(beast::error_code ec, const char* what) {
   if (ec == net::error::operation_aborted || ec == net::error::connection_reset ||
-      ec == net::error::broken_pipe) {
+      ec == net::error::broken_pipe || ec == ssl::error::stream_truncated) {
     env_.log->debug("{}: {}", what, ec.message());
     return;
   }
   env_.log->warn("{}: {}", what, ec.message());
 }
+
+template class Session<PlainStream>;
+template class Session<TlsStream>;
 
 }  // namespace loadlab::target

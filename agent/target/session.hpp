@@ -1,7 +1,11 @@
 #pragma once
-// One accepted connection: read a request, burn the configured CPU, wait the delay (and any
-// stall) on a timer, write the response, repeat while keep-alive. All handlers of a session run
-// on the single thread of the io_context owning its socket, so it needs no strand and no lock.
+// One accepted connection: (TLS handshake,) read a request, burn the configured CPU, wait the
+// delay (and any stall) on a timer, write the response, repeat while keep-alive. All handlers of
+// a session run on the single thread of the io_context owning its socket, so it needs no strand
+// and no lock.
+//
+// A Session is a template on its stream, instantiated for PlainStream and TlsStream only: the
+// plain path calls the socket directly, with no virtual call and no TLS test per operation.
 //
 // Timeouts use one lazy watchdog timer per session instead of a timer per operation: an
 // operation only stores its deadline; the watchdog wakes at the latest every `period` (the
@@ -10,16 +14,20 @@
 #include <atomic>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http/status.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "knobs.hpp"
@@ -28,20 +36,33 @@
 
 namespace loadlab::target {
 
-class Session : public std::enable_shared_from_this<Session> {
+using PlainStream = boost::asio::ip::tcp::socket;
+// Beast's ssl_stream writes several small buffers (a head and a body) as one TLS record.
+using TlsStream = boost::beast::ssl_stream<boost::asio::ip::tcp::socket>;
+
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
   using Clock = std::chrono::steady_clock;
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
-  // `responses_sent` is the counter of the io thread owning `socket`.
-  Session(boost::asio::ip::tcp::socket&& socket, const SessionEnv& env,
-          std::atomic<std::uint64_t>& responses_sent);
+  // `worker` owns the io_context of `socket`; its counters are this session's to bump. For a
+  // TlsStream, `env.tls` is the context.
+  Session(boost::asio::ip::tcp::socket&& socket, const SessionEnv& env, IoWorker& worker);
   ~Session();
 
   // Called from the accepting thread; hops to the socket's own executor.
   void run();
 
  private:
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+  using std::enable_shared_from_this<Session<Stream>>::weak_from_this;
+
+  static Stream make_stream(boost::asio::ip::tcp::socket&& socket, const SessionEnv& env);
+  boost::asio::ip::tcp::socket& socket() { return boost::beast::get_lowest_layer(stream_); }
+
   void start();
+  void on_handshake(boost::beast::error_code ec);
   void start_request();
   void parse_buffered();
   void do_read();
@@ -53,6 +74,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void do_write();
   void on_write(boost::beast::error_code ec, std::size_t bytes);
   void do_close();
+  void on_tls_shutdown(boost::beast::error_code ec);
+  void close_tcp();
   void do_linger();
   void on_linger(boost::beast::error_code ec, std::size_t bytes);
   void answer_error(boost::beast::http::status status);
@@ -65,7 +88,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Fills out_ with the response to the request read; returns whether to close after it.
   bool build_response();
 
-  boost::asio::ip::tcp::socket socket_;
+  Stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
   boost::asio::steady_timer timer_;     // delay and stall
@@ -74,7 +97,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::duration watchdog_period_;
   bool timed_out_ = false;
   const SessionEnv& env_;
-  std::atomic<std::uint64_t>& responses_sent_;
+  IoWorker& worker_;
   Random random_;
 
   // The request being answered.
@@ -93,5 +116,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string head_;                        // per-request head, capacity reused
   std::vector<boost::asio::const_buffer> out_;
 };
+
+extern template class Session<PlainStream>;
+extern template class Session<TlsStream>;
 
 }  // namespace loadlab::target

@@ -3,6 +3,7 @@
 #include <spdlog/logger.h>
 
 #include <atomic>
+#include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <cstdint>
 
@@ -32,7 +33,9 @@ struct SessionEnv {
   const std::atomic<bool>* stopping = nullptr;
   // Requests read but not yet answered, across all io threads; shutdown waits for zero.
   std::atomic<std::int64_t>* in_flight = nullptr;
-  const IoWorkers* workers = nullptr;  // for the stats endpoint's count
+  const IoWorkers* workers = nullptr;  // for the stats endpoint's counts
+  // Non-null: connections speak TLS (the handshake must end within read_timeout).
+  boost::asio::ssl::context* tls = nullptr;
   spdlog::logger* log = nullptr;
 };
 

@@ -1,5 +1,6 @@
-// gohttp: the Go net/http peer of bench/target_vs_peers.sh. Answers any path with 200
-// "Have Fun ~ Tester !", after an optional delay slept in the handler's own goroutine.
+// gohttp: the Go net/http peer of bench/target_vs_peers.sh and bench/target_tls.sh. Answers any
+// path with 200 "Have Fun ~ Tester !", after an optional delay slept in the handler's own
+// goroutine; HTTPS when -tls-cert and -tls-key are given.
 package main
 
 import (
@@ -12,6 +13,8 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "HOST:PORT to listen on")
 	delayMs := flag.Int("delay-ms", 0, "delay before each response, in ms")
+	tlsCert := flag.String("tls-cert", "", "PEM certificate: serve HTTPS (with -tls-key)")
+	tlsKey := flag.String("tls-key", "", "PEM private key of -tls-cert")
 	flag.Parse()
 	body := []byte("Have Fun ~ Tester !")
 	delay := time.Duration(*delayMs) * time.Millisecond
@@ -21,6 +24,9 @@ func main() {
 		}
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write(body)
+	}
+	if *tlsCert != "" {
+		log.Fatal(http.ListenAndServeTLS(*addr, *tlsCert, *tlsKey, http.HandlerFunc(handler)))
 	}
 	log.Fatal(http.ListenAndServe(*addr, http.HandlerFunc(handler)))
 }

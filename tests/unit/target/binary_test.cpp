@@ -16,12 +16,17 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "self_signed_cert.hpp"
+#include "tls_test_client.hpp"
 
 extern char** environ;
 
@@ -194,8 +199,11 @@ TEST(TargetBinary, StatsEndpointReadsTheCountOfARunningServer) {
   uint16_t port = port_of(*line);
   ASSERT_NE(port, 0) << *line;
   for (int i = 0; i < 5; ++i) EXPECT_EQ(get_body(port), "xxxxx");
-  EXPECT_EQ(get_body(port, "/__loadlab/stats"), "{\"requests\": 5}\n");
-  EXPECT_EQ(get_body(port, "/__loadlab/stats"), "{\"requests\": 5}\n");
+  // Each get_body() is a connection of its own, the stats requests' too.
+  EXPECT_EQ(get_body(port, "/__loadlab/stats"),
+            "{\"requests\": 5, \"connections\": 6, \"tls_handshakes\": 0, \"tls_resumed\": 0}\n");
+  EXPECT_EQ(get_body(port, "/__loadlab/stats"),
+            "{\"requests\": 5, \"connections\": 7, \"tls_handshakes\": 0, \"tls_resumed\": 0}\n");
   ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
   EXPECT_EQ(child.read_line(), "requests 5");
   EXPECT_EQ(child.wait_exit(), 0);
@@ -267,7 +275,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{{"--stall", "a:b"}, "--stall"}, BadFlag{{"--stall", "1000:0"}, "--stall"},
         BadFlag{{"--read-timeout-ms", "0"}, "--read-timeout-ms"},
         BadFlag{{"--idle-timeout-ms", "soon"}, "--idle-timeout-ms"},
-        BadFlag{{"--acceptor", "many"}, "--acceptor"}, BadFlag{{"--no-such-flag"}, "--no-such-flag"}));
+        BadFlag{{"--acceptor", "many"}, "--acceptor"}, BadFlag{{"--no-such-flag"}, "--no-such-flag"},
+        BadFlag{{"--tls-cert", "/dev/zero", "--tls-key", "/dev/zero"}, "--tls-cert"},
+        BadFlag{{"--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"}, "--tls-cert"},
+        BadFlag{{"--tls-cert", LOADLAB_SOURCE_DIR "/LICENSE", "--tls-key", "/dev/zero"}, "--tls-key"},
+        BadFlag{{"--tls-cert", LOADLAB_SOURCE_DIR "/LICENSE", "--tls-key", LOADLAB_SOURCE_DIR "/LICENSE"},
+                "--tls-cert"},
+        BadFlag{{"--tls-cert", LOADLAB_SOURCE_DIR "/LICENSE"}, "--tls-key"},
+        BadFlag{{"--tls", "--tls-key", LOADLAB_SOURCE_DIR "/LICENSE"}, "--tls-cert"},
+        BadFlag{{"--tls-cert-out", "/nonexistent/cert.pem"}, "--tls-cert-out"}));
 
 TEST(TargetBinary, PortInUseExitsWith1AndSaysWhy) {
   Child first({"--threads", "1"});
@@ -280,6 +296,100 @@ TEST(TargetBinary, PortInUseExitsWith1AndSaysWhy) {
   EXPECT_EQ(second.wait_exit(), 1);
   auto err = second.read_stderr();
   EXPECT_NE(err.find("cannot listen on " + listen + ": "), std::string::npos) << err;
+}
+
+// --- HTTPS ---------------------------------------------------------------------------------
+
+// A folder under /tmp for one test, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = "/tmp/loadlab-target-tls-XXXXXX";
+    if (mkdtemp(pattern.data())) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name, const std::string& content = "") const {
+    auto path = path_ + "/" + name;
+    if (!content.empty()) std::ofstream(path) << content;
+    return path;
+  }
+
+ private:
+  std::string path_;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// A GET over TLS, verifying the server against `ca_pem`; the body or the error.
+std::string tls_get_body(uint16_t port, const std::string& ca_pem, const std::string& target = "/") {
+  loadlab::target::testing::TlsClient client(port, ca_pem);
+  if (client.handshake_error()) return client.handshake_error().message();
+  auto res = client.request({}, http::verb::get, target);
+  return client.error() ? client.error().message() : res.body();
+}
+
+TEST(TargetBinaryTls, GeneratedCertificateIsWrittenAndVerifies) {
+  TempDir dir;
+  const auto cert_out = dir.file("cert.pem");
+  Child child({"--tls", "--tls-cert-out", cert_out, "--threads", "1", "--body", "secure"});
+  auto line = child.read_line();
+  ASSERT_TRUE(line) << child.read_stderr();
+  uint16_t port = port_of(*line);
+  ASSERT_NE(port, 0) << *line;
+  const auto cert = read_text(cert_out);
+  ASSERT_NE(cert.find("-----BEGIN CERTIFICATE-----"), std::string::npos) << cert;
+  EXPECT_EQ(tls_get_body(port, cert), "secure");
+  EXPECT_EQ(tls_get_body(port, cert, "/__loadlab/stats"),
+            "{\"requests\": 1, \"connections\": 2, \"tls_handshakes\": 2, \"tls_resumed\": 0}\n");
+  // Plain HTTP on the TLS port gets no answer.
+  EXPECT_NE(get_body(port), "secure");
+  ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
+  EXPECT_EQ(child.read_line(), "requests 1");
+  EXPECT_EQ(child.wait_exit(), 0);
+}
+
+TEST(TargetBinaryTls, CertificateAndKeyFilesAreServed) {
+  TempDir dir;
+  std::string error;
+  auto pair = loadlab::target::make_self_signed_cert(std::chrono::system_clock::now(), error);
+  ASSERT_TRUE(pair) << error;
+  const auto cert = dir.file("cert.pem", pair->credentials.cert_pem);
+  const auto key = dir.file("key.pem", pair->credentials.key_pem);
+  Child child({"--tls-cert", cert, "--tls-key", key, "--threads", "1"});
+  auto line = child.read_line();
+  ASSERT_TRUE(line) << child.read_stderr();
+  uint16_t port = port_of(*line);
+  ASSERT_NE(port, 0) << *line;
+  EXPECT_EQ(tls_get_body(port, pair->credentials.cert_pem), "Have Fun ~ Tester !");
+}
+
+// Files that exist but do not make a certificate and its key: exit 2, naming the flag.
+TEST(TargetBinaryTls, KeyNotMatchingTheCertificateIsAnError) {
+  TempDir dir;
+  std::string error;
+  auto a = loadlab::target::make_self_signed_cert(std::chrono::system_clock::now(), error);
+  auto b = loadlab::target::make_self_signed_cert(std::chrono::system_clock::now(), error);
+  ASSERT_TRUE(a && b) << error;
+  const auto cert = dir.file("cert.pem", a->credentials.cert_pem);
+  struct Case {
+    std::string key;
+    std::string flag;
+  };
+  for (const auto& c :
+       {Case{dir.file("other.pem", b->credentials.key_pem), "--tls-key"}, Case{cert, "--tls-key"},
+        Case{dir.file("big.pem", std::string(2 << 20, 'k')), "--tls-key"}}) {
+    Child child({"--tls-cert", cert, "--tls-key", c.key});
+    EXPECT_EQ(child.wait_exit(), 2) << c.key;
+    auto err = child.read_stderr();
+    EXPECT_EQ(err.rfind("loadlab-target: " + c.flag + ": ", 0), 0u) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
 }
 
 }  // namespace

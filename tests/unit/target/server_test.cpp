@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "running_server.hpp"
+
 namespace loadlab::target {
 namespace {
 
@@ -120,38 +122,11 @@ class TestClient {
   beast::error_code ec_;
 };
 
-// A server running on its own threads for the duration of a test.
-class RunningServer {
- public:
-  explicit RunningServer(ServerOptions options) : server_(std::move(options)) {
-    auto ec = server_.listen();
-    EXPECT_FALSE(ec) << ec.message();
-    thread_ = std::thread([this] {
-      server_.run();
-      stopped_ = true;
-    });
-  }
-  ~RunningServer() { stop(); }
-
-  uint16_t port() const { return server_.local_endpoint().port; }
-  Server& server() { return server_; }
-  bool stopped() const { return stopped_; }
-
-  // Initiates shutdown and joins; returns how long run() took to return.
-  Clock::duration stop() {
-    auto start = Clock::now();
-    if (thread_.joinable()) {
-      server_.initiate_shutdown();
-      thread_.join();
-    }
-    return Clock::now() - start;
-  }
-
- private:
-  Server server_;
-  std::atomic<bool> stopped_{false};
-  std::thread thread_;
-};
+// The stats endpoint's body for a plain server.
+std::string stats_body(std::uint64_t requests, std::uint64_t connections) {
+  return "{\"requests\": " + std::to_string(requests) + ", \"connections\": " + std::to_string(connections) +
+         ", \"tls_handshakes\": 0, \"tls_resumed\": 0}\n";
+}
 
 ServerOptions options_with(unsigned threads = 1, std::chrono::milliseconds delay = 0ms) {
   ServerOptions options;
@@ -291,7 +266,7 @@ TEST(TargetServer, RequestSmuggledInABodyOfUnsureFramingIsNeverAnswered) {
   // Each connection got its 400 and nothing more: one response per framing, none smuggled.
   TestClient client(srv.port());
   auto stats = client.request_with({}, http::verb::get, "/__loadlab/stats");
-  EXPECT_EQ(stats.body(), "{\"requests\": " + std::to_string(framings.size()) + "}\n");
+  EXPECT_EQ(stats.body(), stats_body(framings.size(), framings.size() + 1));
 }
 
 TEST(TargetServer, OversizedHeaderGets431AndClose) {
@@ -655,14 +630,14 @@ TEST(TargetKnobs, StatsEndpointCountsRequestsButNotItself) {
   // after the client has it: wait (bounded) for the seventh, then the stats calls must not
   // count themselves.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (client.request_with({}, http::verb::get, "/__loadlab/stats").body() != "{\"requests\": 7}\n" &&
+  while (client.request_with({}, http::verb::get, "/__loadlab/stats").body() != stats_body(7, 3) &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   for (int i = 0; i < 2; ++i) {
     auto res = client.request_with({}, http::verb::get, "/__loadlab/stats");
     EXPECT_EQ(res.result(), http::status::ok);
     EXPECT_EQ(res[http::field::content_type], "application/json");
-    EXPECT_EQ(res.body(), "{\"requests\": 7}\n");
+    EXPECT_EQ(res.body(), stats_body(7, 3));  // a, b and this client's connections
   }
   srv.stop();
   EXPECT_EQ(srv.server().requests(), 7u);
@@ -690,7 +665,7 @@ TEST(TargetKnobs, StallHoldsEveryResponseOnceThenLetsThemGo) {
   start = Clock::now();
   auto stats = first.request_with({}, http::verb::get, "/__loadlab/stats");
   EXPECT_LT(ms_since(start), 100.0);
-  EXPECT_EQ(stats.body(), "{\"requests\": 2}\n");
+  EXPECT_EQ(stats.body(), stats_body(2, 2));
   auto held = first.request(http::verb::get);
   EXPECT_EQ(held.result(), http::status::ok);
   const double end_ms = ms_since(t0);

@@ -1,0 +1,34 @@
+#pragma once
+// The TLS side of the target: one server context per process, shared by every io thread
+// (OpenSSL locks what it shares). TLS 1.2 and 1.3; ALPN from kAlpnProtocols; resumption by
+// session tickets (TLS 1.2 and 1.3) and the server session cache (TLS 1.2 session ids), whose
+// ticket keys OpenSSL makes once per context, so a ticket stays good for the process lifetime.
+#include <array>
+#include <boost/asio/ssl/context.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace loadlab::target {
+
+// The application protocols offered over TLS, in the server's order of preference. HTTP/2
+// joins here ("h2" first) once a session can speak it.
+inline constexpr std::array<std::string_view, 1> kAlpnProtocols = {"http/1.1"};
+
+// PEM text: a certificate (chain, leaf first) and its private key.
+struct TlsCredentials {
+  std::string cert_pem;
+  std::string key_pem;
+};
+
+struct TlsContextResult {
+  enum class Bad { none, cert, key };
+  std::shared_ptr<boost::asio::ssl::context> context;  // null when `bad` says which part failed
+  Bad bad = Bad::none;
+  std::string error;
+};
+
+// Any thread, at start-up.
+TlsContextResult make_tls_context(const TlsCredentials& credentials);
+
+}  // namespace loadlab::target
