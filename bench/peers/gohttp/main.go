@@ -1,5 +1,7 @@
 // gohttp: the Go net/http peer of bench/target_vs_peers.sh. Answers any path with 200
 // "Have Fun ~ Tester !", after an optional delay slept in the handler's own goroutine.
+// With -tls-cert and -tls-key it serves HTTPS (Go's crypto/tls; HTTP/1.1 or h2 by ALPN,
+// session tickets on), the server of bench/load_tls.sh.
 package main
 
 import (
@@ -12,6 +14,8 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "HOST:PORT to listen on")
 	delayMs := flag.Int("delay-ms", 0, "delay before each response, in ms")
+	tlsCert := flag.String("tls-cert", "", "PEM certificate: serve HTTPS")
+	tlsKey := flag.String("tls-key", "", "PEM private key of -tls-cert")
 	flag.Parse()
 	body := []byte("Have Fun ~ Tester !")
 	delay := time.Duration(*delayMs) * time.Millisecond
@@ -21,6 +25,9 @@ func main() {
 		}
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write(body)
+	}
+	if *tlsCert != "" {
+		log.Fatal(http.ListenAndServeTLS(*addr, *tlsCert, *tlsKey, http.HandlerFunc(handler)))
 	}
 	log.Fatal(http.ListenAndServe(*addr, http.HandlerFunc(handler)))
 }
