@@ -24,9 +24,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$here/build}
-DURATION=${DURATION:-5}
-RUNS=${RUNS:-3}
+# shellcheck source=lib.sh
+source "$here/bench/lib.sh"
+common_knobs loadgen_vs_wrk
 THREADS=${THREADS:-1}
 CONNS=${CONNS:-"10 100"}
 RSS_CONNS=${RSS_CONNS-1000}
@@ -46,8 +46,6 @@ target_bin=$BUILD_DIR/bin/loadlab-target
 for b in "$load" "$target_bin"; do
   [[ -x $b ]] || { echo "loadgen_vs_wrk: $b not found; build it or set BUILD_DIR" >&2; exit 2; }
 done
-[[ $DURATION =~ ^[0-9]+$ && $DURATION -ge 1 ]] || { echo "loadgen_vs_wrk: DURATION must be an integer >= 1" >&2; exit 2; }
-[[ $RUNS =~ ^[0-9]+$ && $RUNS -ge 1 ]] || { echo "loadgen_vs_wrk: RUNS must be an integer >= 1" >&2; exit 2; }
 
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -66,24 +64,10 @@ fi
 # 1000 connections need more descriptors than the usual soft limit, in every tool and the target.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-work=$(mktemp -d)
-target_pid=""
-client_pid=""
-cleanup() {
-  [[ -n $client_pid ]] && kill "$client_pid" 2>/dev/null && wait "$client_pid" 2>/dev/null
-  if [[ -n $target_pid ]]; then
-    kill "$target_pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$target_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$target_pid" 2>/dev/null || true
-    wait "$target_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+work_dir
 
 "${target_pin[@]}" "$target_bin" --listen 127.0.0.1:0 --threads "$TARGET_THREADS" --delay-ms "$TARGET_DELAY_MS" >"$work/target.out" 2>"$work/target.err" &
-target_pid=$!
+server_pid=$!
 port=""
 for _ in $(seq 50); do
   port=$(sed -n '1s/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/target.out")
@@ -105,20 +89,16 @@ run() {
       ;;
   esac
   client_pid=$!
-  wait "$client_pid" || true
-  client_pid=""
-  case $tool in
-    loadlab | wrk) reqps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$out") ;;
-    h2load) reqps=$(sed -n 's/^finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' "$out") ;;
-  esac
+  wait_client
+  reqps=$(rate_of "$tool" "$out")
   if [[ -z $reqps ]]; then
     echo "loadgen_vs_wrk: $tool -c $c gave no rate:" >&2
     cat "$out" >&2
     return
   fi
-  local user sys rss cpu
-  read -r user sys rss < <(tail -1 "$time")
-  cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN{print u+s}')
+  local rss cpu
+  rss=$(tail -1 "$time" | cut -d' ' -f3)
+  cpu=$(cpu_of "$time")
   echo "$tool $c $reqps $cpu $rss" >>"$work/results"
   printf '  %-8s -c %-5s %10.0f req/s  cpu %5.2f s  rss %6d KB\n' "$tool" "$c" "$reqps" "$cpu" "$rss" >&2
 }
@@ -139,12 +119,7 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # Medians (req/s, req per CPU-second) and peak RSS per tool and connection count, and the
 # loadlab/wrk ratios.
-awk -v tools="$tools" '
-function median(list,   n, a, i, j, t) {
-  n = split(list, a, " ")
-  for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -v tools="$tools" "$AWK_MEDIAN"'
 {
   key = $1 SUBSEP $2
   rate[key] = rate[key] " " $3

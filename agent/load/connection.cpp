@@ -2,11 +2,9 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http/error.hpp>
 #include <limits>
-
-#include "worker.hpp"
 
 namespace loadlab::load {
 
@@ -18,7 +16,7 @@ using boost::system::error_code;
 // after its io_context has run out of work, i.e. after every handler has run.
 
 Connection::Connection(Worker& worker, int index)
-    : worker_(worker), index_(index), socket_(worker.io().get_executor()) {}
+    : worker_(worker), index_(index), transport_(worker.io(), worker.plan().tls) {}
 
 void Connection::start() {
   // Open loop with keep-alive: connect before the first slot (as wrk2 does), so the first
@@ -43,8 +41,7 @@ void Connection::stop() {
 void Connection::check_deadline(Clock::time_point now) {
   if (now > deadline_ && !timed_out_) {
     timed_out_ = true;
-    error_code ignored;
-    socket_.close(ignored);
+    transport_.close();
   }
 }
 
@@ -90,7 +87,8 @@ void Connection::do_connect() {
   connect_started_ = Clock::now();
   deadline_ = connect_started_ + worker_.plan().timeout;
   buffer_.clear();
-  asio::async_connect(socket_, worker_.plan().endpoints,
+  cost_ = {};
+  asio::async_connect(transport_.socket(), worker_.plan().endpoints,
                       [this](const error_code& ec, const asio::ip::tcp::endpoint&) { on_connect(ec); });
 }
 
@@ -108,12 +106,46 @@ void Connection::on_connect(const error_code& ec) {
     }
     return fail(ErrorKind::kConnect, ec);
   }
-  worker_.record_connect(connect_started_, Clock::now());
+  auto now = Clock::now();
+  worker_.record_connect(connect_started_, now);
+  cost_.connect = now - connect_started_;
   first_connect_ = false;
-  connected_ = true;
   error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  transport_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
   worker_.note_connected();
+  if (transport_.secure()) return do_handshake();
+  ready();
+}
+
+void Connection::do_handshake() {
+  timed_out_ = false;
+  handshake_started_ = Clock::now();
+  deadline_ = handshake_started_ + worker_.plan().timeout;
+  if (!transport_.new_session()) return on_handshake(asio::error::no_memory);
+  transport_.async_handshake([this](const error_code& ec) { on_handshake(ec); });
+}
+
+void Connection::on_handshake(const error_code& ec) {
+  deadline_ = Clock::time_point::max();
+  auto now = Clock::now();
+  cost_.tls = now - handshake_started_;
+  if (ec) {
+    if (!stopped_ && !worker_.stopping())
+      worker_.note_tls_failure(timed_out_ ? "TLS handshake timed out" : transport_.failure(ec));
+    if (preconnect_) {  // as for a failed connect: no request was lost
+      preconnect_ = false;
+      close();
+      return next();
+    }
+    return fail(ErrorKind::kTls, ec);
+  }
+  cost_.resumed = transport_.resumed();
+  worker_.record_handshake(handshake_started_, now, cost_.resumed);
+  ready();
+}
+
+void Connection::ready() {
+  connected_ = true;
   if (preconnect_) {
     preconnect_ = false;
     return next();
@@ -124,10 +156,11 @@ void Connection::on_connect(const error_code& ec) {
 void Connection::do_write() {
   timed_out_ = false;
   sent_ = Clock::now();
+  first_byte_ = {};
   if (!worker_.open_loop()) origin_ = sent_;
   deadline_ = sent_ + worker_.plan().timeout;
-  asio::async_write(socket_, asio::buffer(worker_.plan().request),
-                    [this](const error_code& ec, std::size_t) { on_write(ec); });
+  transport_.async_write(asio::buffer(worker_.plan().request),
+                         [this](const error_code& ec, std::size_t) { on_write(ec); });
 }
 
 void Connection::on_write(const error_code& ec) {
@@ -141,7 +174,10 @@ void Connection::on_write(const error_code& ec) {
 void Connection::do_read() {
   new_parser();
   response_bytes_ = 0;
-  if (buffer_.size() > 0) return parse();  // bytes beyond the previous response
+  if (buffer_.size() > 0) {  // bytes beyond the previous response
+    first_byte_ = Clock::now();
+    return parse();
+  }
   read_some();
 }
 
@@ -153,12 +189,14 @@ void Connection::new_parser() {
 
 void Connection::read_some() {
   constexpr std::size_t kReadSize = 16 * 1024;  // untouched pages cost no RSS
-  socket_.async_read_some(buffer_.prepare(kReadSize),
-                          [this](const error_code& ec, std::size_t n) { on_read_some(ec, n); });
+  transport_.async_read_some(buffer_.prepare(kReadSize),
+                             [this](const error_code& ec, std::size_t n) { on_read_some(ec, n); });
 }
 
 void Connection::on_read_some(const error_code& ec, std::size_t n) {
-  if (ec == asio::error::eof) {
+  // A TLS peer that closes without close_notify (most servers after "Connection: close")
+  // ends the stream as a TCP peer does with a FIN.
+  if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) {
     // A body delimited by the end of the connection is complete now; anything else is cut.
     if (!parser_->got_some()) return on_read(http::error::end_of_stream, 0);
     error_code eof_ec;
@@ -166,6 +204,7 @@ void Connection::on_read_some(const error_code& ec, std::size_t n) {
     return on_read(eof_ec, response_bytes_);
   }
   if (ec) return on_read(ec, 0);
+  if (first_byte_ == Clock::time_point{}) first_byte_ = Clock::now();
   buffer_.commit(n);
   parse();
 }
@@ -203,7 +242,10 @@ void Connection::on_read(const error_code& ec, std::size_t bytes) {
       kind = ErrorKind::kBadResponse;  // the peer sent something that is not HTTP/1.1
     return fail(kind, ec);
   }
-  worker_.record_response(measured_, origin_, sent_, done, parser_->status(), bytes);
+  if (first_byte_ == Clock::time_point{}) first_byte_ = done;  // an end of stream was the answer
+  worker_.record_response(measured_, origin_, sent_, first_byte_, done, parser_->status(), bytes,
+                          take_cost());
+  if (transport_.secure() && worker_.plan().tls->resume()) transport_.keep_session();
   if (!worker_.plan().keep_alive || !parser_->keep_alive()) close();
   next();
 }
@@ -212,13 +254,12 @@ void Connection::fail(ErrorKind kind, const error_code& ec) {
   close();
   // A stop discards the request in flight: it was cut short by us, not by the target.
   if (stopped_ || worker_.stopping()) return end();
-  worker_.record_failure(measured_, origin_, Clock::now(), kind);
+  worker_.record_failure(measured_, origin_, Clock::now(), kind, take_cost());
   next();
 }
 
 void Connection::close() {
-  error_code ignored;
-  socket_.close(ignored);
+  transport_.close();
   connected_ = false;
 }
 

@@ -1,21 +1,23 @@
 #pragma once
-// One HTTP/1.1 client connection: connect, write the request, read the response, record,
-// repeat. Closed loop: the next request goes out as soon as the response is in. Open loop
+// One HTTP/1.1 client connection: connect (and, for https://, the TLS handshake), write the
+// request, read the response, record, repeat. The bytes go through a Transport (TCP or TLS);
+// another protocol (HTTP/2 streams on one connection) is another class of this shape over
+// the same Transport, chosen per connection. Closed loop: the next request goes out as soon as the response
+// is in. Open loop
 // (--rate): each request has an intended send time from the worker's schedule; the
 // connection waits for it when early and sends at once when late (never two requests in
 // flight). Lives on its worker's thread; every method runs there. Internal to loadlab_load.
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <optional>
+#include <utility>
 
 #include "load_result.hpp"
 #include "response_parser.hpp"
 #include "run_plan.hpp"
+#include "transport.hpp"
+#include "worker.hpp"
 
 namespace loadlab::load {
-
-class Worker;
 
 class Connection {
  public:
@@ -39,6 +41,9 @@ class Connection {
   void begin(Clock::time_point origin, Clock::time_point now);
   void do_connect();
   void on_connect(const boost::system::error_code& ec);
+  void do_handshake();
+  void on_handshake(const boost::system::error_code& ec);
+  void ready();  // connected (and the handshake done): the first request may go
   void do_write();
   void on_write(const boost::system::error_code& ec);
   void do_read();
@@ -50,22 +55,22 @@ class Connection {
   void fail(ErrorKind kind, const boost::system::error_code& ec);
   void close();
   void end();
-
-  // The io_context's own executor type, not the polymorphic any_executor: no type erasure
-  // on each operation.
-  using Socket =
-      boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+  // What the request being recorded paid; the next one on this connection is a reuse.
+  RequestCost take_cost() { return std::exchange(cost_, RequestCost{{}, {}, true, false}); }
 
   Worker& worker_;
   int index_;
-  Socket socket_;
+  Transport transport_;
   std::size_t response_bytes_ = 0;  // of the response being parsed
   boost::beast::flat_buffer buffer_;
   std::optional<ResponseParser> parser_;
   Clock::time_point deadline_ = Clock::time_point::max();
-  Clock::time_point origin_{};  // latency counts from here: intended send time, or the write
-  Clock::time_point sent_{};    // when the request was written
+  Clock::time_point origin_{};      // latency counts from here: intended send time, or the write
+  Clock::time_point sent_{};        // when the request was written
+  Clock::time_point first_byte_{};  // of the response being read; {} until it comes
   Clock::time_point connect_started_{};
+  Clock::time_point handshake_started_{};
+  RequestCost cost_;
   int64_t turn_ = 0;         // open loop: requests this connection has begun
   bool waiting_ = false;     // open loop: idle in the worker's waiters until its slot
   bool preconnect_ = false;  // open loop: the connect before the first slot

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/http_syntax.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
+#include "pem_certificates.hpp"
 
 namespace loadlab::load {
 
@@ -19,7 +21,7 @@ using namespace limits;
 bool is_token(std::string_view s) { return is_http_token(s); }
 
 // Flag values are echoed in messages that must stay on one line.
-std::string quoted(std::string_view s) {
+std::string single_quoted(std::string_view s) {
   std::string out = "'";
   for (char c : s) {
     if (c == '\r')
@@ -50,28 +52,31 @@ bool iequals(std::string_view a, std::string_view b) {
 
 Url parse_url(std::string_view text) {
   auto fail = [&](std::string message) -> Url { throw InputError("URL", message); };
-  constexpr std::string_view kScheme = "http://";
-  if (text.size() < kScheme.size() || !iequals(text.substr(0, kScheme.size()), kScheme)) {
-    if (text.size() >= 8 && iequals(text.substr(0, 8), "https://"))
-      return fail("only http:// is supported, got " + quoted(text));
-    return fail("must be http://HOST[:PORT][/PATH], got " + quoted(text));
-  }
-  std::string_view rest = text.substr(kScheme.size());
+  constexpr std::string_view kHttp = "http://", kHttps = "https://";
+  auto starts = [&](std::string_view scheme) {
+    return text.size() >= scheme.size() && iequals(text.substr(0, scheme.size()), scheme);
+  };
+  const bool tls = starts(kHttps);
+  if (!tls && !starts(kHttp)) return fail("must be http(s)://HOST[:PORT][/PATH], got " + single_quoted(text));
+  const std::string_view default_port = tls ? ":443" : ":80";
+  std::string_view rest = text.substr(tls ? kHttps.size() : kHttp.size());
   size_t end = rest.find_first_of("/?#");
   std::string_view authority = rest.substr(0, end);
   std::string_view target = end == std::string_view::npos ? std::string_view() : rest.substr(end);
   if (auto hash = target.find('#'); hash != std::string_view::npos) target = target.substr(0, hash);
   if (authority.empty() || authority.find('@') != std::string_view::npos || has_crlf(text) ||
       text.find(' ') != std::string_view::npos)
-    return fail("must be http://HOST[:PORT][/PATH], got " + quoted(text));
+    return fail("must be http(s)://HOST[:PORT][/PATH], got " + single_quoted(text));
 
   // An authority without a port: "host" or "[v6]"; with one, parse_endpoint decides.
   bool has_port = authority.back() != ']' && authority.find(':') != std::string_view::npos &&
                   (authority.front() == '[' || authority.find(':') == authority.rfind(':'));
-  auto endpoint = parse_endpoint(has_port ? std::string(authority) : std::string(authority) + ":80");
+  auto endpoint =
+      parse_endpoint(has_port ? std::string(authority) : std::string(authority) + std::string(default_port));
   if (!endpoint || endpoint->host.empty() || endpoint->port == 0)
-    return fail("must be http://HOST[:PORT][/PATH] with a port in 1..65535, got " + quoted(text));
+    return fail("must be http(s)://HOST[:PORT][/PATH] with a port in 1..65535, got " + single_quoted(text));
   Url url;
+  url.tls = tls;
   url.host = endpoint->host;
   url.port = endpoint->port;
   url.authority = std::string(authority);
@@ -80,8 +85,38 @@ Url parse_url(std::string_view text) {
   return url;
 }
 
+namespace {
+
+// The --tls-* flags: only with https://, each value checked.
+void validate_tls(const LoadOptions& o, const Url& url) {
+  const char* given = !o.tls_version.empty() ? "--tls-version"
+                      : !o.ca_file.empty()   ? "--ca"
+                      : o.insecure           ? "--insecure"
+                      : o.tls_resume         ? "--tls-resume"
+                                             : nullptr;
+  if (!url.tls) {
+    if (given) throw InputError(given, "needs an https:// URL, got " + single_quoted(o.url));
+    return;
+  }
+  if (!o.tls_version.empty() && o.tls_version != "1.2" && o.tls_version != "1.3")
+    throw InputError("--tls-version", "must be 1.2 or 1.3, got " + single_quoted(o.tls_version));
+  if (!o.ca_file.empty() && o.insecure) throw InputError("--ca, --insecure", "give at most one");
+  if (!o.ca_file.empty()) {
+    auto pem = read_credential_file(o.ca_file);
+    if (!pem)
+      throw InputError("--ca", "must be a readable regular file of at most " +
+                                   std::to_string(kMaxCredentialFileBytes) + " bytes, got " +
+                                   single_quoted(o.ca_file));
+    if (read_pem_certificates(*pem) == 0)
+      throw InputError("--ca", "must hold PEM certificates (-----BEGIN CERTIFICATE-----), got " +
+                                   single_quoted(o.ca_file));
+  }
+}
+
+}  // namespace
+
 void validate(LoadOptions& o) {
-  parse_url(o.url);
+  validate_tls(o, parse_url(o.url));
   if (o.threads < 1 || o.threads > kMaxThreads)
     throw InputError("-t/--threads",
                      "must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(o.threads));
@@ -119,12 +154,13 @@ void validate(LoadOptions& o) {
   if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
     throw InputError("--timeout", "must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms));
   if (!is_token(o.method) || o.method.size() > static_cast<size_t>(kMaxMethodLength))
-    throw InputError("-m/--method", "must be an HTTP method token (e.g. GET, POST), got " + quoted(o.method));
+    throw InputError("-m/--method",
+                     "must be an HTTP method token (e.g. GET, POST), got " + single_quoted(o.method));
   for (const auto& h : o.headers) {
     auto colon = h.find(':');
     if (colon == std::string::npos || !is_token(std::string_view(h).substr(0, colon)) || has_crlf(h))
       throw InputError("-H/--header",
-                       "must be 'Name: value' with a token name and no line break, got " + quoted(h));
+                       "must be 'Name: value' with a token name and no line break, got " + single_quoted(h));
   }
   if (o.body.size() > static_cast<size_t>(kMaxBodyBytes))
     throw InputError("--body", "must be at most 1 MiB (" + std::to_string(kMaxBodyBytes) + " bytes), got " +
@@ -132,7 +168,7 @@ void validate(LoadOptions& o) {
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
   if (std::none_of(std::begin(kLevels), std::end(kLevels), [&](const char* l) { return o.log_level == l; }))
     throw InputError("--log-level", "must be one of trace, debug, info, warn, error, critical, off; got " +
-                                        quoted(o.log_level));
+                                        single_quoted(o.log_level));
 }
 
 std::string serialize_request(const LoadOptions& o, const Url& url) {

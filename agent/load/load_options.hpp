@@ -13,7 +13,7 @@ namespace loadlab::load {
 enum class OutputMode { kHuman, kJson, kJsonEvents };
 
 struct LoadOptions {
-  std::string url;  // http://HOST[:PORT][/PATH][?QUERY]
+  std::string url;  // http://HOST[:PORT][/PATH][?QUERY] or https://...
   int threads = 1;
   int connections = 0;  // total over all threads; 0 = one per thread
   // Stop condition: at most one of these; none means duration_s = 10.
@@ -30,19 +30,25 @@ struct LoadOptions {
   std::string body;
   int timeout_ms = 5000;  // per request (and per connect)
   bool keep_alive = true;
+  // https:// only (each refused with an http:// URL).
+  std::string tls_version;  // --tls-version "1.2" | "1.3"; empty = 1.3
+  std::string ca_file;  // --ca FILE: PEM certificates to verify the server with, instead of the system store
+  bool insecure = false;    // --insecure: no certificate or host verification
+  bool tls_resume = false;  // --tls-resume: a reconnecting connection offers its previous session
   OutputMode output = OutputMode::kHuman;
   std::string log_level = "warn";
 };
 
 // The parts of the URL a connection needs.
 struct Url {
-  std::string host;  // without IPv6 brackets
-  uint16_t port = 80;
+  bool tls = false;       // https://
+  std::string host;       // without IPv6 brackets
+  uint16_t port = 80;     // 443 for https:// without a port
   std::string authority;  // as written in the URL, for the Host header
   std::string target;     // path and query, "/" when absent
 };
 
-// Parses http://HOST[:PORT][/PATH]; throws InputError("URL", ...) when it is not one.
+// Parses http(s)://HOST[:PORT][/PATH]; throws InputError("URL", ...) when it is not one.
 Url parse_url(std::string_view text);
 
 // Fills the derived defaults (connections = threads, -d 10 when no stop condition is
@@ -52,5 +58,10 @@ void validate(LoadOptions& options);
 
 // The bytes of one request, serialised once and written as is for every request.
 std::string serialize_request(const LoadOptions& options, const Url& url);
+
+// The TLS version a run forces: "1.2" or "1.3" (--tls-version, 1.3 by default).
+inline std::string_view tls_version_of(const LoadOptions& options) {
+  return options.tls_version.empty() ? std::string_view("1.3") : std::string_view(options.tls_version);
+}
 
 }  // namespace loadlab::load

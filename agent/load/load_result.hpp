@@ -14,9 +14,10 @@
 namespace loadlab::load {
 
 // Why a request failed. `kConnect` includes connects that timed out; `kTimeout` is a
-// request (write + read) that exceeded --timeout; `kStatus` is a response with status >= 400.
-enum class ErrorKind : int { kConnect, kRead, kWrite, kTimeout, kBadResponse, kStatus };
-inline constexpr int kErrorKindCount = 6;
+// request (write + read) that exceeded --timeout; `kStatus` is a response with status >= 400;
+// `kTls` is a failed TLS handshake (certificate refused, version refused, or timed out).
+enum class ErrorKind : int { kConnect, kRead, kWrite, kTimeout, kBadResponse, kStatus, kTls };
+inline constexpr int kErrorKindCount = 7;
 std::string_view error_kind_name(ErrorKind kind);
 
 struct LoadResult {
@@ -55,7 +56,15 @@ struct LoadResult {
   Histogram histogram_uncorrected;
   // Connects (TCP handshake) completed inside the window, µs; apart from request latency.
   Histogram connect_histogram;
-  int64_t connects = 0;
+  int64_t connects = 0;  // connections opened (TCP connects completed) inside the window
+  // https://: TLS handshakes completed inside the window, µs, and how many resumed a session.
+  Histogram tls_histogram;
+  int64_t tls_handshakes = 0;
+  int64_t tls_resumed = 0;
+  // Measured responses: from the write of the request to the first byte of its response, µs.
+  Histogram first_byte_histogram;
+  bool tls = false;       // an https:// run
+  std::string tls_error;  // why the first failed handshake failed (OpenSSL's reason)
 };
 
 v1::LoadResult to_proto(const LoadResult& result);

@@ -10,6 +10,7 @@
 #include "loadlab/shared/logging.hpp"
 #include "request_log.hpp"
 #include "run_plan.hpp"
+#include "tls_client.hpp"
 #include "worker.hpp"
 
 namespace loadlab::load {
@@ -100,6 +101,17 @@ LoadResult LoadRunner::run() {
   if (plan.endpoints.empty()) {
     result.error = "cannot connect to " + host_port + ": " + resolve_error;
     return result;
+  }
+  std::unique_ptr<TlsClient> tls;
+  if (url.tls) {
+    std::string tls_error;
+    tls = TlsClient::create(o, url, tls_error);
+    if (!tls) {
+      result.error = tls_error;
+      return result;
+    }
+    plan.tls = tls.get();
+    result.tls = true;
   }
   plan.request = serialize_request(o, url);
   plan.timeout = std::chrono::milliseconds(o.timeout_ms);
@@ -224,6 +236,10 @@ LoadResult LoadRunner::run() {
     result.histogram_uncorrected.merge(plan.rate_per_thread > 0 ? t.histogram_uncorrected : t.histogram);
     result.connect_histogram.merge(t.connect_histogram);
     result.connects += t.connects;
+    result.tls_histogram.merge(t.tls_histogram);
+    result.tls_handshakes += t.tls_handshakes;
+    result.tls_resumed += t.tls_resumed;
+    result.first_byte_histogram.merge(t.first_byte_histogram);
     result.requests += t.requests;
     result.responses += t.responses;
     result.errors += t.errors;
@@ -251,7 +267,13 @@ LoadResult LoadRunner::run() {
   if (plan.log_requests) {
     std::vector<RequestLog*> logs;
     for (auto& w : workers) logs.push_back(&w->log());
-    write_request_csv(o.csv_requests, std::move(logs), &result.csv_error);
+    RequestCsvRun run;
+    if (tls) run.tls_version = tls->version();
+    write_request_csv(o.csv_requests, std::move(logs), run, &result.csv_error);
+  }
+  {
+    std::lock_guard lock(state.error_mutex);
+    result.tls_error = state.first_tls_error;
   }
 
   if (!state.any_connected.load()) {

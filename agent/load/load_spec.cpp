@@ -79,6 +79,10 @@ std::vector<std::string> command_line(const std::string& binary, const LoadOptio
   argv.insert(argv.end(), {"--timeout", std::to_string(o.timeout_ms)});
   if (o.rate) argv.insert(argv.end(), {"--rate", fmt(*o.rate)});
   if (!o.keep_alive) argv.push_back("--no-keepalive");
+  if (!o.tls_version.empty()) argv.insert(argv.end(), {"--tls-version", o.tls_version});
+  if (!o.ca_file.empty()) argv.insert(argv.end(), {"--ca", o.ca_file});
+  if (o.insecure) argv.push_back("--insecure");
+  if (o.tls_resume) argv.push_back("--tls-resume");
   argv.push_back("--json-events");
   return argv;
 }

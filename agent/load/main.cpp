@@ -1,6 +1,6 @@
-// loadlab-load: closed- or open-loop HTTP/1.1 load generator. Parses flags, wires the runner to
-// the chosen output, maps outcomes to exit codes: 0 done (request errors included),
-// 1 target unreachable, 2 bad flags.
+// loadlab-load: closed- or open-loop HTTP/1.1 load generator, over TCP or TLS. Parses flags, wires the runner
+// to the chosen output, maps outcomes to exit codes: 0 done (request errors included), 1 target unreachable,
+// 2 bad flags.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -47,14 +47,15 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   loadlab::load::LoadOptions o;
   CLI::App app{
-      "loadlab-load: HTTP/1.1 load generator, closed loop (like wrk) or open loop with --rate "
+      "loadlab-load: HTTP/1.1 (http:// or https://) load generator, closed loop (like wrk) or open loop with "
+      "--rate "
       "(like wrk2)",
       "loadlab-load"};
   int64_t requests = 0, total = 0;
   double duration = 0, rate = 0;
   bool no_keepalive = false, json = false, json_events = false;
   app.set_version_flag("--version", loadlab::version_line("loadlab-load"));
-  app.add_option("url", o.url, "http://HOST[:PORT][/PATH]")->required();
+  app.add_option("url", o.url, "http://HOST[:PORT][/PATH] or https://HOST[:PORT][/PATH]")->required();
   // The integer flags' bounds are checked on the text too: a value their type cannot hold
   // ("-t 1e309") is refused with the range, not as text CLI11 could not convert.
   using loadlab::number_in;
@@ -78,9 +79,17 @@ int main(int argc, char** argv) {
   app.add_option("--body", o.body, "request body");
   app.add_option("--timeout", o.timeout_ms, "per-request timeout in ms (default 5000)")
       ->check(number_in(1, limits::kMaxTimeoutMs));
-  app.add_flag("--no-keepalive", no_keepalive, "a new connection per request");
-  app.add_option("--csv-requests", o.csv_requests,
-                 "write one row per measured request: start_offset_us,latency_us,status,bytes");
+  app.add_flag("--no-keepalive", no_keepalive, "a new connection (and TLS handshake) per request");
+  app.add_option("--tls-version", o.tls_version,
+                 "https://: the TLS version to force, 1.2 or 1.3 (default 1.3)");
+  app.add_option("--ca", o.ca_file, "https://: verify the server against the PEM certificates in FILE");
+  app.add_flag("--insecure", o.insecure, "https://: no certificate or host name verification");
+  app.add_flag("--tls-resume", o.tls_resume,
+               "https://: a reconnecting connection resumes its previous session");
+  app.add_option(
+      "--csv-requests", o.csv_requests,
+      "write one row per measured request: protocol,tls_version,iteration,start_offset_us,total_us,"
+      "connect_us,tls_us,first_byte_us,bytes,status,reused,resumed");
   app.add_flag("--json", json, "print the final result as one JSON object");
   app.add_flag("--json-events", json_events, "print JSON lines: progress, measure_start, result");
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error|critical|off (default warn)");
@@ -158,6 +167,9 @@ int main(int argc, char** argv) {
   if (progress_shown) std::fputs("\r\x1b[K", stderr);  // the summary replaces the progress line
 
   if (!result.error.empty()) std::fprintf(stderr, "loadlab-load: %s\n", result.error.c_str());
+  // The human summary says it itself; JSON output keeps stdout for the message.
+  if (!result.tls_error.empty() && o.output != OutputMode::kHuman)
+    std::fprintf(stderr, "loadlab-load: TLS handshake failed: %s\n", result.tls_error.c_str());
   if (auto held = loadlab::load::rate_not_held_message(result);
       !held.empty() && o.output != OutputMode::kHuman)
     std::fprintf(stderr, "loadlab-load: %s\n", held.c_str());

@@ -8,7 +8,8 @@
 
 namespace loadlab::load {
 
-bool write_request_csv(const std::string& path, std::vector<RequestLog*> logs, std::string* error) {
+bool write_request_csv(const std::string& path, std::vector<RequestLog*> logs, const RequestCsvRun& run,
+                       std::string* error) {
   auto by_start = [](const RequestRecord& a, const RequestRecord& b) {
     return a.start_offset_us < b.start_offset_us;
   };
@@ -23,7 +24,8 @@ bool write_request_csv(const std::string& path, std::vector<RequestLog*> logs, s
   }
   std::vector<char> buffer(1 << 16);
   std::setvbuf(f, buffer.data(), _IOFBF, buffer.size());
-  std::fputs("start_offset_us,latency_us,status,bytes\n", f);
+  std::fwrite(kRequestCsvHeader.data(), 1, kRequestCsvHeader.size(), f);
+  const std::string prefix = std::string(run.protocol) + "," + std::string(run.tls_version) + ",";
 
   using Cursor = std::pair<RequestLog::const_iterator, RequestLog::const_iterator>;
   auto later = [](const Cursor& a, const Cursor& b) {
@@ -32,12 +34,14 @@ bool write_request_csv(const std::string& path, std::vector<RequestLog*> logs, s
   std::priority_queue<Cursor, std::vector<Cursor>, decltype(later)> heap(later);
   for (RequestLog* log : logs)
     if (!log->empty()) heap.push({log->cbegin(), log->cend()});
-  while (!heap.empty()) {
+  for (unsigned long long iteration = 0; !heap.empty(); ++iteration) {
     Cursor c = heap.top();
     heap.pop();
     const RequestRecord& r = *c.first;
-    std::fprintf(f, "%lld,%u,%d,%lld\n", static_cast<long long>(r.start_offset_us), r.latency_us, r.status,
-                 static_cast<long long>(r.bytes));
+    std::fprintf(f, "%s%llu,%lld,%u,%u,%u,%u,%llu,%u,%u,%u\n", prefix.c_str(), iteration,
+                 static_cast<long long>(r.start_offset_us), r.total_us, r.connect_us, r.tls_us,
+                 r.first_byte_us, static_cast<unsigned long long>(r.bytes), static_cast<unsigned>(r.status),
+                 static_cast<unsigned>(r.reused), static_cast<unsigned>(r.resumed));
     if (++c.first != c.second) heap.push(c);
   }
   bool ok = std::ferror(f) == 0;

@@ -19,6 +19,8 @@ std::string_view error_kind_name(ErrorKind kind) {
       return "bad_response";
     case ErrorKind::kStatus:
       return "status";
+    case ErrorKind::kTls:
+      return "tls";
   }
   return "unknown";
 }
@@ -40,6 +42,10 @@ v1::LoadResult to_proto(const LoadResult& r) {
   proto::latency_of(r.histogram_uncorrected, out.mutable_latency_uncorrected());
   proto::to_proto(r.histogram, out.mutable_histogram());
   proto::to_proto(r.histogram_uncorrected, out.mutable_histogram_uncorrected());
+  // TLS handshake and first-byte figures have no LoadResult field yet (the agent reads this
+  // JSON strictly): once agent.proto has them they are `tls_handshake` and `first_byte`
+  // (Latency) and `tls_handshakes`, `tls_resumed`; until then the human summary and
+  // --csv-requests carry them. `connects` is the connections opened.
   out.set_connects(static_cast<uint64_t>(r.connects));
   if (r.connects > 0) proto::latency_of(r.connect_histogram, out.mutable_connect());
   for (const auto& [code, n] : r.status)
@@ -116,13 +122,20 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
         format_us(u.value_at_percentile(99)).c_str(), format_us(u.value_at_percentile(99.9)).c_str(),
         format_us(u.count() ? u.max() : 0).c_str());
   }
-  if (r.connects > 0) {
-    const Histogram& c = r.connect_histogram;
-    add("  Connect   p50 %s  p90 %s  p99 %s  max %s  (%lld connects)\n",
-        format_us(c.value_at_percentile(50)).c_str(), format_us(c.value_at_percentile(90)).c_str(),
-        format_us(c.value_at_percentile(99)).c_str(), format_us(c.count() ? c.max() : 0).c_str(),
-        static_cast<long long>(r.connects));
-  }
+  // Connect, TLS and first byte: p50/p90/p99/max/mean of the requests that paid them.
+  auto phase = [&](const char* name, const Histogram& x, const std::string& tail) {
+    add("  %-9s p50 %s  p90 %s  p99 %s  max %s  mean %s%s\n", name,
+        format_us(x.value_at_percentile(50)).c_str(), format_us(x.value_at_percentile(90)).c_str(),
+        format_us(x.value_at_percentile(99)).c_str(), format_us(x.count() ? x.max() : 0).c_str(),
+        format_us(x.count() ? static_cast<int64_t>(x.mean()) : 0).c_str(), tail.c_str());
+  };
+  if (r.connects > 0)
+    phase("Connect", r.connect_histogram, "  (" + std::to_string(r.connects) + " connects)");
+  if (r.tls_handshakes > 0)
+    phase("TLS", r.tls_histogram,
+          "  (" + std::to_string(r.tls_handshakes) + " handshakes, " + std::to_string(r.tls_resumed) +
+              " resumed)");
+  if (r.first_byte_histogram.count() > 0) phase("1st byte", r.first_byte_histogram, "");
   add("  %lld requests in %.2fs, %s read\n", (long long)r.requests, r.duration_s,
       format_bytes(r.bytes_read).c_str());
   if (r.errors > 0) {
@@ -132,6 +145,7 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
           (long long)r.errors_by_kind[k]);
     out += ")\n";
   }
+  if (!r.tls_error.empty()) out += "  TLS handshake failed: " + r.tls_error + "\n";
   if (!r.status.empty()) {
     out += "  Status:";
     for (const auto& [code, n] : r.status) add(" %d=%lld", code, (long long)n);

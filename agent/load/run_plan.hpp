@@ -12,12 +12,16 @@
 
 namespace loadlab::load {
 
+class TlsClient;
+
 using Clock = std::chrono::steady_clock;
 
 // Written once by the runner before the workers start, read-only afterwards.
 struct RunPlan {
   std::string request;  // serialised once, written as is
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;
+  // https://: the TLS context every worker's connections share; nullptr for http://.
+  TlsClient* tls = nullptr;
   Clock::time_point measure_start;               // requests started before it are warm-up
   std::optional<Clock::time_point> measure_end;  // -d only: nothing is sent or counted after it
   Clock::duration timeout{};
@@ -44,6 +48,12 @@ struct RunState {
   std::atomic<int> first_connect_failures{0};  // connections whose very first connect failed
   std::mutex error_mutex;
   std::string first_connect_error;  // guarded by error_mutex
+  std::string first_tls_error;      // guarded by error_mutex: why the first failed handshake failed
+
+  void note_tls_failure(const std::string& reason) {
+    std::lock_guard lock(error_mutex);
+    if (first_tls_error.empty()) first_tls_error = reason;
+  }
 
   // A connection's first connect failed; when every connection's did and none ever
   // connected, the target is unreachable and the run stops.

@@ -138,21 +138,39 @@ bool Worker::counts(bool measured, Clock::time_point done) {
 
 namespace {
 int64_t micros(Clock::duration d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); }
+// A --csv-requests figure: saturates rather than wraps.
+uint32_t micros32(int64_t us) { return static_cast<uint32_t>(std::clamp<int64_t>(us, 0, UINT32_MAX)); }
 }  // namespace
 
+void Worker::log_request(Clock::time_point origin, Clock::time_point done, int64_t first_byte_us, int status,
+                         size_t bytes, const RequestCost& cost) {
+  RequestRecord r{};
+  r.start_offset_us = micros(origin - plan_.measure_start);
+  r.total_us = micros32(micros(done - origin));
+  r.connect_us = micros32(micros(cost.connect));
+  r.tls_us = micros32(micros(cost.tls));
+  r.first_byte_us = micros32(first_byte_us);
+  r.bytes = std::min<uint64_t>(bytes, RequestRecord::kMaxBytes);
+  r.status = static_cast<uint16_t>(status);
+  r.reused = cost.reused;
+  r.resumed = cost.resumed;
+  totals_.log.push_back(r);
+}
+
 void Worker::record_response(bool measured, Clock::time_point origin, Clock::time_point sent,
-                             Clock::time_point done, int status, size_t bytes) {
+                             Clock::time_point first_byte, Clock::time_point done, int status, size_t bytes,
+                             const RequestCost& cost) {
   ++completed_;
   bool failed = status >= 400;
   if (failed) ++failed_;
   if (counts(measured, done)) {
     int64_t latency_us = micros(done - origin);
+    int64_t first_byte_us = micros(first_byte - sent);
     ++totals_.responses;
     totals_.histogram.record(latency_us);
+    totals_.first_byte_histogram.record(first_byte_us);
     if (open_loop()) totals_.histogram_uncorrected.record(micros(done - sent));
-    if (plan_.log_requests)
-      totals_.log.push_back({micros(origin - plan_.measure_start), static_cast<int64_t>(bytes),
-                             static_cast<uint32_t>(std::clamp<int64_t>(latency_us, 0, UINT32_MAX)), status});
+    if (plan_.log_requests) log_request(origin, done, first_byte_us, status, bytes, cost);
     totals_.bytes_read += static_cast<int64_t>(bytes);
     ++totals_.status[status > 0 && status < 1000 ? status : 0];
     if (failed) {
@@ -163,24 +181,33 @@ void Worker::record_response(bool measured, Clock::time_point origin, Clock::tim
   publish();
 }
 
-void Worker::record_failure(bool measured, Clock::time_point origin, Clock::time_point done, ErrorKind kind) {
+void Worker::record_failure(bool measured, Clock::time_point origin, Clock::time_point done, ErrorKind kind,
+                            const RequestCost& cost) {
   ++completed_;
   ++failed_;
   if (counts(measured, done)) {
     ++totals_.errors;
     ++totals_.errors_by_kind[static_cast<int>(kind)];
-    if (plan_.log_requests)
-      totals_.log.push_back({micros(origin - plan_.measure_start), 0,
-                             static_cast<uint32_t>(std::clamp<int64_t>(micros(done - origin), 0, UINT32_MAX)),
-                             0});
+    if (plan_.log_requests) log_request(origin, done, 0, 0, 0, cost);
   }
   publish();
 }
 
+bool Worker::in_window(Clock::time_point t) const {
+  return t >= plan_.measure_start && !(plan_.measure_end && t > *plan_.measure_end);
+}
+
 void Worker::record_connect(Clock::time_point started, Clock::time_point done) {
-  if (done < plan_.measure_start || (plan_.measure_end && done > *plan_.measure_end)) return;
+  if (!in_window(done)) return;
   ++totals_.connects;
   totals_.connect_histogram.record(micros(done - started));
+}
+
+void Worker::record_handshake(Clock::time_point started, Clock::time_point done, bool resumed) {
+  if (!in_window(done)) return;
+  ++totals_.tls_handshakes;
+  if (resumed) ++totals_.tls_resumed;
+  totals_.tls_histogram.record(micros(done - started));
 }
 
 void Worker::publish() {

@@ -19,12 +19,26 @@ namespace loadlab::load {
 
 class Connection;
 
+// What one request paid besides its latency, for its --csv-requests record: the TCP
+// connect and TLS handshake of a new connection (zero on a reused one), and whether that
+// handshake resumed an earlier session.
+struct RequestCost {
+  Clock::duration connect{};
+  Clock::duration tls{};
+  bool reused = false;  // went on a connection that had carried a request before
+  bool resumed = false;
+};
+
 // Figures of one worker; read by the runner only after the worker's thread has ended.
 struct WorkerTotals {
   Histogram histogram;              // latency from the request's origin (intended send time in open loop)
   Histogram histogram_uncorrected;  // from the actual write; open loop only (closed: = histogram)
   Histogram connect_histogram;      // connects completed inside the window, µs
+  Histogram tls_histogram;          // TLS handshakes completed inside the window, µs
+  Histogram first_byte_histogram;   // measured responses: the write to their first byte, µs
   int64_t connects = 0;
+  int64_t tls_handshakes = 0;  // completed inside the window
+  int64_t tls_resumed = 0;     // of those, resumptions
   int64_t requests = 0;
   int64_t responses = 0;
   int64_t errors = 0;
@@ -85,12 +99,17 @@ class Worker {
   bool take_ticket(Clock::time_point now);
   void note_connected();
   void note_first_connect_failure(const std::string& reason);
+  void note_tls_failure(const std::string& reason) { state_.note_tls_failure(reason); }
   // `origin`: where latency counts from (intended send time in open loop, else the write);
-  // `sent`: when the request was actually written.
+  // `sent`: when the request was actually written; `first_byte`: when the first byte of
+  // its response came.
   void record_response(bool measured, Clock::time_point origin, Clock::time_point sent,
-                       Clock::time_point done, int status, size_t bytes);
-  void record_failure(bool measured, Clock::time_point origin, Clock::time_point done, ErrorKind kind);
+                       Clock::time_point first_byte, Clock::time_point done, int status, size_t bytes,
+                       const RequestCost& cost);
+  void record_failure(bool measured, Clock::time_point origin, Clock::time_point done, ErrorKind kind,
+                      const RequestCost& cost);
   void record_connect(Clock::time_point started, Clock::time_point done);
+  void record_handshake(Clock::time_point started, Clock::time_point done, bool resumed);
   void on_connection_done();
 
  private:
@@ -100,6 +119,9 @@ class Worker {
   void arm_pacer();
   void on_pace(const boost::system::error_code& ec);
   bool counts(bool measured, Clock::time_point done);
+  bool in_window(Clock::time_point t) const;
+  void log_request(Clock::time_point origin, Clock::time_point done, int64_t first_byte_us, int status,
+                   size_t bytes, const RequestCost& cost);
   void publish();
 
   const RunPlan& plan_;

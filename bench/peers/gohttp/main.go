@@ -1,6 +1,7 @@
-// gohttp: the Go net/http peer of bench/target_vs_peers.sh and bench/target_tls.sh. Answers any
-// path with 200 "Have Fun ~ Tester !", after an optional delay slept in the handler's own
-// goroutine; HTTPS when -tls-cert and -tls-key are given.
+// gohttp: the Go net/http peer of bench/target_vs_peers.sh, bench/target_tls.sh and
+// bench/load_tls.sh. Answers any path with 200 "Have Fun ~ Tester !", after an optional delay
+// slept in the handler's own goroutine. With -tls-cert and -tls-key it serves HTTPS (Go's
+// crypto/tls; HTTP/1.1 or h2 by ALPN, session tickets on).
 package main
 
 import (

@@ -13,6 +13,12 @@ namespace {
 
 using loadlab::testing::input_error_of;
 
+// The URL made https://, for the TLS flags' cases.
+LoadOptions& https(LoadOptions& o) {
+  o.url = "https://127.0.0.1/";
+  return o;
+}
+
 LoadOptions valid() {
   LoadOptions o;
   o.url = "http://127.0.0.1:8080/path";
@@ -57,7 +63,24 @@ TEST_P(LoadOptionsRejectTest, MessageNamesTheFlag) {
 INSTANTIATE_TEST_SUITE_P(
     Flags, LoadOptionsRejectTest,
     ::testing::Values(
-        BadCase{"https", [](LoadOptions& o) { o.url = "https://127.0.0.1/"; }, "only http://"},
+        BadCase{"ftp", [](LoadOptions& o) { o.url = "ftp://127.0.0.1/"; }, "http(s)://"},
+        BadCase{"tls_version_with_http", [](LoadOptions& o) { o.tls_version = "1.3"; },
+                "--tls-version: needs an https://"},
+        BadCase{"ca_with_http", [](LoadOptions& o) { o.ca_file = "/etc/hostname"; },
+                "--ca: needs an https://"},
+        BadCase{"insecure_with_http", [](LoadOptions& o) { o.insecure = true; },
+                "--insecure: needs an https://"},
+        BadCase{"resume_with_http", [](LoadOptions& o) { o.tls_resume = true; },
+                "--tls-resume: needs an https://"},
+        BadCase{"tls_version", [](LoadOptions& o) { https(o).tls_version = "1.1"; },
+                "--tls-version: must be 1.2 or 1.3"},
+        BadCase{"ca_and_insecure",
+                [](LoadOptions& o) { https(o).insecure = !(o.ca_file = "/nonexistent/ca.pem").empty(); },
+                "--ca, --insecure"},
+        BadCase{"ca_missing", [](LoadOptions& o) { https(o).ca_file = "/nonexistent/ca.pem"; },
+                "--ca: must be a readable regular file"},
+        BadCase{"ca_not_pem", [](LoadOptions& o) { https(o).ca_file = LOADLAB_SOURCE_DIR "/CMakeLists.txt"; },
+                "--ca: must hold PEM certificates"},
         BadCase{"no_scheme", [](LoadOptions& o) { o.url = "127.0.0.1:80"; }, "URL"},
         BadCase{"no_host", [](LoadOptions& o) { o.url = "http:///x"; }, "URL"},
         BadCase{"bad_port", [](LoadOptions& o) { o.url = "http://h:99999/"; }, "URL"},
@@ -115,6 +138,16 @@ TEST(ParseUrlTest, Forms) {
   u = parse_url("http://[::1]?q");
   EXPECT_EQ(u->port, 80);
   EXPECT_EQ(u->target, "/?q");
+
+  u = parse_url("https://example.org/x");
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, 443);
+  EXPECT_EQ(u->host, "example.org");
+  EXPECT_EQ(u->authority, "example.org");
+  u = parse_url("HTTPS://127.0.0.1:8443");
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, 8443);
+  EXPECT_FALSE(parse_url("http://h/").tls);
 
   EXPECT_THROW(parse_url("http://a:b:c/"), InputError);
   EXPECT_THROW(parse_url("http://host:0/"), InputError);

@@ -17,129 +17,27 @@
 
 #include "input_error_of.hpp"
 #include "load_options.hpp"
+#include "load_test_support.hpp"
 #include "loadlab/proto/histogram_proto.hpp"
 #include "loadlab/proto/json.hpp"
+#include "request_log.hpp"
+#include "test_server.hpp"
 
 namespace loadlab::load {
 namespace {
 
+using loadlab::load::testing::Exec;
+using loadlab::load::testing::run_binary;
+using loadlab::load::testing::run_bounded;
+using loadlab::load::testing::TestServer;
 using loadlab::testing::input_error_of;
 
 using namespace std::chrono_literals;
-
-// A tiny HTTP/1.1 server: 127.0.0.1:0, its own thread, counts accepted connections and
-// requests, answers after an optional delay. "/missing" gets 404, "/hints" an interim
-// 103 Early Hints before its 200, anything else 200 "hello".
-
-class TestServer {
- public:
-  explicit TestServer(std::chrono::milliseconds delay = std::chrono::milliseconds(0))
-      : delay_(delay), acceptor_(ioc_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
-    do_accept();
-    thread_ = std::thread([this] { ioc_.run(); });
-  }
-  ~TestServer() {
-    ioc_.stop();
-    thread_.join();
-  }
-  uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  int64_t requests() const { return requests_.load(); }
-  int64_t accepts() const { return accepts_.load(); }
-
- private:
-  using tcp = boost::asio::ip::tcp;
-
-  class Session : public std::enable_shared_from_this<Session> {
-   public:
-    Session(TestServer& server, tcp::socket socket)
-        : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
-    void do_read() {
-      request_ = {};
-      boost::beast::http::async_read(socket_, buffer_, request_,
-                                     [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
-                                       if (ec) return;
-                                       self->server_.requests_.fetch_add(1);
-                                       self->on_request();
-                                     });
-    }
-
-   private:
-    void on_request() {
-      if (server_.delay_.count() == 0) return do_write();
-      timer_.expires_after(server_.delay_);
-      timer_.async_wait([self = shared_from_this()](boost::beast::error_code ec) {
-        if (!ec) self->do_write();
-      });
-    }
-    void do_write() {
-      static const std::string kHints = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
-      if (request_.target() != "/hints") return write_response();
-      boost::asio::async_write(socket_, boost::asio::buffer(kHints),
-                               [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
-                                 if (!ec) self->write_response();
-                               });
-    }
-    void write_response() {
-      namespace http = boost::beast::http;
-      bool missing = request_.target() == "/missing";
-      response_ = {missing ? http::status::not_found : http::status::ok, request_.version()};
-      response_.body() = missing ? "missing" : "hello";
-      response_.keep_alive(request_.keep_alive());
-      response_.prepare_payload();
-      http::async_write(socket_, response_,
-                        [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
-                          if (ec || !self->response_.keep_alive()) {
-                            boost::beast::error_code ignored;
-                            self->socket_.shutdown(tcp::socket::shutdown_send, ignored);
-                            return;
-                          }
-                          self->do_read();
-                        });
-    }
-
-    TestServer& server_;
-    tcp::socket socket_;
-    boost::asio::steady_timer timer_;
-    boost::beast::flat_buffer buffer_;
-    boost::beast::http::request<boost::beast::http::string_body> request_;
-    boost::beast::http::response<boost::beast::http::string_body> response_;
-  };
-
-  void do_accept() {
-    acceptor_.async_accept([this](boost::beast::error_code ec, tcp::socket socket) {
-      if (ec) return;
-      accepts_.fetch_add(1);
-      socket.set_option(tcp::no_delay(true));
-      std::make_shared<Session>(*this, std::move(socket))->do_read();
-      do_accept();
-    });
-  }
-
-  std::chrono::milliseconds delay_;
-  boost::asio::io_context ioc_;
-  tcp::acceptor acceptor_;
-  std::thread thread_;
-  std::atomic<int64_t> requests_{0};
-  std::atomic<int64_t> accepts_{0};
-};
 
 LoadOptions options_for(const TestServer& server, const std::string& path = "/") {
   LoadOptions o;
   o.url = "http://127.0.0.1:" + std::to_string(server.port()) + path;
   return o;
-}
-
-// Runs to completion, failing (and stopping the run) if it takes longer than `limit`.
-LoadResult run_bounded(LoadOptions o, std::chrono::seconds limit = 20s, RunCallbacks callbacks = {}) {
-  std::string error = input_error_of([&] { validate(o); });
-  EXPECT_EQ(error, "");
-  LoadRunner runner(o, std::move(callbacks));
-  auto future = std::async(std::launch::async, [&] { return runner.run(); });
-  if (future.wait_for(limit) != std::future_status::ready) {
-    ADD_FAILURE() << "run did not end within " << limit.count() << " s";
-    runner.initiate_shutdown();
-  }
-  return future.get();
 }
 
 uint16_t closed_port() {
@@ -437,10 +335,19 @@ TEST(LoadRunnerTest, CsvHasOneRowPerMeasuredRequest) {
   ASSERT_NE(f, nullptr);
   char line[256];
   ASSERT_NE(std::fgets(line, sizeof line, f), nullptr);
-  EXPECT_STREQ(line, "start_offset_us,latency_us,status,bytes\n");
-  int64_t rows = 0, last_start = -1, bytes = 0;
-  long long start, latency, status, size;
-  while (std::fscanf(f, "%lld,%lld,%lld,%lld\n", &start, &latency, &status, &size) == 4) {
+  EXPECT_EQ(std::string(line), kRequestCsvHeader);
+  int64_t rows = 0, last_start = -1, bytes = 0, first_rows = 0;
+  long long iteration, start, latency, connect, tls, first_byte, status, size, reused, resumed;
+  while (std::fscanf(f, "http/1.1,,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n", &iteration, &start,
+                     &latency, &connect, &tls, &first_byte, &size, &status, &reused, &resumed) == 10) {
+    EXPECT_EQ(iteration, rows);
+    EXPECT_EQ(tls, 0);
+    EXPECT_EQ(resumed, 0);
+    EXPECT_LE(first_byte, latency);
+    // Open loop with keep-alive: connections are made before the first slot; the first
+    // request of each still carries its connect, the others none.
+    if (reused) EXPECT_EQ(connect, 0);
+    first_rows += reused == 0;
     ++rows;
     EXPECT_GE(start, last_start);
     EXPECT_LT(start, 500000);
@@ -450,31 +357,13 @@ TEST(LoadRunnerTest, CsvHasOneRowPerMeasuredRequest) {
   }
   std::fclose(f);
   EXPECT_EQ(rows, r.requests);
+  EXPECT_EQ(first_rows, 4);  // one per connection
   EXPECT_EQ(bytes, r.bytes_read);
   // Open loop: rows start on the schedule, 0.5 ms apart overall.
   EXPECT_NEAR(static_cast<double>(last_start), 499500, 1000);
 }
 
 // --- the binary ---
-
-struct Exec {
-  int exit_code = -1;
-  std::string out;
-};
-
-// Runs loadlab-load with `args` (stderr to /dev/null unless `args` redirects it).
-Exec run_binary(const std::string& args) {
-  std::string cmd = "timeout 20 " LOADLAB_BIN_DIR "/loadlab-load " + args;
-  Exec e;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return e;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) e.out.append(buf.data(), n);
-  int status = pclose(p);
-  e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return e;
-}
 
 TEST(LoadBinaryTest, BadFlagsExitTwoWithOneLineNamingTheFlag) {
   Exec e = run_binary("http://127.0.0.1:1/ -t 0 2>&1");

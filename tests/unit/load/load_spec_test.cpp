@@ -63,6 +63,24 @@ TEST(LoadSpec, CommandLineCarriesEveryField) {
   EXPECT_TRUE(has("--no-keepalive", ""));
 }
 
+// The spec has no TLS fields yet (the proto gains them later); options that have them
+// reach the worker's command line.
+TEST(LoadSpec, CommandLineCarriesTheTlsOptions) {
+  LoadOptions o = options_from_spec(good());
+  o.url = "https://127.0.0.1:8443/";
+  o.tls_version = "1.2";
+  o.ca_file = "/etc/ca.pem";
+  o.tls_resume = true;
+  auto argv = command_line("l", o);
+  std::vector<std::string> tail(argv.end() - 6, argv.end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"--tls-version", "1.2", "--ca", "/etc/ca.pem", "--tls-resume",
+                                            "--json-events"}));
+  o.ca_file.clear();
+  o.insecure = true;
+  argv = command_line("l", o);
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--insecure"), argv.end());
+}
+
 TEST(LoadSpec, ValidationIsTheWorkersAndNamesTheField) {
   auto s = good();
   EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");

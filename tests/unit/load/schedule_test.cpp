@@ -56,24 +56,57 @@ TEST(ScheduleTest, TimesStayFiniteAtTheSlowestRateAndLargestSlot) {
   EXPECT_GT(s.first_slot_at(start + std::chrono::hours(24 * 365 * 40)), 0);  // beyond the horizon, no loop
 }
 
+RequestRecord record(int64_t start, uint32_t total, int status, uint64_t bytes, uint32_t connect = 0,
+                     uint32_t tls = 0, uint32_t first_byte = 0, bool reused = false, bool resumed = false) {
+  RequestRecord r{};
+  r.start_offset_us = start;
+  r.total_us = total;
+  r.connect_us = connect;
+  r.tls_us = tls;
+  r.first_byte_us = first_byte;
+  r.bytes = bytes;
+  r.status = status;
+  r.reused = reused;
+  r.resumed = resumed;
+  return r;
+}
+
 TEST(RequestLogTest, WritesOneRowPerRecordMergedInStartOrder) {
-  RequestLog a{{0, 100, 50, 200}, {300, 100, 40, 200}, {200, 0, 7, 0}};
-  RequestLog b{{100, 120, 60, 404}, {400, 100, 10, 200}};
+  RequestLog a{record(0, 50, 200, 100, 30, 400, 20), record(300, 40, 200, 100, 0, 0, 35, true),
+               record(200, 7, 0, 0)};
+  RequestLog b{record(100, 60, 404, 120, 31, 380, 50, false, true), record(400, 10, 200, 100, 0, 0, 9, true)};
   std::string path = ::testing::TempDir() + "/requests.csv";
   std::string error;
-  ASSERT_TRUE(write_request_csv(path, {&a, &b}, &error)) << error;
+  ASSERT_TRUE(write_request_csv(path, {&a, &b}, {"http/1.1", "1.3"}, &error)) << error;
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(),
-            "start_offset_us,latency_us,status,bytes\n"
-            "0,50,200,100\n100,60,404,120\n200,7,0,0\n300,40,200,100\n400,10,200,100\n");
+            "protocol,tls_version,iteration,start_offset_us,total_us,connect_us,tls_us,first_byte_us,bytes,"
+            "status,reused,resumed\n"
+            "http/1.1,1.3,0,0,50,30,400,20,100,200,0,0\n"
+            "http/1.1,1.3,1,100,60,31,380,50,120,404,0,1\n"
+            "http/1.1,1.3,2,200,7,0,0,0,0,0,0,0\n"
+            "http/1.1,1.3,3,300,40,0,0,35,100,200,1,0\n"
+            "http/1.1,1.3,4,400,10,0,0,9,100,200,1,0\n");
+}
+
+TEST(RequestLogTest, PlainHttpHasAnEmptyTlsVersion) {
+  RequestLog a{record(5, 9, 200, 3)};
+  std::string path = ::testing::TempDir() + "/requests_plain.csv";
+  std::string error;
+  ASSERT_TRUE(write_request_csv(path, {&a}, {}, &error)) << error;
+  std::ifstream in(path);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  EXPECT_EQ(row, "http/1.1,,0,5,9,0,0,0,3,200,0,0");
 }
 
 TEST(RequestLogTest, UnwritablePathIsAnErrorNamingTheFlag) {
-  RequestLog a{{0, 1, 1, 200}};
+  RequestLog a{record(0, 1, 200, 1)};
   std::string error;
-  EXPECT_FALSE(write_request_csv("/nonexistent-dir/x.csv", {&a}, &error));
+  EXPECT_FALSE(write_request_csv("/nonexistent-dir/x.csv", {&a}, {}, &error));
   EXPECT_NE(error.find("--csv-requests"), std::string::npos) << error;
 }
 

@@ -5,31 +5,22 @@
 
 #include <chrono>
 #include <cmath>
-#include <future>
 
 #include "fd_limit.hpp"
-#include "input_error_of.hpp"
 #include "load_options.hpp"
 #include "load_runner.hpp"
+#include "load_test_support.hpp"
 #include "target_process.hpp"
 
 namespace loadlab::load {
 namespace {
 
-using loadlab::testing::input_error_of;
-
 using namespace std::chrono_literals;
 using testing::TargetProcess;
 
+// Longer than the other tests' bound: these runs go against a real process.
 LoadResult run_bounded(LoadOptions o, std::chrono::seconds limit = 30s) {
-  EXPECT_EQ(input_error_of([&] { validate(o); }), "");
-  LoadRunner runner(o);
-  auto future = std::async(std::launch::async, [&] { return runner.run(); });
-  if (future.wait_for(limit) != std::future_status::ready) {
-    ADD_FAILURE() << "run did not end within " << limit.count() << " s";
-    runner.initiate_shutdown();
-  }
-  return future.get();
+  return testing::run_bounded(std::move(o), limit);
 }
 
 double ms(int64_t us) { return us / 1000.0; }

@@ -1,0 +1,52 @@
+#pragma once
+// What the load worker's tests share: a LoadRunner run bounded in time, and the
+// loadlab-load binary run with a shell command line.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <string>
+
+#include "input_error_of.hpp"
+#include "load_options.hpp"
+#include "load_runner.hpp"
+
+namespace loadlab::load::testing {
+
+// Runs to completion, failing (and stopping the run) if it takes longer than `limit`.
+inline LoadResult run_bounded(LoadOptions o, std::chrono::seconds limit = std::chrono::seconds(20),
+                              RunCallbacks callbacks = {}) {
+  std::string error = loadlab::testing::input_error_of([&] { validate(o); });
+  EXPECT_EQ(error, "");
+  LoadRunner runner(o, std::move(callbacks));
+  auto future = std::async(std::launch::async, [&] { return runner.run(); });
+  if (future.wait_for(limit) != std::future_status::ready) {
+    ADD_FAILURE() << "run did not end within " << limit.count() << " s";
+    runner.initiate_shutdown();
+  }
+  return future.get();
+}
+
+struct Exec {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs loadlab-load with `args` (stderr to /dev/null unless `args` redirects it).
+inline Exec run_binary(const std::string& args) {
+  std::string cmd = "timeout 20 " LOADLAB_BIN_DIR "/loadlab-load " + args;
+  Exec e;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return e;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) e.out.append(buf.data(), n);
+  int status = pclose(p);
+  e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return e;
+}
+
+}  // namespace loadlab::load::testing
