@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/input_error.hpp"
 
@@ -20,7 +21,13 @@ std::string fmt(double v) {
 
 LoadOptions options_from_spec(const v1::LoadSpec& s) {
   LoadOptions o;
-  o.url = "http://" + s.endpoint() + (s.path().empty() ? "/" : s.path());
+  const bool tls = proto::uses_tls(s.protocol());
+  o.url = (tls ? "https://" : "http://") + s.endpoint() + (s.path().empty() ? "/" : s.path());
+  if (tls) {
+    o.tls_version = s.tls_version();
+    o.insecure = true;  // a lab's targets make their own certificates: nothing to verify them by
+    o.tls_resume = s.tls_resume();
+  }
   o.threads = static_cast<int>(std::min<uint32_t>(s.threads(), INT32_MAX));
   o.connections = static_cast<int>(std::min<uint32_t>(s.connections(), INT32_MAX));
   switch (s.stop_case()) {

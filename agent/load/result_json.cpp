@@ -42,10 +42,10 @@ v1::LoadResult to_proto(const LoadResult& r) {
   proto::latency_of(r.histogram_uncorrected, out.mutable_latency_uncorrected());
   proto::to_proto(r.histogram, out.mutable_histogram());
   proto::to_proto(r.histogram_uncorrected, out.mutable_histogram_uncorrected());
-  // TLS handshake and first-byte figures have no LoadResult field yet (the agent reads this
-  // JSON strictly): once agent.proto has them they are `tls_handshake` and `first_byte`
-  // (Latency) and `tls_handshakes`, `tls_resumed`; until then the human summary and
-  // --csv-requests carry them. `connects` is the connections opened.
+  out.set_tls_handshakes(static_cast<uint64_t>(r.tls_handshakes));
+  out.set_tls_resumed(static_cast<uint64_t>(r.tls_resumed));
+  if (r.tls_handshakes > 0) proto::latency_of(r.tls_histogram, out.mutable_tls_handshake());
+  if (r.first_byte_histogram.count() > 0) proto::latency_of(r.first_byte_histogram, out.mutable_first_byte());
   out.set_connects(static_cast<uint64_t>(r.connects));
   if (r.connects > 0) proto::latency_of(r.connect_histogram, out.mutable_connect());
   for (const auto& [code, n] : r.status)

@@ -25,9 +25,16 @@ namespace loadlab::agent {
 namespace {
 
 // What the agent's programs speak (AgentInfo.target_protocols and client_protocols, and the
-// checks of HostTarget and RunLoad): the built-in target and load worker, and the catalog's.
-std::vector<v1::Protocol> served_by(const CatalogEntry&) { return {v1::PROTOCOL_HTTP1}; }
-std::vector<v1::Protocol> spoken_by(const ClientEntry*) { return {v1::PROTOCOL_HTTP1}; }
+// checks of HostTarget and RunLoad): the built-in target and load worker (nullptr) HTTP/1.1
+// over TCP and TLS; the catalog's programs, HTTP/1.1 over TCP.
+std::vector<v1::Protocol> served_by(const CatalogEntry& target) {
+  if (target.builtin) return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS};
+  return {v1::PROTOCOL_HTTP1};
+}
+std::vector<v1::Protocol> spoken_by(const ClientEntry* client) {
+  if (!client) return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS};
+  return {v1::PROTOCOL_HTTP1};
+}
 
 bool offers(const std::vector<v1::Protocol>& protocols, v1::Protocol p) {
   if (p == v1::PROTOCOL_UNSPECIFIED) p = v1::PROTOCOL_HTTP1;

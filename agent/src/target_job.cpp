@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "job_support.hpp"
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "periodic_sampler.hpp"
 
@@ -42,6 +43,8 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
                std::to_string(spec.delay_ms())};
       if (!spec.body().empty()) argv_.insert(argv_.end(), {"--body", spec.body()});
       if (spec.has_body_size()) argv_.insert(argv_.end(), {"--body-size", std::to_string(spec.body_size())});
+      // Over TLS with a certificate of its own, made at start (TargetSpec.protocol).
+      if (proto::uses_tls(spec.protocol())) argv_.push_back("--tls");
       return Status::OK;
     }
     port_ = std::make_unique<PortReservation>(options_.target_host);

@@ -68,6 +68,7 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
   spec.set_client(c.client == kBuiltinClient ? "" : c.client);
   spec.set_protocol(*proto::protocol_from_name(c.protocol));
   spec.set_tls_version(c.tls_version);
+  if (!c.tls_version.empty()) spec.set_tls_resume(l.tls_resume);
   return spec;
 }
 

@@ -87,7 +87,7 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
     histograms = histograms || p.histogram().highest_trackable() != 0;
     unavailable.insert(p.unavailable().begin(), p.unavailable().end());
   }
-  uint64_t requests = 0, errors = 0, bytes_read = 0, connects = 0;
+  uint64_t requests = 0, errors = 0, bytes_read = 0, connects = 0, tls_handshakes = 0, tls_resumed = 0;
   double duration_s = 0, qps = 0, rate = 0, achieved_rate = 0;
   bool rate_not_held = false, latency_corrected = false;
   for (const auto& p : results) {
@@ -103,6 +103,8 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
     rate_not_held = rate_not_held || p.rate_not_held();
     latency_corrected = latency_corrected || p.latency_corrected();
     connects += p.connects();
+    tls_handshakes += p.tls_handshakes();
+    tls_resumed += p.tls_resumed();
   }
   r.set_requests(requests);
   r.set_errors(errors);
@@ -114,6 +116,8 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
   r.set_rate_not_held(rate_not_held);
   r.set_latency_corrected(latency_corrected);
   r.set_connects(connects);
+  r.set_tls_handshakes(tls_handshakes);
+  r.set_tls_resumed(tls_resumed);
   if (histograms) {
     *r.mutable_latency() =
         merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, r.mutable_histogram());
@@ -123,11 +127,17 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
     *r.mutable_latency() = latency_without_histograms(results, unavailable);
   }
   for (auto& f : unavailable) r.add_unavailable(f);
-  // Connect times come as percentiles only: the part with the most connects stands for all.
-  const v1::LoadResult* most = nullptr;
-  for (const auto& p : results)
-    if (!most || p.connects() > most->connects()) most = &p;
-  if (most && most->connects() > 0) *r.mutable_connect() = most->connect();
+  // Connect, handshake and first-byte times come as percentiles only: the part with the
+  // most of them stands for all.
+  auto with_most = [&](auto count, auto times, v1::Latency* into) {
+    const v1::LoadResult* most = nullptr;
+    for (const auto& p : results)
+      if (!most || (p.*count)() > (most->*count)()) most = &p;
+    if (most && (most->*count)() > 0 && (most->*times)().ByteSizeLong() > 0) *into = (most->*times)();
+  };
+  with_most(&v1::LoadResult::connects, &v1::LoadResult::connect, r.mutable_connect());
+  with_most(&v1::LoadResult::tls_handshakes, &v1::LoadResult::tls_handshake, r.mutable_tls_handshake());
+  with_most(&v1::LoadResult::responses, &v1::LoadResult::first_byte, r.mutable_first_byte());
   r.set_attempts(1);
   return r;
 }

@@ -84,7 +84,7 @@ TargetDef parse_target(const ObjectReader& t) {
 LoadDef parse_load(const ObjectReader& l) {
   l.allow({"requests_per_thread", "total_requests", "duration_s", "threads", "connections_per_thread",
            "connections", "client", "warmup_s", "keep_alive", "method", "path", "headers", "body",
-           "timeout_ms", "rate", "protocol", "tls_version"});
+           "timeout_ms", "rate", "protocol", "tls_version", "tls_resume"});
   LoadDef d;
   int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
   if (stops != 1)
@@ -128,6 +128,7 @@ LoadDef parse_load(const ObjectReader& l) {
   d.rate = l.number("rate", limits::kMinRatePerThread, limits::kMaxCellRate, 0);
   if (l.has("protocol")) d.protocol = protocol_value(l.at("protocol"), l.path("protocol"));
   if (l.has("tls_version")) d.tls_version = tls_version_value(l.at("tls_version"), l.path("tls_version"));
+  d.tls_resume = l.boolean("tls_resume", false);
   return d;
 }
 

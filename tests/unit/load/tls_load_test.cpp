@@ -2,6 +2,7 @@
 // self-signed certificate made in the test: verification, forced versions, handshakes per
 // connection, session resumption, the per-request timings and their CSV columns.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +28,12 @@ using testing::SelfSignedCertificate;
 using testing::TestServer;
 using testing::TlsServerOptions;
 
+// A temporary file of this process: ctest runs each test in a process of its own, several at
+// once, each with its own certificate.
+std::string unique_path(const std::string& name, const std::string& suffix) {
+  return ::testing::TempDir() + "/" + name + "." + std::to_string(getpid()) + suffix;
+}
+
 const SelfSignedCertificate& localhost_certificate() {
   static const SelfSignedCertificate cert({"localhost"}, {"127.0.0.1"});
   return cert;
@@ -34,7 +41,7 @@ const SelfSignedCertificate& localhost_certificate() {
 
 std::string ca_file() {
   static const std::string path =
-      localhost_certificate().write_certificate(::testing::TempDir() + "/tls_load_test_ca.pem");
+      localhost_certificate().write_certificate(unique_path("tls_load_test_ca", ".pem"));
   return path;
 }
 
@@ -76,7 +83,7 @@ struct CsvRun {
   std::vector<Row> rows;
 };
 CsvRun run_with_csv(LoadOptions o, const std::string& name) {
-  o.csv_requests = ::testing::TempDir() + "/" + name + ".csv";
+  o.csv_requests = unique_path(name, ".csv");
   CsvRun run;
   run.result = run_bounded(o);
   run.rows = read_csv(o.csv_requests);
@@ -217,7 +224,7 @@ TEST(TlsLoadTest, HostNameIsVerified) {
   static const SelfSignedCertificate other({"other.example"}, {});
   TestServer server(other);
   LoadOptions o = https_options(server, 1, 3);
-  o.ca_file = other.write_certificate(::testing::TempDir() + "/tls_load_test_other_ca.pem");
+  o.ca_file = other.write_certificate(unique_path("tls_load_test_other_ca", ".pem"));
   LoadResult r = run_bounded(o);  // trusted, but issued for another name than 127.0.0.1
   EXPECT_EQ(tls_errors(r), 3);
   EXPECT_NE(r.tls_error.find("certificate verify failed"), std::string::npos) << r.tls_error;

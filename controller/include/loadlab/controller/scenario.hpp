@@ -41,6 +41,7 @@ struct LoadDef {
   double rate = 0;                  // open loop: requests/s over the whole cell; 0 = closed loop
   std::string protocol = "http1";   // when protocol is not an axis (loadlab/proto/protocols.hpp)
   std::string tls_version = "1.3";  // over TLS, forced; when tls_version is not an axis
+  bool tls_resume = false;          // over TLS, a reconnection offers its previous session
 };
 
 // Which agents of the lab take which part of a cell.

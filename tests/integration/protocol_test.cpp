@@ -1,0 +1,149 @@
+// HTTPS end to end, against ground truth the target keeps: its stats endpoint counts the TLS
+// handshakes it completed (and of them, resumed sessions). Without keep-alive every request
+// pays a handshake; with it, every connection pays one.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../unit/target/tls_test_client.hpp"
+#include "loadlab/shared/json_input.hpp"
+#include "test_support.hpp"
+
+namespace loadlab {
+namespace {
+
+using testing::bin;
+using testing::result_cells;
+using testing::run_command;
+using testing::TempDir;
+
+// loadlab-target over TLS with a certificate it makes, written out so that the test's own
+// client can verify it; `stats()` reads the counters over one connection opened first, so
+// that reading adds no handshake between two readings.
+class TlsTarget {
+ public:
+  explicit TlsTarget(const TempDir& dir) {
+    const std::string cert = (dir.path() / "target.pem").string();
+    proc_ = agent::ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.1:0", "--threads", "1",
+                                        "--tls", "--tls-cert-out", cert});
+    std::string line;
+    EXPECT_EQ(proc_->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine);
+    port_ = static_cast<uint16_t>(std::stoi(line.substr(line.rfind(':') + 1)));
+    std::ifstream in(cert);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    client_ = std::make_unique<target::testing::TlsClient>(port_, pem.str());
+  }
+  uint16_t port() const { return port_; }
+  nlohmann::json stats() {
+    auto body = client_->request({}, boost::beast::http::verb::get, "/__loadlab/stats").body();
+    return nlohmann::json::parse(body, nullptr, false);
+  }
+
+ private:
+  std::unique_ptr<agent::ChildProcess> proc_;  // stopped (its group) by its destructor
+  uint16_t port_ = 0;
+  std::unique_ptr<target::testing::TlsClient> client_;
+};
+
+// loadlab-load's JSON result of `flags` against the target.
+nlohmann::json load(const TlsTarget& target, std::vector<std::string> flags) {
+  std::vector<std::string> argv = {bin("loadlab-load"),
+                                   "https://127.0.0.1:" + std::to_string(target.port()) + "/", "--insecure",
+                                   "--json"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  auto r = run_command(argv, std::chrono::seconds(60));
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+  return nlohmann::json::parse(r.stdout_text, nullptr, false);
+}
+
+// The change of each counter of the target's stats while `run` ran.
+nlohmann::json counted(TlsTarget& target, const std::function<void()>& run) {
+  auto before = target.stats();
+  run();
+  auto after = target.stats();
+  nlohmann::json delta;
+  for (const char* k : {"requests", "connections", "tls_handshakes", "tls_resumed"})
+    delta[k] = after.value(k, -1) - before.value(k, -1);
+  return delta;
+}
+
+class Https : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Https, OneHandshakePerRequestWithoutKeepAliveAndOnePerConnectionWith) {
+  TempDir dir;
+  TlsTarget target(dir);
+  const std::string version = GetParam();
+  nlohmann::json result;
+  auto delta = counted(target, [&] {
+    result = load(target, {"--tls-version", version, "--no-keepalive", "-t", "2", "-n", "40"});
+  });
+  EXPECT_EQ(delta, (nlohmann::json{
+                       {"requests", 80}, {"connections", 80}, {"tls_handshakes", 80}, {"tls_resumed", 0}}));
+  EXPECT_EQ(result["requests"], "80");
+  EXPECT_EQ(result["tls_handshakes"], "80");  // the client's count agrees
+  EXPECT_GT(result["tls_handshake"]["p50_us"].get<double>(), 0);
+  EXPECT_GE(result["first_byte"]["p50_us"].get<double>(), 0);
+
+  delta = counted(target, [&] {
+    result = load(target, {"--tls-version", version, "-t", "2", "-c", "4", "-n", "50"});
+  });
+  EXPECT_EQ(delta, (nlohmann::json{
+                       {"requests", 100}, {"connections", 4}, {"tls_handshakes", 4}, {"tls_resumed", 0}}));
+  EXPECT_EQ(result["tls_handshakes"], "4");
+
+  // Resumption: every reconnection of a connection offers the session it had.
+  delta = counted(target, [&] {
+    result = load(target, {"--tls-version", version, "--no-keepalive", "--tls-resume", "-n", "20"});
+  });
+  EXPECT_EQ(delta, (nlohmann::json{
+                       {"requests", 20}, {"connections", 20}, {"tls_handshakes", 20}, {"tls_resumed", 19}}));
+  EXPECT_EQ(result["tls_resumed"], "19");
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, Https, ::testing::Values("1.2", "1.3"));
+
+// The protocol as a matrix axis, through the controller and an agent: the https cells run
+// over TLS (every request a handshake, without keep-alive), the http1 cells do not.
+TEST(ProtocolAxis, HttpsCellsRunOverTlsAndRecordTheirHandshakes) {
+  TempDir dir;
+  auto s = dir.file(
+      "s.json", R"({"name": "tls", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"protocol": ["http1", "https"], "tls_version": ["1.2", "1.3"]},
+      "load": {"total_requests": 60, "threads": 2, "keep_alive": false}})");
+  auto out = dir.path() / "o";
+  auto r = run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 4u);
+  for (auto& c : cells) {
+    SCOPED_TRACE(c.cell().key());
+    EXPECT_EQ(c.median().requests(), 60u);
+    EXPECT_EQ(c.median().errors(), 0u);
+    if (c.cell().protocol() == "https") {
+      EXPECT_EQ(c.median().tls_handshakes(), 60u);
+      EXPECT_EQ(c.cell().tls_version(), c.cell().key().substr(c.cell().key().size() - 3));
+    } else {
+      EXPECT_EQ(c.cell().protocol(), "http1");
+      EXPECT_EQ(c.median().tls_handshakes(), 0u);
+      EXPECT_EQ(c.cell().tls_version(), "");
+    }
+  }
+  EXPECT_EQ(cells[3].cell().key(), "beast/https/tls1.3");
+  // A protocol no agent serves: refused before anything runs, naming the cell.
+  auto h3 = dir.file("h3.json", R"({"name": "h3", "targets": [{"name": "beast", "builtin": "hello"}],
+      "matrix": {"protocol": ["https", "h3"]}, "load": {"total_requests": 10}})");
+  r = run_command({bin("loadlab"), "run", h3, "--out", (dir.path() / "h3").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(
+      r.output_tail.find("/matrix/protocol/1: cell beast/h3: no agent serves h3 with the target \"hello\" "
+                         "(embedded: http1, https)"),
+      std::string::npos)
+      << r.output_tail;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "h3"));
+}
+
+}  // namespace
+}  // namespace loadlab
