@@ -152,13 +152,22 @@ class SecureAgentTest : public ::testing::Test {
   std::vector<std::unique_ptr<AgentServer>> servers;
 };
 
-// One target, "forker": a server with 5 children (past a process limit of 3).
-Catalog forker_catalog() {
-  return Catalog::parse(
+// `o` with one target, "forker": a server with 5 children, past the process limit of 3 it
+// sets; and the spec that hosts it.
+AgentOptions with_forker(AgentOptions o) {
+  o.limits.processes = 3;
+  o.catalog = Catalog::parse(
       nlohmann::json{{"targets",
                       {{"forker",
                         {{"argv", {bin("loadlab-burn"), "--port", "{port}", "--children", "5"}},
                          {"readiness", {{"type", "tcp"}}}}}}}});
+  return o;
+}
+
+v1::TargetSpec forker_spec() {
+  v1::TargetSpec spec;
+  spec.set_catalog("forker");
+  return spec;
 }
 
 TEST_F(SecureAgentTest, MutualTlsAdmitsTheLabsControllerAndRefusesOthersBeforeAnyRpcRuns) {
@@ -337,13 +346,8 @@ TEST_F(SecureAgentTest, AStreamItsPeerAbandonsIsEndedAndItsSlotFreedWhileHeartbe
   });
   // A target that died (its Exited written by the agent's sampler thread while the job's
   // thread waits to read) and whose controller then went quiet: ended too.
-  AgentOptions forking = o;
-  forking.limits.processes = 3;
-  forking.catalog = forker_catalog();
-  auto dying = stub_for(start(forking), grpc::InsecureChannelCredentials());
-  v1::TargetSpec forker;
-  forker.set_catalog("forker");
-  Hosted dead(*dying, forker);
+  auto dying = stub_for(start(with_forker(o)), grpc::InsecureChannelCredentials());
+  Hosted dead(*dying, forker_spec());
   auto died = std::async(std::launch::async, [&] {
     v1::TargetEvent ev;
     while (dead.stream->Read(&ev)) {
@@ -389,13 +393,8 @@ TEST_F(SecureAgentTest, AStreamItsPeerAbandonsIsEndedAndItsSlotFreedWhileHeartbe
 }
 
 TEST_F(SecureAgentTest, ATargetWhoseTreeGrowsPastTheProcessLimitIsStoppedSayingWhy) {
-  AgentOptions o;
-  o.limits.processes = 3;
-  o.catalog = forker_catalog();
-  auto stub = stub_for(start(o), grpc::InsecureChannelCredentials());
-  v1::TargetSpec spec;
-  spec.set_catalog("forker");
-  Hosted h(*stub, spec);
+  auto stub = stub_for(start(with_forker(AgentOptions())), grpc::InsecureChannelCredentials());
+  Hosted h(*stub, forker_spec());
   ASSERT_NE(h.endpoint, "");
   std::string tail;
   for (v1::TargetEvent ev; tail.empty() && h.stream->Read(&ev);)
