@@ -12,7 +12,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
 	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
 	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
-	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev iproute2 clang-format \
+	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev libnghttp2-dev iproute2 clang-format \
 	wrk hey nghttp2-client python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git
 
 .PHONY: all deps build demo test sanitize sanitize-asan sanitize-tsan format format-check clean

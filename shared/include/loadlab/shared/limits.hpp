@@ -11,6 +11,10 @@ namespace loadlab::limits {
 inline constexpr int kMaxThreads = 1024;                    // load threads of one worker
 inline constexpr int kMaxConnectionsPerThread = 100'000;    // connections of one thread
 inline constexpr int kMaxConnections = 1'000'000;           // connections of one worker
+// HTTP/2: concurrent streams of one connection (the load worker's --streams, and the
+// SETTINGS_MAX_CONCURRENT_STREAMS the built-in target advertises, so a valid --streams is
+// never throttled by it).
+inline constexpr int kMaxStreams = 1'000;
 inline constexpr int64_t kMaxRequests = 1'000'000'000'000;  // -n / total_requests (10^12)
 inline constexpr double kMaxDurationS = 86'400;             // one day
 inline constexpr double kMaxWarmupS = 3'600;
