@@ -24,6 +24,7 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
   c.keep_alive = load.keep_alive;
   c.client = load.client;
   c.protocol = load.protocol;
+  c.streams = load.streams;
   std::string tls_version = load.tls_version;
   uint32_t per_thread = load.connections_per_thread;
   uint32_t total = load.connections.value_or(0);  // 0: threads × per_thread
@@ -65,6 +66,9 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
         break;
       case Knob::kTlsVersion:
         tls_version = v.get<std::string>();
+        break;
+      case Knob::kStreams:
+        c.streams = v.get<uint32_t>();
         break;
     }
     c.axes.emplace_back(axis.name, axis.texts[digits[i]]);

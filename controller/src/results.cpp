@@ -64,6 +64,7 @@ v1::CellConfig config_of(const Cell& c) {
   p.set_client(c.client);
   p.set_protocol(c.protocol);
   p.set_tls_version(c.tls_version);
+  p.set_streams(c.streams);
   for (auto& [name, text] : c.axes) {
     auto* a = p.add_axes();
     a->set_axis(name);
@@ -85,6 +86,7 @@ Cell cell_of(const v1::CellConfig& p) {
   c.client = p.client();
   c.protocol = p.protocol().empty() ? "http1" : p.protocol();  // runs from before protocols
   c.tls_version = p.tls_version();
+  c.streams = p.streams() ? p.streams() : 1;  // runs from before streams
   for (auto& a : p.axes()) c.axes.emplace_back(a.axis(), a.value());
   return c;
 }

@@ -84,7 +84,7 @@ TargetDef parse_target(const ObjectReader& t) {
 LoadDef parse_load(const ObjectReader& l) {
   l.allow({"requests_per_thread", "total_requests", "duration_s", "threads", "connections_per_thread",
            "connections", "client", "warmup_s", "keep_alive", "method", "path", "headers", "body",
-           "timeout_ms", "rate", "protocol", "tls_version", "tls_resume"});
+           "timeout_ms", "rate", "protocol", "tls_version", "tls_resume", "streams"});
   LoadDef d;
   int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
   if (stops != 1)
@@ -129,6 +129,7 @@ LoadDef parse_load(const ObjectReader& l) {
   if (l.has("protocol")) d.protocol = protocol_value(l.at("protocol"), l.path("protocol"));
   if (l.has("tls_version")) d.tls_version = tls_version_value(l.at("tls_version"), l.path("tls_version"));
   d.tls_resume = l.boolean("tls_resume", false);
+  d.streams = static_cast<uint32_t>(l.integer("streams", 1, limits::kMaxStreams, 1));
   return d;
 }
 
@@ -240,6 +241,8 @@ MatrixAxis parse_matrix_axis(const ObjectReader& m, const KnobInfo& k) {
       return parse_axis(m, k, protocol_value);
     case Knob::kTlsVersion:
       return parse_axis(m, k, tls_version_value);
+    case Knob::kStreams:
+      return integer(1, limits::kMaxStreams);
   }
   throw std::logic_error("unhandled knob");
 }
@@ -300,6 +303,11 @@ void check_cells(const Scenario& s) {
                     limits::kMinRatePerThread * c.threads, limits::kMaxRatePerThread * c.threads, c.threads);
       throw InputError(path(Knob::kRate), std::string(range) + path(Knob::kThreads));
     }
+    if (c.streams > 1 && !proto::multiplexes(*proto::protocol_from_name(c.protocol)))
+      throw InputError(path(Knob::kStreams),
+                       "must be 1 over " + c.protocol + " (" + path(Knob::kProtocol) +
+                           "): only h2, h2c and h3 carry several requests at once on a connection, got " +
+                           std::to_string(c.streams));
     if (c.body_size && !s.targets[c.target_index].body.empty())
       throw InputError("/targets/" + std::to_string(c.target_index) + "/body",
                        "a target with a body takes no body_size (" + path(Knob::kBodySize) + ")");
@@ -565,6 +573,7 @@ const std::vector<KnobInfo>& knobs() {
       {Knob::kClient, "client", "", "client"},
       {Knob::kProtocol, "protocol", "", "protocol"},
       {Knob::kTlsVersion, "tls_version", "tls", "TLS"},
+      {Knob::kStreams, "streams", "s", "streams"},
   };
   return all;
 }
@@ -602,6 +611,8 @@ std::string knob_path(const Scenario& s, Knob knob, size_t target, const std::ve
       return "/load/protocol";
     case Knob::kTlsVersion:
       return "/load/tls_version";
+    case Knob::kStreams:
+      return "/load/streams";
   }
   return "";
 }

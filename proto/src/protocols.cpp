@@ -47,6 +47,10 @@ bool uses_tls(v1::Protocol p) {
   return p == v1::PROTOCOL_HTTPS || p == v1::PROTOCOL_H2 || p == v1::PROTOCOL_H3;
 }
 
+bool multiplexes(v1::Protocol p) {
+  return p == v1::PROTOCOL_H2 || p == v1::PROTOCOL_H2C || p == v1::PROTOCOL_H3;
+}
+
 bool is_tls_version(std::string_view v) { return v == "1.2" || v == "1.3"; }
 
 }  // namespace loadlab::proto

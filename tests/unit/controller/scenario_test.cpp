@@ -92,7 +92,7 @@ TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(
       error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")),
       "/matrix/thread: unknown axis; allowed: delay_ms, threads, connections_per_thread, connections, rate, "
-      "body_size, server_threads, keep_alive, client, protocol, tls_version");
+      "body_size, server_threads, keep_alive, client, protocol, tls_version, streams");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keepalive": true)")).substr(0, 33),
             "/load/keepalive: unknown key; all");
   EXPECT_EQ(error_of(with(R"("builtin": "hello")", R"("builtin": "hello", "bdy": "x")")).substr(0, 20),
@@ -330,7 +330,7 @@ TEST(Overrides, SetReplacesOrAddsAValueBeforeTheCheck) {
       message({"load.total_request=5"}),
       "/load/total_request: unknown key; allowed here: requests_per_thread, total_requests, duration_s, "
       "threads, connections_per_thread, connections, client, warmup_s, keep_alive, method, path, headers, "
-      "body, timeout_ms, rate, protocol, tls_version, tls_resume");
+      "body, timeout_ms, rate, protocol, tls_version, tls_resume, streams");
   EXPECT_EQ(message({"noequals"}).substr(0, 30), "--set: must be PATH=VALUE with");
   EXPECT_EQ(message({"targets.7.name=x"}),
             "--set: \"7\" in targets.7.name is not an index of that array (0..1)");
@@ -345,38 +345,62 @@ TEST(Overrides, SetReplacesOrAddsAValueBeforeTheCheck) {
             "/load/method: must be an HTTP method token (e.g. GET, POST) of at most 32 characters");
 }
 
+// A one-target scenario of this matrix and these extra load keys (", \"k\": v").
+Scenario with_matrix(const std::string& matrix, const std::string& load) {
+  return parse_scenario(nlohmann::json::parse(R"({"name": "p", "targets": [{"name": "b", "builtin": "hello"}],
+        "matrix": )" + matrix + R"(, "load": {"total_requests": 10)" +
+                                              load + "}}"));
+}
+
+std::string matrix_error(const std::string& matrix, const std::string& load) {
+  try {
+    with_matrix(matrix, load);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(Matrix, ProtocolAndTlsVersionAreKnobsWithCheckedValues) {
-  auto with = [](const std::string& matrix, const std::string& load) {
-    return parse_scenario(
-        nlohmann::json::parse(R"({"name": "p", "targets": [{"name": "b", "builtin": "hello"}],
-        "matrix": )" + matrix +
-                              R"(, "load": {"total_requests": 10)" + load + "}}"));
-  };
-  auto error = [&](const std::string& matrix, const std::string& load) {
-    try {
-      with(matrix, load);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  EXPECT_EQ(error(R"({"protocol": ["http1", "http2"]})", ""),
+  EXPECT_EQ(matrix_error(R"({"protocol": ["http1", "http2"]})", ""),
             "/matrix/protocol/1: must be one of http1, https, h2, h2c, h3, got \"http2\"");
-  EXPECT_EQ(error(R"({"threads": [1]})", R"(, "tls_version": "1.1")"),
+  EXPECT_EQ(matrix_error(R"({"threads": [1]})", R"(, "tls_version": "1.1")"),
             "/load/tls_version: must be \"1.2\" or \"1.3\" (the TLS version the client forces), got \"1.1\"");
-  EXPECT_EQ(error(R"({"threads": [1]})", R"(, "protocol": 2)"),
+  EXPECT_EQ(matrix_error(R"({"threads": [1]})", R"(, "protocol": 2)"),
             "/load/protocol: must be one of http1, https, h2, h2c, h3, got 2");
   // Fixed settings: not in the key; the TLS version only where TLS is.
-  auto cells = expand(with(R"({"threads": [1]})", R"(, "protocol": "h2", "tls_version": "1.2")"));
+  auto cells = expand(with_matrix(R"({"threads": [1]})", R"(, "protocol": "h2", "tls_version": "1.2")"));
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0].key(), "b/t1");
   EXPECT_EQ(cells[0].protocol, "h2");
   EXPECT_EQ(cells[0].tls_version, "1.2");
-  cells = expand(with(R"({"protocol": ["http1", "h3"]})", ""));
+  cells = expand(with_matrix(R"({"protocol": ["http1", "h3"]})", ""));
   EXPECT_EQ(cells[0].key(), "b/http1");
   EXPECT_EQ(cells[0].tls_version, "");
   EXPECT_EQ(cells[1].key(), "b/h3");
   EXPECT_EQ(cells[1].tls_version, "1.3");  // the default
+}
+
+TEST(Matrix, StreamsAreAKnobOfHttp2Only) {
+  auto cells = expand(with_matrix(R"({"protocol": ["h2", "h2c"], "streams": [1, 10]})", ""));
+  ASSERT_EQ(cells.size(), 4u);
+  EXPECT_EQ(cells[1].key(), "b/h2/s10");
+  EXPECT_EQ(cells[1].streams, 10u);
+  EXPECT_EQ(cells[2].streams, 1u);
+  cells = expand(with_matrix(R"({"threads": [1]})", R"(, "protocol": "h2c", "streams": 100)"));
+  EXPECT_EQ(cells[0].key(), "b/t1");
+  EXPECT_EQ(cells[0].streams, 100u);
+  // The cell that asks HTTP/1.1 for streams is named by the values that make it.
+  EXPECT_EQ(matrix_error(R"({"protocol": ["h2", "https"], "streams": [1, 8]})", ""),
+            "/matrix/streams/1: must be 1 over https (/matrix/protocol/1): only h2, h2c and h3 carry several "
+            "requests at once on a connection, got 8");
+  EXPECT_EQ(
+      matrix_error(R"({"threads": [1]})", R"(, "streams": 2)"),
+      "/load/streams: must be 1 over http1 (/load/protocol): only h2, h2c and h3 carry several requests "
+      "at once on a connection, got 2");
+  EXPECT_EQ(matrix_error(R"({"streams": [0]})", "").substr(0, 20), "/matrix/streams/0: m");
+  EXPECT_EQ(matrix_error(R"({"threads": [1]})", R"(, "protocol": "h2", "streams": 1001)").substr(0, 32),
+            "/load/streams: must be an intege");
 }
 
 }  // namespace

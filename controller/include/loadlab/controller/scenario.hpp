@@ -42,6 +42,7 @@ struct LoadDef {
   std::string protocol = "http1";   // when protocol is not an axis (loadlab/proto/protocols.hpp)
   std::string tls_version = "1.3";  // over TLS, forced; when tls_version is not an axis
   bool tls_resume = false;          // over TLS, a reconnection offers its previous session
+  uint32_t streams = 1;             // HTTP/2: requests in flight per connection; when streams is not an axis
 };
 
 // Which agents of the lab take which part of a cell.
@@ -74,7 +75,8 @@ enum class Knob {
   kKeepAlive,
   kClient,
   kProtocol,
-  kTlsVersion
+  kTlsVersion,
+  kStreams
 };
 
 struct KnobInfo {

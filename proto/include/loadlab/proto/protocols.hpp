@@ -18,6 +18,8 @@ std::optional<v1::Protocol> protocol_from_name(std::string_view name);
 // "http1, https, h2, h2c, h3": what an error names as allowed.
 std::string protocol_names(const std::vector<v1::Protocol>& protocols = all_protocols());
 bool uses_tls(v1::Protocol p);
+// Whether several requests may be in flight on one connection (HTTP/2 and HTTP/3 streams).
+bool multiplexes(v1::Protocol p);
 // The TLS versions a client may force ("1.2", "1.3"); "" means the default, "1.3".
 inline constexpr std::string_view kDefaultTlsVersion = "1.3";
 bool is_tls_version(std::string_view v);

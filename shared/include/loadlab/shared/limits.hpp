@@ -8,9 +8,9 @@
 namespace loadlab::limits {
 
 // Load worker.
-inline constexpr int kMaxThreads = 1024;                    // load threads of one worker
-inline constexpr int kMaxConnectionsPerThread = 100'000;    // connections of one thread
-inline constexpr int kMaxConnections = 1'000'000;           // connections of one worker
+inline constexpr int kMaxThreads = 1024;                  // load threads of one worker
+inline constexpr int kMaxConnectionsPerThread = 100'000;  // connections of one thread
+inline constexpr int kMaxConnections = 1'000'000;         // connections of one worker
 // HTTP/2: concurrent streams of one connection (the load worker's --streams, and the
 // SETTINGS_MAX_CONCURRENT_STREAMS the built-in target advertises, so a valid --streams is
 // never throttled by it).
