@@ -73,11 +73,29 @@ const std::vector<std::pair<std::string, std::string>>& axes_of(const std::vecto
   static const std::vector<std::pair<std::string, std::string>> none;
   return cells.empty() ? none : cells.front().cell.axes;  // every cell has the same axes
 }
+
+// The fixed settings (not axes) that change what every cell measures, as columns when they
+// are not the default: a protocol other than http1, its TLS version, HTTP/2 streams. The
+// same for every cell of a run (a TLS version only when the protocol is fixed too).
+std::vector<std::pair<std::string, std::string>> fixed_settings(const Cell& c) {
+  auto axis = [&](const char* name) {
+    return std::any_of(c.axes.begin(), c.axes.end(), [&](auto& a) { return a.first == name; });
+  };
+  std::vector<std::pair<std::string, std::string>> v;
+  if (!axis("protocol") && c.protocol != "http1") v.emplace_back("protocol", c.protocol);
+  if (!axis("protocol") && !axis("tls_version") && !c.tls_version.empty())
+    v.emplace_back("tls_version", c.tls_version);
+  if (!axis("streams") && c.streams > 1) v.emplace_back("streams", std::to_string(c.streams));
+  return v;
+}
 }  // namespace
 
 std::vector<std::string> cell_header(const std::vector<CellResult>& cells, bool human) {
   std::vector<std::string> h{"target"};
   for (auto& [name, text] : axes_of(cells)) h.push_back(human ? find_knob(name)->column : name);
+  if (!cells.empty())
+    for (auto& [name, text] : fixed_settings(cells.front().cell))
+      h.push_back(human ? find_knob(name)->column : name);
   if (!connections_is_axis(axes_of(cells))) h.push_back(human ? "conns" : "connections");
   return h;
 }
@@ -92,6 +110,7 @@ std::vector<std::string> cell_values(const Cell& c, bool human) {
     else
       v.push_back(text);
   }
+  for (auto& [name, text] : fixed_settings(c)) v.push_back(text);
   if (!connections_is_axis(c.axes)) v.push_back(std::to_string(c.connections));
   return v;
 }
@@ -194,7 +213,8 @@ void write_markdown(std::ostream& out, const std::string& title, const std::vect
   markdown_row(out, header);
   out << "|";
   for (size_t i = 0; i < header.size(); ++i) {
-    const bool text = i == 0 || i + 1 == header.size() || (i < cell_columns && header[i] == "client");
+    const bool text = i == 0 || i + 1 == header.size() ||
+                      (i < cell_columns && (header[i] == "client" || header[i] == "protocol"));
     out << (text ? " --- |" : " ---: |");
   }
   out << "\n";

@@ -70,6 +70,35 @@ TEST(Reporters, CsvHasOneRowPerCellAndQuotesErrors) {
   EXPECT_NE(s.find("\"load: boom, \"\"bad\"\"\""), std::string::npos);
 }
 
+// A protocol, TLS version or stream count fixed by the scenario is not an axis, yet every
+// output says what the cells ran over; the defaults (http1, one stream) add no column.
+TEST(Reporters, FixedProtocolTlsVersionAndStreamsAreColumns) {
+  auto h2 = cell(2000);
+  h2.cell.protocol = "h2";
+  h2.cell.tls_version = "1.2";
+  h2.cell.streams = 10;
+  std::ostringstream csv;
+  write_csv(csv, {h2});
+  EXPECT_EQ(csv.str().substr(0, 56), "target,delay_ms,threads,protocol,tls_version,streams,con");
+  EXPECT_NE(csv.str().find("\nbeast,5,10,h2,1.2,10,10,"), std::string::npos) << csv.str();
+  EXPECT_EQ(summary_header({h2})[3], "protocol");
+  EXPECT_EQ(summary_header({h2})[4], "TLS");
+  EXPECT_EQ(summary_header({h2})[5], "streams");
+
+  // As an axis, the protocol is the axis's column; cells without TLS have no version, so a
+  // fixed version is no column of its own then.
+  auto https = cell(2000), http1 = cell(2000);
+  for (auto* c : {&https, &http1}) c->cell.axes.emplace_back("protocol", "http1");
+  https.cell.axes.back().second = https.cell.protocol = "https";
+  https.cell.tls_version = "1.3";
+  auto header = summary_header({https, http1});
+  EXPECT_EQ(std::count(header.begin(), header.end(), "protocol"), 1);
+  EXPECT_EQ(std::count(header.begin(), header.end(), "TLS"), 0);
+  EXPECT_EQ(summary_rows({https, http1})[0].size(), header.size());
+  EXPECT_EQ(summary_rows({https, http1})[1].size(), header.size());
+  EXPECT_EQ(summary_header({cell(2000)}).size(), header.size() - 1);  // http1: no protocol column
+}
+
 // An agent quotes a target's last output lines in its error: a row stays one line.
 TEST(Reporters, AMultiLineErrorIsOneLineInTheTableAndMarkdown) {
   const std::string error =
