@@ -95,6 +95,26 @@ common_knobs() {
   [[ $RUNS =~ ^[0-9]+$ && $RUNS -ge 1 ]] || { echo "$name: RUNS must be an integer >= 1" >&2; exit 2; }
 }
 
+# pin_sides DEFAULT: the PIN knob (DEFAULT when unset). PIN=1: "${server_pin[@]}" runs a
+# command on the last core and "${client_pin[@]}" on core 0 (taskset), so each side's cost is
+# its own and no tool's scheduling luck decides where the other side's threads run.
+pin_sides() {
+  PIN=${PIN:-$1}
+  server_pin=(); client_pin=()
+  if [ "$PIN" = 1 ]; then
+    server_pin=(taskset -c "$(($(nproc) - 1))"); client_pin=(taskset -c 0)
+  fi
+}
+
+# need_binaries NAME PATH...: exits 2 unless every PATH (a build output) is executable.
+need_binaries() {
+  local name=$1 b
+  shift
+  for b in "$@"; do
+    [[ -x $b ]] || { echo "$name: $b not found; build it or set BUILD_DIR" >&2; exit 2; }
+  done
+}
+
 # work_dir: makes $work (a temp folder) and, on exit, stops $client_pid and $server_pid
 # (set them when starting those) and removes $work.
 work_dir() {

@@ -39,15 +39,10 @@ common_knobs load_tls
 CONNS=${CONNS:-10}
 TLS_VERSION=${TLS_VERSION:-1.3}
 MODES=${MODES:-"keepalive noka"}
-PIN=${PIN:-1}
 VERIFY=${VERIFY:-0}
-server_pin=(); client_pin=()
-if [ "$PIN" = 1 ]; then
-  server_pin=(taskset -c "$(($(nproc) - 1))"); client_pin=(taskset -c 0)
-fi
-
+pin_sides 1
 load=$BUILD_DIR/bin/loadlab-load
-[[ -x $load ]] || { echo "load_tls: $load not found; build it or set BUILD_DIR" >&2; exit 2; }
+need_binaries load_tls "$load"
 [[ $TLS_VERSION == 1.2 || $TLS_VERSION == 1.3 ]] || { echo "load_tls: TLS_VERSION must be 1.2 or 1.3" >&2; exit 2; }
 for t in h2load openssl /usr/bin/time; do
   command -v "$t" >/dev/null || { echo "load_tls: $t missing (apt-get install -y nghttp2-client openssl time)" >&2; exit 2; }

@@ -34,18 +34,10 @@ TARGET_DELAY_MS=${TARGET_DELAY_MS:-0}
 TARGET_THREADS=${TARGET_THREADS:-1}
 # PIN=1: the target on the last core, every client on core 0 (taskset), so no tool's
 # scheduling luck decides where the target's threads run.
-PIN=${PIN:-0}
-target_pin=(); client_pin=()
-if [ "$PIN" = 1 ]; then
-  last=$(($(nproc) - 1))
-  target_pin=(taskset -c "$last"); client_pin=(taskset -c 0)
-fi
-
+pin_sides 0
 load=$BUILD_DIR/bin/loadlab-load
 target_bin=$BUILD_DIR/bin/loadlab-target
-for b in "$load" "$target_bin"; do
-  [[ -x $b ]] || { echo "loadgen_vs_wrk: $b not found; build it or set BUILD_DIR" >&2; exit 2; }
-done
+need_binaries loadgen_vs_wrk "$load" "$target_bin"
 
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -66,7 +58,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 work_dir
 
-"${target_pin[@]}" "$target_bin" --listen 127.0.0.1:0 --threads "$TARGET_THREADS" --delay-ms "$TARGET_DELAY_MS" >"$work/target.out" 2>"$work/target.err" &
+"${server_pin[@]}" "$target_bin" --listen 127.0.0.1:0 --threads "$TARGET_THREADS" --delay-ms "$TARGET_DELAY_MS" >"$work/target.out" 2>"$work/target.err" &
 server_pid=$!
 port=""
 for _ in $(seq 50); do

@@ -32,17 +32,10 @@ CONNS=${CONNS:-10}
 STREAMS=${STREAMS:-10}
 PROTOCOLS=${PROTOCOLS:-"https h2 h2c"}
 SERVER_THREADS=${SERVER_THREADS:-1}
-PIN=${PIN:-1}
-server_pin=(); client_pin=()
-if [ "$PIN" = 1 ]; then
-  server_pin=(taskset -c "$(($(nproc) - 1))"); client_pin=(taskset -c 0)
-fi
-
+pin_sides 1
 load=$BUILD_DIR/bin/loadlab-load
 target=$BUILD_DIR/bin/loadlab-target
-for b in "$load" "$target"; do
-  [[ -x $b ]] || { echo "protocols: $b not found; build it or set BUILD_DIR" >&2; exit 2; }
-done
+need_binaries protocols "$load" "$target"
 for p in $PROTOCOLS; do
   [[ $p == https || $p == h2 || $p == h2c ]] || { echo "protocols: PROTOCOLS: $p is not https, h2 or h2c" >&2; exit 2; }
 done
