@@ -288,6 +288,10 @@ TEST(H2LoadBinaryTest, SummaryAndJsonOfAnH2Run) {
   EXPECT_NE(e.out.find("\"requests\":\"100\""), std::string::npos) << e.out;
   EXPECT_NE(e.out.find("\"200\":\"100\""), std::string::npos) << e.out;
   EXPECT_EQ(server.requests(), 100);
+  e = run_binary(server.url() + " --protocol h2 --streams 4 -c 2 -n 10 2>&1");
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  EXPECT_NE(e.out.find("1 threads and 2 connections (HTTP/2, 4 streams each)"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("Status: 200=10"), std::string::npos) << e.out;
 }
 
 }  // namespace
