@@ -54,12 +54,13 @@ struct Nghttpd {
   std::string ca;
   std::unique_ptr<NghttpdProcess> process;
 
-  explicit Nghttpd(bool tls, const std::string& name) {
+  explicit Nghttpd(bool tls, const std::string& name, std::vector<std::string> extra_args = {}) {
     mkdir(dir.c_str(), 0755);
     write_file(dir + "/body", std::string(kBodySize, 'x'));
     NghttpdOptions o;
     o.docroot = dir;
     o.verbose = true;
+    o.extra_args = std::move(extra_args);
     o.log = unique_path("nghttpd_" + name, ".log");
     if (tls) {
       o.key = write_file(unique_path("h2_load_test_key", ".pem"), localhost_certificate().key_pem);
@@ -162,6 +163,26 @@ TEST(H2LoadTest, NoKeepAliveEveryRequestPaysConnectAndHandshake) {
     EXPECT_EQ(row.tls_version, "1.2");
   }
   EXPECT_EQ(testing::count_paid_rows(rows, true), 30);
+}
+
+// A request body larger than the server's stream window (64 KiB) goes out as the server's
+// WINDOW_UPDATEs allow; nghttpd echoes it back, so each response carries it whole.
+TEST(H2LoadTest, RequestBodiesGoOutWhole) {
+  REQUIRE_NGHTTPD();
+  Nghttpd server(false, "h2_echo", {"--echo-upload"});
+  ASSERT_NE(server.process->port(), 0);
+  constexpr int64_t kUpload = 100'000;
+  LoadOptions o = h2_options(server.process->url("/"), 2, 3);
+  o.method = "POST";
+  o.body = std::string(kUpload, 'a');
+  o.requests_per_thread = 20;
+  auto [r, rows] = run_with_csv(o, "h2_echo_rows");
+  expect_all_ok(r, 20);
+  ASSERT_EQ(rows.size(), 20u);
+  for (const Row& row : rows) {
+    EXPECT_GE(row.bytes, kUpload + 7 * 9);  // at least 7 DATA frames of at most 16 KiB
+    EXPECT_LE(row.bytes, kUpload + 2000);   // not a byte of the body twice
+  }
 }
 
 // The server holds each answer 50 ms: ten streams are open at once on the one connection,

@@ -30,6 +30,7 @@ struct NghttpdOptions {
   std::string log;        // stdout and stderr go here
   std::string key, cert;  // both set: h2 over TLS; else h2c
   bool verbose = false;
+  std::vector<std::string> extra_args;  // e.g. {"--echo-upload"}
 };
 
 class NghttpdProcess {
@@ -100,6 +101,7 @@ class NghttpdProcess {
   bool spawn(uint16_t port) {
     std::vector<std::string> args = {kNghttpd, "-a", "127.0.0.1", "-d", options_.docroot};
     if (options_.verbose) args.push_back("-v");
+    args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
     if (options_.key.empty()) args.push_back("--no-tls");
     args.push_back(std::to_string(port));
     if (!options_.key.empty()) {
