@@ -97,8 +97,9 @@ void H2Connection::stop() {
 
 void H2Connection::check_deadline(Clock::time_point now) {
   if (state_ == State::kConnecting) return dialer_.check_deadline(now);
-  if (state_ != State::kOpen) return;
   const auto timeout = worker_.plan().timeout;
+  if (state_ == State::kClosing && writing_ && now > write_started_ + timeout) return transport_.close();
+  if (state_ != State::kOpen) return;
   if (writing_ && now > write_started_ + timeout) {  // the server stopped reading
     timed_out_ = true;
     return close_connection(ErrorKind::kTimeout);
@@ -257,7 +258,7 @@ void H2Connection::flush() {
 
 void H2Connection::on_write(const error_code& ec) {
   writing_ = false;
-  if (state_ != State::kOpen) return maybe_closed();
+  if (state_ != State::kOpen) return close_notify_ ? send_close_notify() : maybe_closed();
   if (ec) return close_connection(timed_out_ ? ErrorKind::kTimeout : ErrorKind::kWrite);
   pump();
 }
@@ -448,10 +449,28 @@ void H2Connection::close_connection(std::optional<ErrorKind> kind) {
     release(s);
   }
   delete_session();
-  transport_.close();
   carried_ = 0;
   state_ = State::kClosing;
+  // --tls-resume: a connection this side ends on purpose ends with a close_notify, else the
+  // server would not resume its session.
+  if (!kind && !stopped_ && !worker_.stopping() && transport_.secure() && worker_.plan().tls->resume()) {
+    close_notify_ = true;
+    if (!writing_) send_close_notify();
+    return;
+  }
+  transport_.close();
   maybe_closed();
+}
+
+void H2Connection::send_close_notify() {
+  close_notify_ = false;
+  writing_ = true;
+  write_started_ = Clock::now();
+  transport_.async_close_notify([this](const error_code&) {
+    writing_ = false;
+    transport_.close();
+    maybe_closed();
+  });
 }
 
 // The next connect waits until the old one's read and write have completed: their

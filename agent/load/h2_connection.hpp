@@ -30,6 +30,9 @@
 // when its last one ends. Losing the connection fails every stream in flight (read, write,
 // or timeout when a write or the connect outlived --timeout).
 //
+// --tls-resume: a connection this side closes (--no-keepalive, GOAWAY, end of the run) ends
+// with a TLS close_notify, as servers forget a session whose connection ended without one.
+//
 // Lives on its worker's thread; every method runs there. Internal to loadlab_load.
 #include <nghttp2/nghttp2.h>
 
@@ -112,6 +115,7 @@ class H2Connection final : public ClientConnection {
   void release(Slot& slot);
   // Ends the session; with `kind`, every open stream fails with it, else they are dropped.
   void close_connection(std::optional<ErrorKind> kind);
+  void send_close_notify();
   void maybe_closed();  // kClosing → kIdle once no operation is pending
   void delete_session();
   void end();
@@ -136,8 +140,9 @@ class H2Connection final : public ClientConnection {
   State state_ = State::kIdle;
   bool reading_ = false;
   bool writing_ = false;
-  bool draining_ = false;  // GOAWAY came, or no stream can be opened any more: no new streams
-  bool waiting_ = false;   // open loop: in the worker's waiters until its slot
+  bool draining_ = false;      // GOAWAY came, or no stream can be opened any more: no new streams
+  bool close_notify_ = false;  // kClosing: a close_notify goes once the write in flight is done
+  bool waiting_ = false;       // open loop: in the worker's waiters until its slot
   bool in_pump_ = false;
   bool preconnect_ = false;
   bool timed_out_ = false;

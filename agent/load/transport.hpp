@@ -67,6 +67,16 @@ class Transport {
       boost::asio::async_write(socket_, buffer, std::forward<Handler>(handler));
   }
 
+  // Sends a TLS close_notify without waiting for the peer's, then calls `handler(ec)`: a
+  // server drops a session whose connection ended without one from its cache, so a client
+  // that closes first and means to resume says goodbye. The pending read, if any, then ends
+  // with an error. Not with a write in flight.
+  template <class Handler>
+  void async_close_notify(Handler&& handler) {
+    SSL_set_shutdown(stream_->native_handle(), SSL_RECEIVED_SHUTDOWN);  // SSL_shutdown: send, do not wait
+    stream_->async_shutdown(std::forward<Handler>(handler));
+  }
+
   // Whether the last handshake resumed an earlier session.
   bool resumed() { return stream_ && SSL_session_reused(stream_->native_handle()) == 1; }
 

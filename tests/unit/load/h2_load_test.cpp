@@ -165,6 +165,37 @@ TEST(H2LoadTest, NoKeepAliveEveryRequestPaysConnectAndHandshake) {
   EXPECT_EQ(testing::count_paid_rows(rows, true), 30);
 }
 
+// --tls-resume without keep-alive: every reconnect resumes its connection's previous session
+// (the client ends each connection with a close_notify, without which nghttpd forgets it).
+class H2ResumeTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(H2ResumeTest, ReconnectsResumeTheirSession) {
+  REQUIRE_NGHTTPD();
+  const std::string version = GetParam();
+  Nghttpd server(true, "h2_resume_" + version);
+  ASSERT_NE(server.process->port(), 0);
+  LoadOptions o = h2_options(server.process->url("/body"), 2, 1);
+  o.ca_file = server.ca;
+  o.tls_version = version;
+  o.tls_resume = true;
+  o.keep_alive = false;
+  o.requests_per_thread = 10;
+  auto [r, rows] = run_with_csv(o, "h2_resume_rows_" + version);
+  server.process->stop();
+  expect_all_ok(r, 10);
+  EXPECT_EQ(server.process->connections(), 10);
+  EXPECT_EQ(r.tls_handshakes, 10);
+  EXPECT_EQ(r.tls_resumed, 8);  // all but each connection's first
+  ASSERT_EQ(rows.size(), 10u);
+  int resumed = 0;
+  for (const Row& row : rows) resumed += static_cast<int>(row.resumed);
+  EXPECT_EQ(resumed, 8);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, H2ResumeTest, ::testing::Values("1.2", "1.3"), [](const auto& info) {
+  return std::string(info.param) == "1.2" ? "Tls12" : "Tls13";
+});
+
 // A request body larger than the server's stream window (64 KiB) goes out as the server's
 // WINDOW_UPDATEs allow; nghttpd echoes it back, so each response carries it whole.
 TEST(H2LoadTest, RequestBodiesGoOutWhole) {
