@@ -1,6 +1,5 @@
 #include "connection.hpp"
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http/error.hpp>
@@ -16,7 +15,10 @@ using boost::system::error_code;
 // after its io_context has run out of work, i.e. after every handler has run.
 
 Connection::Connection(Worker& worker, int index)
-    : worker_(worker), index_(index), transport_(worker.io(), worker.plan().tls) {}
+    : worker_(worker),
+      index_(index),
+      transport_(worker.io(), worker.plan().tls),
+      dialer_(worker_, transport_) {}
 
 void Connection::start() {
   // Open loop with keep-alive: connect before the first slot (as wrk2 does), so the first
@@ -39,6 +41,7 @@ void Connection::stop() {
 }
 
 void Connection::check_deadline(Clock::time_point now) {
+  dialer_.check_deadline(now);
   if (now > deadline_ && !timed_out_) {
     timed_out_ = true;
     transport_.close();
@@ -83,64 +86,20 @@ void Connection::begin(Clock::time_point origin, Clock::time_point now) {
 }
 
 void Connection::do_connect() {
-  timed_out_ = false;
-  connect_started_ = Clock::now();
-  deadline_ = connect_started_ + worker_.plan().timeout;
   buffer_.clear();
-  cost_ = {};
-  asio::async_connect(transport_.socket(), worker_.plan().endpoints,
-                      [this](const error_code& ec, const asio::ip::tcp::endpoint&) { on_connect(ec); });
+  dialer_.dial([this](std::optional<ErrorKind> failure) { on_connect(failure); });
 }
 
-void Connection::on_connect(const error_code& ec) {
-  deadline_ = Clock::time_point::max();
-  if (ec) {
-    if (first_connect_ && !stopped_) {
-      first_connect_ = false;
-      worker_.note_first_connect_failure(timed_out_ ? "connect timed out" : ec.message());
-    }
+void Connection::on_connect(std::optional<ErrorKind> failure) {
+  cost_ = dialer_.cost();
+  if (failure) {
     if (preconnect_) {  // no request was lost: connect again when the first slot comes
       preconnect_ = false;
       close();
       return next();
     }
-    return fail(ErrorKind::kConnect, ec);
+    return fail(*failure, {});
   }
-  auto now = Clock::now();
-  worker_.record_connect(connect_started_, now);
-  cost_.connect = now - connect_started_;
-  first_connect_ = false;
-  error_code ignored;
-  transport_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
-  worker_.note_connected();
-  if (transport_.secure()) return do_handshake();
-  ready();
-}
-
-void Connection::do_handshake() {
-  timed_out_ = false;
-  handshake_started_ = Clock::now();
-  deadline_ = handshake_started_ + worker_.plan().timeout;
-  if (!transport_.new_session()) return on_handshake(asio::error::no_memory);
-  transport_.async_handshake([this](const error_code& ec) { on_handshake(ec); });
-}
-
-void Connection::on_handshake(const error_code& ec) {
-  deadline_ = Clock::time_point::max();
-  auto now = Clock::now();
-  cost_.tls = now - handshake_started_;
-  if (ec) {
-    if (!stopped_ && !worker_.stopping())
-      worker_.note_tls_failure(timed_out_ ? "TLS handshake timed out" : transport_.failure(ec));
-    if (preconnect_) {  // as for a failed connect: no request was lost
-      preconnect_ = false;
-      close();
-      return next();
-    }
-    return fail(ErrorKind::kTls, ec);
-  }
-  cost_.resumed = transport_.resumed();
-  worker_.record_handshake(handshake_started_, now, cost_.resumed);
   ready();
 }
 

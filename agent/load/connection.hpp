@@ -1,9 +1,8 @@
 #pragma once
 // One HTTP/1.1 client connection: connect (and, for https://, the TLS handshake), write the
 // request, read the response, record, repeat. The bytes go through a Transport (TCP or TLS);
-// another protocol (HTTP/2 streams on one connection) is another class of this shape over
-// the same Transport, chosen per connection. Closed loop: the next request goes out as soon as the response
-// is in. Open loop
+// HTTP/2 streams on one connection are H2Connection, of the same shape over the same
+// Transport. Closed loop: the next request goes out as soon as the response is in. Open loop
 // (--rate): each request has an intended send time from the worker's schedule; the
 // connection waits for it when early and sends at once when late (never two requests in
 // flight). Lives on its worker's thread; every method runs there. Internal to loadlab_load.
@@ -11,6 +10,8 @@
 #include <optional>
 #include <utility>
 
+#include "client_connection.hpp"
+#include "dialer.hpp"
 #include "load_result.hpp"
 #include "response_parser.hpp"
 #include "run_plan.hpp"
@@ -19,30 +20,25 @@
 
 namespace loadlab::load {
 
-class Connection {
+class Connection final : public ClientConnection {
  public:
   // `index`: this connection's place among its worker's connections (its schedule lane).
   Connection(Worker& worker, int index);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  void start();
+  void start() override;
   // Closes the socket; the pending operation completes with an error and the loop ends.
-  void stop();
-  // Called by the worker's periodic sweep: closes the socket if the current operation
-  // has passed its deadline (one sweep timer per thread instead of re-arming a timer per
-  // request keeps timer-queue work off the request path).
-  void check_deadline(Clock::time_point now);
-  // Open loop: the slot this connection waited for is due (`now` or earlier).
-  void resume(Clock::time_point now);
+  void stop() override;
+  // Closes the socket if the current operation has passed its deadline.
+  void check_deadline(Clock::time_point now) override;
+  void resume(Clock::time_point now) override;
 
  private:
   void next();
   void begin(Clock::time_point origin, Clock::time_point now);
   void do_connect();
-  void on_connect(const boost::system::error_code& ec);
-  void do_handshake();
-  void on_handshake(const boost::system::error_code& ec);
+  void on_connect(std::optional<ErrorKind> failure);
   void ready();  // connected (and the handshake done): the first request may go
   void do_write();
   void on_write(const boost::system::error_code& ec);
@@ -61,6 +57,7 @@ class Connection {
   Worker& worker_;
   int index_;
   Transport transport_;
+  Dialer dialer_;
   std::size_t response_bytes_ = 0;  // of the response being parsed
   boost::beast::flat_buffer buffer_;
   std::optional<ResponseParser> parser_;
@@ -68,14 +65,11 @@ class Connection {
   Clock::time_point origin_{};      // latency counts from here: intended send time, or the write
   Clock::time_point sent_{};        // when the request was written
   Clock::time_point first_byte_{};  // of the response being read; {} until it comes
-  Clock::time_point connect_started_{};
-  Clock::time_point handshake_started_{};
   RequestCost cost_;
   int64_t turn_ = 0;         // open loop: requests this connection has begun
   bool waiting_ = false;     // open loop: idle in the worker's waiters until its slot
   bool preconnect_ = false;  // open loop: the connect before the first slot
   bool connected_ = false;
-  bool first_connect_ = true;
   bool measured_ = false;
   bool timed_out_ = false;
   bool stopped_ = false;

@@ -113,10 +113,23 @@ void validate_tls(const LoadOptions& o, const Url& url) {
   }
 }
 
+// --protocol and --streams.
+void validate_protocol(const LoadOptions& o) {
+  if (!o.protocol.empty() && o.protocol != "http1" && o.protocol != "h2")
+    throw InputError("--protocol", "must be http1 or h2, got " + single_quoted(o.protocol));
+  if (!o.streams) return;
+  if (!uses_h2(o))
+    throw InputError("--streams", "needs --protocol h2 (HTTP/1.1 carries one request at a time)");
+  if (*o.streams < 1 || *o.streams > kMaxStreams)
+    throw InputError("--streams",
+                     "must be in 1.." + std::to_string(kMaxStreams) + ", got " + std::to_string(*o.streams));
+}
+
 }  // namespace
 
 void validate(LoadOptions& o) {
   validate_tls(o, parse_url(o.url));
+  validate_protocol(o);
   if (o.threads < 1 || o.threads > kMaxThreads)
     throw InputError("-t/--threads",
                      "must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(o.threads));
@@ -171,18 +184,32 @@ void validate(LoadOptions& o) {
                                         single_quoted(o.log_level));
 }
 
+namespace {
+
+// Calls `add(name, value)` for each -H header, both trimmed.
+template <class Add>
+void for_each_header(const LoadOptions& o, Add add) {
+  for (const auto& h : o.headers) {
+    auto colon = h.find(':');
+    add(trim(std::string_view(h).substr(0, colon)), trim(std::string_view(h).substr(colon + 1)));
+  }
+}
+
+bool wants_length(const LoadOptions& o) {
+  return !o.body.empty() || o.method == "POST" || o.method == "PUT" || o.method == "PATCH";
+}
+
+}  // namespace
+
 std::string serialize_request(const LoadOptions& o, const Url& url) {
   bool user_host = false, user_length = false, user_connection = false;
   std::string extra;
-  for (const auto& h : o.headers) {
-    auto colon = h.find(':');
-    std::string_view name = trim(std::string_view(h).substr(0, colon));
-    std::string_view value = trim(std::string_view(h).substr(colon + 1));
+  for_each_header(o, [&](std::string_view name, std::string_view value) {
     user_host |= iequals(name, "host");
     user_length |= iequals(name, "content-length");
     user_connection |= iequals(name, "connection");
     extra.append(name).append(": ").append(value).append("\r\n");
-  }
+  });
   std::string r;
   r.reserve(128 + extra.size() + o.body.size());
   r.append(o.method).append(" ").append(url.target).append(" HTTP/1.1\r\n");
@@ -190,11 +217,41 @@ std::string serialize_request(const LoadOptions& o, const Url& url) {
   r.append("User-Agent: loadlab-load\r\n");
   if (!o.keep_alive && !user_connection) r.append("Connection: close\r\n");
   r.append(extra);
-  bool wants_length = !o.body.empty() || o.method == "POST" || o.method == "PUT" || o.method == "PATCH";
-  if (wants_length && !user_length)
+  if (wants_length(o) && !user_length)
     r.append("Content-Length: ").append(std::to_string(o.body.size())).append("\r\n");
   r.append("\r\n").append(o.body);
   return r;
+}
+
+std::vector<std::pair<std::string, std::string>> h2_request_headers(const LoadOptions& o, const Url& url) {
+  std::string authority = url.authority;
+  bool user_length = false;
+  std::vector<std::pair<std::string, std::string>> fields;
+  for_each_header(o, [&](std::string_view name, std::string_view value) {
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower == "host") {
+      authority = value;  // HTTP/2 carries the host as :authority
+      return;
+    }
+    static const char* kConnectionSpecific[] = {"connection", "keep-alive", "proxy-connection",
+                                                "transfer-encoding", "upgrade"};
+    if (std::any_of(std::begin(kConnectionSpecific), std::end(kConnectionSpecific),
+                    [&](const char* c) { return lower == c; }))
+      return;
+    if (lower == "te" && !iequals(value, "trailers")) return;
+    user_length |= lower == "content-length";
+    fields.emplace_back(std::move(lower), std::string(value));
+  });
+  std::vector<std::pair<std::string, std::string>> out = {{":method", o.method},
+                                                          {":scheme", url.tls ? "https" : "http"},
+                                                          {":authority", authority},
+                                                          {":path", url.target},
+                                                          {"user-agent", "loadlab-load"}};
+  for (auto& f : fields) out.push_back(std::move(f));
+  if (wants_length(o) && !user_length) out.emplace_back("content-length", std::to_string(o.body.size()));
+  return out;
 }
 
 }  // namespace loadlab::load

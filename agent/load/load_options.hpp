@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "loadlab/shared/input_error.hpp"
@@ -35,6 +36,10 @@ struct LoadOptions {
   std::string ca_file;  // --ca FILE: PEM certificates to verify the server with, instead of the system store
   bool insecure = false;    // --insecure: no certificate or host verification
   bool tls_resume = false;  // --tls-resume: a reconnecting connection offers its previous session
+  // --protocol "http1" | "h2"; empty = http1. h2 is HTTP/2 over TLS (ALPN h2) with an https://
+  // URL, over TCP with prior knowledge (h2c) with an http:// one.
+  std::string protocol;
+  std::optional<int> streams;  // --streams: concurrent streams per connection (h2 only); none = 1
   OutputMode output = OutputMode::kHuman;
   std::string log_level = "warn";
 };
@@ -58,6 +63,16 @@ void validate(LoadOptions& options);
 
 // The bytes of one request, serialised once and written as is for every request.
 std::string serialize_request(const LoadOptions& options, const Url& url);
+
+// The header fields of one HTTP/2 request, built once: the pseudo-headers (:method,
+// :scheme, :authority from the URL or a Host header, :path), then user-agent and the user's
+// headers with lowercased names, without the connection-specific ones HTTP/2 forbids
+// (RFC 9113 §8.2.2), and content-length as serialize_request sends it.
+std::vector<std::pair<std::string, std::string>> h2_request_headers(const LoadOptions& options,
+                                                                    const Url& url);
+
+inline bool uses_h2(const LoadOptions& options) { return options.protocol == "h2"; }
+inline int streams_of(const LoadOptions& options) { return options.streams.value_or(1); }
 
 // The TLS version a run forces: "1.2" or "1.3" (--tls-version, 1.3 by default).
 inline std::string_view tls_version_of(const LoadOptions& options) {

@@ -29,8 +29,11 @@ struct LoadResult {
   int64_t errors = 0;     // of `requests`, failures (every ErrorKind, status >= 400 included)
   std::array<int64_t, kErrorKindCount> errors_by_kind{};
   std::map<int, int64_t> status;  // response status -> count (measured responses)
-  int64_t bytes_read = 0;         // response bytes of measured responses
-  int64_t warmup_requests = 0;    // requests that ended during warm-up (excluded above)
+  // Response bytes of measured responses as the HTTP layer read them: HTTP/1.1 the status
+  // line, headers and body (chunk framing included); HTTP/2 the response's frames (9-byte
+  // frame headers, the HPACK-compressed header block, DATA payloads). TLS records not counted.
+  int64_t bytes_read = 0;
+  int64_t warmup_requests = 0;  // requests that ended during warm-up (excluded above)
   // -d: the measured window (shorter if interrupted); -n/--total: end of warm-up to the
   // last measured completion.
   double duration_s = 0;

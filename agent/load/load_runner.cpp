@@ -114,6 +114,12 @@ LoadResult LoadRunner::run() {
     result.tls = true;
   }
   plan.request = serialize_request(o, url);
+  if (uses_h2(o)) {
+    plan.h2 = true;
+    plan.streams = streams_of(o);
+    plan.h2_headers = h2_request_headers(o, url);
+    plan.body = o.body;
+  }
   plan.timeout = std::chrono::milliseconds(o.timeout_ms);
   plan.keep_alive = o.keep_alive;
   plan.head = o.method == "HEAD";
@@ -268,6 +274,7 @@ LoadResult LoadRunner::run() {
     std::vector<RequestLog*> logs;
     for (auto& w : workers) logs.push_back(&w->log());
     RequestCsvRun run;
+    if (plan.h2) run.protocol = tls ? "h2" : "h2c";
     if (tls) run.tls_version = tls->version();
     write_request_csv(o.csv_requests, std::move(logs), run, &result.csv_error);
   }

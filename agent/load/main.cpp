@@ -1,6 +1,6 @@
-// loadlab-load: closed- or open-loop HTTP/1.1 load generator, over TCP or TLS. Parses flags, wires the runner
-// to the chosen output, maps outcomes to exit codes: 0 done (request errors included), 1 target unreachable,
-// 2 bad flags.
+// loadlab-load: closed- or open-loop HTTP/1.1 or HTTP/2 load generator, over TCP or TLS. Parses flags, wires
+// the runner to the chosen output, maps outcomes to exit codes: 0 done (request errors included), 1 target
+// unreachable, 2 bad flags.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   loadlab::load::LoadOptions o;
   CLI::App app{
-      "loadlab-load: HTTP/1.1 (http:// or https://) load generator, closed loop (like wrk) or open loop with "
+      "loadlab-load: HTTP/1.1 or HTTP/2 (http:// or https://) load generator, closed loop (like wrk) or open "
+      "loop with "
       "--rate "
       "(like wrk2)",
       "loadlab-load"};
@@ -80,6 +81,13 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeout_ms, "per-request timeout in ms (default 5000)")
       ->check(number_in(1, limits::kMaxTimeoutMs));
   app.add_flag("--no-keepalive", no_keepalive, "a new connection (and TLS handshake) per request");
+  app.add_option("--protocol", o.protocol,
+                 "http1 (default) or h2: HTTP/2, over TLS through ALPN with https://, with prior knowledge "
+                 "(h2c) with http://");
+  int streams = 0;
+  auto* streams_opt =
+      app.add_option("--streams", streams, "--protocol h2: concurrent streams per connection (default 1)")
+          ->check(number_in(1, limits::kMaxStreams));
   app.add_option("--tls-version", o.tls_version,
                  "https://: the TLS version to force, 1.2 or 1.3 (default 1.3)");
   app.add_option("--ca", o.ca_file, "https://: verify the server against the PEM certificates in FILE");
@@ -107,6 +115,7 @@ int main(int argc, char** argv) {
   if (total_opt->count()) o.total_requests = total;
   if (d_opt->count()) o.duration_s = duration;
   if (rate_opt->count()) o.rate = rate;
+  if (streams_opt->count()) o.streams = streams;
   o.keep_alive = !no_keepalive;
   if (json && json_events) {
     std::fprintf(stderr, "loadlab-load: --json, --json-events: give at most one\n");

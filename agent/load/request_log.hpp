@@ -19,10 +19,13 @@ struct RequestRecord {
   uint32_t connect_us;      // TCP connect this request paid; 0 on a reused connection
   uint32_t tls_us;          // TLS handshake this request paid; 0 on a reused connection or http://
   uint32_t first_byte_us;   // the write of the request to the first response byte; 0 for a failure
-  uint64_t bytes : 46;      // response bytes; 0 for a failure
+  uint64_t bytes : 46;      // response bytes (as LoadResult.bytes_read counts them); 0 for a failure
   uint64_t status : 16;     // HTTP status; 0 for a failure without a response
-  uint64_t reused : 1;      // went on a connection that had carried a request before
-  uint64_t resumed : 1;     // the handshake this request paid resumed a session
+  // Went on a connection that had carried a request before. HTTP/2: the streams that waited
+  // for a new connection (up to --streams of them) each paid its connect and handshake and
+  // are not reused; the ones begun after it was up are.
+  uint64_t reused : 1;
+  uint64_t resumed : 1;  // the handshake this request paid resumed a session
 };
 static_assert(sizeof(RequestRecord) == 32);
 
@@ -30,7 +33,7 @@ using RequestLog = std::deque<RequestRecord>;
 
 // What every row of one run shares.
 struct RequestCsvRun {
-  std::string_view protocol = "http/1.1";  // the HTTP version by its ALPN id
+  std::string_view protocol = "http/1.1";  // by its ALPN id: "http/1.1", "h2" (over TLS) or "h2c"
   std::string_view tls_version;            // "1.2" | "1.3"; empty for http://
 };
 

@@ -106,6 +106,7 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
   };
   add("loadlab-load %s\n", o.url.c_str());
   add("  %d threads and %d connections", r.threads, r.connections);
+  if (uses_h2(o)) add(" (HTTP/2, %d streams each)", streams_of(o));
   if (o.warmup_s > 0)
     add(", %.1fs warm-up (%lld requests excluded)", o.warmup_s, (long long)r.warmup_requests);
   out += r.interrupted ? " (interrupted)\n" : "\n";

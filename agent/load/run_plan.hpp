@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace loadlab::load {
@@ -18,7 +19,14 @@ using Clock = std::chrono::steady_clock;
 
 // Written once by the runner before the workers start, read-only afterwards.
 struct RunPlan {
-  std::string request;  // serialised once, written as is
+  std::string request;  // HTTP/1.1: serialised once, written as is
+  // --protocol h2: every connection is an HTTP/2 session (h2 through ALPN over TLS, h2c with
+  // prior knowledge over TCP) carrying up to `streams` requests at once, each with these
+  // header fields (pseudo-headers first) and `body`.
+  bool h2 = false;
+  int streams = 1;
+  std::vector<std::pair<std::string, std::string>> h2_headers;
+  std::string body;
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;
   // https://: the TLS context every worker's connections share; nullptr for http://.
   TlsClient* tls = nullptr;

@@ -2,8 +2,9 @@
 // The intended send times of one worker in open loop (--rate). Slot m is due at
 // start + m / rate; connection i of n owns slots i, i + n, i + 2n, ..., so its k-th request
 // is slot k * n + i and the worker's connections take turns at an even pace. A connection
-// whose previous request is still in flight when its slot comes sends late, and its latency
-// still counts from the slot's time (the correction for coordinated omission). Internal.
+// whose previous request is still in flight when its slot comes (HTTP/2: all of whose
+// streams are busy) sends late, and its latency still counts from the slot's time (the
+// correction for coordinated omission). Internal.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

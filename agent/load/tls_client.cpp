@@ -29,7 +29,9 @@ std::unique_ptr<TlsClient> TlsClient::create(const LoadOptions& o, const Url& ur
   const int version = tls->version_ == "1.2" ? TLS1_2_VERSION : TLS1_3_VERSION;
   SSL_CTX_set_min_proto_version(ctx, version);
   SSL_CTX_set_max_proto_version(ctx, version);
-  const std::string alpn = alpn_wire({"http/1.1"});
+  // Only the protocol the run measures: a server that cannot speak it fails the handshake
+  // (or selects none), rather than a run that silently measures another protocol.
+  const std::string alpn = uses_h2(o) ? alpn_wire({"h2"}) : alpn_wire({"http/1.1"});
   SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(alpn.data()),
                           static_cast<unsigned>(alpn.size()));
   tls->verify_ = !o.insecure;
@@ -72,6 +74,13 @@ std::string TlsClient::failure(SSL* ssl, const boost::system::error_code& ec) {
     if (verify != X509_V_OK) reason += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
   }
   return reason;
+}
+
+std::string_view TlsClient::selected_protocol(SSL* ssl) {
+  const unsigned char* data = nullptr;
+  unsigned int length = 0;
+  SSL_get0_alpn_selected(ssl, &data, &length);
+  return {reinterpret_cast<const char*>(data), length};
 }
 
 }  // namespace loadlab::load

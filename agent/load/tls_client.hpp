@@ -32,6 +32,8 @@ class TlsClient {
   // Why a handshake failed, for people: OpenSSL's reason and, for a certificate, the
   // verifier's ("certificate verify failed (self-signed certificate)").
   static std::string failure(SSL* ssl, const boost::system::error_code& ec);
+  // The protocol the server selected in ALPN; empty when it selected none.
+  static std::string_view selected_protocol(SSL* ssl);
 
  private:
   TlsClient();
@@ -45,7 +47,6 @@ class TlsClient {
 };
 
 // The protocols a connection offers in ALPN, in OpenSSL's wire form (length-prefixed).
-// HTTP/1.1 only for now; h2 becomes one more entry when the HTTP/2 session exists.
 std::string alpn_wire(std::initializer_list<std::string_view> protocols);
 
 }  // namespace loadlab::load

@@ -3,7 +3,7 @@
 // (Asio's OpenSSL stream, as Beast's ssl_stream wraps it). The HTTP exchange above it
 // (connection.hpp) reads and writes through it without knowing which: the choice is one
 // well-predicted branch per I/O operation, never a virtual call per operation or byte. An
-// HTTP/2 session can sit on the same transport later (ALPN decides in the handshake).
+// HTTP/2 session (h2_connection.hpp) sits on the same transport; over TLS, ALPN confirms it.
 // Lives on its worker's thread; every method runs there. Internal to loadlab_load.
 #include <openssl/ssl.h>
 
@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "tls_client.hpp"
@@ -66,6 +67,16 @@ class Transport {
       boost::asio::async_write(socket_, buffer, std::forward<Handler>(handler));
   }
 
+  // Sends a TLS close_notify without waiting for the peer's, then calls `handler(ec)`: a
+  // server drops a session whose connection ended without one from its cache, so a client
+  // that closes first and means to resume says goodbye. The pending read, if any, then ends
+  // with an error. Not with a write in flight.
+  template <class Handler>
+  void async_close_notify(Handler&& handler) {
+    SSL_set_shutdown(stream_->native_handle(), SSL_RECEIVED_SHUTDOWN);  // SSL_shutdown: send, do not wait
+    stream_->async_shutdown(std::forward<Handler>(handler));
+  }
+
   // Whether the last handshake resumed an earlier session.
   bool resumed() { return stream_ && SSL_session_reused(stream_->native_handle()) == 1; }
 
@@ -76,6 +87,9 @@ class Transport {
     SSL* ssl = stream_->native_handle();
     if (SSL_get0_session(ssl) != session_.get()) session_.reset(SSL_get1_session(ssl));
   }
+
+  // The protocol the server selected in ALPN in the last handshake; empty if none.
+  std::string_view alpn() { return stream_ ? TlsClient::selected_protocol(stream_->native_handle()) : ""; }
 
   // Why the handshake failed, for people.
   std::string failure(const boost::system::error_code& ec) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "connection.hpp"
+#include "h2_connection.hpp"
 
 namespace loadlab::load {
 
@@ -16,7 +17,12 @@ Worker::Worker(const RunPlan& plan, RunState& state, int connections, std::optio
   sweep_interval_ = std::clamp<Clock::duration>(plan.timeout / 10, std::chrono::milliseconds(1),
                                                 std::chrono::milliseconds(100));
   connections_.reserve(connections);
-  for (int i = 0; i < connections; ++i) connections_.push_back(std::make_unique<Connection>(*this, i));
+  for (int i = 0; i < connections; ++i) {
+    if (plan.h2)
+      connections_.push_back(std::make_unique<H2Connection>(*this, i));
+    else
+      connections_.push_back(std::make_unique<Connection>(*this, i));
+  }
   if (plan.rate_per_thread > 0) {
     schedule_ = Schedule(plan.pace_start, plan.rate_per_thread, connections);
     waiters_.reserve(connections);

@@ -17,7 +17,7 @@
 
 namespace loadlab::load {
 
-class Connection;
+class ClientConnection;
 
 // What one request paid besides its latency, for its --csv-requests record: the TCP
 // connect and TLS handshake of a new connection (zero on a reused one), and whether that
@@ -142,7 +142,7 @@ class Worker {
   std::optional<Clock::time_point> pace_armed_;  // expiry of the pending pacer wait
   Clock::time_point last_pace_{};                // when the pacer last woke
   Clock::duration sweep_interval_;
-  std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<std::unique_ptr<ClientConnection>> connections_;
   int active_ = 0;
   std::optional<int64_t> budget_;
   bool stopping_ = false;

@@ -117,7 +117,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad_method", [](LoadOptions& o) { o.method = "GE T"; }, "-m/--method"},
         BadCase{"bad_header", [](LoadOptions& o) { o.headers = {"NoColon"}; }, "-H/--header"},
         BadCase{"crlf_header", [](LoadOptions& o) { o.headers = {"A: b\r\nC: d"}; }, "-H/--header"},
-        BadCase{"log_level", [](LoadOptions& o) { o.log_level = "loud"; }, "--log-level"}),
+        BadCase{"log_level", [](LoadOptions& o) { o.log_level = "loud"; }, "--log-level"},
+        BadCase{"protocol", [](LoadOptions& o) { o.protocol = "h3"; }, "--protocol: must be http1 or h2"},
+        BadCase{"streams_with_http1", [](LoadOptions& o) { o.streams = 2; }, "--streams: needs --protocol h2"},
+        BadCase{"zero_streams",
+                [](LoadOptions& o) {
+                  o.protocol = "h2";
+                  o.streams = 0;
+                },
+                "--streams: must be in 1..1000, got 0"},
+        BadCase{"too_many_streams",
+                [](LoadOptions& o) {
+                  o.protocol = "h2";
+                  o.streams = 1001;
+                },
+                "--streams: must be in 1..1000"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ParseUrlTest, Forms) {
@@ -171,6 +185,27 @@ TEST(SerializeRequestTest, NoKeepAliveAndUserHost) {
   std::string r = serialize_request(o, parse_url(o.url));
   EXPECT_EQ(r,
             "GET /path HTTP/1.1\r\nUser-Agent: loadlab-load\r\nConnection: close\r\nhost: example\r\n\r\n");
+}
+
+TEST(H2RequestHeadersTest, PseudoHeadersFirstLowercasedWithoutConnectionHeaders) {
+  LoadOptions o;
+  o.method = "POST";
+  o.body = "abc";
+  o.headers = {"X-Trace: 1", "Connection: keep-alive", "Host: example.test", "TE: gzip", "Accept: */*"};
+  auto h = h2_request_headers(o, parse_url("https://127.0.0.1:8443/a?b=1"));
+  std::vector<std::pair<std::string, std::string>> want = {
+      {":method", "POST"}, {":scheme", "https"},           {":authority", "example.test"},
+      {":path", "/a?b=1"}, {"user-agent", "loadlab-load"}, {"x-trace", "1"},
+      {"accept", "*/*"},   {"content-length", "3"}};
+  EXPECT_EQ(h, want);
+  o = LoadOptions{};
+  h = h2_request_headers(o, parse_url("http://localhost:8080"));
+  want = {{":method", "GET"},
+          {":scheme", "http"},
+          {":authority", "localhost:8080"},
+          {":path", "/"},
+          {"user-agent", "loadlab-load"}};
+  EXPECT_EQ(h, want);
 }
 
 }  // namespace

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +13,7 @@
 #include "load_runner.hpp"
 #include "load_test_support.hpp"
 #include "loadlab/proto/json.hpp"
+#include "request_csv_rows.hpp"
 #include "request_log.hpp"
 #include "test_server.hpp"
 
@@ -22,17 +21,14 @@ namespace loadlab::load {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Row;
 using testing::run_binary;
 using testing::run_bounded;
+using testing::run_with_csv;
 using testing::SelfSignedCertificate;
 using testing::TestServer;
 using testing::TlsServerOptions;
-
-// A temporary file of this process: ctest runs each test in a process of its own, several at
-// once, each with its own certificate.
-std::string unique_path(const std::string& name, const std::string& suffix) {
-  return ::testing::TempDir() + "/" + name + "." + std::to_string(getpid()) + suffix;
-}
+using testing::unique_path;
 
 const SelfSignedCertificate& localhost_certificate() {
   static const SelfSignedCertificate cert({"localhost"}, {"127.0.0.1"});
@@ -52,42 +48,6 @@ LoadOptions https_options(const TestServer& server, int connections, int64_t req
   o.connections = connections;
   o.requests_per_thread = requests;
   return o;
-}
-
-struct Row {
-  std::string protocol, tls_version;
-  long long iteration, start, total, connect, tls, first_byte, bytes, status, reused, resumed;
-};
-
-std::vector<Row> read_csv(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  EXPECT_EQ(line + "\n", kRequestCsvHeader);
-  std::vector<Row> rows;
-  while (std::getline(in, line)) {
-    Row r;
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream fields(line);
-    fields >> r.protocol >> r.tls_version >> r.iteration >> r.start >> r.total >> r.connect >> r.tls >>
-        r.first_byte >> r.bytes >> r.status >> r.reused >> r.resumed;
-    EXPECT_FALSE(fields.fail()) << line;
-    rows.push_back(r);
-  }
-  return rows;
-}
-
-// Runs `o` with --csv-requests to a file named for `name`; the result and the CSV's rows.
-struct CsvRun {
-  LoadResult result;
-  std::vector<Row> rows;
-};
-CsvRun run_with_csv(LoadOptions o, const std::string& name) {
-  o.csv_requests = unique_path(name, ".csv");
-  CsvRun run;
-  run.result = run_bounded(o);
-  run.rows = read_csv(o.csv_requests);
-  return run;
 }
 
 // `r` has `n` responses and no error.
@@ -112,7 +72,6 @@ TEST(TlsLoadTest, KeepAliveConnectionsPayOneHandshakeEach) {
   EXPECT_EQ(r.tls_histogram.count(), 2);
   EXPECT_EQ(r.first_byte_histogram.count(), 30);
   ASSERT_EQ(rows.size(), 30u);
-  int fresh = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
     EXPECT_EQ(row.protocol, "http/1.1");
@@ -122,16 +81,8 @@ TEST(TlsLoadTest, KeepAliveConnectionsPayOneHandshakeEach) {
     EXPECT_GT(row.bytes, 0);
     EXPECT_EQ(row.resumed, 0);
     EXPECT_LE(row.first_byte, row.total);
-    if (row.reused) {
-      EXPECT_EQ(row.connect, 0);
-      EXPECT_EQ(row.tls, 0);
-    } else {
-      ++fresh;
-      EXPECT_GT(row.connect, 0);
-      EXPECT_GT(row.tls, 0);
-    }
   }
-  EXPECT_EQ(fresh, 2);  // the first request of each connection
+  EXPECT_EQ(testing::count_paid_rows(rows, true), 2);  // the first request of each connection
 }
 
 TEST(TlsLoadTest, NoKeepAliveEveryRequestPaysConnectAndHandshake) {

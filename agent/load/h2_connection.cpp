@@ -1,0 +1,498 @@
+#include "h2_connection.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace loadlab::load {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::size_t kReadSize = 32 * 1024;
+// A write carries at most about this much; the rest stays in nghttp2 for the next one.
+constexpr std::size_t kWriteSize = 128 * 1024;
+// Stream and connection windows, as h2load's defaults (-w 30 -W 30): large bodies never
+// wait for a WINDOW_UPDATE.
+constexpr int32_t kWindow = (1 << 30) - 1;
+constexpr std::size_t kFrameHeader = 9;
+
+}  // namespace
+
+// Handlers capture a raw `this`: the worker owns its connections and destroys them only
+// after its io_context has run out of work, i.e. after every handler has run.
+
+H2Connection::H2Connection(Worker& worker, int index)
+    : worker_(worker),
+      index_(index),
+      transport_(worker.io(), worker.plan().tls),
+      dialer_(worker_, transport_),
+      slots_(static_cast<std::size_t>(worker.plan().streams)),
+      read_buffer_(new uint8_t[kReadSize]) {
+  // nghttp2 copies the array per request but, with NO_COPY, not the names and values: they
+  // live in the plan for the whole run.
+  for (const auto& [name, value] : worker.plan().h2_headers) {
+    nghttp2_nv nv;
+    nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
+    nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
+    nv.namelen = name.size();
+    nv.valuelen = value.size();
+    nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+    nva_.push_back(nv);
+  }
+  free_.reserve(slots_.size());
+  for (int i = static_cast<int>(slots_.size()) - 1; i >= 0; --i) free_.push_back(i);
+  queued_.reserve(slots_.size());
+  out_.reserve(16 * 1024);
+}
+
+H2Connection::~H2Connection() { delete_session(); }
+
+const nghttp2_session_callbacks* H2Connection::callbacks() {
+  struct Holder {
+    nghttp2_session_callbacks* callbacks = nullptr;
+    Holder() {
+      nghttp2_session_callbacks_new(&callbacks);
+      nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, &H2Connection::on_begin_frame);
+      nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &H2Connection::on_frame_recv);
+      nghttp2_session_callbacks_set_on_header_callback(callbacks, &H2Connection::on_header);
+      nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &H2Connection::on_stream_close);
+    }
+    ~Holder() { nghttp2_session_callbacks_del(callbacks); }
+  };
+  static const Holder holder;  // read-only once made: nghttp2 copies it into each session
+  return holder.callbacks;
+}
+
+void H2Connection::start() {
+  // Open loop with keep-alive: connect before the first slot, as Connection does.
+  if (worker_.open_loop() && worker_.plan().keep_alive) {
+    preconnect_ = true;
+    return do_connect();
+  }
+  pump();
+}
+
+void H2Connection::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  done_ = true;
+  waiting_ = false;
+  // A stop discards the requests queued and in flight: cut short by us, not by the target.
+  for (int i : queued_) release(slots_[i]);
+  queued_.clear();
+  switch (state_) {
+    case State::kIdle:
+      return end();
+    case State::kConnecting:
+      return transport_.close();  // on_connect or on_handshake ends the loop
+    case State::kOpen:
+      return close_connection(std::nullopt);
+    case State::kClosing:
+      return;
+  }
+}
+
+void H2Connection::check_deadline(Clock::time_point now) {
+  if (state_ == State::kConnecting) return dialer_.check_deadline(now);
+  const auto timeout = worker_.plan().timeout;
+  if (state_ == State::kClosing && writing_ && now > write_started_ + timeout) return transport_.close();
+  if (state_ != State::kOpen) return;
+  if (writing_ && now > write_started_ + timeout) {  // the server stopped reading
+    timed_out_ = true;
+    return close_connection(ErrorKind::kTimeout);
+  }
+  bool cancelled = false;
+  for (Slot& s : slots_) {
+    if (s.state != Slot::State::kOpen || now <= s.deadline) continue;
+    // Frames still coming for the stream find no slot and are ignored.
+    nghttp2_session_set_stream_user_data(session_, s.stream_id, nullptr);
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.stream_id, NGHTTP2_CANCEL);
+    worker_.record_failure(s.measured, s.origin, now, ErrorKind::kTimeout, s.cost);
+    release(s);
+    cancelled = true;
+  }
+  if (cancelled) pump();
+}
+
+void H2Connection::resume(Clock::time_point) {
+  if (!waiting_) return;  // stopped while waiting
+  waiting_ = false;
+  if (!in_pump_) pump();  // else the pump under way takes the slot
+}
+
+void H2Connection::pump() {
+  if (ended_ || in_pump_) return;
+  in_pump_ = true;
+  auto now = Clock::now();
+  if (worker_.open_loop()) worker_.resume_due(now);  // other connections whose slots came
+  fill(now);
+  in_pump_ = false;
+  switch (state_) {
+    case State::kIdle:
+      if (!queued_.empty()) return do_connect();
+      if (done_) end();
+      return;
+    case State::kOpen:
+      if (!draining_) submit_queued();
+      flush();
+      if (state_ == State::kOpen && open_ == 0 &&
+          (draining_ || done_ || (!worker_.plan().keep_alive && carried_ > 0)))
+        close_connection(std::nullopt);
+      return;
+    case State::kConnecting:
+    case State::kClosing:
+      return;  // goes on when that completes
+  }
+}
+
+// Begins the requests that free slots can take now: in closed loop, as many as slots are
+// free; in open loop, the ones whose time has come (else it waits for the next one).
+void H2Connection::fill(Clock::time_point now) {
+  const RunPlan& plan = worker_.plan();
+  while (!free_.empty() && !done_) {
+    if (stopped_ || worker_.stopping()) {
+      done_ = true;
+      break;
+    }
+    // --no-keepalive: one request per connection.
+    if (!plan.keep_alive && (open_ > 0 || !queued_.empty() || carried_ > 0)) break;
+    Clock::time_point origin = now;
+    if (!worker_.open_loop()) {
+      if (plan.measure_end && now >= *plan.measure_end) {
+        done_ = true;
+        break;
+      }
+    } else {
+      origin = worker_.schedule().time_of(index_, turn_);
+      if (plan.measure_end && origin >= *plan.measure_end) {
+        done_ = true;
+        break;
+      }
+      if (origin > now) {
+        if (!waiting_) {
+          waiting_ = true;
+          worker_.wait_for_slot(origin, index_);
+        }
+        break;
+      }
+      ++turn_;
+    }
+    const bool measured = origin >= plan.measure_start;
+    if (measured && !worker_.take_ticket(now)) {
+      done_ = true;
+      break;
+    }
+    int i = free_.back();
+    free_.pop_back();
+    Slot& s = slots_[i];
+    s = Slot{};
+    s.state = Slot::State::kQueued;
+    s.origin = origin;
+    s.measured = measured;
+    queued_.push_back(i);
+  }
+}
+
+void H2Connection::submit_queued() {
+  if (queued_.empty()) return;
+  auto now = Clock::now();
+  std::size_t n = 0;
+  for (; n < queued_.size(); ++n)
+    if (!submit(slots_[queued_[n]], now)) break;
+  queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+bool H2Connection::submit(Slot& s, Clock::time_point now) {
+  nghttp2_data_provider body{};
+  body.source.ptr = &s;
+  body.read_callback = &H2Connection::read_body;
+  const bool has_body = !worker_.plan().body.empty();
+  s.body_sent = 0;
+  int32_t id =
+      nghttp2_submit_request(session_, nullptr, nva_.data(), nva_.size(), has_body ? &body : nullptr, &s);
+  if (id < 0) {  // no stream can be opened on this session any more (ids used up, GOAWAY)
+    draining_ = true;
+    return false;
+  }
+  s.stream_id = id;
+  s.state = Slot::State::kOpen;
+  s.sent = now;
+  if (!worker_.open_loop()) s.origin = now;  // closed loop: latency from the submission
+  s.deadline = now + worker_.plan().timeout;
+  s.first_byte = {};
+  s.status = 0;
+  s.bytes = 0;
+  s.complete = s.reset_by_peer = false;
+  s.cost = cost_;
+  ++open_;
+  ++carried_;
+  return true;
+}
+
+void H2Connection::flush() {
+  if (writing_ || state_ != State::kOpen) return;
+  out_.clear();
+  while (out_.size() < kWriteSize) {
+    const uint8_t* data = nullptr;
+    ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n < 0) return close_connection(ErrorKind::kWrite);
+    if (n == 0) break;
+    out_.insert(out_.end(), data, data + n);
+  }
+  if (out_.empty()) {
+    // Neither side has anything more to say (a GOAWAY was exchanged): the session is over.
+    if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
+      draining_ = true;
+      if (open_ == 0) close_connection(std::nullopt);
+    }
+    return;
+  }
+  writing_ = true;
+  write_started_ = Clock::now();
+  transport_.async_write(asio::buffer(out_.data(), out_.size()),
+                         [this](const error_code& ec, std::size_t) { on_write(ec); });
+}
+
+void H2Connection::on_write(const error_code& ec) {
+  writing_ = false;
+  if (state_ != State::kOpen) return close_notify_ ? send_close_notify() : maybe_closed();
+  if (ec) return close_connection(timed_out_ ? ErrorKind::kTimeout : ErrorKind::kWrite);
+  pump();
+}
+
+void H2Connection::do_connect() {
+  state_ = State::kConnecting;
+  timed_out_ = false;
+  dialer_.dial([this](std::optional<ErrorKind> failure) { on_connect(failure); });
+}
+
+void H2Connection::on_connect(std::optional<ErrorKind> failure) {
+  cost_ = dialer_.cost();
+  if (failure) return connect_failed(*failure);
+  if (stopped_) return connect_failed(ErrorKind::kConnect);
+  if (std::string_view alpn = transport_.alpn(); transport_.secure() && alpn != "h2") {
+    if (!worker_.stopping())
+      worker_.note_tls_failure(
+          alpn.empty() ? "the server selected no protocol in ALPN; --protocol h2 needs h2"
+                       : "the server selected '" + std::string(alpn) + "' in ALPN; --protocol h2 needs h2");
+    return connect_failed(ErrorKind::kTls);
+  }
+  ready();
+}
+
+// The connect or the handshake failed (or a stop cut it): the requests waiting for it fail.
+void H2Connection::connect_failed(ErrorKind kind) {
+  transport_.close();
+  state_ = State::kIdle;
+  if (preconnect_) {  // no request was waiting: connect again when the first slot comes
+    preconnect_ = false;
+    return pump();
+  }
+  if (!stopped_ && !worker_.stopping()) {
+    auto now = Clock::now();
+    for (int i : queued_) {
+      worker_.record_failure(slots_[i].measured, slots_[i].origin, now, kind, cost_);
+      release(slots_[i]);
+    }
+  } else {
+    for (int i : queued_) release(slots_[i]);
+  }
+  queued_.clear();
+  pump();
+}
+
+void H2Connection::ready() {
+  if (!open_session()) return connect_failed(ErrorKind::kConnect);
+  state_ = State::kOpen;
+  draining_ = false;
+  carried_ = 0;
+  preconnect_ = false;
+  do_read();
+  // The requests that waited for this connection paid for it; the ones after them reuse it.
+  submit_queued();
+  cost_ = RequestCost{{}, {}, true, false};
+  pump();
+}
+
+bool H2Connection::open_session() {
+  delete_session();
+  if (nghttp2_session_client_new(&session_, callbacks(), this) != 0) {
+    session_ = nullptr;
+    return false;
+  }
+  const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                             {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kWindow}};
+  return nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)) == 0 &&
+         nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kWindow) == 0;
+}
+
+void H2Connection::do_read() {
+  reading_ = true;
+  transport_.async_read_some(asio::buffer(read_buffer_.get(), kReadSize),
+                             [this](const error_code& ec, std::size_t n) { on_read(ec, n); });
+}
+
+void H2Connection::on_read(const error_code& ec, std::size_t n) {
+  reading_ = false;
+  if (state_ != State::kOpen) return maybe_closed();
+  // End of stream (a TCP FIN, or a TLS peer that closes without close_notify) fails only the
+  // streams still open: an idle connection the server closed is no error.
+  if (ec) return close_connection(timed_out_ ? ErrorKind::kTimeout : ErrorKind::kRead);
+  read_time_ = Clock::now();
+  ssize_t used = nghttp2_session_mem_recv(session_, read_buffer_.get(), n);
+  if (used < 0) return close_connection(ErrorKind::kBadResponse);  // not HTTP/2
+  pump();
+  if (state_ == State::kOpen) do_read();
+}
+
+int H2Connection::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user_data) {
+  if (hd->type != NGHTTP2_HEADERS && hd->type != NGHTTP2_DATA && hd->type != NGHTTP2_CONTINUATION) return 0;
+  auto* self = static_cast<H2Connection*>(user_data);
+  if (Slot* s = self->slot_of(hd->stream_id)) {
+    if (s->first_byte == Clock::time_point{}) s->first_byte = self->read_time_;
+    s->bytes += kFrameHeader + hd->length;
+  }
+  return 0;
+}
+
+int H2Connection::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  auto* self = static_cast<H2Connection*>(user_data);
+  switch (frame->hd.type) {
+    case NGHTTP2_HEADERS:
+    case NGHTTP2_DATA:
+      if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        if (Slot* s = self->slot_of(frame->hd.stream_id)) s->complete = true;
+      break;
+    case NGHTTP2_RST_STREAM:
+      if (Slot* s = self->slot_of(frame->hd.stream_id)) s->reset_by_peer = true;
+      break;
+    case NGHTTP2_GOAWAY:
+      self->draining_ = true;
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+int H2Connection::on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
+                            const uint8_t* value, size_t valuelen, uint8_t, void* user_data) {
+  // The last :status wins: interim responses (1xx) come before the final one.
+  if (namelen != 7 || std::memcmp(name, ":status", 7) != 0 || valuelen != 3) return 0;
+  auto* self = static_cast<H2Connection*>(user_data);
+  if (Slot* s = self->slot_of(frame->hd.stream_id))
+    s->status = (value[0] - '0') * 100 + (value[1] - '0') * 10 + (value[2] - '0');
+  return 0;
+}
+
+int H2Connection::on_stream_close(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user_data) {
+  auto* self = static_cast<H2Connection*>(user_data);
+  if (Slot* s = self->slot_of(stream_id)) self->stream_closed(*s, error_code);
+  return 0;
+}
+
+ssize_t H2Connection::read_body(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* data_flags,
+                                nghttp2_data_source* source, void* user_data) {
+  auto* self = static_cast<H2Connection*>(user_data);
+  auto* s = static_cast<Slot*>(source->ptr);
+  const std::string& body = self->worker_.plan().body;
+  std::size_t n = std::min(length, body.size() - s->body_sent);
+  std::memcpy(buf, body.data() + s->body_sent, n);
+  s->body_sent += n;
+  if (s->body_sent == body.size()) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+  return static_cast<ssize_t>(n);
+}
+
+void H2Connection::stream_closed(Slot& s, uint32_t error_code) {
+  const RunPlan& plan = worker_.plan();
+  const auto done = read_time_ == Clock::time_point{} ? Clock::now() : read_time_;
+  if (s.complete) {
+    worker_.record_response(s.measured, s.origin, s.sent,
+                            s.first_byte == Clock::time_point{} ? done : s.first_byte, done, s.status,
+                            s.bytes, s.cost);
+    if (transport_.secure() && plan.tls->resume()) transport_.keep_session();
+    return release(s);
+  }
+  if (error_code == NGHTTP2_REFUSED_STREAM && !s.reset_by_peer && !s.retried) {
+    // Closed by nghttp2 for a GOAWAY whose last stream id is below it: not processed; once
+    // more on a new connection.
+    --open_;
+    s.retried = true;
+    s.state = Slot::State::kQueued;
+    queued_.push_back(index_of(s));
+    return;
+  }
+  // The server reset it (or refused it twice): cut short; else nghttp2 reset it because the
+  // response broke HTTP/2's rules.
+  ErrorKind kind =
+      s.reset_by_peer || error_code == NGHTTP2_REFUSED_STREAM ? ErrorKind::kRead : ErrorKind::kBadResponse;
+  worker_.record_failure(s.measured, s.origin, done, kind, s.cost);
+  release(s);
+}
+
+void H2Connection::release(Slot& s) {
+  if (s.state == Slot::State::kOpen) --open_;
+  s.state = Slot::State::kFree;
+  free_.push_back(index_of(s));
+}
+
+void H2Connection::close_connection(std::optional<ErrorKind> kind) {
+  if (state_ != State::kOpen) return;
+  auto now = Clock::now();
+  const bool record = kind && !stopped_ && !worker_.stopping();
+  for (Slot& s : slots_) {
+    if (s.state != Slot::State::kOpen) continue;
+    if (record) worker_.record_failure(s.measured, s.origin, now, *kind, s.cost);
+    release(s);
+  }
+  delete_session();
+  carried_ = 0;
+  state_ = State::kClosing;
+  // --tls-resume: a connection this side ends on purpose ends with a close_notify, else the
+  // server would not resume its session.
+  if (!kind && !stopped_ && !worker_.stopping() && transport_.secure() && worker_.plan().tls->resume()) {
+    close_notify_ = true;
+    if (!writing_) send_close_notify();
+    return;
+  }
+  transport_.close();
+  maybe_closed();
+}
+
+void H2Connection::send_close_notify() {
+  close_notify_ = false;
+  writing_ = true;
+  write_started_ = Clock::now();
+  transport_.async_close_notify([this](const error_code&) {
+    writing_ = false;
+    transport_.close();
+    maybe_closed();
+  });
+}
+
+// The next connect waits until the old one's read and write have completed: their
+// operations still refer to its TLS stream, which the next handshake replaces.
+void H2Connection::maybe_closed() {
+  if (state_ != State::kClosing || reading_ || writing_) return;
+  state_ = State::kIdle;
+  pump();
+}
+
+void H2Connection::delete_session() {
+  if (!session_) return;
+  nghttp2_session_del(session_);  // calls no callback
+  session_ = nullptr;
+}
+
+void H2Connection::end() {
+  if (ended_) return;
+  ended_ = true;
+  done_ = true;
+  transport_.close();
+  worker_.on_connection_done();
+}
+
+}  // namespace loadlab::load

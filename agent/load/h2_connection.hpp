@@ -1,0 +1,154 @@
+#pragma once
+// One HTTP/2 client connection (--protocol h2): an nghttp2 client session over a Transport,
+// h2 over TLS (ALPN must select "h2") or h2c with prior knowledge over TCP, carrying up to
+// `plan.streams` requests at once, each request a stream.
+//
+// I/O: one read always pending while the session is open; the whole read buffer goes to
+// nghttp2_session_mem_recv, whose callbacks record the streams that ended; then free stream
+// slots take their next requests and everything nghttp2 has to send is collected by
+// nghttp2_session_mem_send into one buffer and written. One write in flight at a time: what
+// becomes pending meanwhile stays in nghttp2 and goes out, coalesced, with the next write.
+//
+// Closed loop: a stream that ends is replaced at once (after the read that ended it).
+// Open loop (--rate): the connection keeps its schedule lane as an HTTP/1.1 connection does
+// (its k-th request is due at the worker schedule's time_of(index, k)) and sends each due
+// request on any free stream; when every stream is busy the due request waits for one, and
+// its latency still counts from its intended send time (no coordinated omission).
+//
+// Cost: the requests that wait for a new connection (the first `streams` after a connect,
+// or the one request of a --no-keepalive connection) each paid its TCP connect and TLS
+// handshake and are not reused; the requests after them are reused. The run's connect and
+// handshake counts (LoadResult.connects, tls_handshakes) count each connection once.
+//
+// Failures: a stream the server resets (RST_STREAM, REFUSED_STREAM included) fails as a
+// read error; one nghttp2
+// resets because the response broke HTTP/2's rules, as a bad response; a stream that
+// passes --timeout is cancelled (RST_STREAM CANCEL) and fails as a timeout, the connection
+// stays. GOAWAY: the streams up to its last stream id complete as usual; the ones above it
+// were not processed (RFC 9113 §6.8) and are sent again, once, on a new connection (a second
+// refusal fails as a read error); the draining connection takes no new stream and closes
+// when its last one ends. Losing the connection fails every stream in flight (read, write,
+// or timeout when a write or the connect outlived --timeout).
+//
+// --tls-resume: a connection this side closes (--no-keepalive, GOAWAY, end of the run) ends
+// with a TLS close_notify, as servers forget a session whose connection ended without one.
+//
+// Lives on its worker's thread; every method runs there. Internal to loadlab_load.
+#include <nghttp2/nghttp2.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "client_connection.hpp"
+#include "dialer.hpp"
+#include "load_result.hpp"
+#include "run_plan.hpp"
+#include "transport.hpp"
+#include "worker.hpp"
+
+namespace loadlab::load {
+
+class H2Connection final : public ClientConnection {
+ public:
+  // `index`: this connection's place among its worker's connections (its schedule lane).
+  H2Connection(Worker& worker, int index);
+  ~H2Connection() override;
+  H2Connection(const H2Connection&) = delete;
+  H2Connection& operator=(const H2Connection&) = delete;
+
+  void start() override;
+  void stop() override;
+  void check_deadline(Clock::time_point now) override;
+  void resume(Clock::time_point now) override;
+
+ private:
+  // One request: waiting for the connection (queued) or a stream of the session (open).
+  struct Slot {
+    enum class State : uint8_t { kFree, kQueued, kOpen };
+    State state = State::kFree;
+    bool measured = false;
+    bool complete = false;       // the response's END_STREAM came
+    bool reset_by_peer = false;  // the server sent RST_STREAM
+    bool retried = false;        // sent again after a GOAWAY left it unprocessed
+    int status = 0;
+    int32_t stream_id = 0;
+    size_t bytes = 0;      // frames of the response: 9-byte headers and payloads
+    size_t body_sent = 0;  // of the request body
+    Clock::time_point origin{}, sent{}, first_byte{}, deadline{};
+    RequestCost cost;
+  };
+  enum class State : uint8_t { kIdle, kConnecting, kOpen, kClosing };
+
+  // nghttp2's callbacks; `user_data` is the connection.
+  static int on_begin_frame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user_data);
+  static int on_frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data);
+  static int on_header(nghttp2_session* session, const nghttp2_frame* frame, const uint8_t* name,
+                       size_t namelen, const uint8_t* value, size_t valuelen, uint8_t flags, void* user_data);
+  static int on_stream_close(nghttp2_session* session, int32_t stream_id, uint32_t error_code,
+                             void* user_data);
+  static ssize_t read_body(nghttp2_session* session, int32_t stream_id, uint8_t* buf, size_t length,
+                           uint32_t* data_flags, nghttp2_data_source* source, void* user_data);
+  static const nghttp2_session_callbacks* callbacks();
+
+  Slot* slot_of(int32_t stream_id) {
+    return static_cast<Slot*>(nghttp2_session_get_stream_user_data(session_, stream_id));
+  }
+  int index_of(const Slot& slot) const { return static_cast<int>(&slot - slots_.data()); }
+
+  void pump();  // takes due requests, connects or submits, writes, closes when idle
+  void fill(Clock::time_point now);
+  void submit_queued();
+  bool submit(Slot& slot, Clock::time_point now);
+  void flush();
+  void do_connect();
+  void on_connect(std::optional<ErrorKind> failure);
+  void connect_failed(ErrorKind kind);
+  void ready();
+  bool open_session();
+  void do_read();
+  void on_read(const boost::system::error_code& ec, std::size_t bytes);
+  void on_write(const boost::system::error_code& ec);
+  void stream_closed(Slot& slot, uint32_t error_code);
+  void release(Slot& slot);
+  // Ends the session; with `kind`, every open stream fails with it, else they are dropped.
+  void close_connection(std::optional<ErrorKind> kind);
+  void send_close_notify();
+  void maybe_closed();  // kClosing → kIdle once no operation is pending
+  void delete_session();
+  void end();
+
+  Worker& worker_;
+  int index_;
+  Transport transport_;
+  Dialer dialer_;
+  nghttp2_session* session_ = nullptr;
+  std::vector<nghttp2_nv> nva_;  // the request's header fields, pointing into the plan
+  std::vector<Slot> slots_;      // plan.streams of them, never resized (streams point into it)
+  std::vector<int> free_;        // indices of free slots
+  std::vector<int> queued_;      // indices of queued slots, in the order they were begun
+  int open_ = 0;                 // slots in kOpen
+  std::unique_ptr<uint8_t[]> read_buffer_;
+  std::vector<uint8_t> out_;       // what the write in flight sends
+  Clock::time_point read_time_{};  // when the bytes being processed were read
+  Clock::time_point write_started_{};
+  RequestCost cost_;     // what the requests waiting for the connection paid
+  int64_t turn_ = 0;     // open loop: requests this connection has begun
+  int64_t carried_ = 0;  // requests submitted on the current connection
+  State state_ = State::kIdle;
+  bool reading_ = false;
+  bool writing_ = false;
+  bool draining_ = false;      // GOAWAY came, or no stream can be opened any more: no new streams
+  bool close_notify_ = false;  // kClosing: a close_notify goes once the write in flight is done
+  bool waiting_ = false;       // open loop: in the worker's waiters until its slot
+  bool in_pump_ = false;
+  bool preconnect_ = false;
+  bool timed_out_ = false;
+  bool done_ = false;  // no request will be begun any more
+  bool stopped_ = false;
+  bool ended_ = false;
+};
+
+}  // namespace loadlab::load
