@@ -5,6 +5,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
 # python3: the catalog target of tests/integration/catalog_target_test.cpp (standard library only).
 # dpkg-dev, file: cpack's dpkg-shlibdeps (the Depends of the .deb packages, tests/deploy).
+# nghttp2-server: nghttpd, the independent HTTP/2 server of tests/unit/load/h2_load_test.cpp.
 # python3-yaml: tests/deploy/k8s_manifests_test.py parses the manifests of deploy/k8s.
 # git: the scenario repository of tests/integration/scenario_folder_test.cpp and of loadlab-nightly.
 # chromium, python3-jsonschema, python3-pil: tests/integration/report_test.cpp renders report.html
@@ -13,7 +14,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
 	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
 	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
 	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev libnghttp2-dev iproute2 clang-format \
-	wrk hey nghttp2-client python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git
+	wrk hey nghttp2-client nghttp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git
 
 .PHONY: all deps build demo test sanitize sanitize-asan sanitize-tsan format format-check clean
 

@@ -32,7 +32,7 @@ std::vector<v1::Protocol> served_by(const CatalogEntry& target) {
   return {v1::PROTOCOL_HTTP1};
 }
 std::vector<v1::Protocol> spoken_by(const ClientEntry* client) {
-  if (!client) return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS};
+  if (!client) return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS, v1::PROTOCOL_H2, v1::PROTOCOL_H2C};
   return {v1::PROTOCOL_HTTP1};
 }
 

@@ -139,10 +139,40 @@ TEST(ProtocolAxis, HttpsCellsRunOverTlsAndRecordTheirHandshakes) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(
       r.output_tail.find("/matrix/protocol/1: cell beast/h3: no agent serves h3 with the target \"hello\" "
-                         "(embedded: http1, https)"),
+                         "(embedded: http1, https, h2, h2c)"),
       std::string::npos)
       << r.output_tail;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "h3"));
+}
+
+// HTTP/2 as matrix axes, through the controller and an agent: against a target that answers
+// each request after a known delay, a cell's rate is connections × streams / delay, which
+// only holds if the streams of a connection are really in flight together.
+TEST(ProtocolAxis, Http2CellsKeepTheirStreamsInFlightTogether) {
+  TempDir dir;
+  auto s = dir.file("s.json", R"({"name": "h2",
+      "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1, "delay_ms": 20}],
+      "matrix": {"protocol": ["h2", "h2c"], "streams": [1, 8]},
+      "load": {"total_requests": 160, "threads": 1, "connections": 2}})");
+  auto out = dir.path() / "o";
+  auto r = run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto cells = result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 4u);
+  EXPECT_EQ(cells[1].cell().key(), "beast/h2/s8");
+  for (auto& c : cells) {
+    SCOPED_TRACE(c.cell().key());
+    const auto& m = c.median();
+    EXPECT_EQ(m.requests(), 160u);
+    EXPECT_EQ(m.errors(), 0u);
+    const double truth = 2.0 * c.cell().streams() * 1000 / 20;  // 100 or 800 requests/s
+    EXPECT_GT(m.qps(), 0.75 * truth);
+    EXPECT_LT(m.qps(), 1.05 * truth);
+    EXPECT_GE(m.latency().p50_us(), 20000u);
+    // Two connections, so two TLS handshakes over TLS and none in cleartext.
+    EXPECT_EQ(m.tls_handshakes(), c.cell().protocol() == "h2" ? 2u : 0u);
+    EXPECT_EQ(c.cell().tls_version(), c.cell().protocol() == "h2" ? "1.3" : "");
+  }
 }
 
 }  // namespace

@@ -81,6 +81,36 @@ TEST(LoadSpec, CommandLineCarriesTheTlsOptions) {
   EXPECT_NE(std::find(argv.begin(), argv.end(), "--insecure"), argv.end());
 }
 
+// h2 travels over https:// (ALPN), h2c over http:// (prior knowledge): the worker's
+// --protocol h2 either way, with the spec's streams.
+TEST(LoadSpec, Http2SpecsBecomeProtocolH2WithTheirStreams) {
+  auto s = good();
+  s.set_protocol(v1::PROTOCOL_H2);
+  s.set_streams(10);
+  LoadOptions o = options_from_spec(s);
+  EXPECT_EQ(o.url.substr(0, 8), "https://");
+  EXPECT_EQ(o.protocol, "h2");
+  EXPECT_EQ(o.streams, 10);
+  auto argv = command_line("l", o);
+  std::vector<std::string> tail(argv.end() - 5, argv.end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"--protocol", "h2", "--streams", "10", "--json-events"}));
+  EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");
+  s.set_protocol(v1::PROTOCOL_H2C);
+  o = options_from_spec(s);
+  EXPECT_EQ(o.url.substr(0, 7), "http://");
+  EXPECT_EQ(o.protocol, "h2");
+  EXPECT_EQ(o.tls_version, "");
+  // Streams over HTTP/1.1: refused with the worker's own words.
+  s.set_protocol(v1::PROTOCOL_HTTPS);
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("--streams"), std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
+  s.set_protocol(v1::PROTOCOL_H2C);
+  s.set_streams(1001);
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("--streams: must be in 1..1000, got 1001"),
+            std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
+}
+
 TEST(LoadSpec, ValidationIsTheWorkersAndNamesTheField) {
   auto s = good();
   EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");
