@@ -8,6 +8,7 @@
 #include <boost/beast/core/bind_handler.hpp>
 #include <charconv>
 #include <cstring>
+#include <span>
 #include <string_view>
 
 #include "io_failure.hpp"
@@ -31,6 +32,8 @@ constexpr std::size_t kMaxWriteBatch = 256 * 1024;
 constexpr std::int32_t kStreamWindow = 1 << 20;
 constexpr std::int32_t kConnectionWindow = 16 << 20;
 constexpr std::size_t kPoolReserve = 16;
+// DATA payloads from this size on are written from the body itself instead of being copied.
+constexpr std::size_t kZeroCopyMin = 4096;
 
 nghttp2_nv header(std::string_view name, std::string_view value, bool value_static) {
   const auto flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | (value_static ? NGHTTP2_NV_FLAG_NO_COPY_VALUE : 0);
@@ -134,19 +137,39 @@ struct H2Session<Stream>::Glue {
     return 0;
   }
 
+  // The configured body and filler are immutable and outlive the session: their large DATA
+  // frames go out from where they are (send_data: the frame header in out_, the payload as a
+  // buffer of its own). Small ones are copied, cheaper than a buffer each in the write. A body
+  // built per request lives in the stream's slot, which may be reused before the write ends,
+  // so it is always copied.
   static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
                            std::uint32_t* flags, nghttp2_data_source* source, void*) {
     auto& s = *static_cast<H2Stream*>(source->ptr);
     const std::uint64_t total = s.content.length.value_or(0);
-    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(length, total - s.sent));
-    if (s.content.filler) {
-      std::memcpy(buf, Filler::block().data(), n);  // n <= 16 KiB < Filler::kBlock
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(length, total - s.read));
+    if (s.zero_copy && n >= kZeroCopyMin) {
+      *flags |= NGHTTP2_DATA_FLAG_NO_COPY;  // s.sent advances in send_data
     } else {
-      std::memcpy(buf, s.content.bytes.data() + s.sent, n);
+      std::memcpy(buf, s.content.filler ? Filler::block().data() : s.content.bytes.data() + s.read, n);
+      s.sent += n;
     }
-    s.sent += n;
-    if (s.sent == total) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    s.read += n;
+    if (s.read == total) *flags |= NGHTTP2_DATA_FLAG_EOF;
     return static_cast<ssize_t>(n);
+  }
+
+  static int send_data(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* frame_head,
+                       std::size_t length, nghttp2_data_source* source, void* user_data) {
+    auto& session = self(user_data);
+    auto& s = *static_cast<H2Stream*>(source->ptr);
+    if (frame->data.padlen != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;  // never asked for
+    session.out_.append(reinterpret_cast<const char*>(frame_head), 9);
+    // Filler is the same byte everywhere: any frame's payload is the start of the block.
+    const char* payload = s.content.filler ? Filler::block().data() : s.content.bytes.data() + s.sent;
+    session.payloads_.push_back({session.out_.size(), net::const_buffer(payload, length)});
+    session.payload_bytes_ += length;
+    s.sent += length;
+    return 0;
   }
 
   // Made once per process: nghttp2 copies callbacks and options into each session.
@@ -161,6 +184,7 @@ struct H2Session<Stream>::Glue {
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, on_frame_recv);
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, on_frame_send);
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, on_stream_close);
+        nghttp2_session_callbacks_set_send_data_callback(callbacks, send_data);
       }
       ~Callbacks() { nghttp2_session_callbacks_del(callbacks); }
     } callbacks;
@@ -264,8 +288,10 @@ void H2Session<Stream>::flush() {
     notice_sent_ = true;
   }
   out_.clear();
+  payloads_.clear();
+  payload_bytes_ = 0;
   if (!serialize()) return;
-  if (notice_sent_ && !goaway_sent_ && open_streams_ == 0 && out_.size() < kMaxWriteBatch) {
+  if (notice_sent_ && !goaway_sent_ && open_streams_ == 0 && batch_bytes() < kMaxWriteBatch) {
     nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);  // the final GOAWAY
     goaway_sent_ = true;
     if (!serialize()) return;
@@ -279,13 +305,23 @@ void H2Session<Stream>::flush() {
   written_at_ = Clock::now();
   answered_in_write_ = std::exchange(answered_pending_, 0);
   counted_in_write_ = std::exchange(counted_pending_, 0);
-  net::async_write(stream_, net::buffer(out_),
-                   beast::bind_front_handler(&H2Session::on_write, shared_from_this()));
+  auto handler = beast::bind_front_handler(&H2Session::on_write, shared_from_this());
+  if (payloads_.empty()) return net::async_write(stream_, net::buffer(out_), std::move(handler));
+  // Frame bytes and payloads in order; a span, so the write copies no vector.
+  buffers_.clear();
+  std::size_t from = 0;
+  for (const auto& payload : payloads_) {
+    buffers_.push_back(net::buffer(out_.data() + from, payload.at - from));
+    buffers_.push_back(payload.bytes);
+    from = payload.at;
+  }
+  if (from < out_.size()) buffers_.push_back(net::buffer(out_.data() + from, out_.size() - from));
+  net::async_write(stream_, std::span<const net::const_buffer>(buffers_), std::move(handler));
 }
 
 template <class Stream>
 bool H2Session<Stream>::serialize() {
-  while (out_.size() < kMaxWriteBatch) {
+  while (batch_bytes() < kMaxWriteBatch) {
     const std::uint8_t* data = nullptr;
     const auto n = nghttp2_session_mem_send(session_, &data);
     if (n < 0) {
@@ -371,7 +407,7 @@ void H2Session<Stream>::begin_stream(std::int32_t id) {
   s.state = H2Stream::State::receiving;
   s.get = s.head = s.stats_path = s.counted = false;
   s.error = 0;
-  s.header_bytes = s.body_bytes = s.sent = 0;
+  s.header_bytes = s.body_bytes = s.read = s.sent = 0;
   if (s.knobs.any()) s.knobs = RequestKnobs{};
   nghttp2_session_set_stream_user_data(session_, id, &s);
   if (in_state_[0] == 0) receiving_since_ = Clock::now();
@@ -420,6 +456,7 @@ void H2Session<Stream>::respond(H2Stream& s) {
   } else {
     s.content = answer_content(s.answer, s.knobs, env_, s.text);
   }
+  s.zero_copy = s.error == 0 && s.answer.kind == Answer::Kind::regular;
   char status[4];
   std::to_chars(status, status + 3, s.content.status);
   char length[24];

@@ -48,7 +48,9 @@ struct H2Stream {
   unsigned error = 0;    // 413 or 431, decided while the request arrived
   std::uint64_t header_bytes = 0;
   std::uint64_t body_bytes = 0;
-  std::uint64_t sent = 0;  // response body bytes handed to nghttp2
+  bool zero_copy = false;  // the body is the configured one or filler: written from where it is
+  std::uint64_t read = 0;  // response body bytes framed by nghttp2
+  std::uint64_t sent = 0;  // of those, serialized for a write
   RequestKnobs knobs;
   Answer answer;
   AnswerContent content;
@@ -136,7 +138,17 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   std::uint64_t answered_in_write_ = 0, counted_in_write_ = 0;
 
   std::array<std::uint8_t, 16 * 1024> read_buffer_;
-  std::string out_;  // the frames of the write in progress
+  // A DATA payload written from where it is, after the first `at` bytes of out_.
+  struct Payload {
+    std::size_t at;
+    boost::asio::const_buffer bytes;
+  };
+  std::size_t batch_bytes() const { return out_.size() + payload_bytes_; }
+
+  std::string out_;  // the frames of the write in progress (DATA payloads apart)
+  std::vector<Payload> payloads_;
+  std::size_t payload_bytes_ = 0;
+  std::vector<boost::asio::const_buffer> buffers_;  // out_ and payloads_ in order
   bool reading_ = false;
   bool writing_ = false;
   bool preface_done_ = false;  // the client's SETTINGS arrived
