@@ -32,8 +32,9 @@ constexpr std::size_t kMaxWriteBatch = 256 * 1024;
 constexpr std::int32_t kStreamWindow = 1 << 20;
 constexpr std::int32_t kConnectionWindow = 16 << 20;
 constexpr std::size_t kPoolReserve = 16;
-// DATA payloads from this size on are written from the body itself instead of being copied.
-constexpr std::size_t kZeroCopyMin = 4096;
+// DATA payloads from this size on skip nghttp2's copy (NGHTTP2_DATA_FLAG_NO_COPY); smaller ones
+// are cheaper copied than written as a buffer of their own.
+constexpr std::size_t kNoCopyMin = 4096;
 
 nghttp2_nv header(std::string_view name, std::string_view value, bool value_static) {
   const auto flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | (value_static ? NGHTTP2_NV_FLAG_NO_COPY_VALUE : 0);
@@ -137,20 +138,20 @@ struct H2Session<Stream>::Glue {
     return 0;
   }
 
-  // The configured body and filler are immutable and outlive the session: their large DATA
-  // frames go out from where they are (send_data: the frame header in out_, the payload as a
-  // buffer of its own). Small ones are copied, cheaper than a buffer each in the write. A body
-  // built per request lives in the stream's slot, which may be reused before the write ends,
-  // so it is always copied.
+  // Large DATA frames skip nghttp2's copy (NO_COPY): send_data puts the frame header in out_
+  // and then the payload. On a plain stream, the configured body and filler (immutable, and
+  // outliving the session) are written from where they are, as a buffer of their own; over TLS
+  // the bytes are encrypted into a buffer anyway, and a body built per request lives in the
+  // stream's slot, which may be reused before the write ends: those are copied into out_.
   static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
                            std::uint32_t* flags, nghttp2_data_source* source, void*) {
     auto& s = *static_cast<H2Stream*>(source->ptr);
     const std::uint64_t total = s.content.length.value_or(0);
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(length, total - s.read));
-    if (s.zero_copy && n >= kZeroCopyMin) {
+    if (n >= kNoCopyMin) {
       *flags |= NGHTTP2_DATA_FLAG_NO_COPY;  // s.sent advances in send_data
     } else {
-      std::memcpy(buf, s.content.filler ? Filler::block().data() : s.content.bytes.data() + s.read, n);
+      std::memcpy(buf, payload(s), n);
       s.sent += n;
     }
     s.read += n;
@@ -164,12 +165,20 @@ struct H2Session<Stream>::Glue {
     auto& s = *static_cast<H2Stream*>(source->ptr);
     if (frame->data.padlen != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;  // never asked for
     session.out_.append(reinterpret_cast<const char*>(frame_head), 9);
-    // Filler is the same byte everywhere: any frame's payload is the start of the block.
-    const char* payload = s.content.filler ? Filler::block().data() : s.content.bytes.data() + s.sent;
-    session.payloads_.push_back({session.out_.size(), net::const_buffer(payload, length)});
-    session.payload_bytes_ += length;
+    if (kTls || !s.immutable_body) {
+      session.out_.append(payload(s), length);
+    } else {
+      session.payloads_.push_back({session.out_.size(), net::const_buffer(payload(s), length)});
+      session.payload_bytes_ += length;
+    }
     s.sent += length;
     return 0;
+  }
+
+  // Where the stream's next body bytes are. Filler is the same byte everywhere: any payload
+  // (at most a frame, 16 KiB) is the start of the block.
+  static const char* payload(const H2Stream& s) {
+    return s.content.filler ? Filler::block().data() : s.content.bytes.data() + s.sent;
   }
 
   // Made once per process: nghttp2 copies callbacks and options into each session.
@@ -221,7 +230,7 @@ H2Session<Stream>::~H2Session() {
 template <class Stream>
 void H2Session<Stream>::start(net::const_buffer received) {
   worker_.h2_connections.fetch_add(1, std::memory_order_relaxed);
-  started_ = idle_since_ = written_at_ = Clock::now();
+  started_ = read_at_ = idle_since_ = written_at_ = Clock::now();
   session_ = Glue::make_session(this);
   if (session_ == nullptr) return close_now();
   const nghttp2_settings_entry settings[] = {
@@ -259,6 +268,7 @@ void H2Session<Stream>::on_read(beast::error_code ec, std::size_t bytes) {
     return close_now();
   }
   if (finishing_) return do_read();  // discarded
+  read_at_ = Clock::now();
   if (!receive(read_buffer_.data(), bytes)) return;
   flush();
   if (nghttp2_session_want_read(session_) != 0 || finishing_) do_read();
@@ -410,7 +420,7 @@ void H2Session<Stream>::begin_stream(std::int32_t id) {
   s.header_bytes = s.body_bytes = s.read = s.sent = 0;
   if (s.knobs.any()) s.knobs = RequestKnobs{};
   nghttp2_session_set_stream_user_data(session_, id, &s);
-  if (in_state_[0] == 0) receiving_since_ = Clock::now();
+  s.started = read_at_;
   ++in_state_[0];
   ++open_streams_;
 }
@@ -456,7 +466,7 @@ void H2Session<Stream>::respond(H2Stream& s) {
   } else {
     s.content = answer_content(s.answer, s.knobs, env_, s.text);
   }
-  s.zero_copy = s.error == 0 && s.answer.kind == Answer::Kind::regular;
+  s.immutable_body = s.error == 0 && s.answer.kind == Answer::Kind::regular;
   char status[4];
   std::to_chars(status, status + 3, s.content.status);
   char length[24];
@@ -550,7 +560,16 @@ typename H2Session<Stream>::Clock::time_point H2Session<Stream>::deadline() cons
   if (finishing_) return written_at_ + env_.linger_timeout;
   if (writing_) return written_at_ + env_.write_timeout;
   if (!preface_done_) return started_ + env_.read_timeout;
-  if (in_state_[0] != 0) return receiving_since_ + env_.read_timeout;
+  if (in_state_[0] != 0) {
+    // Each request must arrive whole within the read timeout from its first frame, however
+    // many others overlap it: the oldest incomplete one decides (a scan, once per wake).
+    auto oldest = Clock::time_point::max();
+    for (const auto& slot : slots_) {
+      if (slot->id != 0 && slot->state == H2Stream::State::receiving)
+        oldest = std::min(oldest, slot->started);
+    }
+    return oldest + env_.read_timeout;
+  }
   if (open_streams_ == 0) return idle_since_ + env_.idle_timeout;
   // Responses submitted but nothing being written: the client's flow-control window is shut.
   if (in_state_[static_cast<int>(H2Stream::State::responding)] != 0) return written_at_ + env_.write_timeout;

@@ -23,6 +23,7 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "answer.hpp"
@@ -46,11 +47,12 @@ struct H2Stream {
   bool stats_path = false;
   bool counted = false;  // in env.in_flight, until its response is written or the stream ends
   unsigned error = 0;    // 413 or 431, decided while the request arrived
+  std::chrono::steady_clock::time_point started;  // its first frame arrived (read timeout)
   std::uint64_t header_bytes = 0;
   std::uint64_t body_bytes = 0;
-  bool zero_copy = false;  // the body is the configured one or filler: written from where it is
-  std::uint64_t read = 0;  // response body bytes framed by nghttp2
-  std::uint64_t sent = 0;  // of those, serialized for a write
+  bool immutable_body = false;  // the configured body or filler, not a per-request text
+  std::uint64_t read = 0;       // response body bytes framed by nghttp2
+  std::uint64_t sent = 0;       // of those, serialized for a write
   RequestKnobs knobs;
   Answer answer;
   AnswerContent content;
@@ -61,6 +63,7 @@ template <class Stream>
 class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
  public:
   using Clock = std::chrono::steady_clock;
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
   // `worker` owns the io_context of `stream`; its counters are this session's to bump.
   H2Session(Stream&& stream, const SessionEnv& env, IoWorker& worker);
@@ -158,9 +161,9 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   bool closed_ = false;
   bool timed_out_ = false;
   Clock::time_point started_;
-  Clock::time_point receiving_since_;  // a request incomplete since (read timeout)
-  Clock::time_point idle_since_;       // no stream open since (idle timeout)
-  Clock::time_point written_at_;       // the last write began or ended (write timeout)
+  Clock::time_point read_at_;     // the last read ended: when the streams it began started
+  Clock::time_point idle_since_;  // no stream open since (idle timeout)
+  Clock::time_point written_at_;  // the last write began or ended (write timeout)
 };
 
 extern template class H2Session<PlainStream>;

@@ -340,6 +340,14 @@ TEST(TargetH2Knobs, StallHoldsStreams) {
 
 // --- resets, timeouts and shutdown -------------------------------------------------------------
 
+// The server ends the connection between `min_ms` and `max_ms` after `start`.
+void expect_closed_within(H2Client& client, Clock::time_point start, double min_ms, double max_ms) {
+  client.run_until([&] { return client.server_closed(); }, 3s);
+  EXPECT_TRUE(client.server_closed());
+  EXPECT_GE(ms_between(start, Clock::now()), min_ms);
+  EXPECT_LT(ms_between(start, Clock::now()), max_ms);
+}
+
 TEST(TargetH2Lifecycle, ResetDuringTheDelayCancelsOnlyThatStream) {
   auto options = options_for(false);
   options.shutdown_grace = 5s;
@@ -419,16 +427,29 @@ TEST(TargetH2Lifecycle, IncompletePrefaceIsDroppedAfterTheReadTimeout) {
   }
 }
 
+TEST(TargetH2Lifecycle, RequestNeverCompletedIsDroppedAfterTheReadTimeoutDespiteOtherStreams) {
+  auto options = options_for(false);
+  options.read_timeout = 300ms;
+  options.idle_timeout = 10s;
+  RunningServer srv(options);
+  H2Client client(srv.port());
+  const auto start = Clock::now();
+  client.submit_unfinished();
+  // Other requests keep coming and are answered meanwhile; the incomplete one still times out.
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(client.request().body, kBody);
+    std::this_thread::sleep_for(50ms);
+  }
+  expect_closed_within(client, start, 280.0, 1500.0);
+}
+
 TEST(TargetH2Lifecycle, IdleConnectionIsClosedAfterTheIdleTimeout) {
   auto options = options_for(false);
   options.idle_timeout = 150ms;
   RunningServer srv(options);
   H2Client client(srv.port());
   EXPECT_EQ(client.request().body, kBody);
-  const auto start = Clock::now();
-  client.run_until([&] { return client.server_closed(); }, 3s);
-  EXPECT_TRUE(client.server_closed());
-  EXPECT_GE(ms_between(start, Clock::now()), 120.0);
+  expect_closed_within(client, Clock::now(), 120.0, 1500.0);
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ class H2Client {
                      NGHTTP2_NV_FLAG_NONE});
     }
     nghttp2_data_provider provider{};
-    auto upload = std::make_unique<Upload>(Upload{std::move(body), 0});
+    auto upload = std::make_unique<Upload>(Upload{std::move(body), 0, false});
     provider.source.ptr = upload.get();
     provider.read_callback = read_upload;
     const bool has_body = !upload->bytes.empty();
@@ -92,6 +92,13 @@ class H2Client {
       responses_[id];
       uploads_.push_back(std::move(upload));
     }
+    return id;
+  }
+
+  // Submits a POST whose body never comes: the request stays incomplete (a slowloris).
+  std::int32_t submit_unfinished() {
+    const auto id = submit({}, "/", "POST", "never sent");
+    uploads_.back()->hold = true;
     return id;
   }
 
@@ -152,6 +159,7 @@ class H2Client {
   struct Upload {
     std::string bytes;
     std::size_t sent;
+    bool hold = false;  // defer the body for ever
   };
 
   bool send_pending() {
@@ -199,6 +207,7 @@ class H2Client {
   static ssize_t read_upload(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
                              std::uint32_t* flags, nghttp2_data_source* source, void*) {
     auto& upload = *static_cast<Upload*>(source->ptr);
+    if (upload.hold) return NGHTTP2_ERR_DEFERRED;
     const auto n = std::min(length, upload.bytes.size() - upload.sent);
     std::copy_n(upload.bytes.data() + upload.sent, n, buf);
     upload.sent += n;
