@@ -261,17 +261,17 @@ template <class Stream>
 void H2Session<Stream>::on_read(beast::error_code ec, std::size_t bytes) {
   reading_ = false;
   if (closed_) return;
+  if (finishing_) return on_finishing_read(ec);
   if (ec) {
     // The client closed (over TLS with or without close_notify) or reset: nobody is left to
     // answer, whatever streams were open.
     if (ec != net::error::eof && ec != ssl::error::stream_truncated) fail(ec, "h2 read");
     return close_now();
   }
-  if (finishing_) return do_read();  // discarded
   read_at_ = Clock::now();
   if (!receive(read_buffer_.data(), bytes)) return;
   flush();
-  if (nghttp2_session_want_read(session_) != 0 || finishing_) do_read();
+  if (!finishing_ && nghttp2_session_want_read(session_) != 0) do_read();
 }
 
 // Feeds bytes to nghttp2, whose callbacks start the streams they complete. False: the client
@@ -373,17 +373,65 @@ void H2Session<Stream>::credit_answered() {
   answered_pending_ = counted_pending_ = 0;
 }
 
-// Nothing more to say (after a GOAWAY): close our side, then discard what the client still
-// sends until it closes too, so our last frames are not destroyed by a reset.
+// Nothing more to say (after the final GOAWAY): over TLS our close_notify (not waiting for the
+// client's), then FIN, then discard what the client still sends until it closes too, so our
+// last frames are not destroyed by a reset. A TLS read in progress is cancelled first: the TLS
+// shutdown must not run beside it.
 template <class Stream>
 void H2Session<Stream>::finish() {
   if (finishing_) return;
   finishing_ = true;
   written_at_ = Clock::now();  // the linger's start
+  if constexpr (kTls) {
+    beast::error_code ignored;
+    if (reading_) return void(socket().cancel(ignored));  // on_read goes on with close_tls()
+    return close_tls();
+  }
+  close_tcp();
+}
+
+// The read pending when finish() came has ended.
+template <class Stream>
+void H2Session<Stream>::on_finishing_read(beast::error_code ec) {
+  if constexpr (kTls) {
+    if (!tls_shutdown_) return close_tls();
+  }
+  if (ec) return close_now();
+  do_linger();
+}
+
+template <class Stream>
+void H2Session<Stream>::close_tls() {
+  if constexpr (kTls) {
+    tls_shutdown_ = true;
+    SSL_set_shutdown(stream_.native_handle(),
+                     SSL_get_shutdown(stream_.native_handle()) | SSL_RECEIVED_SHUTDOWN);
+    stream_.async_shutdown([self = shared_from_this()](beast::error_code ec) {
+      if (self->closed_) return;
+      if (ec) return self->close_now();
+      self->close_tcp();
+    });
+  }
+}
+
+template <class Stream>
+void H2Session<Stream>::close_tcp() {
   beast::error_code ec;
   socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) return close_now();
-  do_read();
+  if (!reading_) do_linger();  // else the read pending goes on as the linger
+}
+
+template <class Stream>
+void H2Session<Stream>::do_linger() {
+  reading_ = true;
+  socket().async_read_some(net::buffer(read_buffer_),
+                           [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                             self->reading_ = false;
+                             if (self->closed_) return;
+                             if (ec) return self->close_now();  // the client closed too (or the watchdog did)
+                             self->do_linger();
+                           });
 }
 
 template <class Stream>

@@ -99,6 +99,10 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   void on_write(boost::beast::error_code ec, std::size_t bytes);
   void credit_answered();
   void finish();
+  void on_finishing_read(boost::beast::error_code ec);
+  void close_tls();
+  void close_tcp();
+  void do_linger();
   void close_now();
   void fail(boost::beast::error_code ec, const char* what);
 
@@ -157,7 +161,8 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   bool preface_done_ = false;  // the client's SETTINGS arrived
   bool notice_sent_ = false;   // shutting down: the GOAWAY notice is queued
   bool goaway_sent_ = false;   // the final GOAWAY is queued
-  bool finishing_ = false;     // all said: discarding what the client still sends
+  bool finishing_ = false;     // all said: closing, then discarding what the client still sends
+  bool tls_shutdown_ = false;  // our close_notify is on its way
   bool closed_ = false;
   bool timed_out_ = false;
   Clock::time_point started_;
