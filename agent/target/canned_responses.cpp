@@ -66,9 +66,20 @@ CannedResponses::CannedResponses(std::string body, unsigned status)
       }
     }
   }
-  bad_request_ = error_response(400, "bad request\n");
-  payload_too_large_ = error_response(413, "payload too large\n");
-  header_too_large_ = error_response(431, "request header fields too large\n");
+  bad_request_ = error_response(400, error_body(http::status::bad_request));
+  payload_too_large_ = error_response(413, error_body(http::status::payload_too_large));
+  header_too_large_ = error_response(431, error_body(http::status::request_header_fields_too_large));
+}
+
+std::string_view CannedResponses::error_body(http::status status) {
+  switch (status) {
+    case http::status::payload_too_large:
+      return "payload too large\n";
+    case http::status::request_header_fields_too_large:
+      return "request header fields too large\n";
+    default:
+      return "bad request\n";
+  }
 }
 
 std::string_view CannedResponses::error(http::status status) const {

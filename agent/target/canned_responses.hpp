@@ -46,6 +46,8 @@ class CannedResponses {
 
   // An error response (400, 413 or 431) that announces `Connection: close`.
   std::string_view error(boost::beast::http::status status) const;
+  // The body of that error response alone (HTTP/2 frames its own head).
+  static std::string_view error_body(boost::beast::http::status status);
 
  private:
   std::string body_;

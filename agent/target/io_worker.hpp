@@ -16,6 +16,8 @@ struct alignas(64) IoWorker {
   std::atomic<std::uint64_t> connections{0};     // accepted, handed to this thread
   std::atomic<std::uint64_t> tls_handshakes{0};  // completed, full or resumed
   std::atomic<std::uint64_t> tls_resumed{0};     // of those, resumed sessions
+  std::atomic<std::uint64_t> h2_connections{0};  // of `connections`, those speaking HTTP/2
+  std::atomic<std::uint64_t> h2_streams{0};      // HTTP/2 responses sent, stats requests excluded
   boost::asio::io_context ioc{1};                // destroyed first: its sessions hold the counters
 };
 
@@ -27,6 +29,8 @@ struct ServerStats {
   std::uint64_t connections = 0;
   std::uint64_t tls_handshakes = 0;
   std::uint64_t tls_resumed = 0;
+  std::uint64_t h2_connections = 0;
+  std::uint64_t h2_streams = 0;  // of `requests`, those answered over HTTP/2
 };
 
 // Any thread.
@@ -38,6 +42,8 @@ inline ServerStats count_stats(const IoWorkers& workers) {
     total.connections += worker->connections.load(relaxed);
     total.tls_handshakes += worker->tls_handshakes.load(relaxed);
     total.tls_resumed += worker->tls_resumed.load(relaxed);
+    total.h2_connections += worker->h2_connections.load(relaxed);
+    total.h2_streams += worker->h2_streams.load(relaxed);
   }
   return total;
 }
@@ -50,7 +56,9 @@ inline std::string stats_json(const ServerStats& stats) {
   return "{\"requests\": " + std::to_string(stats.requests) +
          ", \"connections\": " + std::to_string(stats.connections) +
          ", \"tls_handshakes\": " + std::to_string(stats.tls_handshakes) +
-         ", \"tls_resumed\": " + std::to_string(stats.tls_resumed) + "}\n";
+         ", \"tls_resumed\": " + std::to_string(stats.tls_resumed) +
+         ", \"h2_connections\": " + std::to_string(stats.h2_connections) +
+         ", \"h2_streams\": " + std::to_string(stats.h2_streams) + "}\n";
 }
 
 }  // namespace loadlab::target

@@ -160,8 +160,9 @@ int main(int argc, char** argv) {
                  "keep-alive connection idle between requests at most this, 1..3600000")
       ->capture_default_str();
   app.add_flag("--tls", tls.tls,
-               "serve HTTPS (TLS 1.2 and 1.3); without --tls-cert/--tls-key a self-signed certificate "
-               "for localhost, 127.0.0.1 and ::1 is made at start");
+               "serve HTTPS (TLS 1.2 and 1.3; ALPN h2 or http/1.1); without --tls-cert/--tls-key a "
+               "self-signed certificate for localhost, 127.0.0.1 and ::1 is made at start. Without "
+               "--tls, HTTP/2 is h2c with prior knowledge");
   app.add_option("--tls-cert", tls.cert, "PEM certificate chain, leaf first; with --tls-key; implies --tls");
   app.add_option("--tls-key", tls.key, "PEM private key (unencrypted) of --tls-cert; implies --tls");
   app.add_option("--tls-cert-out", tls.cert_out,

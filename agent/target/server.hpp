@@ -1,8 +1,10 @@
 #pragma once
-// The loadlab target: an HTTP/1.1 server (plain or over TLS) answering any request with a
+// The loadlab target: an HTTP/1.1 and HTTP/2 server (plain, where HTTP/2 is h2c with prior
+// knowledge, or over TLS, where ALPN chooses h2 or http/1.1) answering any request with a
 // configurable status and body, after optional CPU work, delay and stall, on N io threads.
 // Usable in-process (tests) or from main.cpp. GET /__loadlab/stats answers
-// {"requests": N, "connections": C, "tls_handshakes": H, "tls_resumed": R}.
+// {"requests": N, "connections": C, "tls_handshakes": H, "tls_resumed": R,
+//  "h2_connections": C2, "h2_streams": N2} (N2 of the N requests answered over HTTP/2).
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ssl/context.hpp>

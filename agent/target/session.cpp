@@ -7,7 +7,9 @@
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/http/error.hpp>
 
-#include "cpu_burn.hpp"
+#include "h2_session.hpp"
+#include "io_failure.hpp"
+#include "tls_context.hpp"
 
 namespace loadlab::target {
 
@@ -21,9 +23,16 @@ namespace {
 
 constexpr std::size_t kReadChunk = 16 * 1024;
 
-std::uint64_t seed_for(const void* self) {
-  return reinterpret_cast<std::uintptr_t>(self) ^
-         static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+// What a client speaking HTTP/2 with prior knowledge sends first (RFC 9113 §3.4).
+constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+enum class Preface { absent, partial, whole };
+
+Preface match_preface(net::const_buffer bytes) {
+  const std::string_view seen(static_cast<const char*>(bytes.data()),
+                              std::min(bytes.size(), kH2Preface.size()));
+  if (!kH2Preface.starts_with(seen)) return Preface::absent;
+  return seen.size() == kH2Preface.size() ? Preface::whole : Preface::partial;
 }
 
 }  // namespace
@@ -45,7 +54,7 @@ Session<Stream>::Session(tcp::socket&& socket, const SessionEnv& env, IoWorker& 
       watchdog_period_(std::min({env.read_timeout, env.idle_timeout, env.write_timeout})),
       env_(env),
       worker_(worker),
-      random_(seed_for(this)) {}
+      random_(random_seed(this)) {}
 
 template <class Stream>
 Session<Stream>::~Session() {
@@ -89,24 +98,35 @@ void Session<Stream>::on_handshake(beast::error_code ec) {
     worker_.tls_handshakes.fetch_add(1, std::memory_order_relaxed);
     if (SSL_session_reused(stream_.native_handle()) == 1)
       worker_.tls_resumed.fetch_add(1, std::memory_order_relaxed);
+    const unsigned char* alpn = nullptr;
+    unsigned alpn_size = 0;
+    SSL_get0_alpn_selected(stream_.native_handle(), &alpn, &alpn_size);
+    if (std::string_view(reinterpret_cast<const char*>(alpn), alpn_size) == kAlpnH2) return hand_over_to_h2();
   }
   start_request();
+}
+
+// The H2Session takes the stream and the bytes read so far; this Session ends when the
+// handler calling this returns (nothing else is pending but the watchdog, which holds it weakly).
+template <class Stream>
+void Session<Stream>::hand_over_to_h2() {
+  handed_over_ = true;
+  watchdog_.cancel();
+  auto h2 = std::make_shared<H2Session<Stream>>(std::move(stream_), env_, worker_);
+  h2->start(buffer_.data());
 }
 
 // --- timeouts ----------------------------------------------------------------------------
 
 template <class Stream>
 void Session<Stream>::arm_watchdog(Clock::time_point at) {
-  watchdog_.expires_at(at);
-  // A weak reference: the watchdog alone must not keep a finished session alive.
-  watchdog_.async_wait([weak = weak_from_this()](beast::error_code ec) {
-    if (auto self = weak.lock()) self->on_watchdog(ec);
-  });
+  target::arm_watchdog(watchdog_, at, weak_from_this(), &Session<Stream>::on_watchdog);
 }
 
 template <class Stream>
 void Session<Stream>::on_watchdog(beast::error_code ec) {
-  if (ec || !socket().is_open()) return;  // cancelled (re-armed sooner, or the session ended)
+  // Cancelled (re-armed sooner, or the session ended), or the stream belongs to an H2Session.
+  if (ec || handed_over_ || !socket().is_open()) return;
   const auto now = Clock::now();
   if (now >= deadline_) {
     timed_out_ = true;
@@ -131,6 +151,21 @@ void Session<Stream>::start_request() {
 
 template <class Stream>
 void Session<Stream>::parse_buffered() {
+  if (sniff_preface_ && buffer_.size() != 0) {
+    switch (match_preface(buffer_.data())) {
+      case Preface::whole:
+        return hand_over_to_h2();
+      case Preface::partial:
+        if (!request_started_) {
+          request_started_ = true;
+          set_deadline(Clock::now() + env_.read_timeout);
+        }
+        return do_read();
+      case Preface::absent:
+        sniff_preface_ = false;
+        break;
+    }
+  }
   while (buffer_.size() != 0) {
     if (!request_started_) {
       request_started_ = true;
@@ -185,25 +220,13 @@ void Session<Stream>::on_request() {
   head_request_ = req.head();
   error_response_ = {};
   stats_ = req.stats();
-  const auto& knobs = req.knobs();
-  custom_ = stats_ || knobs.any();
+  custom_ = stats_ || req.knobs().any();
   set_deadline(Clock::time_point::max());  // nothing to read or write until the response is ready
 
-  if (stats_) return do_write();  // not delayed, stalled or counted: tests read it any time
-  if (!knobs.error.empty()) {
-    status_ = 400;
-    custom_text_ = knobs.error + "\n";
-    return do_write();
-  }
-  status_ = knobs.status.value_or(env_.responses->status());
-  body_size_ = knobs.body_size;
-
-  const auto now = Clock::now();
-  if (env_.stall->enabled()) env_.stall->note_request(now);
-  burn_cpu(knobs.work_us ? std::chrono::microseconds(*knobs.work_us) : env_.work);
-  const DelaySpec& delay = knobs.delay ? *knobs.delay : env_.delay;
-  if (delay.zero()) return hold_or_write();
-  timer_.expires_after(sample_delay(delay, random_));
+  answer_ = decide_answer(stats_, req.knobs(), env_, random_);
+  if (answer_.kind != Answer::Kind::regular) return do_write();
+  if (answer_.delay.count() == 0) return hold_or_write();
+  timer_.expires_after(answer_.delay);
   timer_.async_wait(beast::bind_front_handler(&Session<Stream>::on_delay, shared_from_this()));
 }
 
@@ -258,36 +281,20 @@ bool Session<Stream>::build_response() {
     return !keep;
   }
   head_.clear();
-  if (stats_) {
-    custom_text_ = stats_json(count_stats(*env_.workers));
-    append_head(head_, 200, http10_, keep, custom_text_.size(), "application/json");
-    head_ += custom_text_;
-  } else if (status_ == 400 && !custom_text_.empty()) {  // a bad knob header
-    append_head(head_, 400, http10_, keep, custom_text_.size());
-    head_ += custom_text_;
-  } else if (!status_has_body(status_)) {
-    append_head(head_, status_, http10_, keep, std::nullopt);
-  } else {
-    const std::string& body = env_.responses->body();
-    const std::uint64_t size = body_size_ ? *body_size_ : body.size();
-    append_head(head_, status_, http10_, keep, size);
-    if (!head_request_ && !body_size_) {
-      out_.push_back(net::buffer(head_));
-      if (!body.empty()) out_.push_back(net::buffer(body));
-      return !keep;
-    }
-    if (!head_request_) {
-      out_.push_back(net::buffer(head_));
-      const auto block = Filler::block();
-      for (std::uint64_t left = size; left > 0;) {
-        const auto n = std::min<std::uint64_t>(left, block.size());
-        out_.push_back(net::buffer(block.data(), n));
-        left -= n;
-      }
-      return !keep;
-    }
-  }
+  const auto content = answer_content(answer_, parser_->knobs(), env_, custom_text_);
+  append_head(head_, content.status, http10_, keep, content.length, content.content_type);
   out_.push_back(net::buffer(head_));
+  if (head_request_ || content.length.value_or(0) == 0) return !keep;
+  if (!content.filler) {
+    out_.push_back(net::buffer(content.bytes.data(), content.bytes.size()));
+    return !keep;
+  }
+  const auto block = Filler::block();
+  for (std::uint64_t left = *content.length; left > 0;) {
+    const auto n = std::min<std::uint64_t>(left, block.size());
+    out_.push_back(net::buffer(block.data(), n));
+    left -= n;
+  }
   return !keep;
 }
 
@@ -363,12 +370,7 @@ void Session<Stream>::on_linger(beast::error_code ec, std::size_t) {
 
 template <class Stream>
 void Session<Stream>::fail(beast::error_code ec, const char* what) {
-  if (ec == net::error::operation_aborted || ec == net::error::connection_reset ||
-      ec == net::error::broken_pipe || ec == ssl::error::stream_truncated) {
-    env_.log->debug("{}: {}", what, ec.message());
-    return;
-  }
-  env_.log->warn("{}: {}", what, ec.message());
+  log_io_failure(*env_.log, ec, what);
 }
 
 template class Session<PlainStream>;

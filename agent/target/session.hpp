@@ -11,6 +11,9 @@
 // operation only stores its deadline; the watchdog wakes at the latest every `period` (the
 // shortest timeout), so it never sleeps past a deadline set after it was armed, and closes the
 // socket when the deadline has passed.
+//
+// HTTP/2 is an H2Session's: a Session hands its stream over to one when ALPN chose h2, or when
+// a plain connection opens with the HTTP/2 client preface (h2c with prior knowledge).
 #include <atomic>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -30,6 +33,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "answer.hpp"
 #include "knobs.hpp"
 #include "request_parser.hpp"
 #include "session_env.hpp"
@@ -79,6 +83,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void do_linger();
   void on_linger(boost::beast::error_code ec, std::size_t bytes);
   void answer_error(boost::beast::http::status status);
+  void hand_over_to_h2();
   void fail(boost::beast::error_code ec, const char* what);
 
   void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
@@ -96,12 +101,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   Clock::time_point deadline_ = Clock::time_point::max();
   Clock::duration watchdog_period_;
   bool timed_out_ = false;
+  bool handed_over_ = false;  // stream_ is an H2Session's now
   const SessionEnv& env_;
   IoWorker& worker_;
   Random random_;
 
   // The request being answered.
   bool request_started_ = false;  // a byte of it has arrived: the read deadline runs
+  bool sniff_preface_ = !kTls;    // the connection's first bytes may be the HTTP/2 preface
   bool in_flight_ = false;        // counted in env_.in_flight
   bool http10_ = false;
   bool keep_alive_ = false;
@@ -110,10 +117,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::string_view error_response_;  // non-empty: answer with this and close
   bool custom_ = false;              // built per request (knob headers, stats, bad knob)
   bool stats_ = false;
-  unsigned status_ = 200;
-  std::optional<std::uint64_t> body_size_;  // filler instead of the configured body
-  std::string custom_text_;                 // stats JSON or an error message
-  std::string head_;                        // per-request head, capacity reused
+  Answer answer_;
+  std::string custom_text_;  // stats JSON or an error message
+  std::string head_;         // per-request head, capacity reused
   std::vector<boost::asio::const_buffer> out_;
 };
 

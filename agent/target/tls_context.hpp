@@ -11,9 +11,10 @@
 
 namespace loadlab::target {
 
-// The application protocols offered over TLS, in the server's order of preference. HTTP/2
-// joins here ("h2" first) once a session can speak it.
-inline constexpr std::array<std::string_view, 1> kAlpnProtocols = {"http/1.1"};
+// The application protocols offered over TLS, in the server's order of preference: a client
+// offering h2 gets an H2Session, one offering only http/1.1 (or no ALPN at all) HTTP/1.1.
+inline constexpr std::string_view kAlpnH2 = "h2";
+inline constexpr std::array<std::string_view, 2> kAlpnProtocols = {kAlpnH2, "http/1.1"};
 
 // PEM text: a certificate (chain, leaf first) and its private key.
 struct TlsCredentials {

@@ -201,9 +201,11 @@ TEST(TargetBinary, StatsEndpointReadsTheCountOfARunningServer) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(get_body(port), "xxxxx");
   // Each get_body() is a connection of its own, the stats requests' too.
   EXPECT_EQ(get_body(port, "/__loadlab/stats"),
-            "{\"requests\": 5, \"connections\": 6, \"tls_handshakes\": 0, \"tls_resumed\": 0}\n");
+            "{\"requests\": 5, \"connections\": 6, \"tls_handshakes\": 0, \"tls_resumed\": 0, "
+            "\"h2_connections\": 0, \"h2_streams\": 0}\n");
   EXPECT_EQ(get_body(port, "/__loadlab/stats"),
-            "{\"requests\": 5, \"connections\": 7, \"tls_handshakes\": 0, \"tls_resumed\": 0}\n");
+            "{\"requests\": 5, \"connections\": 7, \"tls_handshakes\": 0, \"tls_resumed\": 0, "
+            "\"h2_connections\": 0, \"h2_streams\": 0}\n");
   ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
   EXPECT_EQ(child.read_line(), "requests 5");
   EXPECT_EQ(child.wait_exit(), 0);
@@ -346,7 +348,8 @@ TEST(TargetBinaryTls, GeneratedCertificateIsWrittenAndVerifies) {
   ASSERT_NE(cert.find("-----BEGIN CERTIFICATE-----"), std::string::npos) << cert;
   EXPECT_EQ(tls_get_body(port, cert), "secure");
   EXPECT_EQ(tls_get_body(port, cert, "/__loadlab/stats"),
-            "{\"requests\": 1, \"connections\": 2, \"tls_handshakes\": 2, \"tls_resumed\": 0}\n");
+            "{\"requests\": 1, \"connections\": 2, \"tls_handshakes\": 2, \"tls_resumed\": 0, "
+            "\"h2_connections\": 0, \"h2_streams\": 0}\n");
   // Plain HTTP on the TLS port gets no answer.
   EXPECT_NE(get_body(port), "secure");
   ASSERT_EQ(kill(child.pid(), SIGTERM), 0);

@@ -18,6 +18,7 @@
 
 #include "running_server.hpp"
 #include "self_signed_cert.hpp"
+#include "test_cert.hpp"
 #include "tls_context.hpp"
 #include "tls_test_client.hpp"
 
@@ -28,23 +29,13 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
+using testing::test_cert;
 using testing::TlsClient;
 using testing::TlsClientOptions;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 const std::string kBody = "Have Fun ~ Tester !";
-
-// One self-signed pair for the whole test program (what --tls without files makes).
-const SelfSignedCert& test_cert() {
-  static const SelfSignedCert cert = [] {
-    std::string error;
-    auto made = make_self_signed_cert(std::chrono::system_clock::now(), error);
-    EXPECT_TRUE(made) << error;
-    return made.value_or(SelfSignedCert{});
-  }();
-  return cert;
-}
 
 ServerOptions tls_options(unsigned threads = 1) {
   ServerOptions options;
@@ -181,8 +172,11 @@ TEST(TargetTls, OneHandshakePerConnection) {
 
 TEST(TargetTls, ClientOfferingOnlyAnotherProtocolIsRefused) {
   RunningServer srv(tls_options());
+  TlsClient spdy_only(srv.port(), test_cert().credentials.cert_pem, {0, nullptr, {"spdy/3.1"}});
+  EXPECT_TRUE(spdy_only.handshake_error());
   TlsClient h2_only(srv.port(), test_cert().credentials.cert_pem, {0, nullptr, {"h2"}});
-  EXPECT_TRUE(h2_only.handshake_error());
+  ASSERT_FALSE(h2_only.handshake_error()) << h2_only.handshake_error().message();
+  EXPECT_EQ(h2_only.alpn(), "h2");
   TlsClient no_alpn(srv.port(), test_cert().credentials.cert_pem, {0, nullptr, {}});
   ASSERT_FALSE(no_alpn.handshake_error()) << no_alpn.handshake_error().message();
   EXPECT_EQ(no_alpn.request().body(), kBody);

@@ -1,0 +1,648 @@
+#include "h2_session.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <charconv>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+#include "io_failure.hpp"
+#include "loadlab/shared/limits.hpp"
+#include "request_parser.hpp"
+
+namespace loadlab::target {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+
+namespace {
+
+// A write carries at most this much, so a large body interleaves with other streams' frames
+// and reads instead of being serialized whole first.
+constexpr std::size_t kMaxWriteBatch = 256 * 1024;
+// Receive windows: request bodies are discarded as they arrive, so large windows cost nothing
+// and keep uploads from waiting for WINDOW_UPDATEs.
+constexpr std::int32_t kStreamWindow = 1 << 20;
+constexpr std::int32_t kConnectionWindow = 16 << 20;
+constexpr std::size_t kPoolReserve = 16;
+// DATA payloads from this size on skip nghttp2's copy (NGHTTP2_DATA_FLAG_NO_COPY); smaller ones
+// are cheaper copied than written as a buffer of their own.
+constexpr std::size_t kNoCopyMin = 4096;
+
+nghttp2_nv header(std::string_view name, std::string_view value, bool value_static) {
+  const auto flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | (value_static ? NGHTTP2_NV_FLAG_NO_COPY_VALUE : 0);
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          static_cast<std::uint8_t>(flags)};
+}
+
+// Options shared by every session: nghttp2 copies them when a session is made.
+struct Nghttp2Option {
+  nghttp2_option* option = nullptr;
+  Nghttp2Option() {
+    nghttp2_option_new(&option);
+    // Closed streams are kept only for the priority tree, which a benchmark target ignores.
+    nghttp2_option_set_no_closed_streams(option, 1);
+  }
+  ~Nghttp2Option() { nghttp2_option_del(option); }
+};
+
+}  // namespace
+
+// --- nghttp2's callbacks: translate, then call the session --------------------------------
+
+template <class Stream>
+struct H2Session<Stream>::Glue {
+  static H2Session& self(void* user_data) { return *static_cast<H2Session*>(user_data); }
+
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+      self(user_data).begin_stream(frame->hd.stream_id);
+    return 0;
+  }
+
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                       std::size_t name_size, const std::uint8_t* value, std::size_t value_size, std::uint8_t,
+                       void* user_data) {
+    auto& session = self(user_data);
+    H2Stream* s = session.stream(frame->hd.stream_id);
+    if (s == nullptr || s->state != H2Stream::State::receiving) return 0;
+    // RFC 9113 §6.5.2's measure of a header list, the one SETTINGS_MAX_HEADER_LIST_SIZE counts.
+    s->header_bytes += name_size + value_size + 32;
+    if (s->header_bytes > session.env_.header_limit) s->error = 431;
+    if (s->error != 0 || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers: ignored
+    const std::string_view n(reinterpret_cast<const char*>(name), name_size);
+    const std::string_view v(reinterpret_cast<const char*>(value), value_size);
+    if (n.empty() || n.front() != ':') {
+      s->knobs.apply(n, v);
+    } else if (n == ":method") {
+      s->get = v == "GET";
+      s->head = v == "HEAD";
+    } else if (n == ":path") {
+      s->stats_path = v == kStatsPath;
+    }
+    return 0;
+  }
+
+  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id, const std::uint8_t*,
+                           std::size_t size, void* user_data) {
+    auto& session = self(user_data);
+    H2Stream* s = session.stream(stream_id);
+    if (s == nullptr || s->state != H2Stream::State::receiving) return 0;  // discarded
+    s->body_bytes += size;
+    if (s->body_bytes > session.env_.body_limit && s->error == 0) {
+      s->error = 413;
+      session.complete_request(*s);  // answered at once; the rest of the upload is refused
+    }
+    return 0;
+  }
+
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    auto& session = self(user_data);
+    switch (frame->hd.type) {
+      case NGHTTP2_SETTINGS:
+        session.preface_done_ = true;
+        break;
+      case NGHTTP2_HEADERS:
+      case NGHTTP2_DATA:
+        if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+          H2Stream* s = session.stream(frame->hd.stream_id);
+          if (s != nullptr && s->state == H2Stream::State::receiving) session.complete_request(*s);
+        }
+        break;
+      default:
+        break;
+    }
+    return 0;
+  }
+
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+      auto& session = self(user_data);
+      if (H2Stream* s = session.stream(frame->hd.stream_id)) session.answered(*s);
+    }
+    return 0;
+  }
+
+  static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t, void* user_data) {
+    auto& session = self(user_data);
+    if (H2Stream* s = session.stream(stream_id)) session.end_stream(*s);
+    return 0;
+  }
+
+  // Large DATA frames skip nghttp2's copy (NO_COPY): send_data puts the frame header in out_
+  // and then the payload. On a plain stream, the configured body and filler (immutable, and
+  // outliving the session) are written from where they are, as a buffer of their own; over TLS
+  // the bytes are encrypted into a buffer anyway, and a body built per request lives in the
+  // stream's slot, which may be reused before the write ends: those are copied into out_.
+  static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
+                           std::uint32_t* flags, nghttp2_data_source* source, void*) {
+    auto& s = *static_cast<H2Stream*>(source->ptr);
+    const std::uint64_t total = s.content.length.value_or(0);
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(length, total - s.read));
+    if (n >= kNoCopyMin) {
+      *flags |= NGHTTP2_DATA_FLAG_NO_COPY;  // s.sent advances in send_data
+    } else {
+      std::memcpy(buf, payload(s), n);
+      s.sent += n;
+    }
+    s.read += n;
+    if (s.read == total) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+  }
+
+  static int send_data(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* frame_head,
+                       std::size_t length, nghttp2_data_source* source, void* user_data) {
+    auto& session = self(user_data);
+    auto& s = *static_cast<H2Stream*>(source->ptr);
+    if (frame->data.padlen != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;  // never asked for
+    session.out_.append(reinterpret_cast<const char*>(frame_head), 9);
+    if (kTls || !s.immutable_body) {
+      session.out_.append(payload(s), length);
+    } else {
+      session.payloads_.push_back({session.out_.size(), net::const_buffer(payload(s), length)});
+      session.payload_bytes_ += length;
+    }
+    s.sent += length;
+    return 0;
+  }
+
+  // Where the stream's next body bytes are. Filler is the same byte everywhere: any payload
+  // (at most a frame, 16 KiB) is the start of the block.
+  static const char* payload(const H2Stream& s) {
+    return s.content.filler ? Filler::block().data() : s.content.bytes.data() + s.sent;
+  }
+
+  // Made once per process: nghttp2 copies callbacks and options into each session.
+  static nghttp2_session* make_session(H2Session* session) {
+    static const struct Callbacks {
+      nghttp2_session_callbacks* callbacks = nullptr;
+      Callbacks() {
+        nghttp2_session_callbacks_new(&callbacks);
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, on_begin_headers);
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, on_header);
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, on_data_chunk);
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, on_frame_recv);
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, on_frame_send);
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, on_stream_close);
+        nghttp2_session_callbacks_set_send_data_callback(callbacks, send_data);
+      }
+      ~Callbacks() { nghttp2_session_callbacks_del(callbacks); }
+    } callbacks;
+    static const Nghttp2Option option;
+    nghttp2_session* out = nullptr;
+    if (nghttp2_session_server_new2(&out, callbacks.callbacks, session, option.option) != 0) return nullptr;
+    return out;
+  }
+};
+
+// --- life --------------------------------------------------------------------------------
+
+template <class Stream>
+H2Session<Stream>::H2Session(Stream&& stream, const SessionEnv& env, IoWorker& worker)
+    : stream_(std::move(stream)),
+      env_(env),
+      worker_(worker),
+      random_(random_seed(this)),
+      timer_(stream_.get_executor()),
+      watchdog_(stream_.get_executor()),
+      watchdog_period_(std::min({env.read_timeout, env.idle_timeout, env.write_timeout})) {
+  slots_.reserve(kPoolReserve);
+  free_.reserve(kPoolReserve);
+}
+
+template <class Stream>
+H2Session<Stream>::~H2Session() {
+  // Streams never answered (the peer left, a timeout, the io_context torn down) must not hold
+  // the shutdown drain forever.
+  if (in_flight_here_ != 0) env_.in_flight->fetch_sub(in_flight_here_, std::memory_order_relaxed);
+  nghttp2_session_del(session_);
+}
+
+template <class Stream>
+void H2Session<Stream>::start(net::const_buffer received) {
+  worker_.h2_connections.fetch_add(1, std::memory_order_relaxed);
+  started_ = read_at_ = idle_since_ = written_at_ = Clock::now();
+  session_ = Glue::make_session(this);
+  if (session_ == nullptr) return close_now();
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, static_cast<std::uint32_t>(limits::kMaxStreams)},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, env_.header_limit},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
+  arm_watchdog(started_ + watchdog_period_);
+  if (received.size() != 0 && !receive(static_cast<const std::uint8_t*>(received.data()), received.size()))
+    return;
+  flush();
+  do_read();
+}
+
+// --- reading -----------------------------------------------------------------------------
+
+template <class Stream>
+void H2Session<Stream>::do_read() {
+  if (reading_ || closed_) return;
+  reading_ = true;
+  stream_.async_read_some(net::buffer(read_buffer_),
+                          beast::bind_front_handler(&H2Session::on_read, shared_from_this()));
+}
+
+template <class Stream>
+void H2Session<Stream>::on_read(beast::error_code ec, std::size_t bytes) {
+  reading_ = false;
+  if (closed_) return;
+  if (finishing_) return on_finishing_read(ec);
+  if (ec) {
+    // The client closed (over TLS with or without close_notify) or reset: nobody is left to
+    // answer, whatever streams were open.
+    if (ec != net::error::eof && ec != ssl::error::stream_truncated) fail(ec, "h2 read");
+    return close_now();
+  }
+  read_at_ = Clock::now();
+  if (!receive(read_buffer_.data(), bytes)) return;
+  flush();
+  if (!finishing_ && nghttp2_session_want_read(session_) != 0) do_read();
+}
+
+// Feeds bytes to nghttp2, whose callbacks start the streams they complete. False: the client
+// broke the protocol badly enough that the connection is closed.
+template <class Stream>
+bool H2Session<Stream>::receive(const std::uint8_t* data, std::size_t size) {
+  const auto rv = nghttp2_session_mem_recv(session_, data, size);
+  if (rv >= 0) return true;
+  env_.log->debug("h2: {}: closing", nghttp2_strerror(static_cast<int>(rv)));
+  close_now();
+  return false;
+}
+
+// --- writing -----------------------------------------------------------------------------
+
+// Writes every frame nghttp2 has ready, as one write, unless a write is in progress (its
+// completion calls flush() again).
+template <class Stream>
+void H2Session<Stream>::flush() {
+  if (writing_ || closed_) return;
+  if (!notice_sent_ && env_.stopping->load(std::memory_order_relaxed)) {
+    // Shutting down: no new streams, please; those open are answered first.
+    nghttp2_submit_shutdown_notice(session_);
+    notice_sent_ = true;
+  }
+  out_.clear();
+  payloads_.clear();
+  payload_bytes_ = 0;
+  if (!serialize()) return;
+  if (notice_sent_ && !goaway_sent_ && open_streams_ == 0 && batch_bytes() < kMaxWriteBatch) {
+    nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);  // the final GOAWAY
+    goaway_sent_ = true;
+    if (!serialize()) return;
+  }
+  if (out_.empty()) {
+    credit_answered();  // their last frames went out in the previous write
+    if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) finish();
+    return;
+  }
+  writing_ = true;
+  written_at_ = Clock::now();
+  answered_in_write_ = std::exchange(answered_pending_, 0);
+  counted_in_write_ = std::exchange(counted_pending_, 0);
+  auto handler = beast::bind_front_handler(&H2Session::on_write, shared_from_this());
+  if (payloads_.empty()) return net::async_write(stream_, net::buffer(out_), std::move(handler));
+  // Frame bytes and payloads in order; a span, so the write copies no vector.
+  buffers_.clear();
+  std::size_t from = 0;
+  for (const auto& payload : payloads_) {
+    buffers_.push_back(net::buffer(out_.data() + from, payload.at - from));
+    buffers_.push_back(payload.bytes);
+    from = payload.at;
+  }
+  if (from < out_.size()) buffers_.push_back(net::buffer(out_.data() + from, out_.size() - from));
+  net::async_write(stream_, std::span<const net::const_buffer>(buffers_), std::move(handler));
+}
+
+template <class Stream>
+bool H2Session<Stream>::serialize() {
+  while (batch_bytes() < kMaxWriteBatch) {
+    const std::uint8_t* data = nullptr;
+    const auto n = nghttp2_session_mem_send(session_, &data);
+    if (n < 0) {
+      env_.log->warn("h2: {}", nghttp2_strerror(static_cast<int>(n)));
+      close_now();
+      return false;
+    }
+    if (n == 0) break;
+    out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+template <class Stream>
+void H2Session<Stream>::on_write(beast::error_code ec, std::size_t) {
+  writing_ = false;
+  if (closed_) return;
+  if (ec) {
+    fail(ec, "h2 write");
+    return close_now();
+  }
+  written_at_ = Clock::now();
+  worker_.responses_sent.fetch_add(counted_in_write_, std::memory_order_relaxed);
+  worker_.h2_streams.fetch_add(counted_in_write_, std::memory_order_relaxed);
+  env_.in_flight->fetch_sub(static_cast<std::int64_t>(answered_in_write_), std::memory_order_relaxed);
+  in_flight_here_ -= static_cast<std::int64_t>(answered_in_write_);
+  answered_in_write_ = counted_in_write_ = 0;
+  flush();
+  if (!closed_ && !finishing_ && nghttp2_session_want_read(session_) != 0) do_read();
+}
+
+template <class Stream>
+void H2Session<Stream>::credit_answered() {
+  if (answered_pending_ == 0) return;
+  worker_.responses_sent.fetch_add(counted_pending_, std::memory_order_relaxed);
+  worker_.h2_streams.fetch_add(counted_pending_, std::memory_order_relaxed);
+  env_.in_flight->fetch_sub(static_cast<std::int64_t>(answered_pending_), std::memory_order_relaxed);
+  in_flight_here_ -= static_cast<std::int64_t>(answered_pending_);
+  answered_pending_ = counted_pending_ = 0;
+}
+
+// Nothing more to say (after the final GOAWAY): over TLS our close_notify (not waiting for the
+// client's), then FIN, then discard what the client still sends until it closes too, so our
+// last frames are not destroyed by a reset. A TLS read in progress is cancelled first: the TLS
+// shutdown must not run beside it.
+template <class Stream>
+void H2Session<Stream>::finish() {
+  if (finishing_) return;
+  finishing_ = true;
+  written_at_ = Clock::now();  // the linger's start
+  if constexpr (kTls) {
+    beast::error_code ignored;
+    if (reading_) return void(socket().cancel(ignored));  // on_read goes on with close_tls()
+    return close_tls();
+  }
+  close_tcp();
+}
+
+// The read pending when finish() came has ended.
+template <class Stream>
+void H2Session<Stream>::on_finishing_read(beast::error_code ec) {
+  if constexpr (kTls) {
+    if (!tls_shutdown_) return close_tls();
+  }
+  if (ec) return close_now();
+  do_linger();
+}
+
+template <class Stream>
+void H2Session<Stream>::close_tls() {
+  if constexpr (kTls) {
+    tls_shutdown_ = true;
+    SSL_set_shutdown(stream_.native_handle(),
+                     SSL_get_shutdown(stream_.native_handle()) | SSL_RECEIVED_SHUTDOWN);
+    stream_.async_shutdown([self = shared_from_this()](beast::error_code ec) {
+      if (self->closed_) return;
+      if (ec) return self->close_now();
+      self->close_tcp();
+    });
+  }
+}
+
+template <class Stream>
+void H2Session<Stream>::close_tcp() {
+  beast::error_code ec;
+  socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) return close_now();
+  if (!reading_) do_linger();  // else the read pending goes on as the linger
+}
+
+template <class Stream>
+void H2Session<Stream>::do_linger() {
+  reading_ = true;
+  socket().async_read_some(net::buffer(read_buffer_),
+                           [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                             self->reading_ = false;
+                             if (self->closed_) return;
+                             if (ec) return self->close_now();  // the client closed too (or the watchdog did)
+                             self->do_linger();
+                           });
+}
+
+template <class Stream>
+void H2Session<Stream>::close_now() {
+  if (closed_) return;
+  closed_ = true;
+  beast::error_code ignored;
+  socket().close(ignored);  // pending operations complete with operation_aborted
+  timer_.cancel();
+  watchdog_.cancel();
+}
+
+template <class Stream>
+void H2Session<Stream>::fail(beast::error_code ec, const char* what) {
+  log_io_failure(*env_.log, ec, what);
+}
+
+// --- streams -----------------------------------------------------------------------------
+
+template <class Stream>
+H2Stream* H2Session<Stream>::stream(std::int32_t id) {
+  return static_cast<H2Stream*>(nghttp2_session_get_stream_user_data(session_, id));
+}
+
+template <class Stream>
+void H2Session<Stream>::begin_stream(std::int32_t id) {
+  if (free_.empty()) free_.push_back(slots_.emplace_back(std::make_unique<H2Stream>()).get());
+  H2Stream& s = *free_.back();
+  free_.pop_back();
+  s.id = id;
+  s.state = H2Stream::State::receiving;
+  s.get = s.head = s.stats_path = s.counted = false;
+  s.error = 0;
+  s.header_bytes = s.body_bytes = s.read = s.sent = 0;
+  if (s.knobs.any()) s.knobs = RequestKnobs{};
+  nghttp2_session_set_stream_user_data(session_, id, &s);
+  s.started = read_at_;
+  ++in_state_[0];
+  ++open_streams_;
+}
+
+template <class Stream>
+void H2Session<Stream>::set_state(H2Stream& s, H2Stream::State state) {
+  --in_state_[static_cast<int>(s.state)];
+  ++in_state_[static_cast<int>(state)];
+  s.state = state;
+}
+
+template <class Stream>
+void H2Session<Stream>::complete_request(H2Stream& s) {
+  s.counted = true;
+  ++in_flight_here_;
+  env_.in_flight->fetch_add(1, std::memory_order_relaxed);
+  if (s.error != 0) return respond(s);
+  s.answer = decide_answer(s.get && s.stats_path, s.knobs, env_, random_);
+  if (s.answer.kind != Answer::Kind::regular) return respond(s);
+  if (s.answer.delay.count() == 0) {
+    if (!env_.stall->enabled()) return respond(s);
+    return hold_or_respond(s, Clock::now());
+  }
+  set_state(s, H2Stream::State::waiting);
+  schedule(s, Clock::now() + s.answer.delay);
+}
+
+template <class Stream>
+void H2Session<Stream>::hold_or_respond(H2Stream& s, Clock::time_point now) {
+  if (auto until = env_.stall->hold_until(now)) {
+    if (s.state != H2Stream::State::waiting) set_state(s, H2Stream::State::waiting);
+    return schedule(s, *until);
+  }
+  respond(s);
+}
+
+template <class Stream>
+void H2Session<Stream>::respond(H2Stream& s) {
+  set_state(s, H2Stream::State::responding);
+  if (s.error != 0) {
+    const auto body = env_.responses->error_body(static_cast<boost::beast::http::status>(s.error));
+    s.content = AnswerContent{s.error, "text/plain", body.size(), body, false};
+  } else {
+    s.content = answer_content(s.answer, s.knobs, env_, s.text);
+  }
+  s.immutable_body = s.error == 0 && s.answer.kind == Answer::Kind::regular;
+  char status[4];
+  std::to_chars(status, status + 3, s.content.status);
+  char length[24];
+  std::size_t length_size = 0;
+  nghttp2_nv headers[4] = {
+      header(":status", std::string_view(status, 3), false),
+      header("server", "loadlab-target", true),
+      header("content-type", s.content.content_type, true),
+  };
+  std::size_t count = 3;
+  if (s.content.length) {
+    length_size = static_cast<std::size_t>(
+        std::to_chars(length, length + sizeof length, *s.content.length).ptr - length);
+    headers[count++] = header("content-length", std::string_view(length, length_size), false);
+  }
+  const bool body = !s.head && s.content.length.value_or(0) != 0;
+  nghttp2_data_provider provider{};
+  provider.source.ptr = &s;
+  provider.read_callback = Glue::read_body;
+  const int rv = nghttp2_submit_response(session_, s.id, headers, count, body ? &provider : nullptr);
+  if (rv != 0) env_.log->debug("h2: response to stream {}: {}", s.id, nghttp2_strerror(rv));
+}
+
+// The stream's last frame is serialized: its response counts once the write carrying it ends.
+template <class Stream>
+void H2Session<Stream>::answered(H2Stream& s) {
+  if (!s.counted) return;
+  s.counted = false;
+  ++answered_pending_;
+  if (s.error != 0 || s.answer.kind != Answer::Kind::stats) ++counted_pending_;
+  if (s.error == 413 && s.state == H2Stream::State::responding) {
+    // The client may still be sending its body: refuse the rest (RFC 9113 §8.1).
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_NO_ERROR);
+  }
+}
+
+template <class Stream>
+void H2Session<Stream>::end_stream(H2Stream& s) {
+  if (s.counted) {  // reset or abandoned before its response went out
+    s.counted = false;
+    --in_flight_here_;
+    env_.in_flight->fetch_sub(1, std::memory_order_relaxed);
+  }
+  --in_state_[static_cast<int>(s.state)];
+  nghttp2_session_set_stream_user_data(session_, s.id, nullptr);
+  s.id = 0;  // a pending Wake for it is skipped
+  free_.push_back(&s);
+  if (--open_streams_ == 0) idle_since_ = Clock::now();
+}
+
+// --- the timer of delays and stalls --------------------------------------------------------
+
+template <class Stream>
+void H2Session<Stream>::schedule(H2Stream& s, Clock::time_point at) {
+  wakes_.push(Wake{at, s.id, &s});
+  if (at < timer_at_) arm_timer(at);
+}
+
+template <class Stream>
+void H2Session<Stream>::arm_timer(Clock::time_point at) {
+  timer_at_ = at;
+  timer_.expires_at(at);  // cancels a later wait, whose handler sees operation_aborted
+  timer_.async_wait(beast::bind_front_handler(&H2Session::on_timer, shared_from_this()));
+}
+
+template <class Stream>
+void H2Session<Stream>::on_timer(beast::error_code ec) {
+  if (ec || closed_) return;  // re-armed sooner (another wait is pending), or closed
+  timer_at_ = Clock::time_point::max();
+  const auto now = Clock::now();
+  while (!wakes_.empty() && wakes_.top().at <= now) {
+    const Wake wake = wakes_.top();
+    wakes_.pop();
+    H2Stream& s = *wake.stream;
+    // The slot may be free (the stream was reset) or hold a newer stream: skip it then.
+    if (s.id != wake.id || s.state != H2Stream::State::waiting) continue;
+    if (env_.stall->enabled()) {
+      hold_or_respond(s, now);
+    } else {
+      respond(s);
+    }
+  }
+  if (!wakes_.empty()) arm_timer(wakes_.top().at);
+  flush();
+}
+
+// --- timeouts ----------------------------------------------------------------------------
+
+template <class Stream>
+typename H2Session<Stream>::Clock::time_point H2Session<Stream>::deadline() const {
+  if (finishing_) return written_at_ + env_.linger_timeout;
+  if (writing_) return written_at_ + env_.write_timeout;
+  if (!preface_done_) return started_ + env_.read_timeout;
+  if (in_state_[0] != 0) {
+    // Each request must arrive whole within the read timeout from its first frame, however
+    // many others overlap it: the oldest incomplete one decides (a scan, once per wake).
+    auto oldest = Clock::time_point::max();
+    for (const auto& slot : slots_) {
+      if (slot->id != 0 && slot->state == H2Stream::State::receiving)
+        oldest = std::min(oldest, slot->started);
+    }
+    return oldest + env_.read_timeout;
+  }
+  if (open_streams_ == 0) return idle_since_ + env_.idle_timeout;
+  // Responses submitted but nothing being written: the client's flow-control window is shut.
+  if (in_state_[static_cast<int>(H2Stream::State::responding)] != 0) return written_at_ + env_.write_timeout;
+  return Clock::time_point::max();  // streams waiting for their delay
+}
+
+template <class Stream>
+void H2Session<Stream>::arm_watchdog(Clock::time_point at) {
+  target::arm_watchdog(watchdog_, at, weak_from_this(), &H2Session<Stream>::on_watchdog);
+}
+
+template <class Stream>
+void H2Session<Stream>::on_watchdog(beast::error_code ec) {
+  if (ec || closed_) return;
+  const auto now = Clock::now();
+  const auto due = deadline();
+  if (now >= due) {
+    env_.log->debug("h2 timeout: closing");
+    timed_out_ = true;
+    return close_now();
+  }
+  arm_watchdog(std::min(due, now + watchdog_period_));
+}
+
+template class H2Session<PlainStream>;
+template class H2Session<TlsStream>;
+
+}  // namespace loadlab::target

@@ -1,0 +1,177 @@
+#pragma once
+// One HTTP/2 connection, taken over from a Session once the protocol is known: h2 chosen by
+// ALPN over TLS, or h2c with prior knowledge (the client preface as a plain connection's first
+// bytes). libnghttp2 does the framing, HPACK and flow control in memory (mem_recv, mem_send);
+// this class does the I/O: one read at a time, and one write at a time carrying every frame
+// pending, so a read that completes ten requests is answered with one write.
+//
+// Each stream is answered like an HTTP/1.1 request (answer.hpp): the CPU work when its
+// request is whole, then the delay and any stall on the session's one timer. The timer's queue
+// names a stream by id and slot, and a stream reset or closed meanwhile frees its slot, so
+// its turn is skipped rather than touching a closed stream.
+//
+// All handlers run on the io thread of the stream's io_context: no strand and no lock.
+// Timeouts use a lazy watchdog as Session does; the deadline is derived from the state when it
+// wakes (preface or a request incomplete: read timeout; a write pending or blocked by flow
+// control: write timeout; no stream open: idle timeout).
+#include <array>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/error.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <queue>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "answer.hpp"
+#include "knobs.hpp"
+#include "session.hpp"
+#include "session_env.hpp"
+
+struct nghttp2_session;
+
+namespace loadlab::target {
+
+// One request/response exchange of an H2Session. Slots are reused (a pool per session), so a
+// stream allocates nothing once the session has warmed up, unless a knob asks for a body
+// built per request.
+struct H2Stream {
+  enum class State : std::uint8_t { receiving, waiting, responding };
+  std::int32_t id = 0;  // 0: the slot is free
+  State state = State::receiving;
+  bool get = false;
+  bool head = false;
+  bool stats_path = false;
+  bool counted = false;  // in env.in_flight, until its response is written or the stream ends
+  unsigned error = 0;    // 413 or 431, decided while the request arrived
+  std::chrono::steady_clock::time_point started;  // its first frame arrived (read timeout)
+  std::uint64_t header_bytes = 0;
+  std::uint64_t body_bytes = 0;
+  bool immutable_body = false;  // the configured body or filler, not a per-request text
+  std::uint64_t read = 0;       // response body bytes framed by nghttp2
+  std::uint64_t sent = 0;       // of those, serialized for a write
+  RequestKnobs knobs;
+  Answer answer;
+  AnswerContent content;
+  std::string text;  // a body built per request (stats, a bad knob's message)
+};
+
+template <class Stream>
+class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  // `worker` owns the io_context of `stream`; its counters are this session's to bump.
+  H2Session(Stream&& stream, const SessionEnv& env, IoWorker& worker);
+  ~H2Session();
+  H2Session(const H2Session&) = delete;
+  H2Session& operator=(const H2Session&) = delete;
+
+  // On the stream's io thread. `received`: bytes already read from the client (for h2c, the
+  // preface at least), processed before the first read.
+  void start(boost::asio::const_buffer received);
+
+ private:
+  struct Glue;  // nghttp2's callbacks (h2_session.cpp)
+  using std::enable_shared_from_this<H2Session<Stream>>::shared_from_this;
+  using std::enable_shared_from_this<H2Session<Stream>>::weak_from_this;
+
+  // A stream's turn on the timer: after its delay, or at the end of a stall.
+  struct Wake {
+    Clock::time_point at;
+    std::int32_t id;
+    H2Stream* stream;
+    bool operator>(const Wake& other) const { return at > other.at; }
+  };
+
+  boost::asio::ip::tcp::socket& socket() { return boost::beast::get_lowest_layer(stream_); }
+
+  // I/O.
+  void do_read();
+  void on_read(boost::beast::error_code ec, std::size_t bytes);
+  bool receive(const std::uint8_t* data, std::size_t size);
+  void flush();
+  bool serialize();
+  void on_write(boost::beast::error_code ec, std::size_t bytes);
+  void credit_answered();
+  void finish();
+  void on_finishing_read(boost::beast::error_code ec);
+  void close_tls();
+  void close_tcp();
+  void do_linger();
+  void close_now();
+  void fail(boost::beast::error_code ec, const char* what);
+
+  // Streams.
+  H2Stream* stream(std::int32_t id);
+  void begin_stream(std::int32_t id);
+  void set_state(H2Stream& s, H2Stream::State state);
+  void complete_request(H2Stream& s);
+  void hold_or_respond(H2Stream& s, Clock::time_point now);
+  void respond(H2Stream& s);
+  void answered(H2Stream& s);
+  void end_stream(H2Stream& s);
+
+  // Timer and watchdog.
+  void schedule(H2Stream& s, Clock::time_point at);
+  void arm_timer(Clock::time_point at);
+  void on_timer(boost::beast::error_code ec);
+  Clock::time_point deadline() const;
+  void arm_watchdog(Clock::time_point at);
+  void on_watchdog(boost::beast::error_code ec);
+
+  Stream stream_;
+  const SessionEnv& env_;
+  IoWorker& worker_;
+  nghttp2_session* session_ = nullptr;
+  Random random_;
+  boost::asio::steady_timer timer_;     // delays and stalls of every stream
+  boost::asio::steady_timer watchdog_;  // timeouts
+  Clock::duration watchdog_period_;
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
+  Clock::time_point timer_at_ = Clock::time_point::max();  // when the pending wait ends
+
+  std::vector<std::unique_ptr<H2Stream>> slots_;  // every slot made, open or free
+  std::vector<H2Stream*> free_;
+  std::array<int, 3> in_state_{};  // open streams by H2Stream::State
+  int open_streams_ = 0;
+  std::int64_t in_flight_here_ = 0;  // this session's share of env.in_flight
+  // Streams whose last frame is serialized, not yet known written (credited after the write).
+  std::uint64_t answered_pending_ = 0, counted_pending_ = 0;
+  std::uint64_t answered_in_write_ = 0, counted_in_write_ = 0;
+
+  std::array<std::uint8_t, 16 * 1024> read_buffer_;
+  // A DATA payload written from where it is, after the first `at` bytes of out_.
+  struct Payload {
+    std::size_t at;
+    boost::asio::const_buffer bytes;
+  };
+  std::size_t batch_bytes() const { return out_.size() + payload_bytes_; }
+
+  std::string out_;  // the frames of the write in progress (DATA payloads apart)
+  std::vector<Payload> payloads_;
+  std::size_t payload_bytes_ = 0;
+  std::vector<boost::asio::const_buffer> buffers_;  // out_ and payloads_ in order
+  bool reading_ = false;
+  bool writing_ = false;
+  bool preface_done_ = false;  // the client's SETTINGS arrived
+  bool notice_sent_ = false;   // shutting down: the GOAWAY notice is queued
+  bool goaway_sent_ = false;   // the final GOAWAY is queued
+  bool finishing_ = false;     // all said: closing, then discarding what the client still sends
+  bool tls_shutdown_ = false;  // our close_notify is on its way
+  bool closed_ = false;
+  bool timed_out_ = false;
+  Clock::time_point started_;
+  Clock::time_point read_at_;     // the last read ended: when the streams it began started
+  Clock::time_point idle_since_;  // no stream open since (idle timeout)
+  Clock::time_point written_at_;  // the last write began or ended (write timeout)
+};
+
+extern template class H2Session<PlainStream>;
+extern template class H2Session<TlsStream>;
+
+}  // namespace loadlab::target

@@ -1,0 +1,456 @@
+// The target over HTTP/2, in-process on 127.0.0.1:0: h2c with prior knowledge and h2 through
+// ALPN, every knob per stream, streams concurrent on one connection, counts checked against
+// h2load (nghttp2-client) as a real peer, resets, timeouts and graceful shutdown. Clients are
+// the small nghttp2 client of h2_test_client.hpp, or h2load/nghttp run by pid with bounded
+// counts and a deadline.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "h2_test_client.hpp"
+#include "running_server.hpp"
+#include "self_signed_cert.hpp"
+#include "test_cert.hpp"
+#include "tls_context.hpp"
+#include "tls_test_client.hpp"
+
+extern char** environ;
+
+namespace loadlab::target {
+namespace {
+
+namespace net = boost::asio;
+using testing::H2Client;
+using testing::test_cert;
+using testing::TlsClient;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::string kBody = "Have Fun ~ Tester !";
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+ServerOptions options_for(bool tls) {
+  ServerOptions options;
+  options.threads = 1;
+  if (tls) {
+    auto context = make_tls_context(test_cert().credentials);
+    EXPECT_TRUE(context.context) << context.error;
+    options.tls = context.context;
+  }
+  return options;
+}
+
+std::string url(bool tls, uint16_t port, const std::string& path = "/") {
+  return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port) + path;
+}
+
+struct ToolResult {
+  int status = -1;  // exit status; -1: killed at the deadline
+  std::string output;
+};
+
+// Runs an installed tool (stdout and stderr together) for at most `timeout`, then kills it by pid.
+std::optional<ToolResult> run_tool(std::vector<std::string> argv,
+                                   std::chrono::milliseconds timeout = 20000ms) {
+  if (access(argv[0].c_str(), X_OK) != 0) return std::nullopt;
+  int out[2];
+  if (pipe(out) != 0) return std::nullopt;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 2);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  ToolResult result;
+  if (rc != 0) {
+    close(out[0]);
+    return result;
+  }
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd pfd{out[0], POLLIN, 0};
+    if (poll(&pfd, 1, static_cast<int>(left)) <= 0) break;
+    char chunk[4096];
+    const auto n = read(out[0], chunk, sizeof chunk);
+    if (n <= 0) break;
+    result.output.append(chunk, static_cast<std::size_t>(n));
+  }
+  close(out[0]);
+  int status = 0;
+  if (waitpid(pid, &status, WNOHANG) != pid) {
+    for (auto until = Clock::now() + 1s; Clock::now() < until;) {
+      if (waitpid(pid, &status, WNOHANG) == pid) return result.status = WEXITSTATUS(status), result;
+      std::this_thread::sleep_for(10ms);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return result;  // status -1
+  }
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// Waits (bounded) until the server has counted `requests` responses: a response counts once
+// its write completed, a moment after the client may have it.
+ServerStats stats_after(RunningServer& srv, std::uint64_t requests) {
+  auto stats = srv.server().stats();
+  for (auto deadline = Clock::now() + 2s; stats.requests < requests && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(5ms);
+    stats = srv.server().stats();
+  }
+  return stats;
+}
+
+// --- protocol selection --------------------------------------------------------------------
+
+TEST(TargetH2, PriorKnowledgeOnThePlainPortServes200AndTheBody) {
+  RunningServer srv(options_for(false));
+  H2Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  for (int i = 0; i < 3; ++i) {
+    auto res = client.request();
+    EXPECT_EQ(res.status, 200);
+    EXPECT_EQ(res.body, kBody);
+    EXPECT_EQ(res.headers["content-length"], std::to_string(kBody.size()));
+    EXPECT_EQ(res.headers["content-type"], "text/plain");
+  }
+  const auto stats = stats_after(srv, 3);
+  EXPECT_EQ(stats.h2_connections, 1u);
+  EXPECT_EQ(stats.h2_streams, 3u);
+}
+
+TEST(TargetH2, AlpnH2OverTlsServes200AndTheBody) {
+  RunningServer srv(options_for(true));
+  auto nghttp = run_tool({"/usr/bin/nghttp", "-v", url(true, srv.port())});
+  if (!nghttp) GTEST_SKIP() << "nghttp (nghttp2-client) is not installed";
+  EXPECT_EQ(nghttp->status, 0) << nghttp->output;
+  EXPECT_NE(nghttp->output.find("The negotiated protocol: h2"), std::string::npos) << nghttp->output;
+  EXPECT_NE(nghttp->output.find(":status: 200"), std::string::npos) << nghttp->output;
+  EXPECT_NE(nghttp->output.find(kBody), std::string::npos) << nghttp->output;
+  const auto stats = stats_after(srv, 1);
+  EXPECT_EQ(stats.h2_connections, 1u);
+  EXPECT_EQ(stats.h2_streams, 1u);
+  EXPECT_EQ(stats.tls_handshakes, 1u);
+}
+
+TEST(TargetH2, TlsClientOfferingOnlyHttp11OrNoAlpnGetsHttp11) {
+  RunningServer srv(options_for(true));
+  const auto& ca = test_cert().credentials.cert_pem;
+  TlsClient h1(srv.port(), ca, {0, nullptr, {"http/1.1"}});
+  ASSERT_FALSE(h1.handshake_error()) << h1.handshake_error().message();
+  EXPECT_EQ(h1.alpn(), "http/1.1");
+  EXPECT_EQ(h1.request().body(), kBody);
+  TlsClient no_alpn(srv.port(), ca, {0, nullptr, {}});
+  ASSERT_FALSE(no_alpn.handshake_error()) << no_alpn.handshake_error().message();
+  EXPECT_EQ(no_alpn.request().body(), kBody);
+  TlsClient both(srv.port(), ca, {0, nullptr, {"http/1.1", "h2"}});
+  EXPECT_EQ(both.alpn(), "h2");  // the server's preference
+  auto stats = stats_after(srv, 2);
+  for (auto deadline = Clock::now() + 2s; stats.h2_connections == 0 && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(5ms);  // the server counts it a moment after the client's handshake
+    stats = srv.server().stats();
+  }
+  EXPECT_EQ(stats.h2_streams, 0u);
+  EXPECT_EQ(stats.h2_connections, 1u);  // `both`, which sent nothing
+}
+
+TEST(TargetH2, PlainHttp11StartingLikeThePrefaceIsStillHttp11) {
+  RunningServer srv(options_for(false));
+  net::io_context ioc;
+  net::ip::tcp::socket socket(ioc);
+  socket.connect({net::ip::make_address("127.0.0.1"), srv.port()});
+  // "PRI" then not the preface: an HTTP/1.1 request with an odd method, answered as one.
+  net::write(socket, net::buffer(std::string("PRI / HTTP/1.1\r\nHost: x\r\n\r\n")));
+  std::string received(512, '\0');
+  received.resize(socket.read_some(net::buffer(received)));
+  EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
+}
+
+// --- truth against h2load ------------------------------------------------------------------
+
+class TargetH2Truth : public ::testing::TestWithParam<bool> {};
+
+TEST_P(TargetH2Truth, H2loadCountsMatchTheServersOwn) {
+  const bool tls = GetParam();
+  RunningServer srv(options_for(tls));
+  auto h2load = run_tool({"/usr/bin/h2load", "-c", "2", "-m", "10", "-n", "200", url(tls, srv.port())});
+  if (!h2load) GTEST_SKIP() << "h2load (nghttp2-client) is not installed";
+  EXPECT_EQ(h2load->status, 0) << h2load->output;
+  EXPECT_NE(h2load->output.find("200 total, 200 started, 200 done, 200 succeeded"), std::string::npos)
+      << h2load->output;
+  if (tls) {
+    EXPECT_NE(h2load->output.find("Application protocol: h2"), std::string::npos) << h2load->output;
+  }
+  const auto stats = stats_after(srv, 200);
+  EXPECT_EQ(stats.requests, 200u);
+  EXPECT_EQ(stats.h2_streams, 200u);
+  EXPECT_EQ(stats.h2_connections, 2u);
+  EXPECT_EQ(stats.connections, 2u);
+  EXPECT_EQ(stats.tls_handshakes, tls ? 2u : 0u);
+  // The stats endpoint over HTTP/2 says the same, and is not counted itself.
+  if (!tls) {
+    H2Client client(srv.port());
+    auto res = client.request({}, "/__loadlab/stats");
+    EXPECT_EQ(res.headers["content-type"], "application/json");
+    EXPECT_NE(res.body.find("\"requests\": 200,"), std::string::npos) << res.body;
+    EXPECT_NE(res.body.find("\"h2_connections\": 3, \"h2_streams\": 200}"), std::string::npos) << res.body;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TargetH2Truth, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "H2" : "H2c"; });
+
+// --- knobs per stream ------------------------------------------------------------------------
+
+TEST(TargetH2Knobs, TenDelayedStreamsOnOneConnectionRunConcurrently) {
+  auto options = options_for(false);
+  options.delay.a_ms = 50;
+  RunningServer srv(options);
+  H2Client client(srv.port());
+  ASSERT_TRUE(client.request().status == 200);  // connection and settings exchanged first
+  client.responses().clear();
+  const auto start = Clock::now();
+  for (int i = 0; i < 10; ++i) client.submit();
+  ASSERT_TRUE(client.run_all());
+  const double total = ms_between(start, Clock::now());
+  EXPECT_GT(total, 45.0);
+  EXPECT_LT(total, 250.0) << "streams waited for each other";
+  for (auto& [id, res] : client.responses()) EXPECT_EQ(res.body, kBody) << id;
+}
+
+TEST(TargetH2Knobs, EachStreamHasItsOwnKnobs) {
+  RunningServer srv(options_for(false));
+  H2Client client(srv.port());
+  const auto start = Clock::now();
+  const auto slow = client.submit({{"x-loadlab-delay-ms", "150"}});
+  const auto fast = client.submit();
+  const auto not_found = client.submit({{"x-loadlab-status", "404"}});
+  const auto no_content = client.submit({{"x-loadlab-status", "204"}});
+  const auto filler = client.submit({{"x-loadlab-body-size", "1500000"}});
+  const auto empty = client.submit({{"x-loadlab-body-size", "0"}});
+  const auto head = client.submit({{"x-loadlab-body-size", "1234"}}, "/", "HEAD");
+  const auto bad = client.submit({{"x-loadlab-status", "700"}});
+  const auto work = client.submit({{"x-loadlab-work-us", "20000"}});
+  ASSERT_TRUE(client.run_all());
+  auto& r = client.responses();
+  EXPECT_EQ(r[slow].status, 200);
+  EXPECT_GE(ms_between(start, r[slow].done), 150.0);
+  EXPECT_LT(ms_between(start, r[fast].done), ms_between(start, r[slow].done))
+      << "a delay blocked another stream";
+  EXPECT_EQ(r[fast].body, kBody);
+  EXPECT_EQ(r[not_found].status, 404);
+  EXPECT_EQ(r[not_found].body, kBody);
+  EXPECT_EQ(r[no_content].status, 204);
+  EXPECT_EQ(r[no_content].headers.count("content-length"), 0u);
+  EXPECT_TRUE(r[no_content].body.empty());
+  EXPECT_EQ(r[filler].headers["content-length"], "1500000");
+  ASSERT_EQ(r[filler].body.size(), 1500000u) << "flow control stopped the body";
+  EXPECT_EQ(r[filler].body.find_first_not_of('x'), std::string::npos);
+  EXPECT_EQ(r[empty].headers["content-length"], "0");
+  EXPECT_TRUE(r[empty].body.empty());
+  EXPECT_EQ(r[head].headers["content-length"], "1234");
+  EXPECT_TRUE(r[head].body.empty());
+  EXPECT_EQ(r[bad].status, 400);
+  EXPECT_NE(r[bad].body.find("x-loadlab-status: expected"), std::string::npos) << r[bad].body;
+  EXPECT_EQ(r[work].body, kBody);
+  EXPECT_GE(ms_between(start, r[work].done), 20.0);
+  for (auto& [id, res] : r) EXPECT_EQ(res.error_code, 0u) << id;
+}
+
+TEST(TargetH2Knobs, DefaultDelayStatusAndLargeConfiguredBody) {
+  auto options = options_for(true);
+  options.delay.a_ms = 20;
+  options.status = 503;
+  options.body = std::string(3 << 20, 'b');
+  RunningServer srv(options);
+  auto nghttp = run_tool({"/usr/bin/nghttp", url(true, srv.port())});
+  if (!nghttp) GTEST_SKIP() << "nghttp (nghttp2-client) is not installed";
+  // nghttp's stream window is 64 KiB: 3 MiB need many WINDOW_UPDATEs to resume the body.
+  EXPECT_NE(nghttp->output.find(options.body), std::string::npos) << nghttp->output.substr(0, 200);
+  EXPECT_EQ(std::count(nghttp->output.begin(), nghttp->output.end(), 'b'), 3 << 20);
+  const auto start = Clock::now();
+  auto verbose = run_tool({"/usr/bin/nghttp", "-v", "-H", "x-loadlab-body-size: 5", url(true, srv.port())});
+  EXPECT_GE(ms_between(start, Clock::now()), 20.0);
+  EXPECT_NE(verbose->output.find(":status: 503"), std::string::npos) << verbose->output;
+  EXPECT_NE(verbose->output.find("xxxxx"), std::string::npos) << verbose->output;
+}
+
+TEST(TargetH2Knobs, RequestBodiesAreReadUpToTheLimit) {
+  auto options = options_for(false);
+  options.body_limit = 200000;
+  RunningServer srv(options);
+  H2Client client(srv.port());
+  auto ok = client.request({}, "/upload", "POST", std::string(150000, 'u'));
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, kBody);
+  auto too_large = client.request({}, "/upload", "POST", std::string(600000, 'u'));
+  EXPECT_EQ(too_large.status, 413);
+  EXPECT_EQ(too_large.body, "payload too large\n");
+  EXPECT_EQ(client.request().body, kBody);  // the connection goes on
+}
+
+TEST(TargetH2Knobs, OversizedHeaderListGets431) {
+  auto options = options_for(false);
+  options.header_limit = 1024;
+  RunningServer srv(options);
+  H2Client client(srv.port());
+  auto res = client.request({{"x-big", std::string(2000, 'a')}});
+  EXPECT_EQ(res.status, 431);
+  EXPECT_EQ(client.request().body, kBody);
+}
+
+TEST(TargetH2Knobs, StallHoldsStreams) {
+  auto options = options_for(false);
+  options.stall_after = 100ms;
+  options.stall_duration = 300ms;
+  RunningServer srv(options);
+  H2Client client(srv.port());
+  const auto t0 = Clock::now();
+  EXPECT_EQ(client.request().body, kBody);  // starts the stall clock
+  std::this_thread::sleep_until(t0 + 150ms);
+  EXPECT_EQ(client.request().body, kBody);  // held until t0 + 400 ms
+  EXPECT_GE(ms_between(t0, Clock::now()), 390.0);
+  EXPECT_LT(ms_between(t0, Clock::now()), 600.0);
+}
+
+// --- resets, timeouts and shutdown -------------------------------------------------------------
+
+// The server ends the connection between `min_ms` and `max_ms` after `start`.
+void expect_closed_within(H2Client& client, Clock::time_point start, double min_ms, double max_ms) {
+  client.run_until([&] { return client.server_closed(); }, 3s);
+  EXPECT_TRUE(client.server_closed());
+  EXPECT_GE(ms_between(start, Clock::now()), min_ms);
+  EXPECT_LT(ms_between(start, Clock::now()), max_ms);
+}
+
+TEST(TargetH2Lifecycle, ResetDuringTheDelayCancelsOnlyThatStream) {
+  auto options = options_for(false);
+  options.shutdown_grace = 5s;
+  RunningServer srv(options);
+  H2Client client(srv.port());
+  const auto reset = client.submit({{"x-loadlab-delay-ms", "200"}});
+  const auto kept = client.submit({{"x-loadlab-delay-ms", "200"}});
+  client.run_until([] { return false; }, 50ms);  // both requests reach the server
+  client.reset(reset);
+  ASSERT_TRUE(client.run_all());
+  EXPECT_EQ(client.responses()[reset].error_code, static_cast<std::uint32_t>(NGHTTP2_CANCEL));
+  EXPECT_EQ(client.responses()[kept].body, kBody);
+  // More streams after it: the freed slot is reused without confusion.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(client.request({{"x-loadlab-delay-ms", "10"}}).body, kBody);
+  const auto stats = stats_after(srv, 4);
+  EXPECT_EQ(stats.h2_streams, 4u);
+  // Nothing left in flight: shutdown does not wait for the grace period.
+  EXPECT_LT(srv.stop(), 1s);
+}
+
+TEST(TargetH2Lifecycle, ClientLeavingMidDelayLeavesNothingInFlight) {
+  auto options = options_for(false);
+  options.shutdown_grace = 5s;
+  RunningServer srv(options);
+  {
+    H2Client client(srv.port());
+    for (int i = 0; i < 5; ++i) client.submit({{"x-loadlab-delay-ms", "3000"}});
+    client.run_until([] { return false; }, 50ms);
+    client.drop();
+  }
+  std::this_thread::sleep_for(50ms);
+  EXPECT_LT(srv.stop(), 1s);  // the dropped streams are not waited for
+  EXPECT_EQ(srv.server().stats().h2_streams, 0u);
+}
+
+TEST(TargetH2Lifecycle, GracefulShutdownAnswersStreamsInFlightThenExits) {
+  auto options = options_for(false);
+  options.delay.a_ms = 200;
+  options.shutdown_grace = 5s;
+  RunningServer srv(options);
+  H2Client client(srv.port());
+  for (int i = 0; i < 5; ++i) client.submit();
+  client.run_until([] { return false; }, 50ms);
+  Clock::duration stop_took{};
+  std::thread stopper([&] { stop_took = srv.stop(); });
+  EXPECT_TRUE(client.run_all(3s));
+  stopper.join();
+  for (auto& [id, res] : client.responses()) EXPECT_EQ(res.body, kBody) << id;
+  EXPECT_TRUE(client.goaway_received());
+  EXPECT_TRUE(srv.stopped());
+  EXPECT_GT(stop_took, 100ms);  // it waited for the delays
+  EXPECT_LT(stop_took, 2s);
+  EXPECT_EQ(srv.server().stats().h2_streams, 5u);
+}
+
+TEST(TargetH2Lifecycle, IncompletePrefaceIsDroppedAfterTheReadTimeout) {
+  auto options = options_for(false);
+  options.read_timeout = 200ms;
+  options.idle_timeout = 10s;
+  RunningServer srv(options);
+  for (std::string preface : {"PRI * HTTP/2.0\r\n", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"}) {
+    net::io_context ioc;
+    net::ip::tcp::socket socket(ioc);
+    socket.connect({net::ip::make_address("127.0.0.1"), srv.port()});
+    net::write(socket, net::buffer(preface));  // and never the SETTINGS that must follow
+    const auto start = Clock::now();
+    pollfd pfd{socket.native_handle(), POLLIN, 0};
+    char byte[1024];
+    bool closed = false;
+    while (!closed && ms_between(start, Clock::now()) < 3000) {
+      if (poll(&pfd, 1, 3000) <= 0) break;
+      closed = ::recv(socket.native_handle(), byte, sizeof byte, 0) <= 0;  // our SETTINGS first, then EOF
+    }
+    EXPECT_TRUE(closed) << preface.size();
+    EXPECT_GE(ms_between(start, Clock::now()), 180.0) << preface.size();
+    EXPECT_LT(ms_between(start, Clock::now()), 1000.0) << preface.size();
+  }
+}
+
+TEST(TargetH2Lifecycle, RequestNeverCompletedIsDroppedAfterTheReadTimeoutDespiteOtherStreams) {
+  auto options = options_for(false);
+  options.read_timeout = 300ms;
+  options.idle_timeout = 10s;
+  RunningServer srv(options);
+  H2Client client(srv.port());
+  const auto start = Clock::now();
+  client.submit_unfinished();
+  // Other requests keep coming and are answered meanwhile; the incomplete one still times out.
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(client.request().body, kBody);
+    std::this_thread::sleep_for(50ms);
+  }
+  expect_closed_within(client, start, 280.0, 1500.0);
+}
+
+TEST(TargetH2Lifecycle, IdleConnectionIsClosedAfterTheIdleTimeout) {
+  auto options = options_for(false);
+  options.idle_timeout = 150ms;
+  RunningServer srv(options);
+  H2Client client(srv.port());
+  EXPECT_EQ(client.request().body, kBody);
+  expect_closed_within(client, Clock::now(), 120.0, 1500.0);
+}
+
+}  // namespace
+}  // namespace loadlab::target
