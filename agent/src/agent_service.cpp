@@ -28,7 +28,7 @@ namespace {
 // checks of HostTarget and RunLoad): the built-in target and load worker (nullptr) HTTP/1.1
 // over TCP and TLS; the catalog's programs, HTTP/1.1 over TCP.
 std::vector<v1::Protocol> served_by(const CatalogEntry& target) {
-  if (target.builtin) return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS};
+  if (target.builtin) return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS, v1::PROTOCOL_H2, v1::PROTOCOL_H2C};
   return {v1::PROTOCOL_HTTP1};
 }
 std::vector<v1::Protocol> spoken_by(const ClientEntry* client) {
