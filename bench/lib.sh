@@ -115,6 +115,13 @@ need_binaries() {
   done
 }
 
+# self_signed_pair DIR: DIR/key.pem and DIR/cert.pem, an EC P-256 pair for one day, valid
+# for localhost and 127.0.0.1 (the servers' certificate in the TLS comparisons).
+self_signed_pair() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$1/key.pem" -out "$1/cert.pem" 2>/dev/null
+}
+
 # work_dir: makes $work (a temp folder) and, on exit, stops $client_pid and $server_pid
 # (set them when starting those) and removes $work.
 work_dir() {

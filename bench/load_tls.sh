@@ -50,8 +50,7 @@ done
 
 work_dir
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
-  -addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+self_signed_pair "$work"
 if [[ -z ${SERVER_CMD:-} ]]; then
   command -v go >/dev/null || { echo "load_tls: go missing (or set SERVER_CMD)" >&2; exit 2; }
   GO111MODULE=off go build -o "$work/gohttp" "$here/bench/peers/gohttp/main.go"

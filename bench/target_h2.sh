@@ -35,9 +35,8 @@ for tool in h2load nghttpd openssl taskset; do
   command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install nghttp2-client nghttp2-server openssl util-linux)" >&2; exit 1; }
 done
 TARGET=$BUILD_DIR/bin/loadlab-target
-[[ -x $TARGET ]] || { echo "no $TARGET: build the loadlab-target target first" >&2; exit 1; }
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
-  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+need_binaries target_h2 "$TARGET"
+self_signed_pair "$WORK"
 mkdir -p "$WORK/docroot"
 head -c "$BODY_SIZE" /dev/zero | tr '\0' x >"$WORK/docroot/body"
 CLK_TCK=$(getconf CLK_TCK)

@@ -44,7 +44,7 @@ for tool in h2load wrk openssl taskset; do
   command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install nghttp2-client wrk openssl util-linux)" >&2; exit 1; }
 done
 TARGET=$BUILD_DIR/bin/loadlab-target
-[[ -x $TARGET ]] || { echo "no $TARGET: build the loadlab-target target first" >&2; exit 1; }
+need_binaries target_tls "$TARGET"
 if [[ " ${SERVERS[*]} " == *" loadlab-base "* && ! -x ${BASE_TARGET:-} ]]; then
   echo "loadlab-base needs BASE_TARGET, an executable loadlab-target" >&2
   exit 1
@@ -57,8 +57,7 @@ if [[ " ${SERVERS[*]} " == *" gohttp-tls "* ]]; then
   log "building the Go peer in $PEER_DIR"
   GO111MODULE=off go build -o "$PEER_DIR/gohttp" "$ROOT/bench/peers/gohttp/main.go"
 fi
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
-  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+self_signed_pair "$WORK"
 
 # --- one run -------------------------------------------------------------------------------
 CLK_TCK=$(getconf CLK_TCK)
