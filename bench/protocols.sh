@@ -57,7 +57,7 @@ start_target() {  # start_target tls|plain
   local url
   url=$(url_of "$([[ $1 == tls ]] && echo https || echo h2c)")
   for _ in $(seq 50); do
-    "$load" "$url" -n 1 --insecure "${proto_flags[@]}" >/dev/null 2>&1 && return 0
+    "$load" "$url" -n 1 "${tls_flags[@]}" "${proto_flags[@]}" >/dev/null 2>&1 && return 0
     sleep 0.1
   done
   echo "protocols: the target did not answer on $url: $(cat "$work/server.out")" >&2
@@ -78,7 +78,7 @@ run() {
   case $tool/$p in
     loadlab/https) "${timed[@]}" "$load" "$url" -c "$CONNS" -d "$DURATION" --insecure >"$out" 2>&1 & ;;
     loadlab/*) "${timed[@]}" "$load" "$url" --protocol h2 --streams "$STREAMS" -c "$CONNS" -d "$DURATION" \
-      --insecure >"$out" 2>&1 & ;;
+      "${tls_flags[@]}" >"$out" 2>&1 & ;;
     h2load/https) "${timed[@]}" h2load --h1 -c "$CONNS" -D "$DURATION" "$url" >"$out" 2>&1 & ;;
     h2load/*) "${timed[@]}" h2load -c "$CONNS" -m "$STREAMS" -D "$DURATION" "$url" >"$out" 2>&1 & ;;
   esac
@@ -97,8 +97,9 @@ run() {
 echo "target: $SERVER_THREADS thread(s) (pinned: $PIN); $CONNS connections, $STREAMS streams; ${DURATION}s x $RUNS runs" >&2
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for p in $PROTOCOLS; do
-  proto_flags=()
+  proto_flags=() tls_flags=(--insecure)  # the target's own certificate: h2load does not verify either
   [[ $p != https ]] && proto_flags=(--protocol h2)
+  [[ $p == h2c ]] && tls_flags=()
   start_target "$([[ $p == h2c ]] && echo plain || echo tls)"
   for r in $(seq "$RUNS"); do
     for tool in loadlab h2load; do run "$tool" "$p"; done
