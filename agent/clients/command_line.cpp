@@ -1,10 +1,12 @@
 #include "command_line.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/http_syntax.hpp"
 #include "loadlab/shared/json_input.hpp"
@@ -34,6 +36,12 @@ bool whole_ms(double seconds) { return std::fabs(seconds * 1000 - std::round(sec
 uint32_t connections(const v1::LoadSpec& s) { return s.connections() ? s.connections() : s.threads(); }
 uint32_t timeout_ms(const v1::LoadSpec& s) { return s.timeout_ms() ? s.timeout_ms() : kDefaultTimeoutMs; }
 std::string method(const v1::LoadSpec& s) { return s.method().empty() ? "GET" : s.method(); }
+v1::Protocol protocol(const v1::LoadSpec& s) {
+  return s.protocol() == v1::PROTOCOL_UNSPECIFIED ? v1::PROTOCOL_HTTP1 : s.protocol();
+}
+bool http2(const v1::LoadSpec& s) {
+  return protocol(s) == v1::PROTOCOL_H2 || protocol(s) == v1::PROTOCOL_H2C;
+}
 
 bool has_connection_header(const v1::LoadSpec& s) {
   for (const auto& [k, v] : s.headers()) {
@@ -89,6 +97,24 @@ void check_common(Tool tool, const v1::LoadSpec& s) {
     throw InputError("body", "must be at most " + std::to_string(limits::kMaxBodyBytes) + " bytes");
   if (s.timeout_ms() > static_cast<uint32_t>(limits::kMaxTimeoutMs))
     throw InputError("timeout_ms", "must be at most " + std::to_string(limits::kMaxTimeoutMs));
+  const auto spoken = protocols_of(tool);
+  if (std::find(spoken.begin(), spoken.end(), protocol(s)) == spoken.end())
+    refuse("protocol", tool,
+           "speaks " + proto::protocol_names(spoken) + ", not " +
+               std::string(proto::protocol_name(protocol(s))));
+  if (!s.tls_version().empty() && s.tls_version() != proto::kDefaultTlsVersion)
+    refuse("tls_version", tool,
+           "cannot force a TLS version (it offers TLS 1.3 and takes what the server picks): tls_version must "
+           "be 1.3, got " +
+               s.tls_version());
+  if (s.tls_resume()) refuse("tls_resume", tool, "cannot resume TLS sessions: tls_resume must be false");
+  if (s.streams() > 1 && !(tool == Tool::kH2load && http2(s)))
+    refuse("streams", tool,
+           "keeps one request in flight per connection" +
+               std::string(tool == Tool::kH2load ? " over HTTP/1.1" : "") + ": streams must be 1, got " +
+               std::to_string(s.streams()));
+  if (s.streams() > static_cast<uint32_t>(limits::kMaxStreams))
+    throw InputError("streams", "must be in 1.." + std::to_string(limits::kMaxStreams));
   if (!s.keep_alive() && has_connection_header(s))
     refuse("keep_alive", tool,
            "closes connections with a 'Connection: close' header: keep_alive false and a Connection header "
@@ -150,6 +176,11 @@ void check_hey(const v1::LoadSpec& s) {
 
 void check_h2load(const v1::LoadSpec& s) {
   const Tool t = Tool::kH2load;
+  if (!s.keep_alive() && http2(s))
+    refuse(
+        "keep_alive", t,
+        "closes connections only with a 'Connection: close' header, which HTTP/2 forbids: keep_alive must be "
+        "true over h2 and h2c");
   if (connections(s) < s.threads())
     refuse("connections", t, "needs at least one client (connection) per thread");
   if (s.stop_case() == v1::LoadSpec::kDurationS) {
@@ -178,7 +209,8 @@ void check_h2load(const v1::LoadSpec& s) {
 bool wrk_needs_script(const v1::LoadSpec& s) { return method(s) != "GET" || !s.body().empty(); }
 
 std::string url(const v1::LoadSpec& s) {
-  return "http://" + parse_endpoint(s.endpoint())->to_string() + (s.path().empty() ? "/" : s.path());
+  return std::string(proto::uses_tls(protocol(s)) ? "https://" : "http://") +
+         parse_endpoint(s.endpoint())->to_string() + (s.path().empty() ? "/" : s.path());
 }
 
 std::string in_dir(const std::string& dir, const char* name) {
@@ -222,8 +254,14 @@ std::vector<std::string> hey_argv(const std::string& program, const v1::LoadSpec
 
 std::vector<std::string> h2load_argv(const std::string& program, const v1::LoadSpec& s,
                                      const std::string& dir) {
-  std::vector<std::string> a{
-      program, "--h1", "-t", std::to_string(s.threads()), "-c", std::to_string(connections(s))};
+  // HTTP/1.1 by --h1 (ALPN http/1.1 over TLS); h2 offers only h2 in ALPN, so a server
+  // without HTTP/2 fails the run instead of serving HTTP/1.1; h2c is h2load's default on http://.
+  std::vector<std::string> a{program};
+  if (http2(s))
+    a.insert(a.end(), {"--npn-list=h2", "-m", std::to_string(std::max<uint32_t>(1, s.streams()))});
+  else
+    a.push_back("--h1");
+  a.insert(a.end(), {"-t", std::to_string(s.threads()), "-c", std::to_string(connections(s))});
   switch (s.stop_case()) {
     case v1::LoadSpec::kRequestsPerThread:
       // h2load gives thread i -n/t requests (+1 for the first n%t): n = per-thread × t is exact.
@@ -249,6 +287,12 @@ std::vector<std::string> h2load_argv(const std::string& program, const v1::LoadS
 }
 
 }  // namespace
+
+std::vector<v1::Protocol> protocols_of(Tool tool) {
+  if (tool == Tool::kH2load)
+    return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS, v1::PROTOCOL_H2, v1::PROTOCOL_H2C};
+  return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS};
+}
 
 void check_spec(Tool tool, const v1::LoadSpec& spec) {
   check_common(tool, spec);

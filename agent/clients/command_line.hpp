@@ -27,6 +27,12 @@ struct AuxFile {
   std::string content;
 };
 
+// The protocols `tool` speaks (LoadSpec.protocol): wrk and hey HTTP/1.1 over TCP and TLS,
+// h2load also HTTP/2 over TLS (ALPN h2) and in cleartext (h2c, prior knowledge). Over TLS
+// none of them verifies the certificate or can force a version (they offer TLS 1.3 and take
+// what the server picks), nor resume a session.
+std::vector<v1::Protocol> protocols_of(Tool tool);
+
 // Throws InputError when `tool` cannot run `spec` as asked.
 void check_spec(Tool tool, const v1::LoadSpec& spec);
 

@@ -231,6 +231,56 @@ TEST(H2loadCommand, Refusals) {
   EXPECT_EQ(refused_field(Tool::kH2load, s), "keep_alive");
 }
 
+// Over TLS the URL is https://; h2load speaks HTTP/2 too, offering only h2 in ALPN (h2c on
+// http://), with its streams as -m.
+TEST(EveryTool, ProtocolsTheToolSpeaks) {
+  auto s = spec();
+  s.set_protocol(v1::PROTOCOL_HTTPS);
+  s.set_tls_version("1.3");
+  EXPECT_EQ(command_line(Tool::kWrk, "wrk", s).back(), "https://127.0.0.1:8080/");
+  EXPECT_EQ(command_line(Tool::kHey, "hey", s).back(), "https://127.0.0.1:8080/");
+  EXPECT_EQ(command_line(Tool::kH2load, "h2load", s),
+            (Argv{"h2load", "--h1", "-t", "2", "-c", "4", "-D", "5000ms", "-N", "5000ms",
+                  "https://127.0.0.1:8080/"}));
+  s.set_protocol(v1::PROTOCOL_H2);
+  s.set_streams(10);
+  EXPECT_EQ(command_line(Tool::kH2load, "h2load", s),
+            (Argv{"h2load", "--npn-list=h2", "-m", "10", "-t", "2", "-c", "4", "-D", "5000ms", "-N", "5000ms",
+                  "https://127.0.0.1:8080/"}));
+  s.set_protocol(v1::PROTOCOL_H2C);
+  s.set_tls_version("");
+  s.clear_streams();
+  EXPECT_EQ(command_line(Tool::kH2load, "h2load", s),
+            (Argv{"h2load", "--npn-list=h2", "-m", "1", "-t", "2", "-c", "4", "-D", "5000ms", "-N", "5000ms",
+                  "http://127.0.0.1:8080/"}));
+  EXPECT_EQ(protocols_of(Tool::kWrk), (std::vector<v1::Protocol>{v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS}));
+}
+
+TEST(EveryTool, WhatNoToolCanDoOverTlsOrHttp2IsRefused) {
+  for (Tool t : {Tool::kWrk, Tool::kHey, Tool::kH2load}) {
+    SCOPED_TRACE(std::string(tool_name(t)));
+    auto s = spec();
+    s.set_protocol(v1::PROTOCOL_HTTPS);
+    s.set_tls_version("1.2");
+    EXPECT_EQ(refused_field(t, s, "cannot force a TLS version"), "tls_version");
+    s.set_tls_version("1.3");
+    s.set_tls_resume(true);
+    EXPECT_EQ(refused_field(t, s, "cannot resume"), "tls_resume");
+    s = spec();
+    s.set_protocol(v1::PROTOCOL_H3);
+    EXPECT_EQ(refused_field(t, s, "not h3"), "protocol");
+    s = spec();
+    s.set_streams(2);  // over HTTP/1.1
+    EXPECT_EQ(refused_field(t, s, "streams must be 1"), "streams");
+  }
+  auto s = spec();
+  s.set_protocol(v1::PROTOCOL_H2C);
+  EXPECT_EQ(refused_field(Tool::kWrk, s, "speaks http1, https, not h2c"), "protocol");
+  EXPECT_EQ(refused_field(Tool::kHey, s, "not h2c"), "protocol");
+  s.set_keep_alive(false);
+  EXPECT_EQ(refused_field(Tool::kH2load, s, "HTTP/2 forbids"), "keep_alive");
+}
+
 TEST(EveryTool, CommonRefusals) {
   for (Tool t : {Tool::kWrk, Tool::kHey, Tool::kH2load}) {
     auto s = spec();

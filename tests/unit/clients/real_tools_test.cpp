@@ -187,6 +187,34 @@ TEST_P(RealTool, RefusedPortIsAFailureInTheToolsWords) {
   }
 }
 
+// Every protocol the tool speaks, against the built-in target serving it (--tls for https
+// and h2): the tool's count is the server's, without errors.
+TEST_P(RealTool, EveryProtocolItSpeaksReachesTheTarget) {
+  for (v1::Protocol protocol : protocols_of(GetParam())) {
+    const bool tls = protocol == v1::PROTOCOL_HTTPS || protocol == v1::PROTOCOL_H2;
+    SCOPED_TRACE(protocol);
+    std::vector<std::string> flags = {"--threads", "1", "--delay-ms", "1"};
+    if (tls) flags.push_back("--tls");
+    TargetProcess target(flags);
+    ASSERT_NE(target.port(), 0);
+    auto s = counted_spec(target.port());
+    s.set_protocol(protocol);
+    if (tls) s.set_tls_version("1.3");
+    if (protocol == v1::PROTOCOL_H2 || protocol == v1::PROTOCOL_H2C) s.set_streams(4);
+    ParsedRun p = run_tool(GetParam(), s);
+    auto served = target.stop();
+    ASSERT_TRUE(served.has_value());
+    EXPECT_EQ(p.result.errors(), 0u);
+    if (GetParam() == Tool::kWrk) {
+      EXPECT_GE(static_cast<uint64_t>(*served), p.result.responses());
+      EXPECT_GT(p.result.responses(), 0u);
+    } else {
+      EXPECT_EQ(p.result.requests(), 200u);
+      EXPECT_EQ(static_cast<uint64_t>(*served), 200u);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Clients, RealTool, ::testing::Values(Tool::kWrk, Tool::kHey, Tool::kH2load),
                          [](const auto& info) { return std::string(tool_name(info.param)); });
 
