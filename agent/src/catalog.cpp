@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <optional>
 #include <regex>
 
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -15,7 +17,8 @@ namespace loadlab::agent {
 
 namespace {
 
-constexpr const char* kPlaceholders[] = {"{port}", "{host}", "{delay_ms}", "{threads}", "{catalog_dir}"};
+constexpr const char* kPlaceholders[] = {"{port}",     "{host}",     "{delay_ms}", "{threads}",
+                                         "{protocol}", "{tls_cert}", "{tls_key}",  "{catalog_dir}"};
 constexpr const char* kCatalogDir = "{catalog_dir}";
 
 // Every {word} in `text` must be a known placeholder; {catalog_dir} needs a catalog file.
@@ -28,7 +31,8 @@ std::string check_placeholders(const std::string& text, const std::string& path,
     for (auto* p : kPlaceholders) known = known || it->str() == p;
     if (!known)
       throw InputError(path, "unknown placeholder " + it->str() +
-                                 "; allowed: {port}, {host}, {delay_ms}, {threads}, {catalog_dir}");
+                                 "; allowed: {port}, {host}, {delay_ms}, {threads}, {protocol}, {tls_cert}, "
+                                 "{tls_key}, {catalog_dir}");
     if (it->str() == kCatalogDir && dir.empty())
       throw InputError(path, "{catalog_dir} is only known in a catalog read from a file");
   }
@@ -51,7 +55,7 @@ std::string resolve_path(const std::string& p, const std::string& dir, const std
 }
 
 CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const std::string& dir) {
-  e.allow({"argv", "env", "cwd", "readiness", "start_timeout_ms"});
+  e.allow({"argv", "env", "cwd", "readiness", "start_timeout_ms", "protocols"});
   CatalogEntry c;
   c.name = name;
   if (!e.has("argv") || !e.at("argv").is_array() || e.at("argv").empty())
@@ -94,6 +98,29 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const s
   }
   c.start_timeout_ms = static_cast<uint32_t>(
       e.integer("start_timeout_ms", limits::kMinStartTimeoutMs, limits::kMaxStartTimeoutMs, 10000));
+  if (e.has("protocols")) {
+    const auto& list = e.at("protocols");
+    if (!list.is_array() || list.empty())
+      throw InputError(e.path("protocols"), "must be a non-empty array of " + proto::protocol_names());
+    c.protocols.clear();
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string at = e.path("protocols") + "/" + std::to_string(i);
+      auto p = list[i].is_string() ? proto::protocol_from_name(list[i].get<std::string>()) : std::nullopt;
+      if (!p) throw InputError(at, "must be one of " + proto::protocol_names() + ", got " + list[i].dump());
+      if (std::find(c.protocols.begin(), c.protocols.end(), *p) != c.protocols.end())
+        throw InputError(at, "is listed twice");
+      if (proto::uses_tls(*p) && c.readiness == CatalogEntry::Readiness::kHttp)
+        throw InputError(at,
+                         "is served over TLS, and the \"http\" readiness probe speaks plain HTTP: use "
+                         "\"type\": \"tcp\"");
+      c.protocols.push_back(*p);
+    }
+  }
+  auto names_tls_files = [](const std::string& t) {
+    return t.find("{tls_cert}") != std::string::npos || t.find("{tls_key}") != std::string::npos;
+  };
+  for (auto& a : c.argv) c.tls_files = c.tls_files || names_tls_files(a);
+  for (auto& [k, v] : c.env) c.tls_files = c.tls_files || names_tls_files(v);
   return c;
 }
 
@@ -222,7 +249,8 @@ std::string expand_placeholders(const std::string& text, const Placeholders& p) 
     };
     if (try_replace("{port}", std::to_string(p.port)) || try_replace("{host}", p.host) ||
         try_replace("{delay_ms}", std::to_string(p.delay_ms)) ||
-        try_replace("{threads}", std::to_string(p.threads)))
+        try_replace("{threads}", std::to_string(p.threads)) || try_replace("{protocol}", p.protocol) ||
+        try_replace("{tls_cert}", p.tls_cert) || try_replace("{tls_key}", p.tls_key))
       continue;
     out += text[i++];
   }

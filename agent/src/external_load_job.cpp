@@ -1,10 +1,5 @@
 #include "external_load_job.hpp"
 
-#include <stdlib.h>
-
-#include <filesystem>
-#include <fstream>
-
 #include "command_line.hpp"
 #include "job_support.hpp"
 #include "loadlab/shared/input_error.hpp"
@@ -18,42 +13,13 @@ using grpc::Status;
 using grpc::StatusCode;
 using namespace std::chrono_literals;
 
-namespace {
-
-// A folder for the files a tool's command line refers to (wrk's Lua script, h2load's body),
-// removed with the job.
-class AuxFolder {
- public:
-  explicit AuxFolder(const std::vector<clients::AuxFile>& files) {
-    if (files.empty()) return;
-    char tmpl[] = "/tmp/loadlab-client-XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("cannot make a folder for the client's files");
-    path_ = tmpl;
-    for (auto& f : files) {
-      std::ofstream out(std::filesystem::path(path_) / f.name, std::ios::binary);
-      out << f.content;
-      if (!out.flush()) throw std::runtime_error("cannot write " + f.name + " into " + path_);
-    }
-  }
-  ~AuxFolder() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  AuxFolder(const AuxFolder&) = delete;
-  AuxFolder& operator=(const AuxFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-}  // namespace
-
 Status ExternalLoadJob::run(const v1::LoadSpec& spec, const ClientEntry& client, JobLease& lease) {
   std::vector<std::string> argv;
   std::unique_ptr<AuxFolder> aux;
   try {
-    aux = std::make_unique<AuxFolder>(clients::aux_files(client.tool, spec));
+    std::vector<JobFile> files;
+    for (auto& f : clients::aux_files(client.tool, spec)) files.push_back({f.name, f.content});
+    aux = std::make_unique<AuxFolder>(files);
     argv = clients::command_line(client.tool, client.path, spec, aux->path());
   } catch (const InputError& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());

@@ -1,6 +1,33 @@
 #include "job_support.hpp"
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
 namespace loadlab::agent {
+
+AuxFolder::AuxFolder(const std::vector<JobFile>& files) {
+  if (files.empty()) return;
+  char tmpl[] = "/tmp/loadlab-job-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("cannot make a folder for the job's files");
+  path_ = tmpl;
+  for (auto& f : files) {
+    std::ofstream out(std::filesystem::path(path_) / f.name, std::ios::binary);
+    out << f.content;
+    if (!out.flush()) {
+      std::error_code ec;
+      std::filesystem::remove_all(path_, ec);  // no destructor runs for a constructor that throws
+      throw std::runtime_error("cannot write " + f.name + " into " + path_);
+    }
+  }
+}
+
+AuxFolder::~AuxFolder() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
 
 ExitStatus stop_tree(ProcFsReader& proc, ChildProcess& child, std::chrono::milliseconds grace) {
   // terminate() reaches the whole tree itself (job cgroup, or the group plus descendants

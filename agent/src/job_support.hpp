@@ -6,12 +6,33 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/agent/job_slot.hpp"
 #include "loadlab/agent/proc_reader.hpp"
 
 namespace loadlab::agent {
+
+struct JobFile {
+  std::string name;  // within the job's folder
+  std::string content;
+};
+
+// A private folder (mode 0700, under /tmp) for the files a job's command line refers to (wrk's
+// Lua script, h2load's body, a catalog target's certificate and key), removed with the job.
+// No folder when there are no files. Throws std::runtime_error when it cannot be written.
+class AuxFolder {
+ public:
+  explicit AuxFolder(const std::vector<JobFile>& files);
+  ~AuxFolder();
+  AuxFolder(const AuxFolder&) = delete;
+  AuxFolder& operator=(const AuxFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 // Stops the child's whole tree (SIGTERM, then SIGKILL after `grace`; see ChildProcess) and
 // drops the /proc reader's handles of the processes that are gone.

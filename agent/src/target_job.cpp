@@ -7,6 +7,7 @@
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "periodic_sampler.hpp"
+#include "self_signed_cert.hpp"
 
 namespace loadlab::agent {
 
@@ -48,7 +49,19 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
       return Status::OK;
     }
     port_ = std::make_unique<PortReservation>(options_.target_host);
-    Placeholders ph{options_.target_host, port_->port(), spec.delay_ms(), threads_};
+    Placeholders ph{options_.target_host, port_->port(), spec.delay_ms(), threads_,
+                    std::string(proto::protocol_name(spec.protocol()))};
+    if (entry.tls_files) {
+      // A pair of its own for each job (the load workers do not verify it: a lab's targets
+      // make their own), in a private folder removed with the job.
+      std::string error;
+      auto pair = target::make_self_signed_cert(std::chrono::system_clock::now(), error);
+      if (!pair) throw std::runtime_error("cannot make a certificate: " + error);
+      files_ = std::make_unique<AuxFolder>(std::vector<JobFile>{{"cert.pem", pair->credentials.cert_pem},
+                                                                {"key.pem", pair->credentials.key_pem}});
+      ph.tls_cert = files_->path() + "/cert.pem";
+      ph.tls_key = files_->path() + "/key.pem";
+    }
     for (auto& a : entry.argv) argv_.push_back(expand_placeholders(a, ph));
     for (auto& [k, v] : entry.env) spawn_options_.env.emplace_back(k, expand_placeholders(v, ph));
     spawn_options_.cwd = entry.cwd;

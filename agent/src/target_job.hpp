@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "job_support.hpp"
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/job_slot.hpp"
 #include "loadlab/agent/ports.hpp"
@@ -51,6 +52,7 @@ class TargetJob {
   unsigned threads_ = 1;
   std::vector<std::string> argv_;
   SpawnOptions spawn_options_;
+  std::unique_ptr<AuxFolder> files_;       // a catalog target's {tls_cert} and {tls_key}
   std::unique_ptr<PortReservation> port_;  // a catalog target's port, held while it runs
   std::optional<Endpoint> endpoint_;
   double started_at_ = 0;

@@ -39,7 +39,7 @@ LAB_KEYS = {"agents", "tls", "token_file"}
 LAB_TLS_KEYS = {"ca", "cert", "key", "server_name"}
 LAB_AGENT_KEYS = {"name", "address", "roles", "labels", "tls", "token_file"}
 # Catalog entry keys documented in docs/agent.md besides those examples/catalog.json uses.
-CATALOG_TARGET_DOC_KEYS = {"argv", "env", "cwd", "readiness", "start_timeout_ms"}
+CATALOG_TARGET_DOC_KEYS = {"argv", "env", "cwd", "readiness", "start_timeout_ms", "protocols"}
 CATALOG_CLIENT_DOC_KEYS = {"tool", "path"}
 # Makefile DEB_PACKAGES that the image's builder does not need: tests, tools and load clients
 # (BUILD_TESTING=OFF, no ccache in a one-off build).

@@ -336,7 +336,18 @@ TEST(Catalog, BadEntriesAreRejectedWithTheirPath) {
             "/targets/x/argv/0: /nonexistent/prog is not an executable file on this machine");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh", "{prot}"]}}})"),
             "/targets/x/argv/1: unknown placeholder {prot}; allowed: {port}, {host}, {delay_ms}, {threads}, "
-            "{catalog_dir}");
+            "{protocol}, {tls_cert}, {tls_key}, {catalog_dir}");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "protocols": ["https", "h4"]}}})"),
+            "/targets/x/protocols/1: must be one of http1, https, h2, h2c, h3, got \"h4\"");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "protocols": ["h2c", "h2c"]}}})"),
+            "/targets/x/protocols/1: is listed twice");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "protocols": []}}})"),
+            "/targets/x/protocols: must be a non-empty array of http1, https, h2, h2c, h3");
+  EXPECT_EQ(
+      err(R"({"targets": {"x": {"argv": ["/bin/sh"], "readiness": {"type": "http"},
+                                      "protocols": ["http1", "h2"]}}})"),
+      "/targets/x/protocols/1: is served over TLS, and the \"http\" readiness probe speaks plain HTTP: use "
+      "\"type\": \"tcp\"");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "readiness": {"type": "grpc"}}}})"),
             "/targets/x/readiness/type: must be \"tcp\" or \"http\"");
   EXPECT_EQ(err(R"({"targets": {"hello": {"argv": ["/bin/sh"]}}})"),
@@ -390,7 +401,7 @@ TEST(Catalog, RelativePathsAndCatalogDirAreTheCatalogFilesFolder) {
   EXPECT_EQ(
       err(R"({"targets": {"x": {"argv": ["{catalog_dir}/prog", "{catalog}"]}}})"),
       "/targets/x/argv/1: unknown placeholder {catalog}; allowed: {port}, {host}, {delay_ms}, {threads}, "
-      "{catalog_dir}");
+      "{protocol}, {tls_cert}, {tls_key}, {catalog_dir}");
 }
 
 TEST(Ports, TwoReservationsNeverShareAPortAndReleaseOnDestruction) {

@@ -1,12 +1,15 @@
 """A catalog target for the integration tests, standard library only.
 
-    python3 server.py HOST PORT DELAY_MS
+    python3 server.py HOST PORT DELAY_MS [CERT KEY]
+
+With CERT and KEY (PEM files) it serves HTTPS (TLS 1.2 and 1.3, ALPN http/1.1).
 
 Answers every request 200 "Have Fun ~ Tester !" after DELAY_MS (a sleep in the request's
 thread: ThreadingHTTPServer serves each connection on its own thread), keep-alive. Its
 ground truth for the tests: GET /__count answers how many other requests it has served;
 /__ paths are not counted (the agent's readiness probe uses one).
 """
+import ssl
 import sys
 import threading
 import time
@@ -47,11 +50,16 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit("usage: server.py HOST PORT DELAY_MS")
+    if len(sys.argv) not in (4, 6):
+        sys.exit("usage: server.py HOST PORT DELAY_MS [CERT KEY]")
     host, port, delay_ms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     Handler.delay_s = delay_ms / 1000.0
     server = ThreadingHTTPServer((host, port), Handler)
+    if len(sys.argv) == 6:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(sys.argv[4], sys.argv[5])
+        tls.set_alpn_protocols(["http/1.1"])
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     print(f"python target listening on {host}:{port} (delay {delay_ms} ms)", file=sys.stderr, flush=True)
     server.serve_forever()
 

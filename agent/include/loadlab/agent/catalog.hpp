@@ -8,8 +8,12 @@
 //                               "start_timeout_ms": 10000}}}
 //
 // Placeholders in argv and env values: {port} (a free port the agent picked), {host} (the
-// address targets bind), {delay_ms}, {threads}; and, in argv, env and cwd, {catalog_dir} (the
+// address targets bind), {delay_ms}, {threads}, {protocol} (the job's: http1, https, h2, h2c,
+// h3), {tls_cert} and {tls_key} (PEM files of a self-signed EC P-256 pair the agent makes for
+// each job that uses them, removed with it); and, in argv, env and cwd, {catalog_dir} (the
 // catalog file's folder, absolute). A relative argv[0] or cwd is relative to that folder.
+// "protocols" lists what the entry serves (default ["http1"]): a TLS one (https, h2) with an
+// "http" readiness probe is refused, the probe speaking plain HTTP.
 // The built-in target "hello" is an implicit entry.
 //
 // External load clients, run by RunLoad when a LoadSpec names them (LoadSpec.client):
@@ -26,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "loadlab/v1/agent.pb.h"
 #include "tool.hpp"
 
 namespace loadlab::agent {
@@ -39,6 +44,9 @@ struct CatalogEntry {
   enum class Readiness { kTcp, kHttp } readiness = Readiness::kTcp;
   std::string http_path = "/";
   uint32_t start_timeout_ms = 10000;
+  std::vector<v1::Protocol> protocols{
+      v1::PROTOCOL_HTTP1};  // served ("protocols"; built-in: set by the agent)
+  bool tls_files = false;   // argv or env names {tls_cert} or {tls_key}
 };
 
 struct ClientEntry {
@@ -52,6 +60,8 @@ struct Placeholders {
   uint16_t port = 0;
   uint32_t delay_ms = 0;
   uint32_t threads = 0;
+  std::string protocol = "http1";
+  std::string tls_cert, tls_key;  // the job's PEM files, when the entry names them
 };
 
 class Catalog {
