@@ -115,6 +115,18 @@ need_binaries() {
   done
 }
 
+# need_tools NAME TOOL:PACKAGE...: exits 2, naming the Debian packages to install, unless
+# every TOOL (a command, or an absolute path) is there.
+need_tools() {
+  local name=$1 pair missing=() packages=()
+  shift
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null || { missing+=("${pair%%:*}"); packages+=("${pair#*:}"); }
+  done
+  [[ ${#missing[@]} == 0 ]] ||
+    { echo "$name: ${missing[*]} missing (apt-get install -y ${packages[*]})" >&2; exit 2; }
+}
+
 # self_signed_pair DIR: DIR/key.pem and DIR/cert.pem, an EC P-256 pair for one day, valid
 # for localhost and 127.0.0.1 (the servers' certificate in the TLS comparisons).
 self_signed_pair() {

@@ -44,9 +44,7 @@ pin_sides 1
 load=$BUILD_DIR/bin/loadlab-load
 need_binaries load_tls "$load"
 [[ $TLS_VERSION == 1.2 || $TLS_VERSION == 1.3 ]] || { echo "load_tls: TLS_VERSION must be 1.2 or 1.3" >&2; exit 2; }
-for t in h2load openssl /usr/bin/time; do
-  command -v "$t" >/dev/null || { echo "load_tls: $t missing (apt-get install -y nghttp2-client openssl time)" >&2; exit 2; }
-done
+need_tools load_tls h2load:nghttp2-client openssl:openssl /usr/bin/time:time
 
 work_dir
 

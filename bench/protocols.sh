@@ -39,9 +39,7 @@ need_binaries protocols "$load" "$target"
 for p in $PROTOCOLS; do
   [[ $p == https || $p == h2 || $p == h2c ]] || { echo "protocols: PROTOCOLS: $p is not https, h2 or h2c" >&2; exit 2; }
 done
-for t in h2load /usr/bin/time; do
-  command -v "$t" >/dev/null || { echo "protocols: $t missing (apt-get install -y nghttp2-client time)" >&2; exit 2; }
-done
+need_tools protocols h2load:nghttp2-client /usr/bin/time:time
 
 work_dir
 HOST=127.0.0.1

@@ -31,9 +31,7 @@ read -r -a SERVERS <<<"${SERVERS:-loadlab-h2c nghttpd-h2c loadlab-h2 nghttpd-h2 
 source "$ROOT/bench/lib.sh"
 bench_setup target_h2
 
-for tool in h2load nghttpd openssl taskset; do
-  command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install nghttp2-client nghttp2-server openssl util-linux)" >&2; exit 1; }
-done
+need_tools target_h2 h2load:nghttp2-client nghttpd:nghttp2-server openssl:openssl taskset:util-linux
 TARGET=$BUILD_DIR/bin/loadlab-target
 need_binaries target_h2 "$TARGET"
 self_signed_pair "$WORK"

@@ -40,9 +40,7 @@ source "$ROOT/bench/lib.sh"
 bench_setup target_tls
 
 # --- tools ---------------------------------------------------------------------------------
-for tool in h2load wrk openssl taskset; do
-  command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install nghttp2-client wrk openssl util-linux)" >&2; exit 1; }
-done
+need_tools target_tls h2load:nghttp2-client wrk:wrk openssl:openssl taskset:util-linux
 TARGET=$BUILD_DIR/bin/loadlab-target
 need_binaries target_tls "$TARGET"
 if [[ " ${SERVERS[*]} " == *" loadlab-base "* && ! -x ${BASE_TARGET:-} ]]; then
