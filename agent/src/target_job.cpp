@@ -176,6 +176,9 @@ bool TargetJob::write(const v1::TargetEvent& ev) {
 }
 
 void TargetJob::write_exited(const ExitStatus& st, size_t tail_lines) {
+  // The reader of the child's output may not have drained the pipe yet when the child is
+  // reaped: wait for its end (bounded: a stray holder of the pipe keeps it open).
+  child_->wait_output_end(500ms);
   v1::TargetEvent ev;
   ev.mutable_exited()->set_exit_code(st.code);
   ev.mutable_exited()->set_signal(st.signal);
