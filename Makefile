@@ -6,6 +6,8 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 # python3: the catalog target of tests/integration/catalog_target_test.cpp (standard library only).
 # dpkg-dev, file: cpack's dpkg-shlibdeps (the Depends of the .deb packages, tests/deploy).
 # nghttp2-server: nghttpd, the independent HTTP/2 server of tests/unit/load/h2_load_test.cpp.
+# ngtcp2-server, ngtcp2-client: gtlsserver and gtlsclient, the independent HTTP/3 peers of the
+# load generator's and the target's h3 tests.
 # python3-yaml: tests/deploy/k8s_manifests_test.py parses the manifests of deploy/k8s.
 # git: the scenario repository of tests/integration/scenario_folder_test.cpp and of loadlab-nightly.
 # chromium, python3-jsonschema, python3-pil: tests/integration/report_test.cpp renders report.html
@@ -13,8 +15,9 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
 	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
 	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
-	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev libnghttp2-dev iproute2 clang-format \
-	wrk hey nghttp2-client nghttp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git
+	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev libnghttp2-dev \
+	libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev iproute2 clang-format \
+	wrk hey nghttp2-client nghttp2-server ngtcp2-client ngtcp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git
 
 .PHONY: all deps build demo test sanitize sanitize-asan sanitize-tsan format format-check clean
 

@@ -44,7 +44,7 @@ CATALOG_CLIENT_DOC_KEYS = {"tool", "path"}
 # Makefile DEB_PACKAGES that the image's builder does not need: tests, tools and load clients
 # (BUILD_TESTING=OFF, no ccache in a one-off build).
 NOT_BUILD_DEPS = {"ccache", "libgtest-dev", "libgmock-dev", "iproute2", "clang-format", "wrk", "hey",
-                  "nghttp2-client", "nghttp2-server", "python3", "python3-jsonschema", "python3-pil", "python3-yaml",
+                  "nghttp2-client", "nghttp2-server", "ngtcp2-client", "ngtcp2-server", "python3", "python3-jsonschema", "python3-pil", "python3-yaml",
                   "chromium"}
 
 errors = []
