@@ -18,6 +18,10 @@ struct alignas(64) IoWorker {
   std::atomic<std::uint64_t> tls_resumed{0};     // of those, resumed sessions
   std::atomic<std::uint64_t> h2_connections{0};  // of `connections`, those speaking HTTP/2
   std::atomic<std::uint64_t> h2_streams{0};      // HTTP/2 responses sent, stats requests excluded
+  std::atomic<std::uint64_t> h3_connections{0};  // QUIC handshakes completed (also in `connections`)
+  std::atomic<std::uint64_t> h3_streams{0};      // HTTP/3 responses sent, stats requests excluded
+  std::atomic<std::uint64_t> h3_resumed{0};      // of h3_connections, resumed TLS sessions
+  std::atomic<std::uint64_t> h3_early_data{0};   // of h3_connections, those whose 0-RTT data was accepted
   boost::asio::io_context ioc{1};                // destroyed first: its sessions hold the counters
 };
 
@@ -31,6 +35,10 @@ struct ServerStats {
   std::uint64_t tls_resumed = 0;
   std::uint64_t h2_connections = 0;
   std::uint64_t h2_streams = 0;  // of `requests`, those answered over HTTP/2
+  std::uint64_t h3_connections = 0;
+  std::uint64_t h3_streams = 0;  // of `requests`, those answered over HTTP/3
+  std::uint64_t h3_resumed = 0;
+  std::uint64_t h3_early_data = 0;
 };
 
 // Any thread.
@@ -44,6 +52,10 @@ inline ServerStats count_stats(const IoWorkers& workers) {
     total.tls_resumed += worker->tls_resumed.load(relaxed);
     total.h2_connections += worker->h2_connections.load(relaxed);
     total.h2_streams += worker->h2_streams.load(relaxed);
+    total.h3_connections += worker->h3_connections.load(relaxed);
+    total.h3_streams += worker->h3_streams.load(relaxed);
+    total.h3_resumed += worker->h3_resumed.load(relaxed);
+    total.h3_early_data += worker->h3_early_data.load(relaxed);
   }
   return total;
 }
@@ -58,7 +70,11 @@ inline std::string stats_json(const ServerStats& stats) {
          ", \"tls_handshakes\": " + std::to_string(stats.tls_handshakes) +
          ", \"tls_resumed\": " + std::to_string(stats.tls_resumed) +
          ", \"h2_connections\": " + std::to_string(stats.h2_connections) +
-         ", \"h2_streams\": " + std::to_string(stats.h2_streams) + "}\n";
+         ", \"h2_streams\": " + std::to_string(stats.h2_streams) +
+         ", \"h3_connections\": " + std::to_string(stats.h3_connections) +
+         ", \"h3_streams\": " + std::to_string(stats.h3_streams) +
+         ", \"h3_resumed\": " + std::to_string(stats.h3_resumed) +
+         ", \"h3_early_data\": " + std::to_string(stats.h3_early_data) + "}\n";
 }
 
 }  // namespace loadlab::target

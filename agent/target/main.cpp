@@ -40,10 +40,11 @@ std::string got(const std::string& text) { return ", got '" + text + "'"; }
 
 struct TlsFlags {
   bool tls = false;
+  bool h3 = false;
   std::string cert;
   std::string key;
   std::string cert_out;
-  bool any() const { return tls || !cert.empty() || !key.empty() || !cert_out.empty(); }
+  bool any() const { return tls || h3 || !cert.empty() || !key.empty() || !cert_out.empty(); }
 };
 
 // Where the TLS set-up failed: the flag to name (a usage error, exit 2) or none (exit 1).
@@ -98,17 +99,31 @@ std::optional<target::TlsCredentials> tls_credentials(const TlsFlags& flags, Tls
   return std::move(generated->credentials);
 }
 
-std::shared_ptr<boost::asio::ssl::context> tls_context(const TlsFlags& flags, TlsSetupError& error) {
+struct TlsContexts {
+  std::shared_ptr<boost::asio::ssl::context> tcp;
+  std::shared_ptr<target::QuicTlsContext> quic;  // with --h3: GnuTLS, the same certificate
+};
+
+// False with `error` set when a context cannot be made.
+bool tls_contexts(const TlsFlags& flags, TlsContexts& out, TlsSetupError& error) {
   auto credentials = tls_credentials(flags, error);
-  if (!credentials) return nullptr;
+  if (!credentials) return false;
   auto result = target::make_tls_context(*credentials);
   if (!result.context) {
     const bool cert = result.bad == target::TlsContextResult::Bad::cert;
     const std::string& path = cert ? flags.cert : flags.key;
     error = {cert ? "--tls-cert" : "--tls-key", "'" + path + "': " + result.error};
     if (path.empty()) error.flag.clear();  // the generated pair: not the user's mistake
+    return false;
   }
-  return result.context;
+  out.tcp = std::move(result.context);
+  if (!flags.h3) return true;
+  out.quic = target::QuicTlsContext::make(*credentials, error.message);
+  if (!out.quic) {
+    error.flag = flags.cert.empty() ? "" : "--tls-cert";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -163,6 +178,9 @@ int main(int argc, char** argv) {
                "serve HTTPS (TLS 1.2 and 1.3; ALPN h2 or http/1.1); without --tls-cert/--tls-key a "
                "self-signed certificate for localhost, 127.0.0.1 and ::1 is made at start. Without "
                "--tls, HTTP/2 is h2c with prior knowledge");
+  app.add_flag("--h3", tls.h3,
+               "also serve HTTP/3 over QUIC on UDP at the same port (ALPN h3, TLS 1.3, 0-RTT); "
+               "implies --tls, with the same certificate");
   app.add_option("--tls-cert", tls.cert, "PEM certificate chain, leaf first; with --tls-key; implies --tls");
   app.add_option("--tls-key", tls.key, "PEM private key (unencrypted) of --tls-cert; implies --tls");
   app.add_option("--tls-cert-out", tls.cert_out,
@@ -237,12 +255,11 @@ int main(int argc, char** argv) {
                        got(log_level));
   }
   loadlab::init_logging(log_level);
-  std::shared_ptr<boost::asio::ssl::context> tls_ctx;
+  TlsContexts tls_ctx;
   if (tls.any()) {
     TlsSetupError error;
-    tls_ctx = tls_context(tls, error);
-    if (!tls_ctx && !error.flag.empty()) return usage_error(error.flag + ": " + error.message);
-    if (!tls_ctx) {
+    if (!tls_contexts(tls, tls_ctx, error)) {
+      if (!error.flag.empty()) return usage_error(error.flag + ": " + error.message);
       std::cerr << "loadlab-target: cannot make a TLS certificate: " << error.message << "\n";
       return kExitCannotListen;
     }
@@ -263,7 +280,8 @@ int main(int argc, char** argv) {
   }
   options.read_timeout = std::chrono::milliseconds(*read_timeout);
   options.idle_timeout = std::chrono::milliseconds(*idle_timeout);
-  options.tls = tls_ctx;
+  options.tls = tls_ctx.tcp;
+  options.h3 = tls_ctx.quic;
   target::Server server(options);
   if (auto ec = server.listen()) {
     std::cerr << "loadlab-target: cannot listen on " << endpoint->to_string() << ": " << ec.message() << "\n";
@@ -279,6 +297,7 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   std::cout << "listening on " << server.local_endpoint().to_string() << std::endl;
+  if (options.h3) std::cout << "http/3 on udp " << server.local_endpoint().to_string() << std::endl;
   server.run();
   std::cout << "requests " << server.requests() << std::endl;
   return 0;

@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 
+#include "h3_server.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::target {
@@ -50,6 +51,7 @@ Server::Server(ServerOptions options)
   env_.log = log_.get();
   env_.tls = options_.tls.get();
   for (auto& worker : workers_) guards_.push_back(net::make_work_guard(worker->ioc));
+  if (options_.h3) h3_ = std::make_unique<H3Server>(*workers_.front(), env_, options_.h3);
   if (options_.acceptor == AcceptorMode::shared) {
     std::vector<IoWorker*> all;
     for (auto& worker : workers_) all.push_back(worker.get());
@@ -67,6 +69,7 @@ Server::~Server() {
   // listeners and timer before the contexts, whose destruction frees the sessions left.
   guards_.clear();
   listeners_.clear();
+  h3_.reset();
 }
 
 beast::error_code Server::listen_on(const tcp::endpoint& endpoint) {
@@ -85,7 +88,10 @@ beast::error_code Server::listen_on(const tcp::endpoint& endpoint) {
 beast::error_code Server::listen() {
   beast::error_code ec;
   auto address = net::ip::make_address(options_.listen.host, ec);
-  if (!ec) return listen_on(tcp::endpoint(address, options_.listen.port));
+  if (!ec) {
+    ec = listen_on(tcp::endpoint(address, options_.listen.port));
+    return ec ? ec : listen_udp();
+  }
   tcp::resolver resolver(workers_.front()->ioc);
   auto results = resolver.resolve(options_.listen.host, std::to_string(options_.listen.port), ec);
   if (ec) return ec;
@@ -93,6 +99,16 @@ beast::error_code Server::listen() {
     ec = listen_on(entry.endpoint());
     if (!ec) break;
   }
+  return ec ? ec : listen_udp();
+}
+
+// HTTP/3 at the address and port TCP got (a kernel-chosen port when 0): a client told one port
+// finds both.
+beast::error_code Server::listen_udp() {
+  if (!h3_) return {};
+  const auto bound = listeners_.front()->local_endpoint();
+  auto ec = h3_->listen(net::ip::udp::endpoint(bound.address(), bound.port()));
+  if (!ec) log_->info("h3: HTTP/3 over QUIC on udp {}", local_endpoint().to_string());
   return ec;
 }
 
@@ -107,6 +123,11 @@ void Server::run() {
   for (auto& listener : listeners_) {
     net::post(listener->accept_context(), [this, listener] {
       if (!stopping_.load()) listener->run();
+    });
+  }
+  if (h3_) {
+    net::post(workers_.front()->ioc, [this] {
+      if (!stopping_.load()) h3_->run();
     });
   }
   std::vector<std::thread> threads;
@@ -126,12 +147,14 @@ void Server::initiate_shutdown() {
   for (auto& listener : listeners_) net::post(listener->accept_context(), [listener] { listener->close(); });
   net::post(workers_.front()->ioc, [this] {
     drain_deadline_ = std::chrono::steady_clock::now() + options_.shutdown_grace;
+    if (h3_) h3_->initiate_shutdown();
     on_drain_tick();
   });
 }
 
 void Server::on_drain_tick() {
-  const auto pending = in_flight_.load();
+  // HTTP/3 connections say CONNECTION_CLOSE once their streams are answered and acknowledged.
+  const auto pending = in_flight_.load() + (h3_ ? h3_->live_connections() : 0);
   if (pending <= 0) return stop_io();
   if (std::chrono::steady_clock::now() >= drain_deadline_) {
     log_->warn("shutdown: {} responses still pending after the grace period", pending);

@@ -1,10 +1,16 @@
 #pragma once
 // The loadlab target: an HTTP/1.1 and HTTP/2 server (plain, where HTTP/2 is h2c with prior
-// knowledge, or over TLS, where ALPN chooses h2 or http/1.1) answering any request with a
-// configurable status and body, after optional CPU work, delay and stall, on N io threads.
-// Usable in-process (tests) or from main.cpp. GET /__loadlab/stats answers
+// knowledge, or over TLS, where ALPN chooses h2 or http/1.1), and optionally HTTP/3 over QUIC
+// on UDP at the same port, answering any request with a configurable status and body, after
+// optional CPU work, delay and stall, on N io threads. Usable in-process (tests) or from
+// main.cpp. GET /__loadlab/stats (over any protocol) answers
 // {"requests": N, "connections": C, "tls_handshakes": H, "tls_resumed": R,
-//  "h2_connections": C2, "h2_streams": N2} (N2 of the N requests answered over HTTP/2).
+//  "h2_connections": C2, "h2_streams": N2, "h3_connections": C3, "h3_streams": N3,
+//  "h3_resumed": R3, "h3_early_data": E3}
+// N2 and N3 of the N requests answered over HTTP/2 and HTTP/3; C counts TCP connections
+// accepted and QUIC connections whose handshake completed (C3 of them); H and R are the TLS
+// handshakes over TCP; R3 the QUIC handshakes that resumed a session, E3 those whose 0-RTT data
+// was accepted.
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -22,6 +28,7 @@
 #include "knobs.hpp"
 #include "listener.hpp"
 #include "loadlab/shared/endpoint.hpp"
+#include "quic_tls.hpp"
 #include "session_env.hpp"
 #include "stall.hpp"
 
@@ -50,7 +57,12 @@ struct ServerOptions {
   std::uint64_t body_limit = 1024 * 1024;
   // Non-null: serve HTTPS with this context (make_tls_context); shared by all io threads.
   std::shared_ptr<boost::asio::ssl::context> tls;
+  // Non-null: also serve HTTP/3 on UDP at the TCP listener's address and port, with this TLS
+  // (QuicTlsContext::make, from the same certificate as `tls`).
+  std::shared_ptr<QuicTlsContext> h3;
 };
+
+class H3Server;
 
 class Server {
  public:
@@ -61,7 +73,8 @@ class Server {
 
   // Resolves the host and binds. Called once, before run(), by the owning thread.
   boost::beast::error_code listen();
-  // The bound address with the real port (valid after a successful listen()).
+  // The bound address with the real port (valid after a successful listen()); HTTP/3's UDP
+  // socket has the same.
   Endpoint local_endpoint() const;
 
   // The executor of the first io_context: where a signal_set belongs.
@@ -81,6 +94,7 @@ class Server {
 
  private:
   boost::beast::error_code listen_on(const boost::asio::ip::tcp::endpoint& endpoint);
+  boost::beast::error_code listen_udp();
   void on_drain_tick();
   void stop_io();
 
@@ -95,6 +109,7 @@ class Server {
   IoWorkers workers_;
   std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
   std::vector<std::shared_ptr<Listener>> listeners_;
+  std::unique_ptr<H3Server> h3_;  // on the first io_context; null without options.h3
   boost::asio::steady_timer drain_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;
 };

@@ -202,10 +202,12 @@ TEST(TargetBinary, StatsEndpointReadsTheCountOfARunningServer) {
   // Each get_body() is a connection of its own, the stats requests' too.
   EXPECT_EQ(get_body(port, "/__loadlab/stats"),
             "{\"requests\": 5, \"connections\": 6, \"tls_handshakes\": 0, \"tls_resumed\": 0, "
-            "\"h2_connections\": 0, \"h2_streams\": 0}\n");
+            "\"h2_connections\": 0, \"h2_streams\": 0, \"h3_connections\": 0, \"h3_streams\": 0, "
+            "\"h3_resumed\": 0, \"h3_early_data\": 0}\n");
   EXPECT_EQ(get_body(port, "/__loadlab/stats"),
             "{\"requests\": 5, \"connections\": 7, \"tls_handshakes\": 0, \"tls_resumed\": 0, "
-            "\"h2_connections\": 0, \"h2_streams\": 0}\n");
+            "\"h2_connections\": 0, \"h2_streams\": 0, \"h3_connections\": 0, \"h3_streams\": 0, "
+            "\"h3_resumed\": 0, \"h3_early_data\": 0}\n");
   ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
   EXPECT_EQ(child.read_line(), "requests 5");
   EXPECT_EQ(child.wait_exit(), 0);
@@ -349,7 +351,8 @@ TEST(TargetBinaryTls, GeneratedCertificateIsWrittenAndVerifies) {
   EXPECT_EQ(tls_get_body(port, cert), "secure");
   EXPECT_EQ(tls_get_body(port, cert, "/__loadlab/stats"),
             "{\"requests\": 1, \"connections\": 2, \"tls_handshakes\": 2, \"tls_resumed\": 0, "
-            "\"h2_connections\": 0, \"h2_streams\": 0}\n");
+            "\"h2_connections\": 0, \"h2_streams\": 0, \"h3_connections\": 0, \"h3_streams\": 0, "
+            "\"h3_resumed\": 0, \"h3_early_data\": 0}\n");
   // Plain HTTP on the TLS port gets no answer.
   EXPECT_NE(get_body(port), "secure");
   ASSERT_EQ(kill(child.pid(), SIGTERM), 0);

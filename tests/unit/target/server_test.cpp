@@ -125,7 +125,8 @@ class TestClient {
 // The stats endpoint's body for a plain server.
 std::string stats_body(std::uint64_t requests, std::uint64_t connections) {
   return "{\"requests\": " + std::to_string(requests) + ", \"connections\": " + std::to_string(connections) +
-         ", \"tls_handshakes\": 0, \"tls_resumed\": 0, \"h2_connections\": 0, \"h2_streams\": 0}\n";
+         ", \"tls_handshakes\": 0, \"tls_resumed\": 0, \"h2_connections\": 0, \"h2_streams\": 0"
+         ", \"h3_connections\": 0, \"h3_streams\": 0, \"h3_resumed\": 0, \"h3_early_data\": 0}\n";
 }
 
 ServerOptions options_with(unsigned threads = 1, std::chrono::milliseconds delay = 0ms) {

@@ -1,0 +1,817 @@
+#include "h3_connection.hpp"
+
+#include <gnutls/crypto.h>
+#include <nghttp3/nghttp3.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <charconv>
+#include <cstring>
+#include <string_view>
+
+#include "canned_responses.hpp"
+#include "h3_server.hpp"
+#include "loadlab/shared/limits.hpp"
+#include "request_parser.hpp"
+
+namespace loadlab::target {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+
+namespace {
+
+// Receive windows, as H2Session's: request bodies are discarded as they arrive.
+constexpr std::uint64_t kStreamWindow = 1 << 20;
+constexpr std::uint64_t kConnectionWindow = 16 << 20;
+// HTTP/3 needs three unidirectional streams from the client (control, QPACK encoder and
+// decoder); a few more for extensions it may open and we ignore.
+constexpr std::uint64_t kMaxUniStreams = 8;
+// Packets written per flush before the rest is posted, so one connection's large response does
+// not hold up the socket's other connections.
+constexpr int kMaxPacketsPerFlush = 64;
+// CONNECTION_CLOSE is repeated at most this often in the closing period (RFC 9000 §10.2.1).
+constexpr unsigned kMaxCloseRepeats = 8;
+
+ngtcp2_tstamp timestamp(std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now()) {
+  return static_cast<ngtcp2_tstamp>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
+
+ngtcp2_duration nanoseconds(std::chrono::steady_clock::duration d) {
+  return static_cast<ngtcp2_duration>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+nghttp3_nv header(std::string_view name, std::string_view value, bool value_static) {
+  const auto flags = NGHTTP3_NV_FLAG_NO_COPY_NAME | (value_static ? NGHTTP3_NV_FLAG_NO_COPY_VALUE : 0);
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          static_cast<std::uint8_t>(flags)};
+}
+
+std::string_view view(nghttp3_rcbuf* buffer) {
+  const auto v = nghttp3_rcbuf_get_buf(buffer);
+  return {reinterpret_cast<const char*>(v.base), v.len};
+}
+
+ngtcp2_path path_of(H3Connection::udp::endpoint& local, H3Connection::udp::endpoint& remote) {
+  return {{local.data(), static_cast<ngtcp2_socklen>(local.size())},
+          {remote.data(), static_cast<ngtcp2_socklen>(remote.size())},
+          nullptr};
+}
+
+}  // namespace
+
+// --- ngtcp2's and nghttp3's callbacks: translate, then call the connection -----------------
+
+struct H3Connection::Glue {
+  static H3Connection& self(void* user_data) { return *static_cast<H3Connection*>(user_data); }
+
+  static ngtcp2_conn* get_conn(ngtcp2_crypto_conn_ref* ref) { return self(ref->user_data).conn_; }
+
+  static void rand(std::uint8_t* dest, std::size_t size, const ngtcp2_rand_ctx*) {
+    gnutls_rnd(GNUTLS_RND_RANDOM, dest, size);
+  }
+
+  static int get_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, std::uint8_t* token, std::size_t size,
+                                   void* user_data) {
+    auto& c = self(user_data);
+    gnutls_rnd(GNUTLS_RND_RANDOM, cid->data, size);
+    cid->datalen = size;
+    const auto& secret = c.server_.static_secret();
+    if (ngtcp2_crypto_generate_stateless_reset_token(token, secret.data(), secret.size(), cid) != 0)
+      return NGTCP2_ERR_CALLBACK_FAILURE;
+    c.server_.associate(*cid, c.shared_from_this());
+    return 0;
+  }
+
+  static int remove_connection_id(ngtcp2_conn*, const ngtcp2_cid* cid, void* user_data) {
+    self(user_data).server_.dissociate(*cid);
+    return 0;
+  }
+
+  static int handshake_completed(ngtcp2_conn*, void* user_data) {
+    self(user_data).on_handshake_completed();
+    return 0;
+  }
+
+  // The 1-RTT key is installed once the ClientHello is read, before any 0-RTT stream data is
+  // decrypted: HTTP/3 is set up here, so early requests find it.
+  static int recv_tx_key(ngtcp2_conn*, ngtcp2_crypto_level level, void* user_data) {
+    if (level != NGTCP2_CRYPTO_LEVEL_APPLICATION) return 0;
+    return self(user_data).setup_http() ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+  }
+
+  static int fail_http(H3Connection& c, nghttp3_ssize rv) {
+    c.env_.log->debug("h3: {}", nghttp3_strerror(static_cast<int>(rv)));
+    ngtcp2_connection_close_error_set_application_error(
+        &c.last_error_, nghttp3_err_infer_quic_app_error_code(static_cast<int>(rv)), nullptr, 0);
+    c.error_set_ = true;
+    return NGTCP2_ERR_CALLBACK_FAILURE;
+  }
+
+  static int recv_stream_data(ngtcp2_conn*, std::uint32_t flags, std::int64_t stream_id, std::uint64_t,
+                              const std::uint8_t* data, std::size_t size, void* user_data, void*) {
+    auto& c = self(user_data);
+    if (c.http_ == nullptr) return NGTCP2_ERR_CALLBACK_FAILURE;
+    const auto n =
+        nghttp3_conn_read_stream(c.http_, stream_id, data, size, (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
+    if (n < 0) return fail_http(c, n);
+    c.consume(stream_id, static_cast<std::size_t>(n));
+    return 0;
+  }
+
+  static int acked_stream_data_offset(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t, std::uint64_t size,
+                                      void* user_data, void*) {
+    auto& c = self(user_data);
+    if (c.http_ == nullptr) return 0;
+    if (int rv = nghttp3_conn_add_ack_offset(c.http_, stream_id, size); rv != 0) return fail_http(c, rv);
+    return 0;
+  }
+
+  static int stream_close(ngtcp2_conn*, std::uint32_t flags, std::int64_t stream_id,
+                          std::uint64_t app_error_code, void* user_data, void*) {
+    auto& c = self(user_data);
+    if (c.http_ == nullptr) return 0;
+    if ((flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET) == 0) app_error_code = NGHTTP3_H3_NO_ERROR;
+    const int rv = nghttp3_conn_close_stream(c.http_, stream_id, app_error_code);
+    if (rv != 0 && rv != NGHTTP3_ERR_STREAM_NOT_FOUND) return fail_http(c, rv);
+    return 0;
+  }
+
+  // The client reset its request stream or asked us to stop sending: nghttp3 stops reading.
+  static int stream_reset(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t, std::uint64_t, void* user_data,
+                          void*) {
+    auto& c = self(user_data);
+    if (c.http_ == nullptr) return 0;
+    if (int rv = nghttp3_conn_shutdown_stream_read(c.http_, stream_id); rv != 0) return fail_http(c, rv);
+    return 0;
+  }
+
+  static int stream_stop_sending(ngtcp2_conn* conn, std::int64_t stream_id, std::uint64_t code,
+                                 void* user_data, void* stream_user_data) {
+    return stream_reset(conn, stream_id, 0, code, user_data, stream_user_data);
+  }
+
+  static int extend_max_remote_streams_bidi(ngtcp2_conn*, std::uint64_t max_streams, void* user_data) {
+    auto& c = self(user_data);
+    if (c.http_ != nullptr) nghttp3_conn_set_max_client_streams_bidi(c.http_, max_streams);
+    return 0;
+  }
+
+  static int extend_max_stream_data(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t, void* user_data,
+                                    void*) {
+    auto& c = self(user_data);
+    if (c.http_ == nullptr) return 0;
+    if (int rv = nghttp3_conn_unblock_stream(c.http_, stream_id); rv != 0) return fail_http(c, rv);
+    return 0;
+  }
+
+  // nghttp3's.
+
+  static int http_stream_close(nghttp3_conn*, std::int64_t stream_id, std::uint64_t, void* conn_user_data,
+                               void* stream_user_data) {
+    auto& c = self(conn_user_data);
+    if (auto* s = static_cast<H3Stream*>(stream_user_data)) c.end_stream(*s);
+    // A request stream is done: the client may open another.
+    if (ngtcp2_is_bidi_stream(stream_id)) ngtcp2_conn_extend_max_streams_bidi(c.conn_, 1);
+    return 0;
+  }
+
+  static int http_recv_data(nghttp3_conn*, std::int64_t stream_id, const std::uint8_t*, std::size_t size,
+                            void* conn_user_data, void* stream_user_data) {
+    auto& c = self(conn_user_data);
+    c.consume(stream_id, size);  // discarded as it arrives
+    auto* s = static_cast<H3Stream*>(stream_user_data);
+    if (s == nullptr || s->state != H3Stream::State::receiving) return 0;
+    s->body_bytes += size;
+    if (s->body_bytes > c.env_.body_limit && s->error == 0) {
+      s->error = 413;
+      c.complete_request(*s);  // answered at once; the rest of the upload is refused
+    }
+    return 0;
+  }
+
+  static int http_deferred_consume(nghttp3_conn*, std::int64_t stream_id, std::size_t consumed,
+                                   void* conn_user_data, void*) {
+    self(conn_user_data).consume(stream_id, consumed);
+    return 0;
+  }
+
+  static int http_begin_headers(nghttp3_conn*, std::int64_t stream_id, void* conn_user_data,
+                                void* stream_user_data) {
+    if (stream_user_data == nullptr) self(conn_user_data).begin_stream(stream_id);
+    return 0;
+  }
+
+  static int http_recv_header(nghttp3_conn*, std::int64_t, std::int32_t, nghttp3_rcbuf* name,
+                              nghttp3_rcbuf* value, std::uint8_t, void* conn_user_data,
+                              void* stream_user_data) {
+    auto& c = self(conn_user_data);
+    auto* s = static_cast<H3Stream*>(stream_user_data);
+    if (s == nullptr || s->state != H3Stream::State::receiving) return 0;
+    const auto n = view(name);
+    const auto v = view(value);
+    // The measure SETTINGS_MAX_FIELD_SECTION_SIZE counts (RFC 9114 §4.2.2), as HTTP/2's.
+    s->header_bytes += n.size() + v.size() + 32;
+    if (s->header_bytes > c.env_.header_limit) s->error = 431;
+    if (s->error != 0) return 0;
+    if (n.empty() || n.front() != ':') {
+      s->knobs.apply(n, v);
+    } else if (n == ":method") {
+      s->get = v == "GET";
+      s->head = v == "HEAD";
+    } else if (n == ":path") {
+      s->stats_path = v == kStatsPath;
+    }
+    return 0;
+  }
+
+  static int http_end_stream(nghttp3_conn*, std::int64_t, void* conn_user_data, void* stream_user_data) {
+    auto* s = static_cast<H3Stream*>(stream_user_data);
+    if (s != nullptr && s->state == H3Stream::State::receiving) self(conn_user_data).complete_request(*s);
+    return 0;
+  }
+
+  static int http_stop_sending(nghttp3_conn*, std::int64_t stream_id, std::uint64_t app_error_code,
+                               void* conn_user_data, void*) {
+    ngtcp2_conn_shutdown_stream_read(self(conn_user_data).conn_, stream_id, app_error_code);
+    return 0;
+  }
+
+  static int http_reset_stream(nghttp3_conn*, std::int64_t stream_id, std::uint64_t app_error_code,
+                               void* conn_user_data, void*) {
+    ngtcp2_conn_shutdown_stream_write(self(conn_user_data).conn_, stream_id, app_error_code);
+    return 0;
+  }
+
+  // nghttp3 keeps pointers to the body until the client acknowledges it: the configured body
+  // and filler outlive the connection, a per-request text lives in the slot until the stream
+  // closes. Filler is the same byte everywhere: any run of it is a prefix of the block.
+  static nghttp3_ssize read_body(nghttp3_conn*, std::int64_t, nghttp3_vec* vec, std::size_t count,
+                                 std::uint32_t* flags, void*, void* stream_user_data) {
+    auto& s = *static_cast<H3Stream*>(stream_user_data);
+    const std::uint64_t total = s.content.length.value_or(0);
+    std::size_t i = 0;
+    for (; i < count && s.read < total; ++i) {
+      const std::uint64_t left = total - s.read;
+      const auto n =
+          static_cast<std::size_t>(s.content.filler ? std::min<std::uint64_t>(left, Filler::kBlock) : left);
+      const char* at = s.content.filler ? Filler::block().data() : s.content.bytes.data() + s.read;
+      vec[i].base = reinterpret_cast<std::uint8_t*>(const_cast<char*>(at));
+      vec[i].len = n;
+      s.read += n;
+    }
+    if (s.read == total) *flags |= NGHTTP3_DATA_FLAG_EOF;
+    return static_cast<nghttp3_ssize>(i);
+  }
+};
+
+// --- set-up ------------------------------------------------------------------------------
+
+H3Connection::H3Connection(H3Server& server, const SessionEnv& env, IoWorker& worker)
+    : server_(server),
+      env_(env),
+      worker_(worker),
+      random_(random_seed(this)),
+      expiry_timer_(worker.ioc),
+      timer_(worker.ioc),
+      watchdog_(worker.ioc) {
+  ngtcp2_connection_close_error_default(&last_error_);
+}
+
+H3Connection::~H3Connection() {
+  if (http_ != nullptr) nghttp3_conn_del(http_);
+  if (conn_ != nullptr) ngtcp2_conn_del(conn_);
+  if (tls_ != nullptr) gnutls_deinit(tls_);
+}
+
+bool H3Connection::start(const ngtcp2_pkt_hd& initial, const ngtcp2_cid& scid, const QuicTlsContext& tls,
+                         const udp::endpoint& local, const udp::endpoint& remote, const std::uint8_t* data,
+                         std::size_t size) {
+  local_ = local;
+  remote_ = remote;
+  ngtcp2_callbacks callbacks{};
+  callbacks.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
+  callbacks.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+  callbacks.encrypt = ngtcp2_crypto_encrypt_cb;
+  callbacks.decrypt = ngtcp2_crypto_decrypt_cb;
+  callbacks.hp_mask = ngtcp2_crypto_hp_mask_cb;
+  callbacks.update_key = ngtcp2_crypto_update_key_cb;
+  callbacks.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
+  callbacks.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
+  callbacks.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
+  callbacks.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+  callbacks.handshake_completed = Glue::handshake_completed;
+  callbacks.recv_stream_data = Glue::recv_stream_data;
+  callbacks.acked_stream_data_offset = Glue::acked_stream_data_offset;
+  callbacks.stream_close = Glue::stream_close;
+  callbacks.stream_reset = Glue::stream_reset;
+  callbacks.stream_stop_sending = Glue::stream_stop_sending;
+  callbacks.extend_max_remote_streams_bidi = Glue::extend_max_remote_streams_bidi;
+  callbacks.extend_max_stream_data = Glue::extend_max_stream_data;
+  callbacks.rand = Glue::rand;
+  callbacks.get_new_connection_id = Glue::get_new_connection_id;
+  callbacks.remove_connection_id = Glue::remove_connection_id;
+  callbacks.recv_tx_key = Glue::recv_tx_key;
+
+  ngtcp2_settings settings;
+  ngtcp2_settings_default(&settings);
+  settings.initial_ts = timestamp();
+  settings.handshake_timeout = nanoseconds(env_.read_timeout);  // a slow handshake is a slow request
+
+  ngtcp2_transport_params params;
+  ngtcp2_transport_params_default(&params);
+  params.initial_max_stream_data_bidi_local = kStreamWindow;
+  params.initial_max_stream_data_bidi_remote = kStreamWindow;
+  params.initial_max_stream_data_uni = kStreamWindow;
+  params.initial_max_data = kConnectionWindow;
+  params.initial_max_streams_bidi = limits::kMaxStreams;
+  params.initial_max_streams_uni = kMaxUniStreams;
+  params.max_idle_timeout = nanoseconds(env_.idle_timeout);
+  params.original_dcid = initial.dcid;
+  params.stateless_reset_token_present = 1;
+  const auto& secret = server_.static_secret();
+  if (ngtcp2_crypto_generate_stateless_reset_token(params.stateless_reset_token, secret.data(), secret.size(),
+                                                   &scid) != 0) {
+    close_now();
+    return false;
+  }
+
+  auto path = path_of(local_, remote_);
+  if (int rv = ngtcp2_conn_server_new(&conn_, &initial.scid, &scid, &path, initial.version, &callbacks,
+                                      &settings, &params, nullptr, this);
+      rv != 0) {
+    env_.log->debug("h3: ngtcp2_conn_server_new: {}", ngtcp2_strerror(rv));
+    close_now();
+    return false;
+  }
+  conn_ref_.get_conn = Glue::get_conn;
+  conn_ref_.user_data = this;
+  tls_ = tls.new_session(&conn_ref_);
+  if (tls_ == nullptr) {
+    env_.log->warn("h3: cannot make a TLS session");
+    close_now();
+    return false;
+  }
+  ngtcp2_conn_set_tls_native_handle(conn_, tls_);
+  on_datagram(remote, data, size);
+  return !closed_;
+}
+
+bool H3Connection::setup_http() {
+  if (http_ != nullptr) return true;
+  nghttp3_callbacks callbacks{};
+  callbacks.stream_close = Glue::http_stream_close;
+  callbacks.recv_data = Glue::http_recv_data;
+  callbacks.deferred_consume = Glue::http_deferred_consume;
+  callbacks.begin_headers = Glue::http_begin_headers;
+  callbacks.recv_header = Glue::http_recv_header;
+  callbacks.end_stream = Glue::http_end_stream;
+  callbacks.stop_sending = Glue::http_stop_sending;
+  callbacks.reset_stream = Glue::http_reset_stream;
+  nghttp3_settings settings;
+  nghttp3_settings_default(&settings);
+  settings.qpack_max_dtable_capacity = 4096;
+  settings.qpack_blocked_streams = 100;
+  if (nghttp3_conn_server_new(&http_, &callbacks, &settings, nullptr, this) != 0) return false;
+  nghttp3_conn_set_max_client_streams_bidi(
+      http_, ngtcp2_conn_get_local_transport_params(conn_)->initial_max_streams_bidi);
+  std::int64_t control = -1, encoder = -1, decoder = -1;
+  if (ngtcp2_conn_open_uni_stream(conn_, &control, nullptr) != 0) return false;
+  if (nghttp3_conn_bind_control_stream(http_, control) != 0) return false;
+  if (ngtcp2_conn_open_uni_stream(conn_, &encoder, nullptr) != 0) return false;
+  if (ngtcp2_conn_open_uni_stream(conn_, &decoder, nullptr) != 0) return false;
+  return nghttp3_conn_bind_qpack_streams(http_, encoder, decoder) == 0;
+}
+
+void H3Connection::on_handshake_completed() {
+  handshake_done_ = true;
+  constexpr auto relaxed = std::memory_order_relaxed;
+  worker_.connections.fetch_add(1, relaxed);
+  worker_.h3_connections.fetch_add(1, relaxed);
+  if (gnutls_session_is_resumed(tls_) != 0) worker_.h3_resumed.fetch_add(1, relaxed);
+  if ((gnutls_session_get_flags(tls_) & GNUTLS_SFLAGS_EARLY_DATA) != 0)
+    worker_.h3_early_data.fetch_add(1, relaxed);
+  // A ticket for the next connection's resumption (and 0-RTT).
+  if (int rv = gnutls_session_ticket_send(tls_, 1, 0); rv != 0)
+    env_.log->debug("h3: gnutls_session_ticket_send: {}", gnutls_strerror(rv));
+}
+
+// --- reading -----------------------------------------------------------------------------
+
+void H3Connection::on_datagram(const udp::endpoint& remote, const std::uint8_t* data, std::size_t size) {
+  if (closed_ || draining_) return;
+  if (closing_) {
+    // The client did not get our CONNECTION_CLOSE yet.
+    if (close_repeats_++ < kMaxCloseRepeats)
+      server_.send(remote, reinterpret_cast<const std::uint8_t*>(close_packet_.data()), close_packet_.size());
+    return;
+  }
+  udp::endpoint from = remote;
+  auto path = path_of(local_, from);
+  ngtcp2_pkt_info info{};
+  read_at_ = Clock::now();
+  const int rv = ngtcp2_conn_read_pkt(conn_, &path, &info, data, size, timestamp(read_at_));
+  if (rv != 0) on_read_error(rv);
+}
+
+void H3Connection::on_read_error(int rv) {
+  switch (rv) {
+    case NGTCP2_ERR_DRAINING:  // the client closed
+      return start_draining();
+    case NGTCP2_ERR_RETRY:
+    case NGTCP2_ERR_DROP_CONN:
+      return close_now();
+    case NGTCP2_ERR_CRYPTO:
+      if (!error_set_) {
+        ngtcp2_connection_close_error_set_transport_error_tls_alert(
+            &last_error_, ngtcp2_conn_get_tls_alert(conn_), nullptr, 0);
+      }
+      break;
+    default:
+      if (!error_set_) ngtcp2_connection_close_error_set_transport_error_liberr(&last_error_, rv, nullptr, 0);
+      break;
+  }
+  error_set_ = true;
+  env_.log->debug("h3: {}: closing", ngtcp2_strerror(rv));
+  start_closing();
+}
+
+void H3Connection::consume(std::int64_t stream_id, std::size_t bytes) {
+  if (bytes == 0) return;
+  ngtcp2_conn_extend_max_stream_offset(conn_, stream_id, bytes);
+  ngtcp2_conn_extend_max_offset(conn_, bytes);
+}
+
+// --- writing -----------------------------------------------------------------------------
+
+void H3Connection::flush() {
+  if (closed_ || closing_ || draining_ || conn_ == nullptr) return;
+  if (shutting_down_ && !goaway_sent_ && streams_.empty() && http_ != nullptr) {
+    nghttp3_conn_shutdown(http_);  // the final GOAWAY: no stream is left to answer
+    goaway_sent_ = true;
+  }
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
+  ngtcp2_pkt_info info{};
+  const auto ts = timestamp();
+  const auto max_size = std::min(ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_), packet_.size());
+  int packets = 0;
+  for (;;) {
+    std::int64_t stream_id = -1;
+    int fin = 0;
+    nghttp3_vec vec[16];
+    nghttp3_ssize count = 0;
+    if (http_ != nullptr && ngtcp2_conn_get_max_data_left(conn_) > 0) {
+      count = nghttp3_conn_writev_stream(http_, &stream_id, &fin, vec, std::size(vec));
+      if (count < 0) {
+        Glue::fail_http(*this, count);
+        return start_closing();
+      }
+    }
+    std::size_t vec_bytes = 0;
+    for (nghttp3_ssize i = 0; i < count; ++i) vec_bytes += vec[i].len;
+    ngtcp2_ssize accepted = -1;
+    const std::uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE | (fin != 0 ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0);
+    const auto n = ngtcp2_conn_writev_stream(conn_, &ps.path, &info, packet_.data(), max_size, &accepted,
+                                             flags, stream_id, reinterpret_cast<const ngtcp2_vec*>(vec),
+                                             static_cast<std::size_t>(count), ts);
+    if (n < 0) {
+      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
+        nghttp3_conn_block_stream(http_, stream_id);
+        continue;
+      }
+      if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
+        nghttp3_conn_shutdown_stream_write(http_, stream_id);
+        continue;
+      }
+      if (n == NGTCP2_ERR_WRITE_MORE) {  // room left in the packet for more streams' data
+        if (!wrote(stream_id, accepted, fin != 0 && static_cast<std::size_t>(accepted) == vec_bytes)) return;
+        continue;
+      }
+      if (!error_set_) {
+        ngtcp2_connection_close_error_set_transport_error_liberr(&last_error_, static_cast<int>(n), nullptr,
+                                                                 0);
+        error_set_ = true;
+      }
+      return start_closing();
+    }
+    if (accepted >= 0 &&
+        !wrote(stream_id, accepted, fin != 0 && static_cast<std::size_t>(accepted) == vec_bytes))
+      return;
+    if (n == 0) break;  // nothing more, or the congestion window is full
+    send(ps.path, packet_.data(), static_cast<std::size_t>(n));
+    credit_answered();
+    if (++packets == kMaxPacketsPerFlush) {
+      if (!flush_posted_) {
+        flush_posted_ = true;
+        net::post(worker_.ioc, [self = shared_from_this()] {
+          self->flush_posted_ = false;
+          self->flush();
+        });
+      }
+      break;
+    }
+  }
+  credit_answered();
+  ngtcp2_conn_update_pkt_tx_time(conn_, ts);
+  if (goaway_sent_) {
+    // All answered and the GOAWAY written: CONNECTION_CLOSE says the rest.
+    ngtcp2_connection_close_error_set_application_error(&last_error_, NGHTTP3_H3_NO_ERROR, nullptr, 0);
+    error_set_ = true;
+    return start_closing();
+  }
+  arm_expiry();
+}
+
+// `accepted` bytes of the stream went into a packet; `fin_sent`: its last byte with them.
+bool H3Connection::wrote(std::int64_t stream_id, ngtcp2_ssize accepted, bool fin_sent) {
+  if (int rv = nghttp3_conn_add_write_offset(http_, stream_id, static_cast<std::size_t>(accepted)); rv != 0) {
+    Glue::fail_http(*this, rv);
+    start_closing();
+    return false;
+  }
+  if (fin_sent) {
+    if (H3Stream* s = stream(stream_id)) answered(*s);
+  }
+  return true;
+}
+
+void H3Connection::send(const ngtcp2_path& path, const std::uint8_t* data, std::size_t size) {
+  if (path.remote.addrlen == remote_.size() &&
+      std::memcmp(path.remote.addr, remote_.data(), remote_.size()) == 0)
+    return server_.send(remote_, data, size);
+  udp::endpoint to;  // the client moved (ngtcp2 validates the new path)
+  std::memcpy(to.data(), path.remote.addr, path.remote.addrlen);
+  to.resize(path.remote.addrlen);
+  server_.send(to, data, size);
+}
+
+void H3Connection::credit_answered() {
+  if (answered_pending_ == 0) return;
+  worker_.responses_sent.fetch_add(counted_pending_, std::memory_order_relaxed);
+  worker_.h3_streams.fetch_add(counted_pending_, std::memory_order_relaxed);
+  env_.in_flight->fetch_sub(static_cast<std::int64_t>(answered_pending_), std::memory_order_relaxed);
+  in_flight_here_ -= static_cast<std::int64_t>(answered_pending_);
+  answered_pending_ = counted_pending_ = 0;
+}
+
+// --- closing -----------------------------------------------------------------------------
+
+void H3Connection::initiate_shutdown() {
+  if (closed_ || closing_ || draining_ || shutting_down_) return;
+  shutting_down_ = true;
+  if (http_ == nullptr) {  // still in the handshake: nothing to answer
+    ngtcp2_connection_close_error_set_application_error(&last_error_, NGHTTP3_H3_NO_ERROR, nullptr, 0);
+    error_set_ = true;
+    return start_closing();
+  }
+  // No new requests, please (GOAWAY with the largest id); those open are answered first.
+  nghttp3_conn_submit_shutdown_notice(http_);
+  flush();
+}
+
+void H3Connection::start_closing() {
+  if (closed_ || closing_ || draining_) return;
+  if (!handshake_done_ && http_ == nullptr && !error_set_) return close_now();
+  std::array<std::uint8_t, NGTCP2_MAX_UDP_PAYLOAD_SIZE> packet;
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
+  ngtcp2_pkt_info info{};
+  const auto n = ngtcp2_conn_write_connection_close(conn_, &ps.path, &info, packet.data(), packet.size(),
+                                                    &last_error_, timestamp());
+  if (n <= 0) return close_now();
+  closing_ = true;
+  server_.retire();
+  close_packet_.assign(reinterpret_cast<const char*>(packet.data()), static_cast<std::size_t>(n));
+  send(ps.path, packet.data(), static_cast<std::size_t>(n));
+  wait_then_close();
+}
+
+void H3Connection::start_draining() {
+  if (closed_ || closing_ || draining_) return;
+  draining_ = true;
+  server_.retire();
+  wait_then_close();
+}
+
+// The closing or draining period: three PTOs (RFC 9000 §10.2), then the ids are forgotten.
+void H3Connection::wait_then_close() {
+  timer_.cancel();
+  watchdog_.cancel();
+  expiry_at_ = Clock::time_point::max();
+  expiry_timer_.expires_after(std::chrono::nanoseconds(3 * ngtcp2_conn_get_pto(conn_)));
+  expiry_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (!ec) self->close_now();
+  });
+}
+
+void H3Connection::close_now() {
+  if (closed_) return;
+  if (!closing_ && !draining_) server_.retire();
+  closed_ = true;
+  closing_ = draining_ = false;
+  if (in_flight_here_ != 0) {  // requests left unanswered
+    env_.in_flight->fetch_sub(in_flight_here_, std::memory_order_relaxed);
+    in_flight_here_ = 0;
+  }
+  expiry_timer_.cancel();
+  timer_.cancel();
+  watchdog_.cancel();
+  server_.remove(*this);  // may drop the last reference but the caller's
+}
+
+void H3Connection::arm_expiry() {
+  if (closed_ || closing_ || draining_) return;
+  const auto expiry = ngtcp2_conn_get_expiry(conn_);
+  if (expiry == UINT64_MAX) return;
+  const Clock::time_point at(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(expiry)));
+  if (at == expiry_at_) return;
+  expiry_at_ = at;
+  expiry_timer_.expires_at(at);  // cancels a later wait, whose handler sees operation_aborted
+  expiry_timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->on_expiry(ec); });
+}
+
+void H3Connection::on_expiry(beast::error_code ec) {
+  if (ec || closed_ || closing_ || draining_) return;
+  expiry_at_ = Clock::time_point::max();
+  const int rv = ngtcp2_conn_handle_expiry(conn_, timestamp());
+  if (rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT) {
+    env_.log->debug("h3: {}: closing", ngtcp2_strerror(rv));
+    return close_now();  // silently (RFC 9000 §10.1)
+  }
+  if (rv != 0) return on_read_error(rv);
+  flush();
+}
+
+// --- streams -----------------------------------------------------------------------------
+
+H3Stream* H3Connection::stream(std::int64_t id) {
+  auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : it->second;
+}
+
+void H3Connection::begin_stream(std::int64_t id) {
+  if (free_.empty()) free_.push_back(slots_.emplace_back(std::make_unique<H3Stream>()).get());
+  H3Stream& s = *free_.back();
+  free_.pop_back();
+  s.id = id;
+  s.state = H3Stream::State::receiving;
+  s.get = s.head = s.stats_path = s.counted = false;
+  s.error = 0;
+  s.header_bytes = s.body_bytes = s.read = 0;
+  if (s.knobs.any()) s.knobs = RequestKnobs{};
+  streams_[id] = &s;
+  nghttp3_conn_set_stream_user_data(http_, id, &s);
+  s.started = read_at_;
+  ++in_state_[0];
+  arm_watchdog();
+}
+
+void H3Connection::set_state(H3Stream& s, H3Stream::State state) {
+  --in_state_[static_cast<int>(s.state)];
+  ++in_state_[static_cast<int>(state)];
+  s.state = state;
+}
+
+void H3Connection::complete_request(H3Stream& s) {
+  s.counted = true;
+  ++in_flight_here_;
+  env_.in_flight->fetch_add(1, std::memory_order_relaxed);
+  if (s.error != 0) return respond(s);
+  s.answer = decide_answer(s.get && s.stats_path, s.knobs, env_, random_);
+  if (s.answer.kind != Answer::Kind::regular) return respond(s);
+  if (s.answer.delay.count() == 0) {
+    if (!env_.stall->enabled()) return respond(s);
+    return hold_or_respond(s, Clock::now());
+  }
+  set_state(s, H3Stream::State::waiting);
+  schedule(s, Clock::now() + s.answer.delay);
+}
+
+void H3Connection::hold_or_respond(H3Stream& s, Clock::time_point now) {
+  if (auto until = env_.stall->hold_until(now)) {
+    if (s.state != H3Stream::State::waiting) set_state(s, H3Stream::State::waiting);
+    return schedule(s, *until);
+  }
+  respond(s);
+}
+
+void H3Connection::respond(H3Stream& s) {
+  set_state(s, H3Stream::State::responding);
+  if (s.error != 0) {
+    const auto body = env_.responses->error_body(static_cast<boost::beast::http::status>(s.error));
+    s.content = AnswerContent{s.error, "text/plain", body.size(), body, false};
+  } else {
+    s.content = answer_content(s.answer, s.knobs, env_, s.text);
+  }
+  char status[4];
+  std::to_chars(status, status + 3, s.content.status);
+  char length[24];
+  nghttp3_nv headers[4] = {
+      header(":status", std::string_view(status, 3), false),
+      header("server", "loadlab-target", true),
+      header("content-type", s.content.content_type, true),
+  };
+  std::size_t count = 3;
+  if (s.content.length) {
+    const auto size = static_cast<std::size_t>(
+        std::to_chars(length, length + sizeof length, *s.content.length).ptr - length);
+    headers[count++] = header("content-length", std::string_view(length, size), false);
+  }
+  const bool body = !s.head && s.content.length.value_or(0) != 0;
+  nghttp3_data_reader reader{Glue::read_body};
+  const int rv = nghttp3_conn_submit_response(http_, s.id, headers, count, body ? &reader : nullptr);
+  if (rv != 0) env_.log->debug("h3: response to stream {}: {}", s.id, nghttp3_strerror(rv));
+}
+
+// The stream's FIN is in a packet about to be sent: its response counts once it is.
+void H3Connection::answered(H3Stream& s) {
+  if (!s.counted) return;
+  s.counted = false;
+  ++answered_pending_;
+  if (s.error != 0 || s.answer.kind != Answer::Kind::stats) ++counted_pending_;
+  if (s.error == 413) {
+    // The client may still be sending its body: refuse the rest (RFC 9114 §4.1).
+    ngtcp2_conn_shutdown_stream_read(conn_, s.id, NGHTTP3_H3_NO_ERROR);
+  }
+}
+
+void H3Connection::end_stream(H3Stream& s) {
+  if (s.counted) {  // reset or abandoned before its response went out
+    s.counted = false;
+    --in_flight_here_;
+    env_.in_flight->fetch_sub(1, std::memory_order_relaxed);
+  }
+  --in_state_[static_cast<int>(s.state)];
+  streams_.erase(s.id);
+  s.id = -1;  // a pending Wake for it is skipped
+  free_.push_back(&s);
+}
+
+// --- the timer of delays and stalls, and the watchdog -------------------------------------
+
+void H3Connection::schedule(H3Stream& s, Clock::time_point at) {
+  wakes_.push(Wake{at, s.id, &s});
+  if (at < timer_at_) arm_timer(at);
+}
+
+void H3Connection::arm_timer(Clock::time_point at) {
+  timer_at_ = at;
+  timer_.expires_at(at);
+  timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->on_timer(ec); });
+}
+
+void H3Connection::on_timer(beast::error_code ec) {
+  if (ec || closed_ || closing_ || draining_) return;
+  timer_at_ = Clock::time_point::max();
+  const auto now = Clock::now();
+  while (!wakes_.empty() && wakes_.top().at <= now) {
+    const Wake wake = wakes_.top();
+    wakes_.pop();
+    H3Stream& s = *wake.stream;
+    if (s.id != wake.id || s.state != H3Stream::State::waiting) continue;
+    if (env_.stall->enabled()) {
+      hold_or_respond(s, now);
+    } else {
+      respond(s);
+    }
+  }
+  if (!wakes_.empty()) arm_timer(wakes_.top().at);
+  flush();
+}
+
+// Armed for the oldest incomplete request; lazily: a request completed meanwhile leaves the
+// wait as it is, and the wake finds nothing due.
+void H3Connection::arm_watchdog() {
+  if (in_state_[0] == 0 || closed_) return;
+  auto oldest = Clock::time_point::max();
+  for (const auto& slot : slots_) {
+    if (slot->id >= 0 && slot->state == H3Stream::State::receiving) oldest = std::min(oldest, slot->started);
+  }
+  const auto at = oldest + env_.read_timeout;
+  if (at >= watchdog_at_) return;
+  watchdog_at_ = at;
+  watchdog_.expires_at(at);
+  watchdog_.async_wait([self = shared_from_this()](beast::error_code ec) { self->on_watchdog(ec); });
+}
+
+void H3Connection::on_watchdog(beast::error_code ec) {
+  if (ec || closed_ || closing_ || draining_) return;
+  watchdog_at_ = Clock::time_point::max();
+  const auto now = Clock::now();
+  bool reset = false;
+  for (const auto& slot : slots_) {
+    H3Stream& s = *slot;
+    if (s.id < 0 || s.state != H3Stream::State::receiving || s.started + env_.read_timeout > now) continue;
+    env_.log->debug("h3 timeout: resetting stream {}", s.id);
+    set_state(s, H3Stream::State::responding);  // never answered
+    ngtcp2_conn_shutdown_stream(conn_, s.id, NGHTTP3_H3_REQUEST_INCOMPLETE);
+    reset = true;
+  }
+  arm_watchdog();
+  if (reset) flush();
+}
+
+}  // namespace loadlab::target

@@ -1,0 +1,174 @@
+#pragma once
+// One HTTP/3 connection: a QUIC connection (ngtcp2_conn, its TLS a gnutls session) carrying
+// HTTP/3 (nghttp3_conn). Both libraries work in memory; H3Server owns the UDP socket, hands
+// this connection the datagrams whose connection id is its own, and sends what it writes.
+//
+// Each request stream is answered like an HTTP/1.1 request or an HTTP/2 stream (answer.hpp):
+// the CPU work when its request is whole, then the delay and any stall on the connection's one
+// timer of delays, whose queue names a stream by id and slot (a stream reset meanwhile frees
+// its slot, so its turn is skipped), as H2Session does. A response counts once the packet
+// carrying its last byte (its FIN) is sent.
+//
+// Timers: QUIC's own (loss detection, ACK delay, pacing, idle timeout), armed at
+// ngtcp2_conn_get_expiry after every read and write; the delays; and a watchdog resetting a
+// stream whose request is still incomplete `read_timeout` after it began.
+//
+// All handlers run on the io thread of the H3Server's io_context: no strand and no lock.
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+
+#include <array>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/error.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "answer.hpp"
+#include "io_worker.hpp"
+#include "knobs.hpp"
+#include "quic_tls.hpp"
+#include "session_env.hpp"
+
+struct nghttp3_conn;
+
+namespace loadlab::target {
+
+class H3Server;
+
+// One request/response exchange. Slots are reused, as H2Stream's are. A slot is freed when
+// nghttp3 closes the stream, which is after the client acknowledged the whole response: the
+// body nghttp3 sends from (the text of a per-request body) must live until then.
+struct H3Stream {
+  enum class State : std::uint8_t { receiving, waiting, responding };
+  std::int64_t id = -1;  // -1: the slot is free
+  State state = State::receiving;
+  bool get = false;
+  bool head = false;
+  bool stats_path = false;
+  bool counted = false;  // in env.in_flight, until its FIN is sent or the stream ends
+  unsigned error = 0;    // 413 or 431, decided while the request arrived
+  std::chrono::steady_clock::time_point started;  // its first bytes arrived (read timeout)
+  std::uint64_t header_bytes = 0;
+  std::uint64_t body_bytes = 0;
+  std::uint64_t read = 0;  // response body bytes handed to nghttp3
+  RequestKnobs knobs;
+  Answer answer;
+  AnswerContent content;
+  std::string text;  // a body built per request (stats, a bad knob's message)
+};
+
+class H3Connection : public std::enable_shared_from_this<H3Connection> {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using udp = boost::asio::ip::udp;
+
+  // `worker` owns the server's io_context; its counters are this connection's to bump.
+  H3Connection(H3Server& server, const SessionEnv& env, IoWorker& worker);
+  ~H3Connection();
+  H3Connection(const H3Connection&) = delete;
+  H3Connection& operator=(const H3Connection&) = delete;
+
+  // Makes the QUIC connection for a client's first Initial packet (`initial` is its header, as
+  // ngtcp2_accept decoded it), then reads that packet. False: dropped (nothing to answer).
+  bool start(const ngtcp2_pkt_hd& initial, const ngtcp2_cid& scid, const QuicTlsContext& tls,
+             const udp::endpoint& local, const udp::endpoint& remote, const std::uint8_t* data,
+             std::size_t size);
+
+  // One datagram for this connection. The writes it causes wait for flush(), which the server
+  // calls once per batch of datagrams read.
+  void on_datagram(const udp::endpoint& remote, const std::uint8_t* data, std::size_t size);
+  // Writes every packet ngtcp2 and nghttp3 have ready (within congestion control).
+  void flush();
+  // Shutting down: GOAWAY now, then CONNECTION_CLOSE once the streams open are answered.
+  void initiate_shutdown();
+
+ private:
+  struct Glue;  // ngtcp2's and nghttp3's callbacks (h3_connection.cpp)
+
+  struct Wake {
+    Clock::time_point at;
+    std::int64_t id;
+    H3Stream* stream;
+    bool operator>(const Wake& other) const { return at > other.at; }
+  };
+
+  // QUIC.
+  bool setup_http();
+  void on_read_error(int rv);
+  void on_handshake_completed();
+  void start_closing();
+  void start_draining();
+  void wait_then_close();
+  void close_now();
+  void arm_expiry();
+  void on_expiry(boost::beast::error_code ec);
+  void send(const ngtcp2_path& path, const std::uint8_t* data, std::size_t size);
+  bool wrote(std::int64_t stream_id, ngtcp2_ssize accepted, bool fin_sent);
+  void credit_answered();
+
+  // Streams.
+  H3Stream* stream(std::int64_t id);
+  void begin_stream(std::int64_t id);
+  void set_state(H3Stream& s, H3Stream::State state);
+  void complete_request(H3Stream& s);
+  void hold_or_respond(H3Stream& s, Clock::time_point now);
+  void respond(H3Stream& s);
+  void answered(H3Stream& s);
+  void end_stream(H3Stream& s);
+  void consume(std::int64_t stream_id, std::size_t bytes);
+
+  // Delays and the read timeout.
+  void schedule(H3Stream& s, Clock::time_point at);
+  void arm_timer(Clock::time_point at);
+  void on_timer(boost::beast::error_code ec);
+  void arm_watchdog();
+  void on_watchdog(boost::beast::error_code ec);
+
+  H3Server& server_;
+  const SessionEnv& env_;
+  IoWorker& worker_;
+  ngtcp2_conn* conn_ = nullptr;
+  nghttp3_conn* http_ = nullptr;
+  gnutls_session_t tls_ = nullptr;
+  ngtcp2_crypto_conn_ref conn_ref_{};
+  ngtcp2_connection_close_error last_error_{};  // what our CONNECTION_CLOSE says
+  bool error_set_ = false;
+  udp::endpoint local_;
+  udp::endpoint remote_;
+  Random random_;
+  boost::asio::steady_timer expiry_timer_;  // QUIC's timers; then the closing or draining period
+  boost::asio::steady_timer timer_;         // delays and stalls of every stream
+  boost::asio::steady_timer watchdog_;      // read timeouts
+  Clock::time_point expiry_at_ = Clock::time_point::max();
+  Clock::time_point timer_at_ = Clock::time_point::max();
+  Clock::time_point watchdog_at_ = Clock::time_point::max();
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
+
+  std::vector<std::unique_ptr<H3Stream>> slots_;
+  std::vector<H3Stream*> free_;
+  std::unordered_map<std::int64_t, H3Stream*> streams_;  // open request streams by id
+  std::array<int, 3> in_state_{};
+  // Streams whose FIN is in a packet not yet sent (credited after the send).
+  std::uint64_t answered_pending_ = 0, counted_pending_ = 0;
+  std::int64_t in_flight_here_ = 0;
+
+  std::array<std::uint8_t, NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE> packet_;
+  std::string close_packet_;  // CONNECTION_CLOSE, repeated in the closing period
+  unsigned close_repeats_ = 0;
+  Clock::time_point read_at_;
+  bool handshake_done_ = false;
+  bool shutting_down_ = false;  // the GOAWAY notice is sent
+  bool goaway_sent_ = false;    // the final GOAWAY
+  bool closing_ = false;        // our CONNECTION_CLOSE is sent
+  bool draining_ = false;       // the client's CONNECTION_CLOSE came
+  bool closed_ = false;         // gone from the server's map
+  bool flush_posted_ = false;
+};
+
+}  // namespace loadlab::target

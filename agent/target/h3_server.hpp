@@ -1,0 +1,89 @@
+#pragma once
+// The UDP side of the target: HTTP/3 on one UDP socket at the TCP listener's address and port.
+// It reads datagrams, routes each by its destination connection id to an H3Connection (a map
+// of every id a connection issued: the one chosen at accept, the client's original one, and
+// those of NEW_CONNECTION_ID), makes a connection for a client's Initial packet, answers an
+// unknown QUIC version with Version Negotiation, and sends what connections write.
+//
+// One socket on one io thread (the server's first): the TCP side spreads connections over the
+// io threads, UDP does not yet. One SO_REUSEPORT socket per thread (the kernel spreading by
+// 4-tuple) could come later; connection ids would then need to name their thread.
+#include <array>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/beast/core/error.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "io_worker.hpp"
+#include "quic_tls.hpp"
+#include "session_env.hpp"
+
+struct ngtcp2_cid;
+struct ngtcp2_version_cid;
+
+namespace loadlab::target {
+
+class H3Connection;
+
+class H3Server {
+ public:
+  using udp = boost::asio::ip::udp;
+  // The length of the connection ids this server chooses (short headers carry no length).
+  static constexpr std::size_t kCidLength = 18;
+
+  // `worker` runs the socket and every connection; `tls` outlives the server.
+  H3Server(IoWorker& worker, const SessionEnv& env, std::shared_ptr<const QuicTlsContext> tls);
+  ~H3Server();
+  H3Server(const H3Server&) = delete;
+  H3Server& operator=(const H3Server&) = delete;
+
+  // Opens and binds. Called once, before run(), by the owning thread.
+  boost::beast::error_code listen(const udp::endpoint& endpoint);
+  udp::endpoint local_endpoint() const;
+
+  // On the worker's thread.
+  void run();
+  // On the worker's thread: no new connections; the open ones say GOAWAY and close once their
+  // streams are answered.
+  void initiate_shutdown();
+  // QUIC connections neither closed nor closing. Any thread (the server's drain waits for zero).
+  std::int64_t live_connections() const { return live_.load(std::memory_order_relaxed); }
+
+  // For connections, on the worker's thread.
+  void send(const udp::endpoint& to, const std::uint8_t* data, std::size_t size);
+  void associate(const ngtcp2_cid& cid, const std::shared_ptr<H3Connection>& connection);
+  void dissociate(const ngtcp2_cid& cid);
+  // The connection is closing or draining (it answers nothing more): once per connection.
+  void retire();
+  void remove(const H3Connection& connection);  // every id of it; the connection is closed
+  bool stopping() const { return stopping_; }
+  const std::array<std::uint8_t, 32>& static_secret() const { return static_secret_; }
+
+ private:
+  void do_receive();
+  void on_receive(boost::beast::error_code ec, std::size_t bytes);
+  void on_datagram(const std::uint8_t* data, std::size_t size);
+  void accept(const std::uint8_t* data, std::size_t size);
+  void send_version_negotiation(const ngtcp2_version_cid& vc);
+
+  IoWorker& worker_;
+  const SessionEnv& env_;
+  std::shared_ptr<const QuicTlsContext> tls_;
+  udp::socket socket_;
+  udp::endpoint local_;
+  udp::endpoint sender_;
+  std::array<std::uint8_t, 64 * 1024> buffer_;
+  std::array<std::uint8_t, 32> static_secret_{};                                // stateless reset tokens
+  std::unordered_map<std::string, std::shared_ptr<H3Connection>> connections_;  // by id bytes
+  std::vector<std::shared_ptr<H3Connection>> touched_;  // read in this batch: to flush
+  std::atomic<std::int64_t> live_{0};
+  bool stopping_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace loadlab::target
