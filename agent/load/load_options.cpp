@@ -93,6 +93,7 @@ void validate_tls(const LoadOptions& o, const Url& url) {
                       : !o.ca_file.empty()   ? "--ca"
                       : o.insecure           ? "--insecure"
                       : o.tls_resume         ? "--tls-resume"
+                      : o.zero_rtt           ? "--zero-rtt"
                                              : nullptr;
   if (!url.tls) {
     if (given) throw InputError(given, "needs an https:// URL, got " + single_quoted(o.url));
@@ -101,6 +102,13 @@ void validate_tls(const LoadOptions& o, const Url& url) {
   if (!o.tls_version.empty() && o.tls_version != "1.2" && o.tls_version != "1.3")
     throw InputError("--tls-version", "must be 1.2 or 1.3, got " + single_quoted(o.tls_version));
   if (!o.ca_file.empty() && o.insecure) throw InputError("--ca, --insecure", "give at most one");
+  if (uses_h3(o) && o.tls_version == "1.2")
+    throw InputError("--tls-version",
+                     "must be 1.3 with --protocol h3 (QUIC runs over TLS 1.3 only), got '1.2'");
+  if (o.zero_rtt && !uses_h3(o))
+    throw InputError("--zero-rtt", "needs --protocol h3 (0-RTT is sent over QUIC here)");
+  if (o.zero_rtt && !o.tls_resume)
+    throw InputError("--zero-rtt", "needs --tls-resume (0-RTT rides on a resumed session)");
   if (!o.ca_file.empty()) {
     auto pem = read_credential_file(o.ca_file);
     if (!pem)
@@ -115,11 +123,14 @@ void validate_tls(const LoadOptions& o, const Url& url) {
 
 // --protocol and --streams.
 void validate_protocol(const LoadOptions& o) {
-  if (!o.protocol.empty() && o.protocol != "http1" && o.protocol != "h2")
-    throw InputError("--protocol", "must be http1 or h2, got " + single_quoted(o.protocol));
+  if (!o.protocol.empty() && o.protocol != "http1" && o.protocol != "h2" && o.protocol != "h3")
+    throw InputError("--protocol", "must be http1, h2 or h3, got " + single_quoted(o.protocol));
+  if (uses_h3(o) && !parse_url(o.url).tls)
+    throw InputError("--protocol",
+                     "h3 needs an https:// URL (QUIC is always encrypted), got " + single_quoted(o.url));
   if (!o.streams) return;
-  if (!uses_h2(o))
-    throw InputError("--streams", "needs --protocol h2 (HTTP/1.1 carries one request at a time)");
+  if (!uses_h2(o) && !uses_h3(o))
+    throw InputError("--streams", "needs --protocol h2 or h3 (HTTP/1.1 carries one request at a time)");
   if (*o.streams < 1 || *o.streams > kMaxStreams)
     throw InputError("--streams",
                      "must be in 1.." + std::to_string(kMaxStreams) + ", got " + std::to_string(*o.streams));

@@ -36,10 +36,14 @@ struct LoadOptions {
   std::string ca_file;  // --ca FILE: PEM certificates to verify the server with, instead of the system store
   bool insecure = false;    // --insecure: no certificate or host verification
   bool tls_resume = false;  // --tls-resume: a reconnecting connection offers its previous session
-  // --protocol "http1" | "h2"; empty = http1. h2 is HTTP/2 over TLS (ALPN h2) with an https://
-  // URL, over TCP with prior knowledge (h2c) with an http:// one.
+  // --zero-rtt (h3, with --tls-resume): a resumed connection sends the requests waiting for it
+  // as 0-RTT early data.
+  bool zero_rtt = false;
+  // --protocol "http1" | "h2" | "h3"; empty = http1. h2 is HTTP/2 over TLS (ALPN h2) with an
+  // https:// URL, over TCP with prior knowledge (h2c) with an http:// one; h3 is HTTP/3 over
+  // QUIC (UDP to the URL's port, TLS 1.3, ALPN h3), https:// only.
   std::string protocol;
-  std::optional<int> streams;  // --streams: concurrent streams per connection (h2 only); none = 1
+  std::optional<int> streams;  // --streams: concurrent streams per connection (h2, h3); none = 1
   OutputMode output = OutputMode::kHuman;
   std::string log_level = "warn";
 };
@@ -72,6 +76,7 @@ std::vector<std::pair<std::string, std::string>> h2_request_headers(const LoadOp
                                                                     const Url& url);
 
 inline bool uses_h2(const LoadOptions& options) { return options.protocol == "h2"; }
+inline bool uses_h3(const LoadOptions& options) { return options.protocol == "h3"; }
 inline int streams_of(const LoadOptions& options) { return options.streams.value_or(1); }
 
 // The TLS version a run forces: "1.2" or "1.3" (--tls-version, 1.3 by default).

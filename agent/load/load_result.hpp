@@ -64,6 +64,7 @@ struct LoadResult {
   Histogram tls_histogram;
   int64_t tls_handshakes = 0;
   int64_t tls_resumed = 0;
+  int64_t tls_early_data = 0;  // --protocol h3 --zero-rtt: of those, whose 0-RTT data the server took
   // Measured responses: from the write of the request to the first byte of its response, µs.
   Histogram first_byte_histogram;
   bool tls = false;       // an https:// run

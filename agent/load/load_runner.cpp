@@ -8,6 +8,7 @@
 
 #include "fd_limit.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "quic_tls_client.hpp"
 #include "request_log.hpp"
 #include "run_plan.hpp"
 #include "tls_client.hpp"
@@ -103,7 +104,17 @@ LoadResult LoadRunner::run() {
     return result;
   }
   std::unique_ptr<TlsClient> tls;
-  if (url.tls) {
+  std::unique_ptr<QuicTlsClient> quic;
+  if (uses_h3(o)) {
+    std::string tls_error;
+    quic = QuicTlsClient::create(o, url, tls_error);
+    if (!quic) {
+      result.error = tls_error;
+      return result;
+    }
+    plan.quic = quic.get();
+    result.tls = true;
+  } else if (url.tls) {
     std::string tls_error;
     tls = TlsClient::create(o, url, tls_error);
     if (!tls) {
@@ -114,8 +125,9 @@ LoadResult LoadRunner::run() {
     result.tls = true;
   }
   plan.request = serialize_request(o, url);
-  if (uses_h2(o)) {
-    plan.h2 = true;
+  if (uses_h2(o) || uses_h3(o)) {
+    plan.h2 = uses_h2(o);
+    plan.h3 = uses_h3(o);
     plan.streams = streams_of(o);
     plan.h2_headers = h2_request_headers(o, url);
     plan.body = o.body;
@@ -245,6 +257,7 @@ LoadResult LoadRunner::run() {
     result.tls_histogram.merge(t.tls_histogram);
     result.tls_handshakes += t.tls_handshakes;
     result.tls_resumed += t.tls_resumed;
+    result.tls_early_data += t.tls_early_data;
     result.first_byte_histogram.merge(t.first_byte_histogram);
     result.requests += t.requests;
     result.responses += t.responses;
@@ -276,6 +289,10 @@ LoadResult LoadRunner::run() {
     RequestCsvRun run;
     if (plan.h2) run.protocol = tls ? "h2" : "h2c";
     if (tls) run.tls_version = tls->version();
+    if (plan.h3) {
+      run.protocol = "h3";
+      run.tls_version = "1.3";
+    }
     write_request_csv(o.csv_requests, std::move(logs), run, &result.csv_error);
   }
   {

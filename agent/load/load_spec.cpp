@@ -30,6 +30,8 @@ LoadOptions options_from_spec(const v1::LoadSpec& s) {
   }
   // HTTP/2 over TLS (ALPN) or, on http://, with prior knowledge (h2c).
   if (s.protocol() == v1::PROTOCOL_H2 || s.protocol() == v1::PROTOCOL_H2C) o.protocol = "h2";
+  if (s.protocol() == v1::PROTOCOL_H3) o.protocol = "h3";  // QUIC, always over TLS 1.3
+  o.zero_rtt = s.zero_rtt();
   if (s.streams() != 0) o.streams = static_cast<int>(std::min<uint32_t>(s.streams(), INT32_MAX));
   o.threads = static_cast<int>(std::min<uint32_t>(s.threads(), INT32_MAX));
   o.connections = static_cast<int>(std::min<uint32_t>(s.connections(), INT32_MAX));
@@ -93,6 +95,7 @@ std::vector<std::string> command_line(const std::string& binary, const LoadOptio
   if (!o.ca_file.empty()) argv.insert(argv.end(), {"--ca", o.ca_file});
   if (o.insecure) argv.push_back("--insecure");
   if (o.tls_resume) argv.push_back("--tls-resume");
+  if (o.zero_rtt) argv.push_back("--zero-rtt");
   if (!o.protocol.empty()) argv.insert(argv.end(), {"--protocol", o.protocol});
   if (o.streams) argv.insert(argv.end(), {"--streams", std::to_string(*o.streams)});
   argv.push_back("--json-events");

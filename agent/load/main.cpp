@@ -82,18 +82,21 @@ int main(int argc, char** argv) {
       ->check(number_in(1, limits::kMaxTimeoutMs));
   app.add_flag("--no-keepalive", no_keepalive, "a new connection (and TLS handshake) per request");
   app.add_option("--protocol", o.protocol,
-                 "http1 (default) or h2: HTTP/2, over TLS through ALPN with https://, with prior knowledge "
-                 "(h2c) with http://");
+                 "http1 (default); h2: HTTP/2, over TLS through ALPN with https://, with prior knowledge "
+                 "(h2c) with http://; h3: HTTP/3 over QUIC (UDP, TLS 1.3), https:// only");
   int streams = 0;
-  auto* streams_opt =
-      app.add_option("--streams", streams, "--protocol h2: concurrent streams per connection (default 1)")
-          ->check(number_in(1, limits::kMaxStreams));
+  auto* streams_opt = app.add_option("--streams", streams,
+                                     "--protocol h2 or h3: concurrent streams per connection (default 1)")
+                          ->check(number_in(1, limits::kMaxStreams));
   app.add_option("--tls-version", o.tls_version,
                  "https://: the TLS version to force, 1.2 or 1.3 (default 1.3)");
   app.add_option("--ca", o.ca_file, "https://: verify the server against the PEM certificates in FILE");
   app.add_flag("--insecure", o.insecure, "https://: no certificate or host name verification");
   app.add_flag("--tls-resume", o.tls_resume,
                "https://: a reconnecting connection resumes its previous session");
+  app.add_flag("--zero-rtt", o.zero_rtt,
+               "--protocol h3 with --tls-resume: a resumed connection sends its first requests as 0-RTT "
+               "early data");
   app.add_option(
       "--csv-requests", o.csv_requests,
       "write one row per measured request: protocol,tls_version,iteration,start_offset_us,total_us,"

@@ -44,6 +44,7 @@ v1::LoadResult to_proto(const LoadResult& r) {
   proto::to_proto(r.histogram_uncorrected, out.mutable_histogram_uncorrected());
   out.set_tls_handshakes(static_cast<uint64_t>(r.tls_handshakes));
   out.set_tls_resumed(static_cast<uint64_t>(r.tls_resumed));
+  out.set_tls_early_data(static_cast<uint64_t>(r.tls_early_data));
   if (r.tls_handshakes > 0) proto::latency_of(r.tls_histogram, out.mutable_tls_handshake());
   if (r.first_byte_histogram.count() > 0) proto::latency_of(r.first_byte_histogram, out.mutable_first_byte());
   out.set_connects(static_cast<uint64_t>(r.connects));
@@ -107,6 +108,7 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
   add("loadlab-load %s\n", o.url.c_str());
   add("  %d threads and %d connections", r.threads, r.connections);
   if (uses_h2(o)) add(" (HTTP/2, %d streams each)", streams_of(o));
+  if (uses_h3(o)) add(" (HTTP/3 over QUIC, %d streams each)", streams_of(o));
   if (o.warmup_s > 0)
     add(", %.1fs warm-up (%lld requests excluded)", o.warmup_s, (long long)r.warmup_requests);
   out += r.interrupted ? " (interrupted)\n" : "\n";
@@ -130,12 +132,13 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
         format_us(x.value_at_percentile(99)).c_str(), format_us(x.count() ? x.max() : 0).c_str(),
         format_us(x.count() ? static_cast<int64_t>(x.mean()) : 0).c_str(), tail.c_str());
   };
-  if (r.connects > 0)
+  if (r.connect_histogram.count() > 0)
     phase("Connect", r.connect_histogram, "  (" + std::to_string(r.connects) + " connects)");
   if (r.tls_handshakes > 0)
     phase("TLS", r.tls_histogram,
           "  (" + std::to_string(r.tls_handshakes) + " handshakes, " + std::to_string(r.tls_resumed) +
-              " resumed)");
+              " resumed" +
+              (r.tls_early_data > 0 ? ", " + std::to_string(r.tls_early_data) + " with 0-RTT" : "") + ")");
   if (r.first_byte_histogram.count() > 0) phase("1st byte", r.first_byte_histogram, "");
   add("  %lld requests in %.2fs, %s read\n", (long long)r.requests, r.duration_s,
       format_bytes(r.bytes_read).c_str());

@@ -14,6 +14,7 @@
 namespace loadlab::load {
 
 class TlsClient;
+class QuicTlsClient;
 
 using Clock = std::chrono::steady_clock;
 
@@ -24,6 +25,11 @@ struct RunPlan {
   // prior knowledge over TCP) carrying up to `streams` requests at once, each with these
   // header fields (pseudo-headers first) and `body`.
   bool h2 = false;
+  // --protocol h3: every connection is QUIC (TLS 1.3 by `quic`) carrying HTTP/3, up to
+  // `streams` requests at once, with the same header fields as HTTP/2 (`h2_headers`: HTTP/3
+  // has the same pseudo-headers and forbids the same connection-specific fields).
+  bool h3 = false;
+  QuicTlsClient* quic = nullptr;
   int streams = 1;
   std::vector<std::pair<std::string, std::string>> h2_headers;
   std::string body;

@@ -6,6 +6,7 @@
 
 #include "connection.hpp"
 #include "h2_connection.hpp"
+#include "h3_connection.hpp"
 
 namespace loadlab::load {
 
@@ -18,7 +19,9 @@ Worker::Worker(const RunPlan& plan, RunState& state, int connections, std::optio
                                                 std::chrono::milliseconds(100));
   connections_.reserve(connections);
   for (int i = 0; i < connections; ++i) {
-    if (plan.h2)
+    if (plan.h3)
+      connections_.push_back(std::make_unique<H3Connection>(*this, i));
+    else if (plan.h2)
       connections_.push_back(std::make_unique<H2Connection>(*this, i));
     else
       connections_.push_back(std::make_unique<Connection>(*this, i));
@@ -214,6 +217,14 @@ void Worker::record_handshake(Clock::time_point started, Clock::time_point done,
   ++totals_.tls_handshakes;
   if (resumed) ++totals_.tls_resumed;
   totals_.tls_histogram.record(micros(done - started));
+}
+
+void Worker::record_quic_handshake(Clock::time_point started, Clock::time_point done, bool resumed,
+                                   bool early_data) {
+  if (!in_window(done)) return;
+  ++totals_.connects;
+  if (early_data) ++totals_.tls_early_data;
+  record_handshake(started, done, resumed);
 }
 
 void Worker::publish() {

@@ -39,6 +39,7 @@ struct WorkerTotals {
   int64_t connects = 0;
   int64_t tls_handshakes = 0;  // completed inside the window
   int64_t tls_resumed = 0;     // of those, resumptions
+  int64_t tls_early_data = 0;  // of those, QUIC handshakes whose 0-RTT data the server took
   int64_t requests = 0;
   int64_t responses = 0;
   int64_t errors = 0;
@@ -110,6 +111,10 @@ class Worker {
                       const RequestCost& cost);
   void record_connect(Clock::time_point started, Clock::time_point done);
   void record_handshake(Clock::time_point started, Clock::time_point done, bool resumed);
+  // QUIC (--protocol h3): the handshake is the connect. Counted as a connect (no TCP connect
+  // time to record) and as a TLS handshake; `early_data`: its 0-RTT data was accepted.
+  void record_quic_handshake(Clock::time_point started, Clock::time_point done, bool resumed,
+                             bool early_data);
   void on_connection_done();
 
  private:

@@ -323,10 +323,10 @@ TEST(H2LoadBinaryTest, BadProtocolFlagsExitTwoNamingTheFlag) {
            {url + "--protocol h2 --streams 0", "--streams: must be a number in 1.." + max + ", got 0"},
            {url + "--protocol h2 --streams " + std::to_string(limits::kMaxStreams + 1),
             "--streams: must be a number in 1.." + max},
-           {url + "--protocol http1 --streams 2", "--streams: needs --protocol h2"},
-           {url + "--streams 2", "--streams: needs --protocol h2"},
-           {url + "--protocol h3", "--protocol: must be http1 or h2, got 'h3'"},
-           {url + "--protocol HTTP/2", "--protocol: must be http1 or h2, got 'HTTP/2'"}}) {
+           {url + "--protocol http1 --streams 2", "--streams: needs --protocol h2 or h3"},
+           {url + "--streams 2", "--streams: needs --protocol h2 or h3"},
+           {url + "--protocol h3", "--protocol: h3 needs an https:// URL"},
+           {url + "--protocol HTTP/2", "--protocol: must be http1, h2 or h3, got 'HTTP/2'"}}) {
     auto e = run_binary(c.args + " 2>&1");
     EXPECT_EQ(e.exit_code, 2) << c.args << ": " << e.out;
     EXPECT_NE(e.out.find(c.message), std::string::npos) << c.args << ": " << e.out;

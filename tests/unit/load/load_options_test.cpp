@@ -118,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad_header", [](LoadOptions& o) { o.headers = {"NoColon"}; }, "-H/--header"},
         BadCase{"crlf_header", [](LoadOptions& o) { o.headers = {"A: b\r\nC: d"}; }, "-H/--header"},
         BadCase{"log_level", [](LoadOptions& o) { o.log_level = "loud"; }, "--log-level"},
-        BadCase{"protocol", [](LoadOptions& o) { o.protocol = "h3"; }, "--protocol: must be http1 or h2"},
+        BadCase{"protocol", [](LoadOptions& o) { o.protocol = "h4"; }, "--protocol: must be http1, h2 or h3"},
         BadCase{"streams_with_http1", [](LoadOptions& o) { o.streams = 2; }, "--streams: needs --protocol h2"},
         BadCase{"zero_streams",
                 [](LoadOptions& o) {
