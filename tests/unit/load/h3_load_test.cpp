@@ -17,6 +17,7 @@
 #include "load_test_support.hpp"
 #include "request_csv_rows.hpp"
 #include "self_signed_certificate.hpp"
+#include "target_process.hpp"
 
 namespace loadlab::load {
 namespace {
@@ -27,6 +28,7 @@ using testing::run_binary;
 using testing::run_bounded;
 using testing::run_with_csv;
 using testing::SelfSignedCertificate;
+using testing::TargetProcess;
 using testing::unique_path;
 
 constexpr int64_t kBodySize = 1000;  // of the file gtlsserver serves at /body
@@ -225,6 +227,89 @@ TEST(H3Load, FlagsThatQuicCannotHonourAreRefusedByName) {
   testing::Exec e = run_binary("--protocol h3 --zero-rtt -n 1 https://127.0.0.1:8443/ 2>&1");
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_NE(e.out.find("--zero-rtt"), std::string::npos) << e.out;
+}
+
+// Against loadlab-target --h3 answering after a known delay: what the client measures is what
+// the delay and the streams in flight allow, and the target counts every request.
+std::string h3_url(const TargetProcess& t, const std::string& path = "/") {
+  return "https://127.0.0.1:" + std::to_string(t.port()) + path;
+}
+
+TEST(H3Truth, TheStreamsOfAConnectionAreInFlightTogether) {
+  TargetProcess target({"--threads", "1", "--h3", "--delay-ms", "20"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = h3_url(target);
+  o.protocol = "h3";
+  o.insecure = true;
+  o.connections = 1;
+  o.streams = 10;
+  o.total_requests = 200;
+  LoadResult r = run_bounded(o);
+  expect_all_ok(r, 200);
+  EXPECT_EQ(r.connects, 1);
+  // 10 requests every 20 ms: 500 requests/s, only if the 10 streams really overlap.
+  EXPECT_GT(r.qps, 0.75 * 500);
+  EXPECT_LT(r.qps, 1.05 * 500);
+  EXPECT_GE(r.histogram.value_at_percentile(50), 20000);
+  EXPECT_EQ(target.stop(), 200);
+}
+
+TEST(H3Truth, OpenLoopHoldsItsRateOnStreams) {
+  TargetProcess target({"--threads", "1", "--h3", "--delay-ms", "20"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = h3_url(target);
+  o.protocol = "h3";
+  o.insecure = true;
+  o.connections = 2;
+  o.streams = 8;
+  o.rate = 200;
+  o.duration_s = 2;
+  LoadResult r = run_bounded(o);
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_TRUE(r.rate_held);
+  EXPECT_NEAR(r.achieved_rate, 200, 10);
+  EXPECT_NEAR(static_cast<double>(r.requests), 400, 20);
+  EXPECT_GE(r.histogram.value_at_percentile(50), 20000);
+  EXPECT_LT(r.histogram.value_at_percentile(50), 40000);
+}
+
+TEST(H3Truth, AStreamPastItsTimeoutIsCancelledAndTheConnectionStays) {
+  TargetProcess target({"--threads", "1", "--h3"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = h3_url(target);
+  o.protocol = "h3";
+  o.insecure = true;
+  o.headers = {"x-loadlab-delay-ms: 1000"};
+  o.timeout_ms = 100;
+  o.total_requests = 3;
+  LoadResult r = run_bounded(o);
+  EXPECT_EQ(r.requests, 3);
+  EXPECT_EQ(r.responses, 0);
+  EXPECT_EQ(r.errors_by_kind[static_cast<int>(ErrorKind::kTimeout)], 3);
+  EXPECT_EQ(r.connects, 1);  // each cancelled stream left the connection up
+}
+
+TEST(H3Truth, TheTargetsStatusKnobReachesTheClient) {
+  TargetProcess target({"--threads", "1", "--h3"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = h3_url(target);
+  o.protocol = "h3";
+  o.insecure = true;
+  o.headers = {"x-loadlab-status: 503"};
+  o.streams = 4;
+  o.total_requests = 40;
+  LoadResult r = run_bounded(o);
+  EXPECT_EQ(r.requests, 40);
+  EXPECT_EQ(r.responses, 40);
+  ASSERT_EQ(r.status.count(503), 1u);
+  EXPECT_EQ(r.status.at(503), 40);
+  EXPECT_EQ(r.errors_by_kind[static_cast<int>(ErrorKind::kStatus)], 40);
+  EXPECT_EQ(target.stop(), 40);
 }
 
 }  // namespace
