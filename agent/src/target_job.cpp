@@ -46,6 +46,8 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
       if (spec.has_body_size()) argv_.insert(argv_.end(), {"--body-size", std::to_string(spec.body_size())});
       // Over TLS with a certificate of its own, made at start (TargetSpec.protocol).
       if (proto::uses_tls(spec.protocol())) argv_.push_back("--tls");
+      // HTTP/3 also on UDP at the same port, with the same certificate.
+      if (spec.protocol() == v1::PROTOCOL_H3) argv_.push_back("--h3");
       return Status::OK;
     }
     port_ = std::make_unique<PortReservation>(options_.target_host);

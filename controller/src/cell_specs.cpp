@@ -69,6 +69,7 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
   spec.set_protocol(*proto::protocol_from_name(c.protocol));
   spec.set_tls_version(c.tls_version);
   if (!c.tls_version.empty()) spec.set_tls_resume(l.tls_resume);
+  if (c.protocol == "h3") spec.set_zero_rtt(l.zero_rtt);
   if (c.streams > 1) spec.set_streams(c.streams);
   return spec;
 }

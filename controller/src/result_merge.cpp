@@ -87,7 +87,8 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
     histograms = histograms || p.histogram().highest_trackable() != 0;
     unavailable.insert(p.unavailable().begin(), p.unavailable().end());
   }
-  uint64_t requests = 0, errors = 0, bytes_read = 0, connects = 0, tls_handshakes = 0, tls_resumed = 0;
+  uint64_t requests = 0, errors = 0, bytes_read = 0, connects = 0, tls_handshakes = 0, tls_resumed = 0,
+           tls_early_data = 0;
   double duration_s = 0, qps = 0, rate = 0, achieved_rate = 0;
   bool rate_not_held = false, latency_corrected = false;
   for (const auto& p : results) {
@@ -105,6 +106,7 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
     connects += p.connects();
     tls_handshakes += p.tls_handshakes();
     tls_resumed += p.tls_resumed();
+    tls_early_data += p.tls_early_data();
   }
   r.set_requests(requests);
   r.set_errors(errors);
@@ -118,6 +120,7 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
   r.set_connects(connects);
   r.set_tls_handshakes(tls_handshakes);
   r.set_tls_resumed(tls_resumed);
+  r.set_tls_early_data(tls_early_data);
   if (histograms) {
     *r.mutable_latency() =
         merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, r.mutable_histogram());

@@ -82,9 +82,26 @@ TargetDef parse_target(const ObjectReader& t) {
 }
 
 LoadDef parse_load(const ObjectReader& l) {
-  l.allow({"requests_per_thread", "total_requests", "duration_s", "threads", "connections_per_thread",
-           "connections", "client", "warmup_s", "keep_alive", "method", "path", "headers", "body",
-           "timeout_ms", "rate", "protocol", "tls_version", "tls_resume", "streams"});
+  l.allow({"requests_per_thread",
+           "total_requests",
+           "duration_s",
+           "threads",
+           "connections_per_thread",
+           "connections",
+           "client",
+           "warmup_s",
+           "keep_alive",
+           "method",
+           "path",
+           "headers",
+           "body",
+           "timeout_ms",
+           "rate",
+           "protocol",
+           "tls_version",
+           "tls_resume",
+           "zero_rtt",
+           "streams"});
   LoadDef d;
   int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
   if (stops != 1)
@@ -129,6 +146,9 @@ LoadDef parse_load(const ObjectReader& l) {
   if (l.has("protocol")) d.protocol = protocol_value(l.at("protocol"), l.path("protocol"));
   if (l.has("tls_version")) d.tls_version = tls_version_value(l.at("tls_version"), l.path("tls_version"));
   d.tls_resume = l.boolean("tls_resume", false);
+  d.zero_rtt = l.boolean("zero_rtt", false);
+  if (d.zero_rtt && !d.tls_resume)
+    throw InputError(l.path("zero_rtt"), "needs tls_resume: true (0-RTT rides on a resumed session)");
   d.streams = static_cast<uint32_t>(l.integer("streams", 1, limits::kMaxStreams, 1));
   return d;
 }
@@ -308,6 +328,9 @@ void check_cells(const Scenario& s) {
                        "must be 1 over " + c.protocol + " (" + path(Knob::kProtocol) +
                            "): only h2, h2c and h3 carry several requests at once on a connection, got " +
                            std::to_string(c.streams));
+    if (c.protocol == "h3" && c.tls_version == "1.2")
+      throw InputError(path(Knob::kTlsVersion), "must be 1.3 over h3 (" + path(Knob::kProtocol) +
+                                                    "): QUIC runs over TLS 1.3 only, got 1.2");
     if (c.body_size && !s.targets[c.target_index].body.empty())
       throw InputError("/targets/" + std::to_string(c.target_index) + "/body",
                        "a target with a body takes no body_size (" + path(Knob::kBodySize) + ")");

@@ -330,7 +330,7 @@ TEST(Overrides, SetReplacesOrAddsAValueBeforeTheCheck) {
       message({"load.total_request=5"}),
       "/load/total_request: unknown key; allowed here: requests_per_thread, total_requests, duration_s, "
       "threads, connections_per_thread, connections, client, warmup_s, keep_alive, method, path, headers, "
-      "body, timeout_ms, rate, protocol, tls_version, tls_resume, streams");
+      "body, timeout_ms, rate, protocol, tls_version, tls_resume, zero_rtt, streams");
   EXPECT_EQ(message({"noequals"}).substr(0, 30), "--set: must be PATH=VALUE with");
   EXPECT_EQ(message({"targets.7.name=x"}),
             "--set: \"7\" in targets.7.name is not an index of that array (0..1)");

@@ -42,6 +42,7 @@ struct LoadDef {
   std::string protocol = "http1";   // when protocol is not an axis (loadlab/proto/protocols.hpp)
   std::string tls_version = "1.3";  // over TLS, forced; when tls_version is not an axis
   bool tls_resume = false;          // over TLS, a reconnection offers its previous session
+  bool zero_rtt = false;            // h3 cells with tls_resume: resumed connections send 0-RTT data
   uint32_t streams = 1;             // HTTP/2: requests in flight per connection; when streams is not an axis
 };
 
