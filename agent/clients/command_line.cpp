@@ -108,6 +108,7 @@ void check_common(Tool tool, const v1::LoadSpec& s) {
            "be 1.3, got " +
                s.tls_version());
   if (s.tls_resume()) refuse("tls_resume", tool, "cannot resume TLS sessions: tls_resume must be false");
+  if (s.zero_rtt()) refuse("zero_rtt", tool, "cannot send 0-RTT early data: zero_rtt must be false");
   if (s.streams() > 1 && !(tool == Tool::kH2load && http2(s)))
     refuse("streams", tool,
            "keeps one request in flight per connection" +

@@ -267,6 +267,10 @@ TEST(EveryTool, WhatNoToolCanDoOverTlsOrHttp2IsRefused) {
     s.set_tls_resume(true);
     EXPECT_EQ(refused_field(t, s, "cannot resume"), "tls_resume");
     s = spec();
+    s.set_protocol(v1::PROTOCOL_HTTPS);
+    s.set_zero_rtt(true);
+    EXPECT_EQ(refused_field(t, s, "cannot send 0-RTT"), "zero_rtt");
+    s = spec();
     s.set_protocol(v1::PROTOCOL_H3);
     EXPECT_EQ(refused_field(t, s, "not h3"), "protocol");
     s = spec();
