@@ -42,9 +42,6 @@ H2Connection::H2Connection(Worker& worker, int index)
     nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
     nva_.push_back(nv);
   }
-  free_.reserve(slots_.size());
-  for (int i = static_cast<int>(slots_.size()) - 1; i >= 0; --i) free_.push_back(i);
-  queued_.reserve(slots_.size());
   out_.reserve(16 * 1024);
 }
 
@@ -78,11 +75,11 @@ void H2Connection::start() {
 void H2Connection::stop() {
   if (stopped_) return;
   stopped_ = true;
-  done_ = true;
-  waiting_ = false;
+  slots_.done = true;
+  slots_.waiting = false;
   // A stop discards the requests queued and in flight: cut short by us, not by the target.
-  for (int i : queued_) release(slots_[i]);
-  queued_.clear();
+  for (int i : slots_.queued) slots_.release(slots_[i]);
+  slots_.queued.clear();
   switch (state_) {
     case State::kIdle:
       return end();
@@ -111,15 +108,15 @@ void H2Connection::check_deadline(Clock::time_point now) {
     nghttp2_session_set_stream_user_data(session_, s.stream_id, nullptr);
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.stream_id, NGHTTP2_CANCEL);
     worker_.record_failure(s.measured, s.origin, now, ErrorKind::kTimeout, s.cost);
-    release(s);
+    slots_.release(s);
     cancelled = true;
   }
   if (cancelled) pump();
 }
 
 void H2Connection::resume(Clock::time_point) {
-  if (!waiting_) return;  // stopped while waiting
-  waiting_ = false;
+  if (!slots_.waiting) return;  // stopped while waiting
+  slots_.waiting = false;
   if (!in_pump_) pump();  // else the pump under way takes the slot
 }
 
@@ -128,18 +125,18 @@ void H2Connection::pump() {
   in_pump_ = true;
   auto now = Clock::now();
   if (worker_.open_loop()) worker_.resume_due(now);  // other connections whose slots came
-  fill(now);
+  slots_.fill(worker_, index_, now, stopped_);
   in_pump_ = false;
   switch (state_) {
     case State::kIdle:
-      if (!queued_.empty()) return do_connect();
-      if (done_) end();
+      if (!slots_.queued.empty()) return do_connect();
+      if (slots_.done) end();
       return;
     case State::kOpen:
       if (!draining_) submit_queued();
       flush();
-      if (state_ == State::kOpen && open_ == 0 &&
-          (draining_ || done_ || (!worker_.plan().keep_alive && carried_ > 0)))
+      if (state_ == State::kOpen && slots_.open == 0 &&
+          (draining_ || slots_.done || (!worker_.plan().keep_alive && slots_.carried > 0)))
         close_connection(std::nullopt);
       return;
     case State::kConnecting:
@@ -148,61 +145,10 @@ void H2Connection::pump() {
   }
 }
 
-// Begins the requests that free slots can take now: in closed loop, as many as slots are
-// free; in open loop, the ones whose time has come (else it waits for the next one).
-void H2Connection::fill(Clock::time_point now) {
-  const RunPlan& plan = worker_.plan();
-  while (!free_.empty() && !done_) {
-    if (stopped_ || worker_.stopping()) {
-      done_ = true;
-      break;
-    }
-    // --no-keepalive: one request per connection.
-    if (!plan.keep_alive && (open_ > 0 || !queued_.empty() || carried_ > 0)) break;
-    Clock::time_point origin = now;
-    if (!worker_.open_loop()) {
-      if (plan.measure_end && now >= *plan.measure_end) {
-        done_ = true;
-        break;
-      }
-    } else {
-      origin = worker_.schedule().time_of(index_, turn_);
-      if (plan.measure_end && origin >= *plan.measure_end) {
-        done_ = true;
-        break;
-      }
-      if (origin > now) {
-        if (!waiting_) {
-          waiting_ = true;
-          worker_.wait_for_slot(origin, index_);
-        }
-        break;
-      }
-      ++turn_;
-    }
-    const bool measured = origin >= plan.measure_start;
-    if (measured && !worker_.take_ticket(now)) {
-      done_ = true;
-      break;
-    }
-    int i = free_.back();
-    free_.pop_back();
-    Slot& s = slots_[i];
-    s = Slot{};
-    s.state = Slot::State::kQueued;
-    s.origin = origin;
-    s.measured = measured;
-    queued_.push_back(i);
-  }
-}
-
 void H2Connection::submit_queued() {
-  if (queued_.empty()) return;
+  if (slots_.queued.empty()) return;
   auto now = Clock::now();
-  std::size_t n = 0;
-  for (; n < queued_.size(); ++n)
-    if (!submit(slots_[queued_[n]], now)) break;
-  queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(n));
+  slots_.submit_queued([&](Slot& s) { return submit(s, now); });
 }
 
 bool H2Connection::submit(Slot& s, Clock::time_point now) {
@@ -227,8 +173,8 @@ bool H2Connection::submit(Slot& s, Clock::time_point now) {
   s.bytes = 0;
   s.complete = s.reset_by_peer = false;
   s.cost = cost_;
-  ++open_;
-  ++carried_;
+  ++slots_.open;
+  ++slots_.carried;
   return true;
 }
 
@@ -246,7 +192,7 @@ void H2Connection::flush() {
     // Neither side has anything more to say (a GOAWAY was exchanged): the session is over.
     if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
       draining_ = true;
-      if (open_ == 0) close_connection(std::nullopt);
+      if (slots_.open == 0) close_connection(std::nullopt);
     }
     return;
   }
@@ -293,14 +239,14 @@ void H2Connection::connect_failed(ErrorKind kind) {
   }
   if (!stopped_ && !worker_.stopping()) {
     auto now = Clock::now();
-    for (int i : queued_) {
+    for (int i : slots_.queued) {
       worker_.record_failure(slots_[i].measured, slots_[i].origin, now, kind, cost_);
-      release(slots_[i]);
+      slots_.release(slots_[i]);
     }
   } else {
-    for (int i : queued_) release(slots_[i]);
+    for (int i : slots_.queued) slots_.release(slots_[i]);
   }
-  queued_.clear();
+  slots_.queued.clear();
   pump();
 }
 
@@ -308,7 +254,7 @@ void H2Connection::ready() {
   if (!open_session()) return connect_failed(ErrorKind::kConnect);
   state_ = State::kOpen;
   draining_ = false;
-  carried_ = 0;
+  slots_.carried = 0;
   preconnect_ = false;
   do_read();
   // The requests that waited for this connection paid for it; the ones after them reuse it.
@@ -414,15 +360,13 @@ void H2Connection::stream_closed(Slot& s, uint32_t error_code) {
                             s.first_byte == Clock::time_point{} ? done : s.first_byte, done, s.status,
                             s.bytes, s.cost);
     if (transport_.secure() && plan.tls->resume()) transport_.keep_session();
-    return release(s);
+    return slots_.release(s);
   }
   if (error_code == NGHTTP2_REFUSED_STREAM && !s.reset_by_peer && !s.retried) {
     // Closed by nghttp2 for a GOAWAY whose last stream id is below it: not processed; once
     // more on a new connection.
-    --open_;
     s.retried = true;
-    s.state = Slot::State::kQueued;
-    queued_.push_back(index_of(s));
+    slots_.requeue(s);
     return;
   }
   // The server reset it (or refused it twice): cut short; else nghttp2 reset it because the
@@ -430,13 +374,7 @@ void H2Connection::stream_closed(Slot& s, uint32_t error_code) {
   ErrorKind kind =
       s.reset_by_peer || error_code == NGHTTP2_REFUSED_STREAM ? ErrorKind::kRead : ErrorKind::kBadResponse;
   worker_.record_failure(s.measured, s.origin, done, kind, s.cost);
-  release(s);
-}
-
-void H2Connection::release(Slot& s) {
-  if (s.state == Slot::State::kOpen) --open_;
-  s.state = Slot::State::kFree;
-  free_.push_back(index_of(s));
+  slots_.release(s);
 }
 
 void H2Connection::close_connection(std::optional<ErrorKind> kind) {
@@ -446,10 +384,10 @@ void H2Connection::close_connection(std::optional<ErrorKind> kind) {
   for (Slot& s : slots_) {
     if (s.state != Slot::State::kOpen) continue;
     if (record) worker_.record_failure(s.measured, s.origin, now, *kind, s.cost);
-    release(s);
+    slots_.release(s);
   }
   delete_session();
-  carried_ = 0;
+  slots_.carried = 0;
   state_ = State::kClosing;
   // --tls-resume: a connection this side ends on purpose ends with a close_notify, else the
   // server would not resume its session.
@@ -490,7 +428,7 @@ void H2Connection::delete_session() {
 void H2Connection::end() {
   if (ended_) return;
   ended_ = true;
-  done_ = true;
+  slots_.done = true;
   transport_.close();
   worker_.on_connection_done();
 }

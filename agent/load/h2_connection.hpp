@@ -46,6 +46,7 @@
 #include "dialer.hpp"
 #include "load_result.hpp"
 #include "run_plan.hpp"
+#include "stream_slots.hpp"
 #include "transport.hpp"
 #include "worker.hpp"
 
@@ -96,10 +97,7 @@ class H2Connection final : public ClientConnection {
   Slot* slot_of(int32_t stream_id) {
     return static_cast<Slot*>(nghttp2_session_get_stream_user_data(session_, stream_id));
   }
-  int index_of(const Slot& slot) const { return static_cast<int>(&slot - slots_.data()); }
-
   void pump();  // takes due requests, connects or submits, writes, closes when idle
-  void fill(Clock::time_point now);
   void submit_queued();
   bool submit(Slot& slot, Clock::time_point now);
   void flush();
@@ -112,7 +110,6 @@ class H2Connection final : public ClientConnection {
   void on_read(const boost::system::error_code& ec, std::size_t bytes);
   void on_write(const boost::system::error_code& ec);
   void stream_closed(Slot& slot, uint32_t error_code);
-  void release(Slot& slot);
   // Ends the session; with `kind`, every open stream fails with it, else they are dropped.
   void close_connection(std::optional<ErrorKind> kind);
   void send_close_notify();
@@ -126,27 +123,20 @@ class H2Connection final : public ClientConnection {
   Dialer dialer_;
   nghttp2_session* session_ = nullptr;
   std::vector<nghttp2_nv> nva_;  // the request's header fields, pointing into the plan
-  std::vector<Slot> slots_;      // plan.streams of them, never resized (streams point into it)
-  std::vector<int> free_;        // indices of free slots
-  std::vector<int> queued_;      // indices of queued slots, in the order they were begun
-  int open_ = 0;                 // slots in kOpen
+  StreamSlots<Slot> slots_;      // plan.streams of them
   std::unique_ptr<uint8_t[]> read_buffer_;
   std::vector<uint8_t> out_;       // what the write in flight sends
   Clock::time_point read_time_{};  // when the bytes being processed were read
   Clock::time_point write_started_{};
-  RequestCost cost_;     // what the requests waiting for the connection paid
-  int64_t turn_ = 0;     // open loop: requests this connection has begun
-  int64_t carried_ = 0;  // requests submitted on the current connection
+  RequestCost cost_;  // what the requests waiting for the connection paid
   State state_ = State::kIdle;
   bool reading_ = false;
   bool writing_ = false;
   bool draining_ = false;      // GOAWAY came, or no stream can be opened any more: no new streams
   bool close_notify_ = false;  // kClosing: a close_notify goes once the write in flight is done
-  bool waiting_ = false;       // open loop: in the worker's waiters until its slot
   bool in_pump_ = false;
   bool preconnect_ = false;
   bool timed_out_ = false;
-  bool done_ = false;  // no request will be begun any more
   bool stopped_ = false;
   bool ended_ = false;
 };

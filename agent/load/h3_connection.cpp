@@ -291,9 +291,6 @@ H3Connection::H3Connection(Worker& worker, int index)
     nv.flags = NGHTTP3_NV_FLAG_NO_COPY_NAME | NGHTTP3_NV_FLAG_NO_COPY_VALUE;
     nva_.push_back(nv);
   }
-  free_.reserve(slots_.size());
-  for (int i = static_cast<int>(slots_.size()) - 1; i >= 0; --i) free_.push_back(i);
-  queued_.reserve(slots_.size());
 }
 
 H3Connection::~H3Connection() { free_quic(); }
@@ -311,10 +308,10 @@ void H3Connection::start() {
 void H3Connection::stop() {
   if (stopped_) return;
   stopped_ = true;
-  done_ = true;
-  waiting_ = false;
-  for (int i : queued_) release(slots_[i]);
-  queued_.clear();
+  slots_.done = true;
+  slots_.waiting = false;
+  for (int i : slots_.queued) slots_.release(slots_[i]);
+  slots_.queued.clear();
   switch (state_) {
     case State::kIdle:
       return end();
@@ -339,15 +336,15 @@ void H3Connection::check_deadline(Clock::time_point now) {
     nghttp3_conn_set_stream_user_data(h3_, s.stream_id, nullptr);
     ngtcp2_conn_shutdown_stream(conn_, s.stream_id, NGHTTP3_H3_REQUEST_CANCELLED);
     worker_.record_failure(s.measured, s.origin, now, ErrorKind::kTimeout, s.cost);
-    release(s);
+    slots_.release(s);
     cancelled = true;
   }
   if (cancelled) pump();
 }
 
 void H3Connection::resume(Clock::time_point) {
-  if (!waiting_) return;
-  waiting_ = false;
+  if (!slots_.waiting) return;
+  slots_.waiting = false;
   if (!in_pump_) pump();
 }
 
@@ -356,12 +353,12 @@ void H3Connection::pump() {
   in_pump_ = true;
   auto now = Clock::now();
   if (worker_.open_loop()) worker_.resume_due(now);
-  fill(now);
+  slots_.fill(worker_, index_, now, stopped_);
   in_pump_ = false;
   switch (state_) {
     case State::kIdle:
-      if (!queued_.empty()) return do_connect();
-      if (done_) end();
+      if (!slots_.queued.empty()) return do_connect();
+      if (slots_.done) end();
       return;
     case State::kConnecting:
       if (!handshaken_) {
@@ -374,8 +371,8 @@ void H3Connection::pump() {
     case State::kOpen:
       if (!draining_) submit_queued();
       write_packets();
-      if (state_ == State::kOpen && open_ == 0 &&
-          (draining_ || done_ || (!worker_.plan().keep_alive && carried_ > 0)))
+      if (state_ == State::kOpen && slots_.open == 0 &&
+          (draining_ || slots_.done || (!worker_.plan().keep_alive && slots_.carried > 0)))
         close_connection(std::nullopt);
       return;
     case State::kClosing:
@@ -383,60 +380,10 @@ void H3Connection::pump() {
   }
 }
 
-// As H2Connection::fill: begins what free slots can take now.
-void H3Connection::fill(Clock::time_point now) {
-  const RunPlan& plan = worker_.plan();
-  while (!free_.empty() && !done_) {
-    if (stopped_ || worker_.stopping()) {
-      done_ = true;
-      break;
-    }
-    if (!plan.keep_alive && (open_ > 0 || !queued_.empty() || carried_ > 0)) break;
-    Clock::time_point origin = now;
-    if (!worker_.open_loop()) {
-      if (plan.measure_end && now >= *plan.measure_end) {
-        done_ = true;
-        break;
-      }
-    } else {
-      origin = worker_.schedule().time_of(index_, turn_);
-      if (plan.measure_end && origin >= *plan.measure_end) {
-        done_ = true;
-        break;
-      }
-      if (origin > now) {
-        if (!waiting_) {
-          waiting_ = true;
-          worker_.wait_for_slot(origin, index_);
-        }
-        break;
-      }
-      ++turn_;
-    }
-    const bool measured = origin >= plan.measure_start;
-    if (measured && !worker_.take_ticket(now)) {
-      done_ = true;
-      break;
-    }
-    int i = free_.back();
-    free_.pop_back();
-    Slot& s = slots_[i];
-    s = Slot{};
-    s.state = Slot::State::kQueued;
-    s.origin = origin;
-    s.measured = measured;
-    s.waited = state_ != State::kOpen;
-    queued_.push_back(i);
-  }
-}
-
 void H3Connection::submit_queued() {
-  if (queued_.empty()) return;
+  if (slots_.queued.empty()) return;
   auto now = Clock::now();
-  std::size_t n = 0;
-  for (; n < queued_.size(); ++n)
-    if (!submit(slots_[queued_[n]], now)) break;
-  queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(n));
+  slots_.submit_queued([&](Slot& s) { return submit(s, now); });
 }
 
 bool H3Connection::submit(Slot& s, Clock::time_point now) {
@@ -467,15 +414,15 @@ bool H3Connection::submit(Slot& s, Clock::time_point now) {
   s.bytes = 0;
   s.complete = false;
   s.cost = cost_;
-  ++open_;
-  ++carried_;
+  ++slots_.open;
+  ++slots_.carried;
   return true;
 }
 
 void H3Connection::do_connect() {
   state_ = State::kConnecting;
   got_packet_ = handshaken_ = rejected_ = early_ = draining_ = false;
-  carried_ = 0;
+  slots_.carried = 0;
   cost_ = {};
   handshake_started_ = Clock::now();
   deadline_ = handshake_started_ + worker_.plan().timeout;
@@ -581,11 +528,11 @@ bool H3Connection::early_data_rejected() {
   for (Slot& s : slots_) {
     if (s.state != Slot::State::kOpen) continue;
     s.state = Slot::State::kQueued;
-    --open_;
-    --carried_;
-    again.push_back(index_of(s));
+    --slots_.open;
+    --slots_.carried;
+    again.push_back(slots_.index_of(s));
   }
-  queued_.insert(queued_.begin(), again.begin(), again.end());
+  slots_.queued.insert(slots_.queued.begin(), again.begin(), again.end());
   return open_http3();
 }
 
@@ -761,23 +708,15 @@ void H3Connection::stream_closed(Slot& s, uint64_t app_error_code) {
     worker_.record_response(s.measured, s.origin, s.sent,
                             s.first_byte == Clock::time_point{} ? done : s.first_byte, done, s.status,
                             s.bytes, s.cost);
-    return release(s);
+    return slots_.release(s);
   }
   if (app_error_code == NGHTTP3_H3_REQUEST_REJECTED && !s.retried) {  // not processed: once more
-    --open_;
     s.retried = true;
-    s.state = Slot::State::kQueued;
-    queued_.push_back(index_of(s));
+    slots_.requeue(s);
     return;
   }
   worker_.record_failure(s.measured, s.origin, done, ErrorKind::kRead, s.cost);
-  release(s);
-}
-
-void H3Connection::release(Slot& s) {
-  if (s.state == Slot::State::kOpen) --open_;
-  s.state = Slot::State::kFree;
-  free_.push_back(index_of(s));
+  slots_.release(s);
 }
 
 void H3Connection::connection_failed(int liberr) {
@@ -826,9 +765,9 @@ void H3Connection::connect_failed(ErrorKind kind, const std::string& reason) {
   for (Slot& s : slots_) {  // queued, and open in 0-RTT
     if (s.state == Slot::State::kFree) continue;
     if (record) worker_.record_failure(s.measured, s.origin, now, kind, cost_);
-    release(s);
+    slots_.release(s);
   }
-  queued_.clear();
+  slots_.queued.clear();
   preconnect_ = false;  // no request was waiting: connect again when the first slot comes
   close_connection(std::nullopt, got_packet_);
 }
@@ -840,7 +779,7 @@ void H3Connection::close_connection(std::optional<ErrorKind> kind, bool close) {
   for (Slot& s : slots_) {
     if (s.state != Slot::State::kOpen) continue;
     if (record) worker_.record_failure(s.measured, s.origin, now, *kind, s.cost);
-    release(s);
+    slots_.release(s);
   }
   if (close && conn_ && !ngtcp2_conn_is_in_closing_period(conn_) &&
       !ngtcp2_conn_is_in_draining_period(conn_)) {
@@ -854,7 +793,7 @@ void H3Connection::close_connection(std::optional<ErrorKind> kind, bool close) {
     if (n > 0) (void)::send(socket_.native_handle(), out_.data(), static_cast<std::size_t>(n), 0);
   }
   free_quic();
-  carried_ = 0;
+  slots_.carried = 0;
   packet_size_ = 0;
   state_ = State::kClosing;
   error_code ignored;
@@ -891,7 +830,7 @@ void H3Connection::free_quic() {
 void H3Connection::end() {
   if (ended_) return;
   ended_ = true;
-  done_ = true;
+  slots_.done = true;
   error_code ignored;
   socket_.close(ignored);
   worker_.on_connection_done();

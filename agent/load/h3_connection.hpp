@@ -45,6 +45,7 @@
 #include "client_connection.hpp"
 #include "load_result.hpp"
 #include "run_plan.hpp"
+#include "stream_slots.hpp"
 #include "worker.hpp"
 
 namespace loadlab::load {
@@ -70,7 +71,6 @@ class H3Connection final : public ClientConnection {
     bool complete = false;  // the response's end of stream came
     bool retried = false;   // sent again after the server rejected it unprocessed
     bool body_given = false;
-    bool waited = false;  // begun before the connection was ready: pays its handshake
     int status = 0;
     int64_t stream_id = -1;
     size_t bytes = 0;  // the response stream's bytes: HTTP/3 frames (HEADERS, DATA) with their headers
@@ -85,10 +85,7 @@ class H3Connection final : public ClientConnection {
 
   struct Glue;  // ngtcp2's and nghttp3's callbacks (h3_connection.cpp)
 
-  int index_of(const Slot& slot) const { return static_cast<int>(&slot - slots_.data()); }
-
   void pump();
-  void fill(Clock::time_point now);
   void submit_queued();
   bool submit(Slot& slot, Clock::time_point now);
   void do_connect();
@@ -105,7 +102,6 @@ class H3Connection final : public ClientConnection {
   void arm_timer();
   void on_timer(const boost::system::error_code& ec);
   void stream_closed(Slot& slot, uint64_t app_error_code);
-  void release(Slot& slot);
   // A failure of the QUIC connection (its error is in `failure`, its kind in `kind`).
   void connection_failed(int liberr);
   void connect_failed(ErrorKind kind, const std::string& reason);
@@ -127,10 +123,7 @@ class H3Connection final : public ClientConnection {
   ngtcp2_crypto_conn_ref conn_ref_{};
   ngtcp2_path_storage path_{};
   std::vector<nghttp3_nv> nva_;  // the request's header fields, pointing into the plan
-  std::vector<Slot> slots_;      // plan.streams of them, never resized (streams point into them)
-  std::vector<int> free_;
-  std::vector<int> queued_;
-  int open_ = 0;
+  StreamSlots<Slot> slots_;      // plan.streams of them
   std::unique_ptr<uint8_t[]> read_buffer_;
   std::vector<uint8_t> packet_;  // the packet a full socket buffer held back
   size_t packet_size_ = 0;       // of it; 0 = none
@@ -144,8 +137,6 @@ class H3Connection final : public ClientConnection {
   std::vector<unsigned char> ticket_;
   std::optional<ngtcp2_transport_params> early_params_;
   RequestCost cost_;
-  int64_t turn_ = 0;
-  int64_t carried_ = 0;
   State state_ = State::kIdle;
   bool reading_ = false;
   bool write_waiting_ = false;
@@ -155,11 +146,9 @@ class H3Connection final : public ClientConnection {
   bool handshaken_ = false;  // the handshake completed (set in ngtcp2's callback)
   bool rejected_ = false;    // the server refused the early data (set in ngtcp2's callback)
   bool draining_ = false;    // GOAWAY came, or no stream can be opened: no new streams
-  bool waiting_ = false;
   bool in_pump_ = false;
   bool preconnect_ = false;
   bool first_connect_ = true;  // no connection of this one has been tried yet
-  bool done_ = false;
   bool stopped_ = false;
   bool ended_ = false;
 };
