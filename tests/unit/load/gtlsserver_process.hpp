@@ -2,14 +2,8 @@
 // gtlsserver (ngtcp2's example HTTP/3 server, Debian's ngtcp2-server; GnuTLS) as a child
 // process for the HTTP/3 load tests: serves a directory on 127.0.0.1 over QUIC with a given
 // key and certificate, and logs every connection and request, from which the handshakes it
-// completed and the requests it answered are counted. Stopped by pid (SIGTERM, then SIGKILL).
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
+// completed and the requests it answered are counted. Stopped by pid (peer_process.hpp).
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "peer_process.hpp"
 
 namespace loadlab::load::testing {
 
@@ -40,9 +34,9 @@ class GtlsServerProcess {
     // A free UDP port, probed by binding it; another process may take it first, so a start
     // that fails is tried again on another.
     for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt) {
-      uint16_t port = free_udp_port();
+      uint16_t port = free_loopback_port(SOCK_DGRAM);
       if (port != 0 && spawn(port) && wait_ready(port)) port_ = port;
-      if (port_ == 0) stop();
+      if (port_ == 0) process_.stop();
     }
   }
   ~GtlsServerProcess() { stop(); }
@@ -54,18 +48,7 @@ class GtlsServerProcess {
     return "https://127.0.0.1:" + std::to_string(port_) + path;
   }
 
-  void stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 300 && waitpid(pid_, &status, WNOHANG) == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (waitpid(pid_, &status, WNOHANG) == 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-    }
-    pid_ = -1;
-  }
+  void stop() { process_.stop(); }
 
   // After stop(): how often its log says `needle` at the start of a line.
   int64_t count(const std::string& needle) const {
@@ -101,35 +84,10 @@ class GtlsServerProcess {
   }
 
  private:
-  static uint16_t free_udp_port() {
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    uint16_t port = 0;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-      port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-  }
-
   bool spawn(uint16_t port) {
     std::vector<std::string> args = {kGtlsServer,          "-d",         options_.docroot, "127.0.0.1",
                                      std::to_string(port), options_.key, options_.cert};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, options_.log.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    bool ok = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) == 0;
-    posix_spawn_file_actions_destroy(&actions);
-    if (!ok) pid_ = -1;
-    return ok;
+    return process_.spawn(std::move(args), options_.log);
   }
 
   // Until its UDP socket is bound (in /proc/net/udp, 127.0.0.1:port) or it exits or 5 s pass.
@@ -137,11 +95,7 @@ class GtlsServerProcess {
     char local[32];
     std::snprintf(local, sizeof local, "0100007F:%04X", port);
     for (int i = 0; i < 500; ++i) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
+      if (!process_.running()) return false;
       std::ifstream in("/proc/net/udp");
       std::string line;
       while (std::getline(in, line))
@@ -152,7 +106,7 @@ class GtlsServerProcess {
   }
 
   GtlsServerOptions options_;
-  pid_t pid_ = -1;
+  PeerProcess process_;
   uint16_t port_ = 0;
 };
 

@@ -2,14 +2,10 @@
 // nghttpd (Debian's nghttp2-server) as a child process for the HTTP/2 load tests: serves a
 // directory on 127.0.0.1, h2c (--no-tls) or h2 over TLS with a given key and certificate;
 // with `verbose` it logs every frame with its connection's id ("[id=N]"), from which the
-// connections it accepted are counted. Stopped by pid (SIGTERM, then SIGKILL).
+// connections it accepted are counted. Stopped by pid (peer_process.hpp).
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "peer_process.hpp"
 
 namespace loadlab::load::testing {
 
@@ -41,9 +37,9 @@ class NghttpdProcess {
     // A free port, probed by binding it; another process may take it before nghttpd
     // does, so a start that fails is tried again on another.
     for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt) {
-      uint16_t port = free_port();
+      uint16_t port = free_loopback_port(SOCK_STREAM);
       if (port != 0 && spawn(port) && wait_ready(port)) port_ = port;
-      if (port_ == 0) stop();
+      if (port_ == 0) process_.stop();
     }
   }
   ~NghttpdProcess() { stop(); }
@@ -57,18 +53,7 @@ class NghttpdProcess {
   }
 
   // Stops it (its log is then complete).
-  void stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 300 && waitpid(pid_, &status, WNOHANG) == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (waitpid(pid_, &status, WNOHANG) == 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-    }
-    pid_ = -1;
-  }
+  void stop() { process_.stop(); }
 
   // After stop() with `verbose`: the HTTP/2 connections it served (distinct "[id=N]" that
   // received a SETTINGS frame: the readiness probe, which sends nothing, is not one).
@@ -84,20 +69,6 @@ class NghttpdProcess {
   }
 
  private:
-  static uint16_t free_port() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    uint16_t port = 0;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-      port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-  }
-
   bool spawn(uint16_t port) {
     std::vector<std::string> args = {kNghttpd, "-a", "127.0.0.1", "-d", options_.docroot};
     if (options_.verbose) args.push_back("-v");
@@ -108,28 +79,13 @@ class NghttpdProcess {
       args.push_back(options_.key);
       args.push_back(options_.cert);
     }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, options_.log.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    bool ok = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) == 0;
-    posix_spawn_file_actions_destroy(&actions);
-    if (!ok) pid_ = -1;
-    return ok;
+    return process_.spawn(std::move(args), options_.log);
   }
 
   // Until it accepts a connection (true) or exits or 5 s pass (false).
   bool wait_ready(uint16_t port) {
     for (int i = 0; i < 500; ++i) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
+      if (!process_.running()) return false;
       int fd = socket(AF_INET, SOCK_STREAM, 0);
       sockaddr_in a{};
       a.sin_family = AF_INET;
@@ -144,7 +100,7 @@ class NghttpdProcess {
   }
 
   NghttpdOptions options_;
-  pid_t pid_ = -1;
+  PeerProcess process_;
   uint16_t port_ = 0;
 };
 
