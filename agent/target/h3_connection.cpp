@@ -391,11 +391,38 @@ void H3Connection::on_handshake_completed() {
   worker_.connections.fetch_add(1, relaxed);
   worker_.h3_connections.fetch_add(1, relaxed);
   if (gnutls_session_is_resumed(tls_) != 0) worker_.h3_resumed.fetch_add(1, relaxed);
-  if ((gnutls_session_get_flags(tls_) & GNUTLS_SFLAGS_EARLY_DATA) != 0)
-    worker_.h3_early_data.fetch_add(1, relaxed);
+  tls_early_data_ = (gnutls_session_get_flags(tls_) & GNUTLS_SFLAGS_EARLY_DATA) != 0;
+  count_early_data();
   // A ticket for the next connection's resumption (and 0-RTT).
   if (int rv = gnutls_session_ticket_send(tls_, 1, 0); rv != 0)
     env_.log->debug("h3: gnutls_session_ticket_send: {}", gnutls_strerror(rv));
+}
+
+// A connection counts in h3_early_data when TLS accepted 0-RTT and 0-RTT packets came: a
+// client may offer early data on resumption and send none (gtlsclient --disable-early-data).
+// NGTCP2_STREAM_DATA_FLAG_EARLY does not tell: ngtcp2 sets it for any stream data before the
+// handshake completes, 1-RTT data sent with the client's Finished included.
+void H3Connection::note_0rtt(const std::uint8_t* data, std::size_t size) {
+  // The datagram's coalesced long-header packets (RFC 9000 §12.2), each skipped by its length.
+  while (size > 0 && (data[0] & 0x80) != 0) {
+    ngtcp2_pkt_hd hd;
+    const auto header = ngtcp2_pkt_decode_hd_long(&hd, data, size);
+    if (header < 0) return;
+    if (hd.type == NGTCP2_PKT_0RTT) {
+      saw_0rtt_ = true;
+      return count_early_data();
+    }
+    const auto packet = static_cast<std::size_t>(header) + hd.len;
+    if (hd.len == 0 || packet > size) return;  // Version Negotiation, Retry, or cut short
+    data += packet;
+    size -= packet;
+  }
+}
+
+void H3Connection::count_early_data() {
+  if (early_counted_ || !handshake_done_ || !tls_early_data_ || !saw_0rtt_) return;
+  early_counted_ = true;
+  worker_.h3_early_data.fetch_add(1, std::memory_order_relaxed);
 }
 
 // --- reading -----------------------------------------------------------------------------
@@ -408,6 +435,7 @@ void H3Connection::on_datagram(const udp::endpoint& remote, const std::uint8_t* 
       server_.send(remote, reinterpret_cast<const std::uint8_t*>(close_packet_.data()), close_packet_.size());
     return;
   }
+  if (!handshake_done_ && !saw_0rtt_) note_0rtt(data, size);
   udp::endpoint from = remote;
   auto path = path_of(local_, from);
   ngtcp2_pkt_info info{};
@@ -583,9 +611,9 @@ void H3Connection::start_closing() {
                                                     &last_error_, timestamp());
   if (n <= 0) return close_now();
   closing_ = true;
-  server_.retire();
   close_packet_.assign(reinterpret_cast<const char*>(packet.data()), static_cast<std::size_t>(n));
   send(ps.path, packet.data(), static_cast<std::size_t>(n));
+  server_.retire();  // after the send: the last connection's retiring closes a stopping socket
   wait_then_close();
 }
 

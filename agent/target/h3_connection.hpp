@@ -102,6 +102,8 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   bool setup_http();
   void on_read_error(int rv);
   void on_handshake_completed();
+  void note_0rtt(const std::uint8_t* data, std::size_t size);
+  void count_early_data();
   void start_closing();
   void start_draining();
   void wait_then_close();
@@ -163,6 +165,9 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   unsigned close_repeats_ = 0;
   Clock::time_point read_at_;
   bool handshake_done_ = false;
+  bool tls_early_data_ = false;  // GnuTLS accepted the client's 0-RTT
+  bool saw_0rtt_ = false;        // a 0-RTT packet came
+  bool early_counted_ = false;
   bool shutting_down_ = false;  // the GOAWAY notice is sent
   bool goaway_sent_ = false;    // the final GOAWAY
   bool closing_ = false;        // our CONNECTION_CLOSE is sent

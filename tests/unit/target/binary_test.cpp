@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "h3_test_client.hpp"
 #include "self_signed_cert.hpp"
 #include "tls_test_client.hpp"
 
@@ -357,6 +358,32 @@ TEST(TargetBinaryTls, GeneratedCertificateIsWrittenAndVerifies) {
   EXPECT_NE(get_body(port), "secure");
   ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
   EXPECT_EQ(child.read_line(), "requests 1");
+  EXPECT_EQ(child.wait_exit(), 0);
+}
+
+TEST(TargetBinaryH3, ServesHttp3OnUdpAtTheAnnouncedPortAndTlsOverTcp) {
+  TempDir dir;
+  const auto cert_out = dir.file("cert.pem");
+  Child child({"--h3", "--tls-cert-out", cert_out, "--threads", "2", "--body", "quic"});
+  auto line = child.read_line();
+  ASSERT_TRUE(line) << child.read_stderr();
+  uint16_t port = port_of(*line);
+  ASSERT_NE(port, 0) << *line;
+  EXPECT_EQ(child.read_line(), "http/3 on udp 127.0.0.1:" + std::to_string(port));
+  {
+    loadlab::target::testing::H3Client client(port);
+    ASSERT_TRUE(client.connected());
+    const auto id = client.submit();
+    ASSERT_TRUE(client.run_all(5000ms));
+    EXPECT_EQ(client.response(id).body, "quic");
+  }
+  // --h3 implies --tls: TCP speaks TLS with the same certificate.
+  EXPECT_EQ(tls_get_body(port, read_text(cert_out)), "quic");
+  const auto stats = tls_get_body(port, read_text(cert_out), "/__loadlab/stats");
+  EXPECT_NE(stats.find("\"requests\": 2,"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("\"h3_connections\": 1, \"h3_streams\": 1,"), std::string::npos) << stats;
+  ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
+  EXPECT_EQ(child.read_line(), "requests 2");
   EXPECT_EQ(child.wait_exit(), 0);
 }
 

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "h3_test_client.hpp"
 #include "quic_tls.hpp"
 #include "running_server.hpp"
 #include "test_cert.hpp"
@@ -33,6 +34,7 @@ extern char** environ;
 namespace loadlab::target {
 namespace {
 
+using testing::H3Client;
 using testing::test_cert;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -219,6 +221,263 @@ TEST(TargetH3, StatsEndpointAnswersOverHttp3AndIsNotCounted) {
             std::string::npos)
       << body;
   EXPECT_EQ(srv.server().stats().h3_streams, 3u);
+}
+
+// The client's own clock (its log lines' milliseconds): from the first request sent to the last
+// response's end. Nothing of the process start or the handshake.
+std::optional<int> client_span_ms(const std::string& output) {
+  static const std::regex frame(
+      R"(I(\d{8}) \S+ frm (tx|rx) \d+ \S+ STREAM\(0x0[0-9a-f]\) id=0x[0-9a-f]+ fin=1 .*uni=0)");
+  std::optional<int> first_tx, last_rx;
+  for (std::sregex_iterator it(output.begin(), output.end(), frame), end; it != end; ++it) {
+    const int ms = std::stoi((*it)[1]);
+    if ((*it)[2] == "tx" && !first_tx) first_tx = ms;
+    if ((*it)[2] == "rx") last_rx = ms;
+  }
+  if (!first_tx || !last_rx) return std::nullopt;
+  return *last_rx - *first_tx;
+}
+
+TEST(TargetH3, ConcurrentDelayedStreamsOnOneConnectionFinishTogether) {
+  REQUIRE_CLIENT();
+  auto options = h3_options();
+  options.delay.a_ms = 50;
+  RunningServer srv(options);
+  const auto client =
+      run_tool({kClient, "--exit-on-all-streams-close", "--timeout=5s", "-n", "10", "127.0.0.1",
+                std::to_string(srv.port()), "https://127.0.0.1:" + std::to_string(srv.port()) + "/"});
+  EXPECT_EQ(client.status, 0);
+  EXPECT_EQ(count(client.output, "[:status: 200]"), 10u);
+  const auto span = client_span_ms(client.output);
+  ASSERT_TRUE(span) << client.output.substr(0, 4000);
+  EXPECT_GE(*span, 50);
+  EXPECT_LT(*span, 250);  // one after another would take 500 ms
+  EXPECT_EQ(stats_after(srv, 10).h3_streams, 10u);
+}
+
+TEST(TargetH3, HeadGetsTheLengthAndNoBody) {
+  REQUIRE_CLIENT();
+  RunningServer srv(h3_options());
+  const auto client = h3_client(srv.port(), 1, "/", {"-m", "HEAD"});
+  EXPECT_EQ(client.status, 0) << client.output;
+  EXPECT_NE(client.output.find("[:status: 200]"), std::string::npos) << client.output;
+  EXPECT_NE(client.output.find("[content-length: " + std::to_string(kBody.size()) + "]"), std::string::npos);
+  EXPECT_EQ(client.output.find("Have Fun"), std::string::npos) << client.output;
+  EXPECT_EQ(stats_after(srv, 1).h3_streams, 1u);
+}
+
+TEST(TargetH3, ConfiguredStatusAndLargeBody) {
+  REQUIRE_CLIENT();
+  auto options = h3_options();
+  options.status = 503;
+  options.body = std::string(300 * 1024, 'b');
+  RunningServer srv(options);
+  TempDir dir;
+  const auto client = h3_client(srv.port(), 1, "/big", {"--download=" + dir.path()});
+  EXPECT_EQ(client.status, 0);
+  EXPECT_NE(client.output.find("[:status: 503]"), std::string::npos);
+  EXPECT_EQ(read_file(dir.file("big")), options.body);
+  EXPECT_EQ(stats_after(srv, 1).h3_streams, 1u);
+}
+
+TEST(TargetH3, UnknownVersionGetsVersionNegotiationAndTheClientRetriesWithV1) {
+  REQUIRE_CLIENT();
+  RunningServer srv(h3_options());
+  const auto client = h3_client(srv.port(), 1, "/", {"-v", "0x1a2a3a4a", "--preferred-versions=v1"});
+  EXPECT_EQ(client.status, 0) << client.output;
+  EXPECT_NE(client.output.find("type=VN"), std::string::npos) << client.output;
+  EXPECT_NE(client.output.find("Client selected version 0x1"), std::string::npos);
+  EXPECT_EQ(count(client.output, "[:status: 200]"), 1u);
+  const auto stats = stats_after(srv, 1);
+  EXPECT_EQ(stats.h3_connections, 1u);  // the unknown version's attempt made no connection
+  EXPECT_EQ(stats.h3_streams, 1u);
+}
+
+// --- resumption and 0-RTT ----------------------------------------------------------------------
+
+TEST(TargetH3, SecondConnectionResumesAndItsEarlyDataIsAccepted) {
+  REQUIRE_CLIENT();
+  RunningServer srv(h3_options());
+  TempDir dir;
+  const std::vector<std::string> files = {"--session-file=" + dir.file("session"),
+                                          "--tp-file=" + dir.file("tp")};
+  const auto first = h3_client(srv.port(), 2, "/", files);
+  ASSERT_EQ(first.status, 0) << first.output;
+  ASSERT_TRUE(fs::exists(dir.file("session")) && fs::exists(dir.file("tp")));
+  auto stats = stats_after(srv, 2);
+  EXPECT_EQ(stats.h3_resumed, 0u);
+  EXPECT_EQ(stats.h3_early_data, 0u);
+  const auto second = h3_client(srv.port(), 2, "/", files);
+  EXPECT_EQ(second.status, 0) << second.output;
+  EXPECT_EQ(count(second.output, "[:status: 200]"), 2u);
+  EXPECT_EQ(second.output.find("Early data was rejected"), std::string::npos);
+  stats = stats_after(srv, 4);
+  EXPECT_EQ(stats.h3_connections, 2u);
+  EXPECT_EQ(stats.h3_streams, 4u);
+  EXPECT_EQ(stats.h3_resumed, 1u);
+  EXPECT_EQ(stats.h3_early_data, 1u);
+  // Resumed without 0-RTT (no transport parameters kept): resumed, no early data.
+  const auto third =
+      h3_client(srv.port(), 1, "/", {"--session-file=" + dir.file("session"), "--disable-early-data"});
+  EXPECT_EQ(third.status, 0) << third.output;
+  stats = stats_after(srv, 5);
+  EXPECT_EQ(stats.h3_resumed, 2u);
+  EXPECT_EQ(stats.h3_early_data, 1u);
+}
+
+// --- knobs per stream (the test client, which sends any header) ---------------------------------
+
+TEST(TargetH3Knobs, EachStreamHasItsOwnKnobs) {
+  RunningServer srv(h3_options());
+  H3Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  const auto plain = client.submit();
+  const auto status = client.submit({{"x-loadlab-status", "503"}});
+  const auto size = client.submit({{"x-loadlab-body-size", "100000"}});
+  const auto empty = client.submit({{"x-loadlab-status", "204"}});
+  const auto bad = client.submit({{"x-loadlab-status", "99"}});
+  const auto head = client.submit({{"x-loadlab-body-size", "500"}}, "HEAD");
+  ASSERT_TRUE(client.run_all(5s));
+  EXPECT_EQ(client.response(plain).status, 200);
+  EXPECT_EQ(client.response(plain).body, kBody);
+  EXPECT_EQ(client.response(plain).headers["content-type"], "text/plain");
+  EXPECT_EQ(client.response(plain).headers["server"], "loadlab-target");
+  EXPECT_EQ(client.response(status).status, 503);
+  EXPECT_EQ(client.response(status).body, kBody);
+  EXPECT_EQ(client.response(size).status, 200);
+  EXPECT_EQ(client.response(size).body, std::string(100000, 'x'));
+  EXPECT_EQ(client.response(size).headers["content-length"], "100000");
+  EXPECT_EQ(client.response(empty).status, 204);
+  EXPECT_EQ(client.response(empty).headers.count("content-length"), 0u);
+  EXPECT_EQ(client.response(empty).body, "");
+  EXPECT_EQ(client.response(bad).status, 400);
+  EXPECT_NE(client.response(bad).body.find("x-loadlab-status"), std::string::npos)
+      << client.response(bad).body;
+  EXPECT_EQ(client.response(head).headers["content-length"], "500");
+  EXPECT_EQ(client.response(head).body, "");
+  for (auto& [id, res] : client.responses()) EXPECT_EQ(res.close_code, NGHTTP3_H3_NO_ERROR) << id;
+  EXPECT_EQ(stats_after(srv, 6).h3_streams, 6u);
+}
+
+TEST(TargetH3Knobs, TenDelayedStreamsOnOneConnectionRunConcurrently) {
+  RunningServer srv(h3_options());
+  H3Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  const auto start = Clock::now();
+  for (int i = 0; i < 10; ++i) client.submit({{"x-loadlab-delay-ms", "50"}});
+  ASSERT_TRUE(client.run_all(5s));
+  auto last = start;
+  for (auto& [id, res] : client.responses()) {
+    EXPECT_EQ(res.body, kBody) << id;
+    last = std::max(last, res.closed_at);
+  }
+  const auto took = std::chrono::duration<double, std::milli>(last - start).count();
+  EXPECT_GE(took, 50.0);
+  EXPECT_LT(took, 250.0);  // one after another would take 500 ms
+}
+
+TEST(TargetH3Knobs, UploadOverTheBodyLimitGets413) {
+  auto options = h3_options();
+  options.body_limit = 10000;
+  RunningServer srv(options);
+  H3Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  const auto within = client.submit({}, "POST", "/", 10000);
+  const auto over = client.submit({}, "POST", "/", 200000);
+  ASSERT_TRUE(client.run_all(5s));
+  EXPECT_EQ(client.response(within).status, 200);
+  EXPECT_EQ(client.response(over).status, 413);
+  // The connection goes on.
+  const auto after = client.submit();
+  ASSERT_TRUE(client.run_all(5s));
+  EXPECT_EQ(client.response(after).body, kBody);
+}
+
+TEST(TargetH3Knobs, OversizedHeaderListGets431) {
+  auto options = h3_options();
+  options.header_limit = 1000;
+  RunningServer srv(options);
+  H3Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  const auto big = client.submit({{"x-pad", std::string(2000, 'p')}});
+  const auto small = client.submit({{"x-pad", "p"}});
+  ASSERT_TRUE(client.run_all(5s));
+  EXPECT_EQ(client.response(big).status, 431);
+  EXPECT_EQ(client.response(small).status, 200);
+}
+
+// --- timeouts and shutdown -----------------------------------------------------------------------
+
+TEST(TargetH3Lifecycle, RequestNeverCompletedIsResetAfterTheReadTimeout) {
+  auto options = h3_options();
+  options.read_timeout = 200ms;
+  options.shutdown_grace = 5s;
+  RunningServer srv(options);
+  H3Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  const auto start = Clock::now();
+  const auto open = client.submit({}, "POST", "/", 100, true);
+  const auto whole = client.submit();
+  ASSERT_TRUE(client.run_until([&] { return client.response(open).closed; }, 3s));
+  EXPECT_GE(client.response(open).closed_at - start, 200ms);
+  EXPECT_EQ(client.response(open).close_code, NGHTTP3_H3_REQUEST_INCOMPLETE);
+  EXPECT_EQ(client.response(open).status, 0);
+  EXPECT_EQ(client.response(whole).body, kBody);
+  const auto after = client.submit();
+  ASSERT_TRUE(client.run_all(3s));
+  EXPECT_EQ(client.response(after).body, kBody);
+  // Nothing left in flight: shutdown does not wait for the grace period (the client goes on
+  // acknowledging, as a real one does: streams end once their responses are acknowledged).
+  Clock::duration stop_took{};
+  std::thread stopper([&] { stop_took = srv.stop(); });
+  client.run_until([&] { return client.closed(); }, 3s);
+  stopper.join();
+  EXPECT_LT(stop_took, 2s);
+  EXPECT_EQ(client.close_code(), std::optional<std::uint64_t>(NGHTTP3_H3_NO_ERROR));
+}
+
+TEST(TargetH3Lifecycle, GracefulShutdownAnswersStreamsInFlightThenCloses) {
+  auto options = h3_options();
+  options.delay.a_ms = 300;
+  options.shutdown_grace = 5s;
+  RunningServer srv(options);
+  H3Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  for (int i = 0; i < 5; ++i) client.submit();
+  client.run_until([] { return false; }, 50ms);
+  Clock::duration stop_took{};
+  std::thread stopper([&] { stop_took = srv.stop(); });
+  EXPECT_TRUE(client.run_all(3s));
+  client.run_until([&] { return client.closed(); }, 2s);
+  stopper.join();
+  for (auto& [id, res] : client.responses()) EXPECT_EQ(res.body, kBody) << id;
+  EXPECT_TRUE(client.closed());  // CONNECTION_CLOSE came, after the GOAWAY
+  EXPECT_EQ(client.close_code(), std::optional<std::uint64_t>(NGHTTP3_H3_NO_ERROR));
+  EXPECT_TRUE(srv.stopped());
+  EXPECT_GT(stop_took, 150ms);  // it waited for the delays
+  EXPECT_LT(stop_took, 2s);
+  EXPECT_EQ(srv.server().stats().h3_streams, 5u);
+}
+
+TEST(TargetH3Lifecycle, GracefulShutdownAnswersGtlsclientsStreamInFlight) {
+  REQUIRE_CLIENT();
+  auto options = h3_options();
+  options.delay.a_ms = 300;
+  options.shutdown_grace = 5s;
+  RunningServer srv(options);
+  ToolResult client;
+  std::thread runner([&] { client = h3_client(srv.port(), 2); });
+  for (auto deadline = Clock::now() + 3s;
+       srv.server().stats().h3_connections == 0 && Clock::now() < deadline;)
+    std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(50ms);  // the requests arrive, and wait for their delay
+  const auto stop_took = srv.stop();
+  runner.join();
+  EXPECT_EQ(client.status, 0) << client.output;
+  EXPECT_EQ(count(client.output, "[:status: 200]"), 2u) << client.output;
+  EXPECT_GT(stop_took, 100ms);
+  EXPECT_LT(stop_took, 2s);
+  EXPECT_EQ(srv.server().stats().h3_streams, 2u);
 }
 
 }  // namespace
