@@ -2,6 +2,7 @@
 
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
 
 #include <algorithm>
 
@@ -107,8 +108,32 @@ void H3Server::on_datagram(const std::uint8_t* data, std::size_t size) {
       touched_.push_back(std::move(connection));
     return;
   }
-  if (stopping_) return;  // no new connections
+  if ((data[0] & 0x80) == 0) return send_stateless_reset(vc, size);  // a connection we forgot
+  if (stopping_) return;                                             // no new connections
   accept(data, size);
+}
+
+// A short-header packet for a connection id we no longer know (the connection timed out, or the
+// server restarted): a Stateless Reset (RFC 9000 §10.3) tells the client at once instead of
+// leaving it to its own idle timeout. Its token is the one we issued with that id (the same
+// secret), and it is smaller than the packet that caused it, so two endpoints cannot loop.
+void H3Server::send_stateless_reset(const ngtcp2_version_cid& vc, std::size_t received) {
+  constexpr std::size_t kMinimum = NGTCP2_STATELESS_RESET_TOKENLEN + NGTCP2_MIN_STATELESS_RESET_RANDLEN + 1;
+  if (received <= kMinimum || vc.dcidlen != kCidLength) return;
+  ngtcp2_cid cid;
+  ngtcp2_cid_init(&cid, vc.dcid, vc.dcidlen);
+  std::uint8_t token[NGTCP2_STATELESS_RESET_TOKENLEN];
+  if (ngtcp2_crypto_generate_stateless_reset_token(token, static_secret_.data(), static_secret_.size(),
+                                                   &cid) != 0)
+    return;
+  std::array<std::uint8_t, NGTCP2_MAX_CIDLEN + 22> random;
+  const auto random_size = std::min(random.size() - NGTCP2_STATELESS_RESET_TOKENLEN, received - kMinimum) +
+                           NGTCP2_MIN_STATELESS_RESET_RANDLEN - 1;
+  gnutls_rnd(GNUTLS_RND_NONCE, random.data(), random_size);
+  std::array<std::uint8_t, NGTCP2_MAX_UDP_PAYLOAD_SIZE> packet;
+  const auto n =
+      ngtcp2_pkt_write_stateless_reset(packet.data(), packet.size(), token, random.data(), random_size);
+  if (n > 0) send(sender_, packet.data(), static_cast<std::size_t>(n));
 }
 
 void H3Server::accept(const std::uint8_t* data, std::size_t size) {

@@ -3,7 +3,8 @@
 // It reads datagrams, routes each by its destination connection id to an H3Connection (a map
 // of every id a connection issued: the one chosen at accept, the client's original one, and
 // those of NEW_CONNECTION_ID), makes a connection for a client's Initial packet, answers an
-// unknown QUIC version with Version Negotiation, and sends what connections write.
+// unknown QUIC version with Version Negotiation, a packet for a connection id it forgot with a
+// Stateless Reset, and sends what connections write.
 //
 // One socket on one io thread (the server's first): the TCP side spreads connections over the
 // io threads, UDP does not yet. One SO_REUSEPORT socket per thread (the kernel spreading by
@@ -70,6 +71,7 @@ class H3Server {
   void on_datagram(const std::uint8_t* data, std::size_t size);
   void accept(const std::uint8_t* data, std::size_t size);
   void send_version_negotiation(const ngtcp2_version_cid& vc);
+  void send_stateless_reset(const ngtcp2_version_cid& vc, std::size_t received);
 
   IoWorker& worker_;
   const SessionEnv& env_;

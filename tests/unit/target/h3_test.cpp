@@ -293,6 +293,37 @@ TEST(TargetH3, UnknownVersionGetsVersionNegotiationAndTheClientRetriesWithV1) {
   EXPECT_EQ(stats.h3_streams, 1u);
 }
 
+// A short-header packet for a connection id the server does not know gets a Stateless Reset,
+// smaller than the packet; one too short to be answered so gets nothing.
+TEST(TargetH3, UnknownConnectionIdGetsAStatelessReset) {
+  RunningServer srv(h3_options());
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(srv.port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  auto reply = [fd](std::size_t size) -> std::optional<std::string> {
+    std::string packet(size, '\x5a');
+    packet[0] = 0x43;  // short header, fixed bit
+    if (send(fd, packet.data(), packet.size(), 0) != static_cast<ssize_t>(packet.size())) return std::nullopt;
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, 300) <= 0) return std::nullopt;
+    std::string in(2048, '\0');
+    const auto n = recv(fd, in.data(), in.size(), 0);
+    if (n <= 0) return std::nullopt;
+    in.resize(static_cast<std::size_t>(n));
+    return in;
+  };
+  const auto reset = reply(60);
+  ASSERT_TRUE(reset);
+  EXPECT_LT(reset->size(), 60u);
+  EXPECT_GE(reset->size(), 21u);
+  EXPECT_EQ(static_cast<unsigned char>((*reset)[0]) & 0xc0u, 0x40u);  // looks like a short header
+  EXPECT_FALSE(reply(20));
+  close(fd);
+}
+
 // --- resumption and 0-RTT ----------------------------------------------------------------------
 
 TEST(TargetH3, SecondConnectionResumesAndItsEarlyDataIsAccepted) {
@@ -374,6 +405,40 @@ TEST(TargetH3Knobs, TenDelayedStreamsOnOneConnectionRunConcurrently) {
   const auto took = std::chrono::duration<double, std::milli>(last - start).count();
   EXPECT_GE(took, 50.0);
   EXPECT_LT(took, 250.0);  // one after another would take 500 ms
+}
+
+// Larger than the client's 16 MiB stream window: the server waits for MAX_STREAM_DATA and goes on.
+TEST(TargetH3Knobs, BodyLargerThanTheFlowControlWindowArrivesWhole) {
+  RunningServer srv(h3_options());
+  H3Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  const auto big = client.submit({{"x-loadlab-body-size", "20000000"}});
+  const auto small = client.submit();
+  ASSERT_TRUE(client.run_all(20s));
+  EXPECT_EQ(client.response(big).body.size(), 20000000u);
+  EXPECT_EQ(client.response(big).body.find_first_not_of('x'), std::string::npos);
+  EXPECT_EQ(client.response(small).body, kBody);
+  EXPECT_EQ(stats_after(srv, 2).h3_streams, 2u);
+}
+
+TEST(TargetH3Knobs, StallHoldsStreams) {
+  auto options = h3_options();
+  options.stall_after = 100ms;
+  options.stall_duration = 300ms;
+  RunningServer srv(options);
+  H3Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  const auto t0 = Clock::now();
+  const auto first = client.submit();  // starts the stall clock
+  ASSERT_TRUE(client.run_all(2s));
+  client.run_until([] { return false; },
+                   std::chrono::duration_cast<std::chrono::milliseconds>(t0 + 150ms - Clock::now()));
+  const auto held = client.submit();  // held until t0 + 400 ms
+  ASSERT_TRUE(client.run_all(2s));
+  EXPECT_EQ(client.response(first).body, kBody);
+  EXPECT_EQ(client.response(held).body, kBody);
+  EXPECT_GE(client.response(held).closed_at - t0, 390ms);
+  EXPECT_LT(client.response(held).closed_at - t0, 600ms);
 }
 
 TEST(TargetH3Knobs, UploadOverTheBodyLimitGets413) {

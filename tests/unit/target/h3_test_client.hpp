@@ -56,6 +56,7 @@ class H3Client {
               timeout);
   }
   ~H3Client() {
+    close_connection();
     if (http_ != nullptr) nghttp3_conn_del(http_);
     if (conn_ != nullptr) ngtcp2_conn_del(conn_);
     if (tls_ != nullptr) gnutls_deinit(tls_);
@@ -137,6 +138,20 @@ class H3Client {
   std::optional<std::uint64_t> close_code() const { return close_code_; }
 
  private:
+  // CONNECTION_CLOSE (H3_NO_ERROR), as a client leaving says: the server forgets the
+  // connection at once instead of waiting for acknowledgments that will not come.
+  void close_connection() {
+    if (conn_ == nullptr || failed_ || draining_ || ngtcp2_conn_get_handshake_completed(conn_) == 0) return;
+    ngtcp2_connection_close_error error;
+    ngtcp2_connection_close_error_default(&error);
+    ngtcp2_connection_close_error_set_application_error(&error, NGHTTP3_H3_NO_ERROR, nullptr, 0);
+    std::array<std::uint8_t, 1500> packet;
+    ngtcp2_pkt_info pi{};
+    const auto n =
+        ngtcp2_conn_write_connection_close(conn_, nullptr, &pi, packet.data(), packet.size(), &error, now());
+    if (n > 0) send(fd_, packet.data(), static_cast<std::size_t>(n), 0);
+  }
+
   struct Upload {
     std::uint64_t left = 0;
     bool open = false;
