@@ -694,7 +694,7 @@ void H3Connection::begin_stream(std::int64_t id) {
   nghttp3_conn_set_stream_user_data(http_, id, &s);
   s.started = read_at_;
   ++in_state_[0];
-  arm_watchdog();
+  if (watchdog_at_ == Clock::time_point::max()) arm_watchdog(s.started + env_.read_timeout);
 }
 
 void H3Connection::set_state(H3Stream& s, H3Stream::State state) {
@@ -810,16 +810,10 @@ void H3Connection::on_timer(beast::error_code ec) {
   flush();
 }
 
-// Armed for the oldest incomplete request; lazily: a request completed meanwhile leaves the
+// Armed for the oldest incomplete request. A stream beginning while a wait is pending is newer
+// than the one waited for: the wake finds it later. A request completed meanwhile leaves the
 // wait as it is, and the wake finds nothing due.
-void H3Connection::arm_watchdog() {
-  if (in_state_[0] == 0 || closed_) return;
-  auto oldest = Clock::time_point::max();
-  for (const auto& slot : slots_) {
-    if (slot->id >= 0 && slot->state == H3Stream::State::receiving) oldest = std::min(oldest, slot->started);
-  }
-  const auto at = oldest + env_.read_timeout;
-  if (at >= watchdog_at_) return;
+void H3Connection::arm_watchdog(Clock::time_point at) {
   watchdog_at_ = at;
   watchdog_.expires_at(at);
   watchdog_.async_wait([self = shared_from_this()](beast::error_code ec) { self->on_watchdog(ec); });
@@ -838,7 +832,11 @@ void H3Connection::on_watchdog(beast::error_code ec) {
     ngtcp2_conn_shutdown_stream(conn_, s.id, NGHTTP3_H3_REQUEST_INCOMPLETE);
     reset = true;
   }
-  arm_watchdog();
+  auto oldest = Clock::time_point::max();  // of the requests still incomplete (a scan per wake)
+  for (const auto& slot : slots_) {
+    if (slot->id >= 0 && slot->state == H3Stream::State::receiving) oldest = std::min(oldest, slot->started);
+  }
+  if (oldest != Clock::time_point::max()) arm_watchdog(oldest + env_.read_timeout);
   if (reset) flush();
 }
 

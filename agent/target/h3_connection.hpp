@@ -129,7 +129,7 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   void schedule(H3Stream& s, Clock::time_point at);
   void arm_timer(Clock::time_point at);
   void on_timer(boost::beast::error_code ec);
-  void arm_watchdog();
+  void arm_watchdog(Clock::time_point at);
   void on_watchdog(boost::beast::error_code ec);
 
   H3Server& server_;

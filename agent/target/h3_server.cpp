@@ -20,8 +20,12 @@ namespace {
 // of packets is answered with one flush per connection, not one per packet.
 constexpr int kMaxBatch = 64;
 
-std::string cid_key(const std::uint8_t* data, std::size_t size) {
-  return std::string(reinterpret_cast<const char*>(data), size);
+// Longer ids (only in packets of versions we do not speak) are cut: they match nothing anyway.
+CidKey cid_key(const std::uint8_t* data, std::size_t size) {
+  CidKey key;
+  key.size = static_cast<std::uint8_t>(std::min(size, key.bytes.size()));
+  std::copy_n(data, key.size, key.bytes.begin());
+  return key;
 }
 
 }  // namespace

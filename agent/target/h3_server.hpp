@@ -31,6 +31,22 @@ namespace loadlab::target {
 
 class H3Connection;
 
+// A connection id as a map key: its bytes in place, so a lookup per datagram allocates nothing.
+struct CidKey {
+  std::array<std::uint8_t, 20> bytes{};  // NGTCP2_MAX_CIDLEN
+  std::uint8_t size = 0;
+  bool operator==(const CidKey& other) const { return size == other.size && bytes == other.bytes; }
+};
+
+struct CidKeyHash {
+  std::size_t operator()(const CidKey& key) const {
+    // Ids are random (ours) or chosen by the client; FNV-1a spreads either.
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::size_t i = 0; i < key.size; ++i) h = (h ^ key.bytes[i]) * 1099511628211ull;
+    return static_cast<std::size_t>(h);
+  }
+};
+
 class H3Server {
  public:
   using udp = boost::asio::ip::udp;
@@ -80,8 +96,8 @@ class H3Server {
   udp::endpoint local_;
   udp::endpoint sender_;
   std::array<std::uint8_t, 64 * 1024> buffer_;
-  std::array<std::uint8_t, 32> static_secret_{};                                // stateless reset tokens
-  std::unordered_map<std::string, std::shared_ptr<H3Connection>> connections_;  // by id bytes
+  std::array<std::uint8_t, 32> static_secret_{};  // stateless reset tokens
+  std::unordered_map<CidKey, std::shared_ptr<H3Connection>, CidKeyHash> connections_;
   std::vector<std::shared_ptr<H3Connection>> touched_;  // read in this batch: to flush
   std::atomic<std::int64_t> live_{0};
   bool stopping_ = false;

@@ -407,6 +407,26 @@ TEST(TargetH3Knobs, TenDelayedStreamsOnOneConnectionRunConcurrently) {
   EXPECT_LT(took, 250.0);  // one after another would take 500 ms
 }
 
+// More requests than the 1000 streams the client may open at first: the server raises the limit
+// (MAX_STREAMS) as streams end.
+TEST(TargetH3Knobs, StreamsBeyondTheInitialLimitAreAllowedAsOthersEnd) {
+  RunningServer srv(h3_options());
+  H3Client client(srv.port());
+  ASSERT_TRUE(client.connected());
+  int answered = 0;
+  for (int batch = 0; batch < 4; ++batch) {
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < 300; ++i) ids.push_back(client.submit());
+    ASSERT_TRUE(client.run_all(10s)) << "batch " << batch;
+    for (auto id : ids) {
+      ASSERT_GE(id, 0) << "batch " << batch;
+      answered += client.response(id).body == kBody;
+    }
+  }
+  EXPECT_EQ(answered, 1200);
+  EXPECT_EQ(stats_after(srv, 1200).h3_streams, 1200u);
+}
+
 // Larger than the client's 16 MiB stream window: the server waits for MAX_STREAM_DATA and goes on.
 TEST(TargetH3Knobs, BodyLargerThanTheFlowControlWindowArrivesWhole) {
   RunningServer srv(h3_options());
