@@ -624,8 +624,18 @@ void H3Connection::start_draining() {
   wait_then_close();
 }
 
+// The connection says nothing more: requests read and not answered leave env.in_flight now, so
+// a shutdown does not wait for the closing period.
+void H3Connection::abandon_requests() {
+  if (in_flight_here_ != 0) env_.in_flight->fetch_sub(in_flight_here_, std::memory_order_relaxed);
+  in_flight_here_ = 0;
+  answered_pending_ = counted_pending_ = 0;
+  for (auto& [id, s] : streams_) s->counted = false;
+}
+
 // The closing or draining period: three PTOs (RFC 9000 §10.2), then the ids are forgotten.
 void H3Connection::wait_then_close() {
+  abandon_requests();
   timer_.cancel();
   watchdog_.cancel();
   expiry_at_ = Clock::time_point::max();
@@ -640,10 +650,7 @@ void H3Connection::close_now() {
   if (!closing_ && !draining_) server_.retire();
   closed_ = true;
   closing_ = draining_ = false;
-  if (in_flight_here_ != 0) {  // requests left unanswered
-    env_.in_flight->fetch_sub(in_flight_here_, std::memory_order_relaxed);
-    in_flight_here_ = 0;
-  }
+  abandon_requests();
   expiry_timer_.cancel();
   timer_.cancel();
   watchdog_.cancel();

@@ -107,6 +107,7 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   void start_closing();
   void start_draining();
   void wait_then_close();
+  void abandon_requests();
   void close_now();
   void arm_expiry();
   void on_expiry(boost::beast::error_code ec);
