@@ -206,6 +206,23 @@ TEST(TargetH3, RequestsOnOneConnectionAreCountedAsHttp3) {
   EXPECT_EQ(stats.tls_handshakes, 0u);  // TLS over TCP only
 }
 
+TEST(TargetH3, ServesOverIpv6) {
+  REQUIRE_CLIENT();
+  auto options = h3_options();
+  options.listen = {"::1", 0};
+  Server server(options);
+  if (server.listen()) GTEST_SKIP() << "no IPv6 loopback";
+  std::thread runner([&] { server.run(); });
+  const auto port = std::to_string(server.local_endpoint().port);
+  const auto client = run_tool({kClient, "--no-quic-dump", "--exit-on-all-streams-close", "--timeout=5s",
+                                "::1", port, "https://[::1]:" + port + "/"});
+  server.initiate_shutdown();
+  runner.join();
+  EXPECT_EQ(client.status, 0) << client.output;
+  EXPECT_EQ(count(client.output, "[:status: 200]"), 1u);
+  EXPECT_EQ(server.stats().h3_streams, 1u);
+}
+
 TEST(TargetH3, StatsEndpointAnswersOverHttp3AndIsNotCounted) {
   REQUIRE_CLIENT();
   RunningServer srv(h3_options());
