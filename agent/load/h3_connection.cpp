@@ -371,8 +371,11 @@ void H3Connection::pump() {
     case State::kOpen:
       if (!draining_) submit_queued();
       write_packets();
+      // Done, but with requests still queued for streams the server has not allowed yet (its
+      // MAX_STREAMS trails the streams closing): they wait for it here, not on a new connection.
       if (state_ == State::kOpen && slots_.open == 0 &&
-          (draining_ || slots_.done || (!worker_.plan().keep_alive && slots_.carried > 0)))
+          (draining_ || (slots_.done && slots_.queued.empty()) ||
+           (!worker_.plan().keep_alive && slots_.carried > 0)))
         close_connection(std::nullopt);
       return;
     case State::kClosing:
@@ -507,6 +510,10 @@ bool H3Connection::open_http3() {
     h3_ = nullptr;
     return false;
   }
+  // The QPACK decoder queues a Section Acknowledgement per response that used the dynamic
+  // table until the next write, and fails (ERR_QPACK_FATAL) beyond 100 streams' worth unless
+  // told how many streams may be open at once: up to plan.streams here.
+  nghttp3_conn_set_max_concurrent_streams(h3_, static_cast<std::size_t>(worker_.plan().streams));
   int64_t control = -1, encoder = -1, decoder = -1;
   return ngtcp2_conn_open_uni_stream(conn_, &control, nullptr) == 0 &&
          nghttp3_conn_bind_control_stream(h3_, control) == 0 &&

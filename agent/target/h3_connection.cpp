@@ -375,8 +375,13 @@ bool H3Connection::setup_http() {
   settings.qpack_max_dtable_capacity = 4096;
   settings.qpack_blocked_streams = 100;
   if (nghttp3_conn_server_new(&http_, &callbacks, &settings, nullptr, this) != 0) return false;
-  nghttp3_conn_set_max_client_streams_bidi(
-      http_, ngtcp2_conn_get_local_transport_params(conn_)->initial_max_streams_bidi);
+  const auto max_streams = ngtcp2_conn_get_local_transport_params(conn_)->initial_max_streams_bidi;
+  nghttp3_conn_set_max_client_streams_bidi(http_, max_streams);
+  // The QPACK decoder queues a Section Acknowledgement per request that used the dynamic table
+  // until the next flush; it fails the connection (ERR_QPACK_FATAL) once that queue outgrows
+  // what it thinks the client's streams need: 100 streams' worth unless told how many may be
+  // open at once (a batch of datagrams carries the requests of up to MAX_STREAMS streams).
+  nghttp3_conn_set_max_concurrent_streams(http_, static_cast<std::size_t>(max_streams));
   std::int64_t control = -1, encoder = -1, decoder = -1;
   if (ngtcp2_conn_open_uni_stream(conn_, &control, nullptr) != 0) return false;
   if (nghttp3_conn_bind_control_stream(http_, control) != 0) return false;

@@ -255,6 +255,29 @@ TEST(H3Truth, TheStreamsOfAConnectionAreInFlightTogether) {
   EXPECT_EQ(target.stop(), 200);
 }
 
+// A thousand streams on one connection (the target's MAX_STREAMS): each request and each
+// response refers to the QPACK dynamic table, so each decoder owes the other a Section
+// Acknowledgement per stream. A datagram carries many requests, and both sides read several
+// before they write: told the streams that may be open, nghttp3's decoder holds those
+// acknowledgements instead of failing the connection with ERR_QPACK_FATAL past 100 streams.
+// The last requests, queued while the target's MAX_STREAMS trails the streams it closed, wait
+// for it on the same connection.
+TEST(H3Truth, AThousandStreamsOnOneConnectionAreAllAnswered) {
+  TargetProcess target({"--threads", "1", "--h3"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = h3_url(target);
+  o.protocol = "h3";
+  o.insecure = true;
+  o.connections = 1;
+  o.streams = 1000;
+  o.total_requests = 20000;
+  LoadResult r = run_bounded(o);
+  expect_all_ok(r, 20000);
+  EXPECT_EQ(r.connects, 1);
+  EXPECT_EQ(target.stop(), 20000);
+}
+
 TEST(H3Truth, OpenLoopHoldsItsRateOnStreams) {
   TargetProcess target({"--threads", "1", "--h3", "--delay-ms", "20"});
   ASSERT_NE(target.port(), 0);
