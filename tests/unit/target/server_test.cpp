@@ -388,18 +388,21 @@ double measure_qps(uint16_t port, int connections, std::chrono::milliseconds dur
 }
 
 // The delay is a timer: with one io thread, 10 connections each waiting 5 ms per request
-// overlap, giving 10 / 5 ms = 2000 requests/s. A sleeping thread would give 200.
-// On a machine shared with other work a run can lose time to scheduling, so the best of up to
-// three runs counts; a sleeping implementation cannot pass any of them.
+// overlap, giving at most 10 / 5 ms = 2000 requests/s. A sleeping thread would give 200, and
+// one that blocked for even half the delay at most 400. What a request costs beyond its 5 ms
+// (the timer's wake-up, a loopback round trip) is this machine's: 0.2 to 0.7 ms on a shared
+// VM (1750 to 1900 requests/s), so the bound below leaves room for up to 1.25 ms of it. On a
+// machine busy with other work a run can lose time to scheduling, so the best of up to three
+// runs counts; a sleeping or blocking implementation cannot pass any of them.
 TEST(TargetServer, DelayDoesNotBlockTheIoThread) {
   RunningServer srv(options_with(1, 5ms));
   double best = 0;
-  for (int attempt = 0; attempt < 3 && !(best > 1800.0 && best < 2200.0); ++attempt) {
+  for (int attempt = 0; attempt < 3 && !(best > 1600.0 && best < 2050.0); ++attempt) {
     double qps = measure_qps(srv.port(), 10, 1s);
     if (std::abs(qps - 2000.0) < std::abs(best - 2000.0)) best = qps;
   }
-  EXPECT_GT(best, 1800.0);
-  EXPECT_LT(best, 2200.0);
+  EXPECT_GT(best, 1600.0);
+  EXPECT_LT(best, 2050.0);  // never faster than the delay allows
 }
 
 TEST(TargetServer, ServesFromSeveralThreads) {
