@@ -231,17 +231,19 @@ TEST(H3Load, FlagsThatQuicCannotHonourAreRefusedByName) {
 
 // Against loadlab-target --h3 answering after a known delay: what the client measures is what
 // the delay and the streams in flight allow, and the target counts every request.
-std::string h3_url(const TargetProcess& t, const std::string& path = "/") {
-  return "https://127.0.0.1:" + std::to_string(t.port()) + path;
+// An h3 run against `t`, whose certificate it makes itself (not verified).
+LoadOptions h3_options(const TargetProcess& t) {
+  LoadOptions o;
+  o.url = "https://127.0.0.1:" + std::to_string(t.port()) + "/";
+  o.protocol = "h3";
+  o.insecure = true;
+  return o;
 }
 
 TEST(H3Truth, TheStreamsOfAConnectionAreInFlightTogether) {
   TargetProcess target({"--threads", "1", "--h3", "--delay-ms", "20"});
   ASSERT_NE(target.port(), 0);
-  LoadOptions o;
-  o.url = h3_url(target);
-  o.protocol = "h3";
-  o.insecure = true;
+  LoadOptions o = h3_options(target);
   o.connections = 1;
   o.streams = 10;
   o.total_requests = 200;
@@ -265,10 +267,7 @@ TEST(H3Truth, TheStreamsOfAConnectionAreInFlightTogether) {
 TEST(H3Truth, AThousandStreamsOnOneConnectionAreAllAnswered) {
   TargetProcess target({"--threads", "1", "--h3"});
   ASSERT_NE(target.port(), 0);
-  LoadOptions o;
-  o.url = h3_url(target);
-  o.protocol = "h3";
-  o.insecure = true;
+  LoadOptions o = h3_options(target);
   o.connections = 1;
   o.streams = 1000;
   o.total_requests = 20000;
@@ -281,10 +280,7 @@ TEST(H3Truth, AThousandStreamsOnOneConnectionAreAllAnswered) {
 TEST(H3Truth, OpenLoopHoldsItsRateOnStreams) {
   TargetProcess target({"--threads", "1", "--h3", "--delay-ms", "20"});
   ASSERT_NE(target.port(), 0);
-  LoadOptions o;
-  o.url = h3_url(target);
-  o.protocol = "h3";
-  o.insecure = true;
+  LoadOptions o = h3_options(target);
   o.connections = 2;
   o.streams = 8;
   o.rate = 200;
@@ -302,10 +298,7 @@ TEST(H3Truth, OpenLoopHoldsItsRateOnStreams) {
 TEST(H3Truth, AStreamPastItsTimeoutIsCancelledAndTheConnectionStays) {
   TargetProcess target({"--threads", "1", "--h3"});
   ASSERT_NE(target.port(), 0);
-  LoadOptions o;
-  o.url = h3_url(target);
-  o.protocol = "h3";
-  o.insecure = true;
+  LoadOptions o = h3_options(target);
   o.headers = {"x-loadlab-delay-ms: 1000"};
   o.timeout_ms = 100;
   o.total_requests = 3;
@@ -319,10 +312,7 @@ TEST(H3Truth, AStreamPastItsTimeoutIsCancelledAndTheConnectionStays) {
 TEST(H3Truth, TheTargetsStatusKnobReachesTheClient) {
   TargetProcess target({"--threads", "1", "--h3"});
   ASSERT_NE(target.port(), 0);
-  LoadOptions o;
-  o.url = h3_url(target);
-  o.protocol = "h3";
-  o.insecure = true;
+  LoadOptions o = h3_options(target);
   o.headers = {"x-loadlab-status: 503"};
   o.streams = 4;
   o.total_requests = 40;
