@@ -1,6 +1,6 @@
-// loadlab: the controller CLI. Parses flags, runs, maps errors to exit statuses:
-// 0 ok, 1 environment (agent unreachable) or a regression (compare), 2 bad input,
-// 3 some cells failed, 128 + N a run stopped by signal N (SIGINT, SIGTERM).
+// loadlab: the controller CLI. Parses flags, runs, maps errors to exit statuses
+// (loadlab/shared/exit_status.hpp): 0 ok, 1 a regression, 2 bad input, 3 some cells failed,
+// 4 the lab could not be used, 128 + N a run stopped by signal N (SIGINT, SIGTERM).
 #include <pthread.h>
 #include <signal.h>
 
@@ -20,6 +20,7 @@
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/build_info.hpp"
+#include "loadlab/shared/exit_status.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
@@ -57,6 +58,8 @@ struct CommandLine {
   std::string agents_lab;
   std::string compare_base, compare_new, compare_metric;
   double compare_threshold = 0;
+  uint32_t baseline_nights = 0;
+  std::string ab;
   std::string validate_path;
   std::vector<std::string> validate_overrides;
   std::string report_dir;
@@ -79,8 +82,16 @@ struct CommandLine {
                         "(dotted path; VALUE is JSON, or else a string); repeatable");
     run_cmd->add_option(
         "--baseline", run.baseline,
-        "compare the finished run with this run folder or result.json, or history:last-good (the "
-        "newest run in --history whose cells all succeeded); exit 1 on a regression");
+        "judge the finished run: history (each cell against its earlier nights in --history; "
+        "history:last-good is the same), or a run folder or result.json (two runs); exit 1 on a regression");
+    run_cmd
+        ->add_option("--baseline-nights", baseline_nights,
+                     "with --baseline history: the most recent earlier nights that make a cell's band "
+                     "(default the scenario's regression.baseline_nights, or 10)")
+        ->check(loadlab::number_in(2, static_cast<double>(loadlab::limits::kMaxBaselineNights)));
+    run_cmd->add_option("--ab", ab,
+                        "A,B: two targets of the scenario run interleaved (A B, B A, ...) cell by cell, B "
+                        "judged against A pair by pair; the same as --set ab={\"a\":A,\"b\":B}");
     run_cmd->add_option("--history", run.history,
                         "append the finished run to this SQLite history file (created if new)");
     run_cmd->add_option("--resume", run.resume_dir,
@@ -154,17 +165,20 @@ int compare(const CommandLine& cl) {
     }
   };
   auto base = load(cl.compare_base), current = load(cl.compare_new);
-  loadlab::controller::CompareOptions options;
+  loadlab::controller::RegressionDef options;
   try {
-    options = loadlab::controller::options_from_result(current);
+    options = loadlab::controller::regression_of_result(current);
   } catch (const loadlab::InputError& e) {
     throw e.in_file(cl.compare_new);
   }
   if (!cl.compare_metric.empty()) options.metric = cl.compare_metric;
   if (cl.threshold_opt->count()) options.threshold_pct = cl.compare_threshold;
-  auto c = loadlab::controller::compare_results(base, current, options);
-  loadlab::controller::write_comparison(std::cout, c);
-  return c.regressions ? 1 : 0;
+  auto v = loadlab::controller::compare_results(base, current, options);
+  v.set_baseline(cl.compare_base);
+  loadlab::controller::write_verdicts(std::cout, v);
+  int status = v.failed() ? loadlab::exit_status::kCellsFailed : loadlab::exit_status::kOk;
+  if (v.regressions()) status = loadlab::exit_status::worst(status, loadlab::exit_status::kRegression);
+  return status;
 }
 
 int run(loadlab::controller::RunOptions run) {
@@ -176,8 +190,9 @@ int run(loadlab::controller::RunOptions run) {
     std::cerr << "loadlab run: --out and --resume exclude each other (a resumed run stays in its folder)\n";
     return 2;
   }
-  if (run.baseline == loadlab::controller::kLastGood && run.history.empty()) {
-    std::cerr << "loadlab run: --baseline history:last-good needs --history FILE\n";
+  if ((run.baseline == loadlab::controller::kLastGood || run.baseline == loadlab::controller::kHistory) &&
+      run.history.empty()) {
+    std::cerr << "loadlab run: --baseline " << run.baseline << " needs --history FILE\n";
     return 2;
   }
   if (!run.resume_dir.empty() && !run.overrides.empty()) {
@@ -212,15 +227,22 @@ int main(int argc, char** argv) {
     if (*cl.compare_cmd) return compare(cl);
     if (cl.history.chosen()) return cl.history.run(std::cout);
     if (*cl.report_cmd) return loadlab::controller::report_command(cl.report_dir, std::cout);
-    return run(cl.run);
+    auto options = cl.run;
+    if (cl.baseline_nights) options.baseline_nights = cl.baseline_nights;
+    if (!cl.ab.empty()) {
+      auto comma = cl.ab.find(',');
+      if (comma == std::string::npos || comma == 0 || comma + 1 == cl.ab.size() ||
+          cl.ab.find(',', comma + 1) != std::string::npos)
+        throw loadlab::InputError("--ab", "must be two target names, A,B; got \"" + cl.ab + "\"");
+      nlohmann::json ab = {{"a", cl.ab.substr(0, comma)}, {"b", cl.ab.substr(comma + 1)}};
+      options.overrides.push_back("ab=" + ab.dump());
+    }
+    return run(options);
   } catch (const loadlab::InputError& e) {
     std::cerr << "loadlab: " << cl.input_name(e) << ": " << e.what() << "\n";
-    return 2;
-  } catch (const loadlab::controller::EnvironmentError& e) {
+    return loadlab::exit_status::kBadInput;
+  } catch (const std::exception& e) {  // EnvironmentError: the lab; anything else (SQLite, disk) alike
     std::cerr << "loadlab: " << e.what() << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "loadlab: " << e.what() << "\n";
-    return 1;
+    return loadlab::exit_status::kLabUnusable;
   }
 }

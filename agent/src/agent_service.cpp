@@ -12,6 +12,8 @@
 #include "external_load_job.hpp"
 #include "load_job.hpp"
 #include "load_spec.hpp"
+#include "loadlab/agent/cpu_binding.hpp"
+#include "loadlab/agent/machine_fingerprint.hpp"
 #include "loadlab/agent/proc_control.hpp"
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/build_info.hpp"
@@ -49,22 +51,6 @@ bool offers(const std::vector<v1::Protocol>& protocols, v1::Protocol p) {
 using grpc::Status;
 using grpc::StatusCode;
 
-namespace {
-
-std::string read_first_match(const char* path, const std::string& prefix) {
-  std::ifstream f(path);
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind(prefix, 0) == 0) {
-      auto colon = line.find(':');
-      auto v = colon == std::string::npos ? std::string() : line.substr(colon + 1);
-      v.erase(0, v.find_first_not_of(" \t"));
-      return v;
-    }
-  return "";
-}
-
-}  // namespace
-
 std::string executable_dir() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -95,7 +81,10 @@ Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeReques
   info->set_memory_bytes(static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
                          static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
   info->set_kernel(std::string(u.sysname) + " " + u.release);
-  info->set_cpu_model(read_first_match("/proc/cpuinfo", "model name"));
+  *info->mutable_fingerprint() = read_fingerprint();
+  info->set_cpu_model(info->fingerprint().cpu_model());
+  info->set_allowed_cpus(allowed_cpus().to_string());
+  info->set_cpu_binding(std::string(to_string(cpu_binding().mode)));
   for (auto& t : options_.catalog.names()) {
     info->add_catalog(t);
     for (auto p : served_by(*options_.catalog.find(t)))
@@ -123,6 +112,7 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   try {
     validate_target_spec(spec);
     check_limits(spec, options_.limits);
+    job_cpus(spec.cpus());
   } catch (const InputError& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());
   }
@@ -158,6 +148,7 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
   try {
     load::validate_spec(spec);
     check_limits(spec, options_.limits);
+    job_cpus(spec.cpus());
   } catch (const InputError& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());
   }

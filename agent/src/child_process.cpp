@@ -16,6 +16,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/agent/descendant_pidfds.hpp"
 #include "loadlab/agent/job_cgroup.hpp"
 #include "loadlab/agent/pidfd.hpp"
@@ -74,7 +75,7 @@ Launcher& launcher() {
 }
 
 // Where the child failed between fork and exec, sent up the CLOEXEC pipe with errno.
-enum class Stage : int { kCgroup, kChdir, kExec };
+enum class Stage : int { kCgroup, kCpuset, kAffinity, kChdir, kExec };
 struct ExecFailure {
   Stage stage;
   int error;
@@ -85,8 +86,11 @@ struct ExecFailure {
 struct ExecPlan {
   char* const* argv;
   char* const* envp;
-  const char* cwd;      // nullptr = the agent's
-  int cgroup_procs_fd;  // -1 = no job cgroup
+  const char* cwd;            // nullptr = the agent's
+  int cgroup_procs_fd;        // -1 = no job cgroup
+  int cpuset_procs_fd;        // -1 = no v1 job cpuset
+  const cpu_set_t* affinity;  // nullptr = the agent's
+  size_t affinity_size;
   int out_w, err_w, report_w;
   pid_t parent;
 };
@@ -103,6 +107,10 @@ struct ExecPlan {
 [[noreturn]] void exec_child(const ExecPlan& plan) {
   if (plan.cgroup_procs_fd >= 0 && write(plan.cgroup_procs_fd, "0", 1) != 1)
     fail_in_child(plan.report_w, Stage::kCgroup);
+  if (plan.cpuset_procs_fd >= 0 && write(plan.cpuset_procs_fd, "0", 1) != 1)
+    fail_in_child(plan.report_w, Stage::kCpuset);
+  if (plan.affinity && sched_setaffinity(0, plan.affinity_size, plan.affinity) != 0)
+    fail_in_child(plan.report_w, Stage::kAffinity);
   setpgid(0, 0);
   // Dies with the agent (the forking thread is the launcher, which lives as long).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -125,6 +133,10 @@ std::string describe_failure(const ExecFailure& f, const std::string& path, cons
     case Stage::kCgroup:
       return "cannot move " + path + " into job cgroup " + (job ? job->path() : "") + ": " +
              strerror(f.error);
+    case Stage::kCpuset:
+      return "cannot move " + path + " into its job cpuset: " + strerror(f.error);
+    case Stage::kAffinity:
+      return "cannot set the CPU affinity of " + path + ": " + strerror(f.error);
     case Stage::kChdir:
       return "cannot execute " + path + " in " + (cwd ? cwd : ".") + ": " + strerror(f.error);
     case Stage::kExec:
@@ -235,10 +247,18 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
   const ProcControl control = proc_control();
   child->job_ = make_job(control);
   if (child->job_) child->mode_ = control.mode;
+  std::optional<AffinityMask> mask;
+  if (!options.cpus.empty()) {
+    child->bind_cpus(options.cpus);
+    mask.emplace(options.cpus);
+  }
   ExecPlan plan{args.data(),
                 envp.data(),
                 options.cwd.empty() ? nullptr : options.cwd.c_str(),
                 child->job_ ? child->job_->procs_fd() : -1,
+                child->cpuset_ ? child->cpuset_->procs_fd() : -1,
+                mask ? mask->set() : nullptr,
+                mask ? mask->size() : 0,
                 -1,
                 -1,
                 -1,
@@ -249,6 +269,7 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
     launcher().run([&] { forked = fork_exec(plan, argv[0], child->job_.get(), out, err); });
   } catch (...) {
     if (child->job_) child->job_->remove();
+    child->cpuset_.reset();
     throw;
   }
   child->pid_ = forked.pid;
@@ -272,6 +293,24 @@ ChildProcess::~ChildProcess() {
 }
 
 std::string ChildProcess::cgroup_path() const { return job_ ? job_->path() : ""; }
+
+void ChildProcess::bind_cpus(const CpuList& cpus) {
+  const CpuBinding binding = loadlab::agent::cpu_binding();
+  cpu_binding_ = "affinity";
+  try {
+    if (binding.mode == CpuBindingMode::kCpusetV2 && job_) {
+      if (!write_cpuset_cpus(job_->path(), cpus))
+        throw std::runtime_error("cannot write " + job_->path() + "/cpuset.cpus: " + strerror(errno));
+      cpu_binding_ = "cpuset-v2";
+    } else if (binding.mode == CpuBindingMode::kCpusetV1) {
+      cpuset_ = CpusetV1Job::create(binding, cpus);
+      cpu_binding_ = "cpuset-v1";
+    }
+  } catch (const std::exception& e) {
+    component_logger("proc")->warn("{}; this child is held to CPUs {} by its affinity only", e.what(),
+                                   cpus.to_string());
+  }
+}
 
 void ChildProcess::push_tail(std::string line) {
   if (line.size() > kTailLineChars) {
@@ -444,12 +483,14 @@ ExitStatus ChildProcess::terminate(std::chrono::milliseconds grace) {
 }
 
 void ChildProcess::remove_job() {
-  if (!job_) return;
-  if (!job_->wait_empty(std::chrono::seconds(2))) {
-    job_->kill_all();  // a descendant forked while the first kill ran
-    job_->wait_empty(std::chrono::seconds(3));
+  if (job_) {
+    if (!job_->wait_empty(std::chrono::seconds(2))) {
+      job_->kill_all();  // a descendant forked while the first kill ran
+      job_->wait_empty(std::chrono::seconds(3));
+    }
+    job_->remove();  // logs what it could not remove
   }
-  job_->remove();  // logs what it could not remove
+  if (cpuset_) cpuset_->remove();  // empty now: its processes were the job's
 }
 
 void ChildProcess::wait_output_end(std::chrono::milliseconds timeout) {

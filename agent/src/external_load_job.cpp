@@ -2,6 +2,7 @@
 
 #include "command_line.hpp"
 #include "job_support.hpp"
+#include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "output.hpp"
@@ -26,7 +27,7 @@ Status ExternalLoadJob::run(const v1::LoadSpec& spec, const ClientEntry& client,
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, std::string("cannot prepare ") + client.name + ": " + e.what());
   }
-  if (auto st = launch(argv); !st.ok()) return st;
+  if (auto st = launch(argv, spec.cpus()); !st.ok()) return st;
   {
     PeriodicSampler sampler(*window_, options_.sample_interval_ms, nullptr);
     if (auto st = collect_output(lease); !st.ok()) return st;
@@ -34,14 +35,17 @@ Status ExternalLoadJob::run(const v1::LoadSpec& spec, const ClientEntry& client,
   return report(spec, client);
 }
 
-Status ExternalLoadJob::launch(const std::vector<std::string>& argv) {
+Status ExternalLoadJob::launch(const std::vector<std::string>& argv, const std::string& cpus) {
   try {
-    child_ = ChildProcess::spawn(argv);
+    SpawnOptions spawn;
+    spawn.cpus = job_cpus(cpus);  // checked by the service
+    child_ = ChildProcess::spawn(argv, spawn);
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, "cannot start " + argv[0] + ": " + e.what());
   }
   component_logger("agent")->info("load pid {} started: {}", child_->pid(), argv[0]);
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
+  window_->set_cpu_binding(child_->cpu_binding());
   window_->start();  // the tool measures from its start: so do both usage windows
   v1::LoadEvent ev;
   ev.mutable_measure_start();

@@ -28,7 +28,7 @@ class ExternalLoadJob {
   grpc::Status run(const v1::LoadSpec& spec, const ClientEntry& client, JobLease& lease);
 
  private:
-  grpc::Status launch(const std::vector<std::string>& argv);
+  grpc::Status launch(const std::vector<std::string>& argv, const std::string& cpus);
   grpc::Status collect_output(JobLease& lease);
   grpc::Status report(const v1::LoadSpec& spec, const ClientEntry& client);
   bool write(const v1::LoadEvent& ev);

@@ -2,6 +2,7 @@
 
 #include "job_support.hpp"
 #include "load_spec.hpp"
+#include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "periodic_sampler.hpp"
@@ -15,12 +16,15 @@ using namespace std::chrono_literals;
 Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
   auto argv = load::command_line(options_.bin_dir + "/loadlab-load", load::options_from_spec(spec));
   try {
-    child_ = ChildProcess::spawn(argv);
+    SpawnOptions spawn;
+    spawn.cpus = job_cpus(spec.cpus());  // checked by the service
+    child_ = ChildProcess::spawn(argv, spawn);
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, std::string("cannot start load worker: ") + e.what());
   }
   component_logger("agent")->info("load pid {} started against {}", child_->pid(), spec.endpoint());
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
+  window_->set_cpu_binding(child_->cpu_binding());
   {
     PeriodicSampler sampler(*window_, options_.sample_interval_ms, nullptr);
     if (auto st = relay_events(lease); !st.ok()) return st;

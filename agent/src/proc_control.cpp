@@ -122,18 +122,13 @@ std::string try_cgroup2(ProcControl& c) {
 }
 
 std::string try_freezer(ProcControl& c) {
-  for (auto& m : cgroup_mounts()) {
-    if (m.fstype != "cgroup" || !has_word(m.super_options, "freezer")) continue;
-    auto own = own_cgroup("freezer");
-    auto dir = own ? folder_under(m.dir, m.root, *own) : std::nullopt;
-    if (!dir) return "this process's freezer cgroup is not under " + m.dir;
-    c.mode = ProcControlMode::kCgroup1Freezer;
-    c.jobs_dir = *dir + "/loadlab";
-    if (auto why = prepare(c); !why.empty()) return why;
-    c.reason = "job cgroups in " + c.jobs_dir + " (cgroup v1 freezer; CPU from /proc)";
-    return "";
-  }
-  return "no cgroup v1 freezer mount";
+  auto place = cgroup1_place("freezer");
+  if (!place) return "no cgroup v1 freezer mount with this process's freezer cgroup under it";
+  c.mode = ProcControlMode::kCgroup1Freezer;
+  c.jobs_dir = place->dir + "/loadlab";
+  if (auto why = prepare(c); !why.empty()) return why;
+  c.reason = "job cgroups in " + c.jobs_dir + " (cgroup v1 freezer; CPU from /proc)";
+  return "";
 }
 
 ProcControl choose(std::optional<ProcControlMode> wanted) {
@@ -214,6 +209,17 @@ const std::optional<Cgroup2Place>& cgroup2_place() {
     return std::nullopt;
   }();
   return place;
+}
+
+std::optional<Cgroup1Place> cgroup1_place(std::string_view controller) {
+  for (auto& m : cgroup_mounts()) {
+    if (m.fstype != "cgroup" || !has_word(m.super_options, controller)) continue;
+    auto own = own_cgroup(controller);
+    auto dir = own ? folder_under(m.dir, m.root, *own) : std::nullopt;
+    if (!dir) return std::nullopt;
+    return Cgroup1Place{*dir, m.super_options};
+  }
+  return std::nullopt;
 }
 
 ProcControl proc_control() {

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -207,19 +208,58 @@ std::optional<JobCpu> ProcFsReader::job_cpu(pid_t pid) {
 std::optional<MachineCpu> ProcFsReader::machine_cpu() {
   char path[128];
   std::snprintf(path, sizeof path, "%s/stat", root_.c_str());
-  thread_local std::vector<char> local(64 * 1024);  // one line per core and more: read whole
+  thread_local std::vector<char> local(256 * 1024);  // one line per core and more: read whole
   if (read_small(path, local.data(), local.size()) <= 0) return std::nullopt;
-  unsigned long long v[8] = {};
-  if (std::sscanf(local.data(), "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                  &v[4], &v[5], &v[6], &v[7]) != 8)
-    return std::nullopt;
   MachineCpu m;
-  // Busy = user nice system steal. Interrupt time is left out: on a benchmark machine it
-  // is mostly the benchmark's own network traffic, which no process is charged for.
-  m.busy = v[0] + v[1] + v[2] + v[7];
-  m.total = m.busy + v[3] + v[4] + v[5] + v[6];  // + idle iowait irq softirq
-  for (const char* p = std::strstr(local.data(), "\ncpu"); p; p = std::strstr(p + 1, "\ncpu")) ++m.cores;
+  bool have_sum = false;
+  for (const char* line = local.data(); line && *line;) {
+    const char* next = std::strchr(line, '\n');
+    next = next ? next + 1 : nullptr;
+    if (std::strncmp(line, "cpu", 3) != 0) break;  // the cpu lines come first
+    unsigned long long v[8] = {};
+    unsigned cpu = 0;
+    const bool sum = line[3] == ' ';
+    int fields = sum ? std::sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                                   &v[3], &v[4], &v[5], &v[6], &v[7])
+                     : std::sscanf(line, "cpu%u %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1],
+                                   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) -
+                           1;
+    line = next;
+    if (fields != 8) continue;
+    CpuTimes t;
+    t.cpu = cpu;
+    // Busy = user nice system steal. Interrupt time is left out: on a benchmark machine it
+    // is mostly the benchmark's own network traffic, which no process is charged for.
+    t.busy = v[0] + v[1] + v[2] + v[7];
+    t.total = t.busy + v[3] + v[4] + v[5] + v[6];  // + idle iowait irq softirq
+    t.steal = v[7];
+    if (sum) {
+      m.busy = t.busy;
+      m.total = t.total;
+      m.steal = t.steal;
+      have_sum = true;
+    } else {
+      m.per_cpu.push_back(t);
+    }
+  }
+  if (!have_sum) return std::nullopt;
+  m.cores = static_cast<uint32_t>(m.per_cpu.size());
+  std::sort(m.per_cpu.begin(), m.per_cpu.end(), [](auto& a, auto& b) { return a.cpu < b.cpu; });
   return m;
+}
+
+std::optional<std::string> ProcFsReader::cpus_allowed(pid_t pid) {
+  char path[128];
+  std::snprintf(path, sizeof path, "%s/%d/status", root_.c_str(), static_cast<int>(pid));
+  char buf[8192];
+  ssize_t n = read_small(path, buf, sizeof buf);
+  if (n <= 0) return std::nullopt;
+  const char* at = std::strstr(buf, "\nCpus_allowed_list:");
+  if (!at) return std::nullopt;
+  at += std::strlen("\nCpus_allowed_list:");
+  while (*at == ' ' || *at == '\t') ++at;
+  const char* end = std::strchr(at, '\n');
+  return std::string(at, end ? end : at + std::strlen(at));
 }
 
 }  // namespace loadlab::agent

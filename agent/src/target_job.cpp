@@ -1,11 +1,17 @@
 #include "target_job.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "job_support.hpp"
+#include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/proto/protocols.hpp"
+#include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/sha256.hpp"
 #include "periodic_sampler.hpp"
 #include "self_signed_cert.hpp"
 
@@ -15,11 +21,57 @@ using grpc::Status;
 using grpc::StatusCode;
 using namespace std::chrono_literals;
 
+namespace {
+
+// A file's sha256, remembered while its size and modification time stay (a jar of a catalog
+// target is hashed once, not at every repetition).
+std::string file_digest(const std::string& path) {
+  struct Known {
+    std::filesystem::file_time_type mtime;
+    uintmax_t size = 0;
+    std::string digest;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, Known> known;
+  std::error_code ec;
+  auto mtime = std::filesystem::last_write_time(path, ec);
+  auto size = std::filesystem::file_size(path, ec);
+  if (ec) return "";
+  std::lock_guard lock(mutex);
+  auto& k = known[path];
+  if (k.digest.empty() || k.mtime != mtime || k.size != size) k = {mtime, size, sha256_file(path)};
+  return k.digest;
+}
+
+// What a nightly compares across nights (Started.build): the built-in target's version and the
+// hash of the binary the agent runs; a catalog target's command line as the catalog writes it
+// (placeholders unfilled: the port changes every time), the bytes of every file it names, and
+// its environment.
+std::string target_build(const CatalogEntry& entry, const std::string& bin_dir) {
+  if (entry.builtin)
+    return "loadlab-target " + std::string(version()) +
+           " sha256:" + file_digest(bin_dir + "/loadlab-target").substr(0, 16);
+  Sha256 h;
+  for (auto& a : entry.argv) {
+    h.update(a);
+    h.update(std::string_view("\0", 1));
+    std::filesystem::path p(a);
+    if (p.is_relative() && !entry.cwd.empty()) p = std::filesystem::path(entry.cwd) / p;
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(p, ec)) h.update(file_digest(p.string()));
+  }
+  for (auto& [k, v] : entry.env) h.update(k + "=" + v + std::string(1, '\0'));
+  return "sha256:" + h.hex().substr(0, 16);
+}
+
+}  // namespace
+
 Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& entry, JobLease& lease) {
   if (auto st = prepare(spec, entry); !st.ok()) return st;
   if (auto st = launch(); !st.ok()) return st;
   if (auto st = wait_ready(spec, entry); !st.ok()) return st;
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
+  window_->set_cpu_binding(child_->cpu_binding());
   {
     PeriodicSampler sampler(*window_, options_.sample_interval_ms, [this] { return on_sample(); });
     serve_marks();
@@ -32,8 +84,13 @@ Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& entry, Job
 // a catalog target gets a port the agent reserved, through its placeholders.
 Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry) {
   name_ = spec.kind_case() == v1::TargetSpec::kCatalog ? spec.catalog() : spec.builtin();
-  threads_ = spec.threads() ? spec.threads() : std::max(1u, std::thread::hardware_concurrency());
   try {
+    spawn_options_.cpus = job_cpus(spec.cpus());  // checked by the service
+    // Threads 0: one per CPU the target may use.
+    threads_ = spec.threads()                 ? spec.threads()
+               : !spawn_options_.cpus.empty() ? spawn_options_.cpus.size()
+                                              : std::max(1u, std::thread::hardware_concurrency());
+    build_ = target_build(entry, options_.bin_dir);
     if (entry.builtin) {
       argv_ = {options_.bin_dir + "/loadlab-target",
                "--listen",
@@ -84,6 +141,7 @@ Status TargetJob::launch() {
   component_logger("agent")->info("target {} pid {} started: {} threads", name_, child_->pid(), threads_);
   v1::TargetEvent ev;
   ev.mutable_started()->set_pid(child_->pid());
+  ev.mutable_started()->set_build(build_);
   write(ev);
   return Status::OK;
 }

@@ -50,6 +50,7 @@ class TargetJob {
 
   std::string name_;
   unsigned threads_ = 1;
+  std::string build_;  // Started.build
   std::vector<std::string> argv_;
   SpawnOptions spawn_options_;
   std::unique_ptr<AuxFolder> files_;       // a catalog target's {tls_cert} and {tls_key}

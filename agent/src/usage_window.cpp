@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "loadlab/shared/cpu_list.hpp"
+
 namespace loadlab::agent {
 
 double monotonic_seconds() {
@@ -56,6 +58,28 @@ double machine_pct(const std::optional<MachineCpu>& a, const std::optional<Machi
   if (!a || !b || b->total <= a->total || b->busy < a->busy) return -1;
   // Busy share of all cores, scaled so 100 = one core like the process figures.
   return static_cast<double>(b->busy - a->busy) / static_cast<double>(b->total - a->total) * 100.0 * b->cores;
+}
+
+// Each CPU's busy share over the window (100 = that CPU fully busy), and the steal of the
+// CPUs in `cpus` (all of them when empty) in the unit of the process figures (100 = one core).
+void add_cpu_figures(const MachineCpu& a, const MachineCpu& b, const std::string& cpus, v1::Usage& f) {
+  auto allowed = CpuList::parse(cpus);
+  double steal_ticks = 0, total_ticks = 0;
+  uint32_t counted = 0;
+  for (auto& end : b.per_cpu) {
+    auto it = std::find_if(a.per_cpu.begin(), a.per_cpu.end(), [&](auto& t) { return t.cpu == end.cpu; });
+    if (it == a.per_cpu.end() || end.total <= it->total || end.busy < it->busy) continue;
+    const double total = static_cast<double>(end.total - it->total);
+    auto* busy = f.add_cpu_busy();
+    busy->set_cpu(end.cpu);
+    busy->set_busy_pct(static_cast<double>(end.busy - it->busy) / total * 100.0);
+    if (allowed && !allowed->contains(end.cpu)) continue;
+    steal_ticks += static_cast<double>(end.steal >= it->steal ? end.steal - it->steal : 0);
+    total_ticks += total;
+    ++counted;
+  }
+  // Ticks are the CPUs' own, so the share of their total times their count is in cores.
+  if (total_ticks > 0) f.set_steal_pct(steal_ticks / total_ticks * 100.0 * counted);
 }
 
 // On the cgroup2 path the job's cpu.stat replaces the tree's sum: it is as exact, and it
@@ -125,6 +149,7 @@ void UsageWindow::start() {
   std::lock_guard lock(mutex_);
   machine_start_ = reader_.machine_cpu();
   machine_end_.reset();
+  cpus_ = reader_.cpus_allowed(root_).value_or("");
   start_ = read_tree(reader_, root_);
   t0_ = clock_();
   t1_ = -1;
@@ -204,6 +229,9 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
   f.set_processes(end.processes);
   f.set_machine_cpu_pct(machine_pct(machine_start_, machine_end_));
   f.set_machine_cores(machine_end_ ? machine_end_->cores : 0);
+  if (machine_start_ && machine_end_) add_cpu_figures(*machine_start_, *machine_end_, cpus_, f);
+  f.set_cpus(cpus_);
+  f.set_cpu_binding(cpu_binding_);
   for (auto& p : series_) {
     auto* point = f.add_series();
     point->set_t_s(p.t_s);

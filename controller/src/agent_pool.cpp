@@ -11,6 +11,7 @@
 #include "loadlab/proto/json.hpp"
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/build_info.hpp"
+#include "loadlab/shared/cpu_list.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -224,6 +225,53 @@ void AgentPool::check(const Scenario& s) const {
                                  "\"; known: " + (list.empty() ? "loadlab" : list));
     }
   check_protocols(s);
+  check_cpus(s);
+}
+
+void AgentPool::check_cpus(const Scenario& s) const {
+  if (s.placement.cpus != PlacementDef::Cpus::kSets) return;
+  auto check = [&](const std::string& cpus, const std::string& role,
+                   const std::vector<std::pair<std::string, std::string>>& labels, const char* side) {
+    if (cpus.empty()) return;
+    for (auto* a : eligible(role, labels)) {
+      auto allowed = CpuList::parse(a->info.allowed_cpus());
+      if (allowed && !CpuList::parse(cpus)->subset_of(*allowed))
+        throw InputError(std::string("/placement/cpus/") + side,
+                         "\"" + cpus + "\" is not within the CPUs agent " + a->def.name + " may use (" +
+                             allowed->to_string() + ")");
+    }
+  };
+  check(s.placement.target_cpus, s.placement.target_role, s.placement.target_labels, "target");
+  check(s.placement.load_cpus, s.placement.load_role, s.placement.load_labels, "load");
+}
+
+void AgentPool::cpu_sets(const PlacementDef& def, Placement& p) {
+  p.target_cpus.clear();
+  p.load_cpus.assign(p.loads.size(), "");
+  if (def.cpus == PlacementDef::Cpus::kNone) return;
+  if (def.cpus == PlacementDef::Cpus::kSets) {
+    p.target_cpus = def.target_cpus;
+    for (auto& c : p.load_cpus) c = def.load_cpus;
+    return;
+  }
+  // auto: only a machine that runs both sides is split.
+  auto same_machine = [&](const AgentRef& load) {
+    return load.name == p.target.name || (!load.hostname.empty() && load.hostname == p.target.hostname);
+  };
+  auto allowed = CpuList::parse(p.target.allowed_cpus);
+  if (!allowed) return;  // an older agent: it cannot pin
+  const auto& cpus = allowed->cpus();
+  CpuList target, load;
+  const size_t half = std::max<size_t>(1, cpus.size() / 2);
+  for (size_t i = 0; i < cpus.size(); ++i) (i < half ? target : load).add(cpus[i]);
+  if (load.empty()) load = target;  // one CPU: both on it
+  bool shared = false;
+  for (size_t i = 0; i < p.loads.size(); ++i)
+    if (same_machine(p.loads[i])) {
+      p.load_cpus[i] = load.to_string();
+      shared = true;
+    }
+  if (shared) p.target_cpus = target.to_string();
 }
 
 void AgentPool::check_protocols(const Scenario& s) const {
@@ -281,6 +329,7 @@ Placement AgentPool::place(const Scenario& s, const Cell& cell, uint32_t attempt
   auto beside = loads_beside(target);
   size_t n = std::min<size_t>(s.placement.load_agents, beside.size());
   for (size_t i = 0; i < n; ++i) p.loads.push_back(beside[(attempt + i) % beside.size()]->ref());
+  cpu_sets(s.placement, p);
   return p;
 }
 

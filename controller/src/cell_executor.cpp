@@ -24,6 +24,48 @@ CellExecutor::CellExecutor(const Scenario& s, const AgentPool& pool, ProgressRep
 }
 
 std::optional<CellResult> CellExecutor::run(const Cell& cell, size_t finished) {
+  CellResult cr;
+  cr.cell = cell;
+  if (!repeat(cell, scenario_.repetitions, finished, cr.reps, cr.error)) return std::nullopt;
+  return cr;
+}
+
+bool CellExecutor::confirm(CellResult& into, uint32_t count, size_t finished) {
+  std::string error;
+  return repeat(into.cell, count, finished, into.confirmations, error);
+}
+
+bool CellExecutor::repeat(const Cell& cell, uint32_t count, size_t finished,
+                          std::vector<v1::Repetition>& reps, std::string& error) {
+  for (uint32_t rep = 0; rep < count && error.empty(); ++rep)
+    if (!one(cell, rep, count, finished, reps, error)) return false;
+  return true;
+}
+
+std::optional<std::pair<CellResult, CellResult>> CellExecutor::run_pair(const Cell& a, const Cell& b,
+                                                                        size_t finished) {
+  std::pair<CellResult, CellResult> out;
+  out.first.cell = a;
+  out.second.cell = b;
+  for (uint32_t rep = 0; rep < scenario_.repetitions; ++rep) {
+    const bool b_first = rep % 2 == 1;
+    for (auto* side : {b_first ? &out.second : &out.first, b_first ? &out.first : &out.second})
+      if (!one(side->cell, rep, scenario_.repetitions, finished, side->reps, side->error))
+        return std::nullopt;
+    if (!out.first.error.empty() || !out.second.error.empty()) {
+      // One side failed: the pairs stop, and the other side fails with it.
+      for (auto [self, other] : {std::pair{&out.first, &out.second}, std::pair{&out.second, &out.first}})
+        if (self->error.empty())
+          self->error =
+              "measure: its A/B partner " + other->cell.key() + " failed, so no pair could be completed";
+      break;
+    }
+  }
+  return out;
+}
+
+bool CellExecutor::one(const Cell& cell, uint32_t rep, uint32_t count, size_t finished,
+                       std::vector<v1::Repetition>& reps, std::string& error) {
   auto attempt = [&](uint32_t n) {
     return run_repetition(pool_.place(scenario_, cell, n), scenario_, cell, options_.repetition);
   };
@@ -32,20 +74,16 @@ std::optional<CellResult> CellExecutor::run(const Cell& cell, size_t finished) {
     return pool_.answer(pool_.place(scenario_, cell, n), deadline);
   };
   auto note = [&](const std::string& line) { progress_.note(cell.key() + " " + line); };
-  CellResult cr;
-  cr.cell = cell;
-  for (uint32_t rep = 0; rep < scenario_.repetitions; ++rep) {
-    progress_.cell_started(finished, cell.key(), rep, scenario_.repetitions);
-    auto outcome = run_with_retries(options_.retry, attempt, ready, note);
-    if (outcome.stopped) return std::nullopt;
-    if (!outcome.rep) {
-      cr.error = outcome.error;
-      break;
-    }
-    for (auto& f : saturation_flags(*outcome.rep, cores_)) outcome.rep->add_flags(f);
-    cr.reps.push_back(std::move(*outcome.rep));
+  progress_.cell_started(finished, cell.key(), rep, count);
+  auto outcome = run_with_retries(options_.retry, attempt, ready, note);
+  if (outcome.stopped) return false;
+  if (!outcome.rep) {
+    error = outcome.error;
+    return true;
   }
-  return cr;
+  for (auto& f : saturation_flags(*outcome.rep, cores_)) outcome.rep->add_flags(f);
+  reps.push_back(std::move(*outcome.rep));
+  return true;
 }
 
 }  // namespace loadlab::controller

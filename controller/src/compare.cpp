@@ -5,11 +5,9 @@
 #include <cstdio>
 #include <map>
 
-#include "loadlab/controller/stats.hpp"
+#include "loadlab/controller/verdict.hpp"
 #include "loadlab/proto/json.hpp"
-#include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
-#include "loadlab/v1/result.pb.h"
 
 namespace loadlab::controller {
 
@@ -19,17 +17,18 @@ struct Metric {
   const char* name;
   bool higher_is_better;
   double (*read)(const v1::Repetition& rep);
+  const char* figure;  // Repetition.unavailable's name of the figure; "" when always given
 };
 
 const Metric kMetrics[] = {
-    {"qps", true, [](const v1::Repetition& r) { return r.qps(); }},
-    {"p50_ms", false, [](const v1::Repetition& r) { return r.latency().p50_us() / 1000; }},
-    {"p90_ms", false, [](const v1::Repetition& r) { return r.latency().p90_us() / 1000; }},
-    {"p99_ms", false, [](const v1::Repetition& r) { return r.latency().p99_us() / 1000; }},
-    {"server_cpu_pct", false, [](const v1::Repetition& r) { return r.server().cpu_pct(); }},
+    {"qps", true, [](const v1::Repetition& r) { return r.qps(); }, "qps"},
+    {"p50_ms", false, [](const v1::Repetition& r) { return r.latency().p50_us() / 1000; }, "latency.p50_us"},
+    {"p90_ms", false, [](const v1::Repetition& r) { return r.latency().p90_us() / 1000; }, "latency.p90_us"},
+    {"p99_ms", false, [](const v1::Repetition& r) { return r.latency().p99_us() / 1000; }, "latency.p99_us"},
+    {"server_cpu_pct", false, [](const v1::Repetition& r) { return r.server().cpu_pct(); }, ""},
     {"server_rss_kb", false,
-     [](const v1::Repetition& r) { return static_cast<double>(r.server().rss_kb_peak()); }},
-    {"client_cpu_pct", false, [](const v1::Repetition& r) { return r.client().cpu_pct(); }},
+     [](const v1::Repetition& r) { return static_cast<double>(r.server().rss_kb_peak()); }, ""},
+    {"client_cpu_pct", false, [](const v1::Repetition& r) { return r.client().cpu_pct(); }, ""},
 };
 
 const Metric& find_metric(const std::string& name) {
@@ -40,17 +39,23 @@ const Metric& find_metric(const std::string& name) {
   throw InputError("--metric", "unknown metric \"" + name + "\"; allowed: " + all);
 }
 
+std::string pct(double v, bool sign = true) { return pct_text(v, sign); }
+
 struct CellValues {
   bool ok = false;
-  std::vector<double> values;   // one per repetition
-  std::vector<double> samples;  // per second of every repetition's window (QPS), else empty
+  std::vector<double> values;        // one per repetition
+  std::vector<double> confirmation;  // one per confirming repetition
   std::vector<std::string> axes;
-  double median() const {
-    auto v = values;
-    std::sort(v.begin(), v.end());
-    return v.empty() ? NAN : v[(v.size() - 1) / 2];
-  }
 };
+
+std::vector<double> figures(const google::protobuf::RepeatedPtrField<v1::Repetition>& reps, const Metric& m) {
+  std::vector<double> out;
+  for (auto& r : reps) {
+    const double x = metric_value(m.name, r);
+    if (std::isfinite(x) && x > 0) out.push_back(x);
+  }
+  return out;
+}
 
 std::map<std::string, CellValues> cells_of(const nlohmann::json& result, const Metric& m, const char* which) {
   if (!result.is_object() || !result.contains("cells") || !result["cells"].is_array())
@@ -67,84 +72,14 @@ std::map<std::string, CellValues> cells_of(const nlohmann::json& result, const M
                                                           "); a result.json of another loadlab version?");
     }
     CellValues v;
-    for (auto& r : c.repetitions()) {
-      double x = m.read(r);
-      if (std::isfinite(x)) v.values.push_back(x);
-      if (std::string(m.name) == "qps")
-        for (auto& iv : r.intervals()) v.samples.push_back(iv.qps());
-    }
+    v.values = figures(c.repetitions(), m);
+    v.confirmation = figures(c.confirmations(), m);
     for (auto& a : c.cell().axes()) v.axes.push_back(a.axis());
     v.ok = c.ok() && !v.values.empty();
     out[c.cell().key()] = v;
   }
   return out;
 }
-
-}  // namespace
-
-const std::vector<std::string>& metric_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (auto& m : kMetrics) n.push_back(m.name);
-    return n;
-  }();
-  return names;
-}
-
-bool metric_higher_is_better(const std::string& name) { return find_metric(name).higher_is_better; }
-
-CompareOptions options_from_result(const nlohmann::json& result) {
-  CompareOptions o;
-  if (!result.is_object() || !result.contains("scenario") || !result["scenario"].is_object() ||
-      !result["scenario"].contains("regression"))
-    return o;
-  ObjectReader r(result["scenario"]["regression"], "/scenario/regression");
-  o.metric = r.string("metric", o.metric);
-  o.threshold_pct = r.number("threshold_pct", 0, limits::kMaxThresholdPct, o.threshold_pct);
-  return o;
-}
-
-void decide(const std::vector<double>& base, const std::vector<double>& current, bool higher_is_better,
-            double threshold_pct, CellDelta& d) {
-  const double b = median(base), c = median(current);
-  d.change_pct = b != 0 ? (c - b) / b * 100 : 0;
-  const double worse_pct = higher_is_better ? -d.change_pct : d.change_pct;
-  if (mann_whitney_min_p(base.size(), current.size()) < kSignificance) {
-    // Worse by more than the threshold: NEW against BASE moved the threshold's way, one-sided.
-    const double t = threshold_pct / 100;
-    auto scaled = [&](double f) {
-      std::vector<double> out(base);
-      for (auto& x : out) x *= f;
-      return out;
-    };
-    const double p_worse = higher_is_better ? mann_whitney_p_less(current, scaled(1 - t))
-                                            : mann_whitney_p_less(scaled(1 + t), current);
-    const double p_better = higher_is_better ? mann_whitney_p_less(scaled(1 + t), current)
-                                             : mann_whitney_p_less(current, scaled(1 - t));
-    d.method = "mann-whitney";
-    d.p_value = std::min(p_worse, p_better);
-    if (p_worse < kSignificance)
-      d.verdict = "regression";
-    else if (p_better < kSignificance)
-      d.verdict = "improvement";
-    else
-      d.verdict = std::abs(worse_pct) <= threshold_pct ? "same" : "noise";
-    return;
-  }
-  if (std::abs(worse_pct) <= threshold_pct) {
-    d.verdict = "same";
-    return;
-  }
-  // Too few samples for the test: the runs' ranges must not overlap (with repetitions on
-  // both sides; a single run each is taken as it is).
-  d.method = "ranges";
-  auto [bmin, bmax] = std::minmax_element(base.begin(), base.end());
-  auto [nmin, nmax] = std::minmax_element(current.begin(), current.end());
-  bool overlap = base.size() > 1 && current.size() > 1 && *nmin <= *bmax && *bmin <= *nmax;
-  d.verdict = overlap ? "noise" : worse_pct > 0 ? "regression" : "improvement";
-}
-
-namespace {
 
 // Two runs compare when they ran one scenario over a matrix of the same axes.
 void check_comparable(const nlohmann::json& base, const nlohmann::json& current,
@@ -170,101 +105,235 @@ void check_comparable(const nlohmann::json& base, const nlohmann::json& current,
                                    ": their cells are not the same cells");
 }
 
+struct LogStats {
+  double mean = 0, var = 0;
+  size_t n = 0;
+};
+LogStats log_stats(const std::vector<double>& v) {
+  LogStats s;
+  s.n = v.size();
+  for (double x : v) s.mean += std::log(x);
+  s.mean /= static_cast<double>(std::max<size_t>(1, s.n));
+  for (double x : v) s.var += (std::log(x) - s.mean) * (std::log(x) - s.mean);
+  s.var = s.n > 1 ? s.var / static_cast<double>(s.n - 1) : 0;
+  return s;
+}
+
+// NEW's repetitions against BASE's: a two-sample t test on the log figures, one-sided at `alpha`.
+class TwoRunJudge {
+ public:
+  TwoRunJudge(const Metric& m, const RegressionDef& r, double alpha) : m_(m), r_(r), alpha_(alpha) {
+    threshold_log_ = m.higher_is_better ? -std::log1p(-std::min(r.threshold_pct, 99.0) / 100)
+                                        : std::log1p(r.threshold_pct / 100);
+  }
+
+  void judge(const CellValues& base, const CellValues& now, v1::CellVerdict& v) const {
+    const double b = night_figure(base.values), c = night_figure(now.values);
+    v.set_value(c);
+    v.set_baseline(b);
+    v.set_change_pct((c / b - 1) * 100);
+    const double worse_pct = m_.higher_is_better ? -v.change_pct() : v.change_pct();
+    if (base.values.size() < 2 || now.values.size() < 2) {
+      const bool beyond = std::abs(worse_pct) > r_.threshold_pct;
+      v.set_verdict(beyond ? kInconclusive : kSame);
+      v.set_reason(pct(v.change_pct()) + (beyond
+                                              ? ": beyond the threshold, but one repetition a side shows no "
+                                                "spread to judge it by"
+                                              : ": within the threshold"));
+      return;
+    }
+    const LogStats bs = log_stats(base.values);
+    auto test = [&](const std::vector<double>& values, double* half_out, double* mdc_out) {
+      const LogStats ns = log_stats(values);
+      // Student's two-sample test with the pooled variance: a run's repetitions are few, and
+      // Welch's degrees of freedom would leave almost none.
+      const double df = static_cast<double>(bs.n + ns.n - 2);
+      const double pooled = ((bs.n - 1) * bs.var + (ns.n - 1) * ns.var) / df;
+      const double se =
+          std::sqrt(pooled * (1.0 / static_cast<double>(bs.n) + 1.0 / static_cast<double>(ns.n)));
+      const double half = t_quantile(1 - alpha_, df) * se;
+      if (half_out) *half_out = half;
+      if (mdc_out) *mdc_out = std::max(half, threshold_log_) + detect_quantile(df, kPowerPerMeasurement) * se;
+      const double w = m_.higher_is_better ? bs.mean - ns.mean : ns.mean - bs.mean;
+      if (w > half && w > threshold_log_) return 1;
+      if (-w > half && -w > threshold_log_) return -1;
+      return 0;
+    };
+    double half = 0, mdc = 0;
+    const int first = test(now.values, &half, &mdc);
+    v.set_band_low(b * std::exp(-half));
+    v.set_band_high(b * std::exp(half));
+    v.set_mdc_pct(m_.higher_is_better ? (1 - std::exp(-mdc)) * 100 : (std::exp(mdc) - 1) * 100);
+    v.set_suspect(first > 0);
+    if (first == 0) {
+      const bool beyond = std::abs(worse_pct) > r_.threshold_pct;
+      v.set_verdict(beyond ? kNoise : kSame);
+      v.set_reason(pct(v.change_pct()) +
+                   (beyond ? ": beyond the threshold, but the two runs' repetitions do not "
+                             "show it"
+                           : ": within the threshold"));
+      return;
+    }
+    const char* change = first > 0 ? kRegression : kImprovement;
+    const std::string seen = pct(v.change_pct()) + ": beyond the threshold, and the repetitions show it";
+    if (now.confirmation.size() < 2) {
+      v.set_verdict(change);
+      v.set_reason(seen);
+      return;
+    }
+    const double confirm = night_figure(now.confirmation);
+    v.set_confirm_value(confirm);
+    if (test(now.confirmation, nullptr, nullptr) == first) {
+      v.set_verdict(change);
+      v.set_reason(seen + "; confirmed on fresh targets: " + pct((confirm / b - 1) * 100));
+    } else {
+      v.set_verdict(kNoise);
+      v.set_reason("first " + seen + ", but measured again on fresh targets " + pct((confirm / b - 1) * 100) +
+                   ", which does not");
+    }
+  }
+
+ private:
+  const Metric& m_;
+  const RegressionDef& r_;
+  double alpha_;
+  double threshold_log_;
+};
+
 }  // namespace
 
-Comparison compare_results(const nlohmann::json& base, const nlohmann::json& current,
-                           const CompareOptions& o) {
-  const Metric& m = find_metric(o.metric);
-  if (!(o.threshold_pct >= 0 && o.threshold_pct <= limits::kMaxThresholdPct))
+RegressionDef parse_regression(const ObjectReader& r) {
+  r.allow(
+      {"metric", "threshold_pct", "false_alarm_pct", "baseline_nights", "min_nights", "accept_after_nights"});
+  RegressionDef d;
+  d.metric = r.string("metric", d.metric);
+  try {
+    find_metric(d.metric);
+  } catch (const InputError& e) {
+    throw InputError(r.path("metric"), e.message());
+  }
+  d.threshold_pct = r.number("threshold_pct", 0, limits::kMaxThresholdPct, d.threshold_pct);
+  d.false_alarm_pct =
+      r.number("false_alarm_pct", limits::kMinFalseAlarmPct, limits::kMaxFalseAlarmPct, d.false_alarm_pct);
+  d.baseline_nights =
+      static_cast<uint32_t>(r.integer("baseline_nights", 2, limits::kMaxBaselineNights, d.baseline_nights));
+  d.min_nights = static_cast<uint32_t>(r.integer("min_nights", 2, limits::kMaxBaselineNights, d.min_nights));
+  if (d.min_nights > d.baseline_nights)
+    throw InputError(r.path("min_nights"), "must be at most baseline_nights (" +
+                                               std::to_string(d.baseline_nights) + "), got " +
+                                               std::to_string(d.min_nights));
+  d.accept_after_nights = static_cast<uint32_t>(
+      r.integer("accept_after_nights", 0, limits::kMaxBaselineNights, d.accept_after_nights));
+  return d;
+}
+
+RegressionDef regression_of_result(const nlohmann::json& result) {
+  if (!result.is_object() || !result.contains("scenario") || !result["scenario"].is_object() ||
+      !result["scenario"].contains("regression"))
+    return {};
+  return parse_regression(ObjectReader(result["scenario"]["regression"], "/scenario/regression"));
+}
+
+const std::vector<std::string>& metric_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (auto& m : kMetrics) n.push_back(m.name);
+    return n;
+  }();
+  return names;
+}
+
+bool metric_higher_is_better(const std::string& name) { return find_metric(name).higher_is_better; }
+
+double metric_value(const std::string& name, const v1::Repetition& r) {
+  const Metric& m = find_metric(name);
+  if (*m.figure &&
+      std::find(r.unavailable().begin(), r.unavailable().end(), m.figure) != r.unavailable().end())
+    return NAN;
+  return m.read(r);
+}
+
+v1::Verdicts compare_results(const nlohmann::json& base, const nlohmann::json& current,
+                             const RegressionDef& r) {
+  const Metric& m = find_metric(r.metric);
+  if (!(r.threshold_pct >= 0 && r.threshold_pct <= limits::kMaxThresholdPct))
     throw InputError("--threshold-pct",
                      "must be a number in [0, " + std::to_string(int(limits::kMaxThresholdPct)) + "]");
   auto b = cells_of(base, m, "BASE");
   auto n = cells_of(current, m, "NEW");
   check_comparable(base, current, b, n);
-  Comparison out{o.metric, o.threshold_pct, {}, 0};
+  v1::Verdicts out;
+  out.set_method("two runs");
+  out.set_metric(r.metric);
+  out.set_threshold_pct(r.threshold_pct);
+  out.set_false_alarm_pct(r.false_alarm_pct);
+  out.set_cell_level(cell_alpha(r.false_alarm_pct, std::max(b.size(), n.size())));
+  out.set_note(
+      "one run against one run: a run's repetitions spread less than nights do, so a change shown here may "
+      "be "
+      "a slow night; a history (--history FILE --baseline history) judges each night against its cell's own "
+      "spread between nights");
+  const TwoRunJudge judge(m, r, out.cell_level());
   for (auto& [key, bv] : b) {
-    CellDelta d;
-    d.key = key;
-    d.base = bv.median();
+    auto* v = out.add_cells();
+    v->set_key(key);
     auto it = n.find(key);
     if (it == n.end()) {
-      d.verdict = "missing";
+      v->set_verdict("missing");
+      v->set_reason("in BASE, not in NEW");
     } else if (!it->second.ok) {
-      d.verdict = "failed";
+      v->set_verdict("failed");
+      v->set_reason("the cell failed in NEW");
     } else if (!bv.ok) {
-      d.current = it->second.median();
-      d.verdict = "new";  // nothing to compare with
+      v->set_value(night_figure(it->second.values));
+      v->set_verdict("new");
+      v->set_reason("the cell failed in BASE: nothing to compare with");
     } else {
-      const auto& nv = it->second;
-      d.current = nv.median();
-      // Per-second samples when both runs have them, else the repetitions.
-      const bool per_second = !bv.samples.empty() && !nv.samples.empty();
-      decide(per_second ? bv.samples : bv.values, per_second ? nv.samples : nv.values, m.higher_is_better,
-             o.threshold_pct, d);
-      d.change_pct = d.base != 0 ? (d.current - d.base) / d.base * 100 : 0;  // as the medians show it
-      const double worse_pct = m.higher_is_better ? -d.change_pct : d.change_pct;
-      if (d.verdict == "same" && std::abs(worse_pct) > o.threshold_pct)
-        d.verdict = "noise";  // the samples' medians moved less than the repetitions'
-      else if (d.verdict == "noise" && std::abs(worse_pct) <= o.threshold_pct)
-        d.verdict = "same";
+      judge.judge(bv, it->second, *v);
     }
-    if (d.verdict == "regression" || d.verdict == "failed" || d.verdict == "missing") ++out.regressions;
-    out.cells.push_back(d);
+    out.set_regressions(out.regressions() + (v->verdict() == kRegression));
+    out.set_failed(out.failed() + (v->verdict() == "failed" || v->verdict() == "missing"));
   }
   for (auto& [key, nv] : n)
-    if (!b.count(key)) out.cells.push_back({key, NAN, nv.median(), 0, "new", "", NAN});
+    if (!b.count(key)) {
+      auto* v = out.add_cells();
+      v->set_key(key);
+      if (nv.ok) v->set_value(night_figure(nv.values));
+      v->set_verdict(nv.ok ? "new" : "failed");
+      v->set_reason(nv.ok ? "not in BASE: nothing to compare with" : "the cell failed in NEW");
+      out.set_failed(out.failed() + !nv.ok);
+    }
   return out;
 }
 
-void write_comparison(std::ostream& out, const Comparison& c) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%-28s %14s %14s %9s  %s\n", "cell", ("base " + c.metric).c_str(),
-                ("new " + c.metric).c_str(), "change", "verdict");
+void write_verdicts(std::ostream& out, const v1::Verdicts& v) {
+  char buf[512];
+  const std::string metric = v.metric();
+  std::snprintf(buf, sizeof buf, "%-28s %12s %12s %9s %9s  %s\n", "cell", ("base " + metric).c_str(),
+                ("new " + metric).c_str(), "change", "mdc", "verdict");
   out << buf;
-  for (auto& d : c.cells) {
-    auto val = [](double v) {
-      char b[32];
-      if (std::isfinite(v))
-        std::snprintf(b, sizeof b, "%.2f", v);
-      else
-        std::snprintf(b, sizeof b, "-");
-      return std::string(b);
-    };
-    std::string change = "-";
-    if (d.verdict != "missing" && d.verdict != "failed" && d.verdict != "new") {
-      char b[32];
-      std::snprintf(b, sizeof b, "%+.1f%%", d.change_pct);
-      change = b;
-    }
-    std::snprintf(buf, sizeof buf, "%-28s %14s %14s %9s  %s\n", d.key.c_str(), val(d.base).c_str(),
-                  d.verdict == "missing" || d.verdict == "failed" ? "-" : val(d.current).c_str(),
-                  change.c_str(), d.verdict == "regression" ? "REGRESSION" : d.verdict.c_str());
-    out << buf;
+  auto val = [](bool has, double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, has && std::isfinite(x) ? "%.2f" : "-", x);
+    return std::string(b);
+  };
+  for (auto& c : v.cells()) {
+    std::string change = c.has_change_pct() ? pct(c.change_pct()) : "-";
+    std::string mdc = c.has_mdc_pct() ? pct(c.mdc_pct(), false) : "-";
+    std::string verdict = c.verdict() == kRegression ? "REGRESSION" : c.verdict();
+    std::snprintf(buf, sizeof buf, "%-28s %12s %12s %9s %9s  %s", c.key().c_str(),
+                  val(c.has_baseline(), c.baseline()).c_str(), val(c.has_value(), c.value()).c_str(),
+                  change.c_str(), mdc.c_str(), verdict.c_str());
+    out << buf << (c.reason().empty() ? "" : ": " + c.reason()) << "\n";
   }
-  out << "\n"
-      << c.regressions << " regression" << (c.regressions == 1 ? "" : "s") << " (metric " << c.metric
-      << ", threshold " << c.threshold_pct
-      << " %; a regression is a change beyond the threshold that a one-sided Mann-Whitney U test of the "
-         "runs' "
-         "samples shows at p < "
-      << kSignificance << "; beyond it but not shown: noise)\n";
-}
-
-nlohmann::json to_json(const Comparison& c) {
-  auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  nlohmann::json cells = nlohmann::json::array();
-  for (auto& d : c.cells)
-    cells.push_back({{"key", d.key},
-                     {"base", number(d.base)},
-                     {"current", number(d.current)},
-                     {"change_pct", number(d.change_pct)},
-                     {"verdict", d.verdict},
-                     {"method", d.method},
-                     {"p_value", number(d.p_value)}});
-  return {{"metric", c.metric},
-          {"threshold_pct", c.threshold_pct},
-          {"regressions", c.regressions},
-          {"cells", cells}};
+  char level[64];
+  std::snprintf(level, sizeof level, "%.2g", v.cell_level());
+  out << "\n" << v.regressions() << " regression" << (v.regressions() == 1 ? "" : "s");
+  if (v.failed()) out << ", " << v.failed() << " failed cell" << (v.failed() == 1 ? "" : "s");
+  out << " (metric " << metric << ", threshold " << v.threshold_pct() << " %, at most " << v.false_alarm_pct()
+      << " % of nights of unchanged code alarm: " << level
+      << " a cell; mdc: the smallest change each cell could show 95 % of the time; " << v.method() << ")\n";
+  if (!v.note().empty()) out << "note: " << v.note() << "\n";
 }
 
 }  // namespace loadlab::controller

@@ -7,6 +7,7 @@
 
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/scenario.hpp"
+#include "loadlab/shared/exit_status.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/logging.hpp"
 
@@ -48,7 +49,7 @@ std::vector<Entry> check_all(const std::vector<std::string>& files,
     } catch (const InputError& x) {
       e.problem = error_line(file, x);
     }
-    if (!e.problem.empty()) e.status = 2;
+    if (!e.problem.empty()) e.status = exit_status::kBadInput;
     entries.push_back(std::move(e));
   }
   return entries;
@@ -58,12 +59,14 @@ std::string status_text(int status) {
   switch (status) {
     case 0:
       return "ok";
-    case 1:
-      return "regression or lab error";
-    case 2:
+    case exit_status::kRegression:
+      return "regression";
+    case exit_status::kBadInput:
       return "bad input";
-    case 3:
+    case exit_status::kCellsFailed:
       return "failed cells";
+    case exit_status::kLabUnusable:
+      return "lab unusable";
     default:
       return status > 128 ? "stopped by signal " + std::to_string(status - 128)
                           : "status " + std::to_string(status);
@@ -89,10 +92,10 @@ std::vector<std::string> scenario_files_in(const std::string& dir) {
 }
 
 int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  if (!options.baseline.empty() && options.baseline != kLastGood)
+  if (!options.baseline.empty() && options.baseline != kLastGood && options.baseline != kHistory)
     throw InputError("--baseline",
-                     "with a folder of scenarios only " + std::string(kLastGood) +
-                         " is allowed (each scenario's own last good run in --history), got \"" +
+                     "with a folder of scenarios only " + std::string(kHistory) +
+                         " is allowed (each scenario's cells against their own nights in --history), got \"" +
                          options.baseline + "\"");
   auto entries = check_all(scenario_files_in(options.scenario_path), options.overrides);
   for (auto& e : entries)
@@ -115,13 +118,13 @@ int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostre
         e.status = 2;
       } catch (const std::exception& x) {  // EnvironmentError: the lab; anything else alike
         err << "loadlab: " << e.file << ": " << x.what() << "\n";
-        e.status = 1;
+        e.status = exit_status::kLabUnusable;
       }
     }
-    worst = std::max(worst, e.status);
+    worst = exit_status::worst(worst, e.status);
   }
   const int stopped_by = options.stop ? options.stop->load() : 0;
-  if (stopped_by) worst = std::max(worst, 128 + stopped_by);
+  if (stopped_by) worst = exit_status::worst(worst, exit_status::kSignalBase + stopped_by);
   out << "\n" << options.scenario_path << ": " << entries.size() << " scenario files\n";
   for (auto& e : entries) {
     const bool ran = !e.run_folder.empty() || e.status != 0 || !stopped_by;

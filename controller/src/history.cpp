@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "history_schema.hpp"
@@ -13,6 +15,7 @@
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/sha256.hpp"
 #include "loadlab/v1/agent.pb.h"
 #include "loadlab/v1/result.pb.h"
 #include "sqlite.hpp"
@@ -81,6 +84,7 @@ std::optional<double> figure(const v1::Repetition& r, const char* name, double v
 // What identifies a run and what describes it: result.json without its cells.
 struct RunHeader {
   std::string run_folder, result_path, started_at, finished_at, scenario, sha256, commit, overrides;
+  std::string regression = "{}";  // the scenario's "regression" object
   bool dirty = false, tree_dirty = false;
   std::string version;
 };
@@ -98,6 +102,7 @@ RunHeader header_of(const nlohmann::json& result, const std::string& result_path
   h.finished_at = text(result, "finished_at", "");
   const auto& scenario = result.contains("scenario") ? result["scenario"] : nlohmann::json();
   h.scenario = text(scenario, "name", "/scenario");
+  if (scenario.is_object() && scenario.contains("regression")) h.regression = scenario["regression"].dump();
   if (h.scenario.empty()) throw InputError("/scenario/name", "missing: not a loadlab result.json");
   const auto& file = result.contains("scenario_file") ? result["scenario_file"] : nlohmann::json();
   h.sha256 = text(file, "sha256", "/scenario_file");
@@ -148,16 +153,17 @@ int64_t store_run(sqlite3* db, const std::string& file, const RunHeader& h, int6
       db, file,
       id ? "UPDATE runs SET run_folder = ?1, result_path = ?2, started_at = ?3, finished_at = ?4, "
            "scenario = ?5, scenario_sha256 = ?6, git_commit = ?7, git_dirty = ?8, "
-           "git_tree_dirty = ?9, overrides = ?10, loadlab_version = ?11 WHERE id = ?12"
+           "git_tree_dirty = ?9, overrides = ?10, loadlab_version = ?11, regression = ?13 WHERE id = ?12"
          : "INSERT INTO runs (run_folder, result_path, started_at, finished_at, scenario, "
-           "scenario_sha256, git_commit, git_dirty, git_tree_dirty, overrides, loadlab_version) "
-           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+           "scenario_sha256, git_commit, git_dirty, git_tree_dirty, overrides, loadlab_version, regression) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13)",
       "store the run");
   run.bind(1, h.run_folder).bind(2, h.result_path).bind(3, h.started_at);
   h.finished_at.empty() ? run.bind_null(4) : run.bind(4, h.finished_at);
   run.bind(5, h.scenario).bind(6, h.sha256);
   h.commit.empty() ? run.bind_null(7) : run.bind(7, h.commit);
   run.bind(8, int64_t{h.dirty}).bind(9, int64_t{h.tree_dirty}).bind(10, h.overrides).bind(11, h.version);
+  run.bind(13, h.regression);
   if (id) run.bind(12, id);
   run.run();
   return id ? id : sqlite3_last_insert_rowid(db);
@@ -168,7 +174,8 @@ void store_agents(sqlite3* db, const std::string& file, int64_t run_id,
   sqlite::Statement agent(
       db, file,
       "INSERT OR REPLACE INTO run_agents (run_id, name, address, roles, hostname, cores, "
-      "cpu_model, memory_bytes, kernel, version, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "cpu_model, memory_bytes, kernel, version, error, fingerprint, allowed_cpus, cpu_binding) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "store the run's agents");
   for (size_t i = 0; i < agents.size(); ++i) {
     const auto& [a, info] = agents[i];
@@ -183,36 +190,90 @@ void store_agents(sqlite3* db, const std::string& file, int64_t run_id,
     } else {
       for (int col = 5; col <= 10; ++col) agent.bind_null(col);
     }
-    agent.bind(11, text(a, "error", where)).run();
+    agent.bind(11, text(a, "error", where));
+    agent.bind(12, info.has_fingerprint() ? fingerprint_text(info.fingerprint()) : std::string());
+    agent.bind(13, info.allowed_cpus()).bind(14, info.cpu_binding()).run();
   }
 }
 
-void store_cells(sqlite3* db, const std::string& file, int64_t run_id,
+// What a cell's figures depend on besides the machines and the target's build: its knobs, the
+// scenario's load, its target's definition, the placement and the repetitions. Nights whose
+// digests differ are not compared (the verdict says the settings changed).
+std::string settings_digest(const nlohmann::json& result, const v1::CellResult& c) {
+  const nlohmann::json none;
+  const auto& scenario = result.contains("scenario") ? result["scenario"] : none;
+  auto part = [&](const char* key) {
+    return scenario.is_object() && scenario.contains(key) ? scenario[key].dump() : std::string("null");
+  };
+  std::string target = "null";
+  if (scenario.is_object() && scenario.contains("targets") && scenario["targets"].is_array())
+    for (auto& t : scenario["targets"])
+      if (t.is_object() && t.contains("name") && t["name"] == c.cell().target()) target = t.dump();
+  v1::CellConfig config = c.cell();
+  return sha256_text(proto::to_json(config) + "\n" + part("load") + "\n" + target + "\n" + part("placement") +
+                     "\n" + part("repetitions"))
+      .substr(0, 16);
+}
+
+// The agents a cell's repetitions ran on (target and load), sorted, as a JSON list.
+std::string cell_agents(const v1::CellResult& c) {
+  std::set<std::string> names;
+  for (auto* reps : {&c.repetitions(), &c.confirmations()})
+    for (auto& r : *reps) {
+      if (!r.target_agent().empty()) names.insert(r.target_agent());
+      for (auto& p : r.load_parts())
+        if (!p.agent().empty()) names.insert(p.agent());
+    }
+  return nlohmann::json(std::vector<std::string>(names.begin(), names.end())).dump();
+}
+
+std::string load_cpus(const v1::Repetition& r) {
+  std::string out;
+  for (auto& p : r.load_parts())
+    if (!p.client().cpus().empty() && out.find(p.client().cpus()) == std::string::npos)
+      out += (out.empty() ? "" : "+") + p.client().cpus();
+  return out;
+}
+
+void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlohmann::json& result,
                  const std::vector<v1::CellResult>& cells) {
-  sqlite::Statement cell(db, file, "INSERT INTO cells (run_id, key, ok, error, flags) VALUES (?, ?, ?, ?, ?)",
-                         "store a cell");
+  sqlite::Statement cell(
+      db, file,
+      "INSERT INTO cells (run_id, key, ok, error, flags, agents, settings) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "store a cell");
   sqlite::Statement rep(
       db, file,
-      "INSERT INTO repetitions (cell_id, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
+      "INSERT INTO repetitions (cell_id, phase, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
       "errors, requests, server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, "
-      "unavailable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "unavailable, steal_pct, server_cpus, client_cpus, target_build) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "store a repetition");
   for (const auto& c : cells) {
     cell.bind(1, run_id).bind(2, c.cell().key()).bind(3, int64_t{c.ok()}).bind(4, c.error());
-    cell.bind(5, json_list(c.flags())).run();
+    cell.bind(5, json_list(c.flags())).bind(6, cell_agents(c)).bind(7, settings_digest(result, c)).run();
     int64_t cell_id = sqlite3_last_insert_rowid(db);
-    for (int i = 0; i < c.repetitions_size(); ++i) {
-      const auto& r = c.repetitions(i);
-      const auto& l = r.latency();
-      rep.bind(1, cell_id).bind(2, int64_t{i}).bind(3, figure(r, "qps", r.qps()));
-      rep.bind(4, figure(r, "latency.p50_us", l.p50_us())).bind(5, figure(r, "latency.p90_us", l.p90_us()));
-      rep.bind(6, figure(r, "latency.p99_us", l.p99_us())).bind(7, figure(r, "latency.p999_us", l.p999_us()));
-      rep.bind(8, figure(r, "latency.max_us", l.max_us()));
-      rep.bind(9, static_cast<int64_t>(r.errors())).bind(10, static_cast<int64_t>(r.requests()));
-      rep.bind(11, r.server().cpu_pct()).bind(12, static_cast<int64_t>(r.server().rss_kb_peak()));
-      rep.bind(13, r.client().cpu_pct()).bind(14, static_cast<int64_t>(r.client().rss_kb_peak()));
-      rep.bind(15, json_list(r.unavailable())).run();
-    }
+    for (auto [phase, reps] :
+         {std::pair{"measure", &c.repetitions()}, std::pair{"confirm", &c.confirmations()}})
+      for (int i = 0; i < reps->size(); ++i) {
+        const auto& r = (*reps)[i];
+        const auto& l = r.latency();
+        rep.bind(1, cell_id)
+            .bind(2, std::string(phase))
+            .bind(3, int64_t{i})
+            .bind(4, figure(r, "qps", r.qps()));
+        rep.bind(5, figure(r, "latency.p50_us", l.p50_us())).bind(6, figure(r, "latency.p90_us", l.p90_us()));
+        rep.bind(7, figure(r, "latency.p99_us", l.p99_us()))
+            .bind(8, figure(r, "latency.p999_us", l.p999_us()));
+        rep.bind(9, figure(r, "latency.max_us", l.max_us()));
+        rep.bind(10, static_cast<int64_t>(r.errors())).bind(11, static_cast<int64_t>(r.requests()));
+        rep.bind(12, r.server().cpu_pct()).bind(13, static_cast<int64_t>(r.server().rss_kb_peak()));
+        rep.bind(14, r.client().cpu_pct()).bind(15, static_cast<int64_t>(r.client().rss_kb_peak()));
+        rep.bind(16, json_list(r.unavailable()));
+        // The steal of the cell's CPUs: the larger side's (pinned apart, each sees its own CPUs;
+        // not pinned, both see the whole machine).
+        rep.bind(17, std::max(r.server().steal_pct(), r.client().steal_pct()));
+        rep.bind(18, r.server().cpus()).bind(19, load_cpus(r)).bind(20, r.target_build()).run();
+      }
   }
 }
 
@@ -257,13 +318,17 @@ AppendResult History::append_run(const nlohmann::json& result, const std::string
   AppendResult out;
   sqlite::Statement find(
       db_, path_,
-      "SELECT id, coalesce(finished_at, ''), (SELECT count(*) FROM cells WHERE run_id = runs.id) "
+      "SELECT id, coalesce(finished_at, ''), (SELECT count(*) FROM cells WHERE run_id = runs.id), "
+      "(SELECT count(*) FROM repetitions p JOIN cells c ON c.id = p.cell_id WHERE c.run_id = runs.id) "
       "FROM runs WHERE run_folder = ? AND started_at = ?",
       "look for the run");
   find.bind(1, h.run_folder).bind(2, h.started_at);
   if (find.step()) {
     out.run_id = find.integer(0);
-    if (find.text(1) == h.finished_at && find.integer(2) == static_cast<int64_t>(cells.size())) {
+    int64_t repetitions = 0;
+    for (auto& c : cells) repetitions += c.repetitions_size() + c.confirmations_size();
+    if (find.text(1) == h.finished_at && find.integer(2) == static_cast<int64_t>(cells.size()) &&
+        find.integer(3) == repetitions) {
       out.outcome = AppendOutcome::kUnchanged;
       return out;  // rolls back an empty transaction
     }
@@ -273,7 +338,7 @@ AppendResult History::append_run(const nlohmann::json& result, const std::string
   }
   out.run_id = store_run(db_, path_, h, out.outcome == AppendOutcome::kUpdated ? out.run_id : 0);
   store_agents(db_, path_, out.run_id, agents);
-  store_cells(db_, path_, out.run_id, cells);
+  store_cells(db_, path_, out.run_id, result, cells);
   t.commit();
   return out;
 }
@@ -334,6 +399,154 @@ std::optional<std::string> History::last_good_run(const std::string& scenario) c
   s.bind(1, scenario);
   if (!s.step()) return std::nullopt;
   return s.text(0);
+}
+
+History::CellNights History::nights(const std::string& scenario, const std::string& cell_key,
+                                    const HistoryMetric& metric, const std::string& except_folder) const {
+  // Each agent's fingerprint, per run.
+  std::map<std::pair<int64_t, std::string>, std::string> fingerprints;
+  {
+    sqlite::Statement f(
+        db_, path_,
+        "SELECT a.run_id, a.name, a.fingerprint FROM run_agents a JOIN runs r ON r.id = a.run_id "
+        "WHERE r.scenario = ?",
+        "read the agents' fingerprints");
+    f.bind(1, scenario);
+    while (f.step()) fingerprints[{f.integer(0), f.text(1)}] = f.text(2);
+  }
+  std::string sql =
+      std::string(
+          "SELECT r.id, r.started_at, c.ok, c.agents, c.settings, coalesce(p.phase, ''), p.steal_pct, "
+          "coalesce(p.target_build, ''), r.run_folder, ") +
+      column_of(metric.name).column +
+      " FROM runs r JOIN cells c ON c.run_id = r.id LEFT JOIN repetitions p ON p.cell_id = c.id "
+      "WHERE r.scenario = ? AND c.key = ? ORDER BY r.started_at, r.id, p.phase DESC, p.idx";
+  sqlite::Statement s(db_, path_, sql.c_str(), "read cell " + cell_key + "'s nights");
+  s.bind(1, scenario).bind(2, cell_key);
+  CellNights out;
+  std::vector<std::vector<double>> steals;
+  while (s.step()) {
+    if (!except_folder.empty() && s.text(8) == except_folder) continue;
+    const int64_t run = s.integer(0);
+    if (out.run_ids.empty() || out.run_ids.back() != run) {
+      Night n;
+      n.run_id = run;
+      n.started_at = s.text(1);
+      n.ok = s.integer(2) != 0;
+      std::vector<std::string> agents;
+      try {
+        agents = nlohmann::json::parse(s.text(3)).get<std::vector<std::string>>();
+      } catch (const std::exception&) {
+      }
+      for (auto& a : agents) n.fingerprint += a + "|" + fingerprints[{run, a}] + "\n";
+      n.fingerprint += "cell|settings=" + s.text(4);
+      out.nights.push_back(std::move(n));
+      out.run_ids.push_back(run);
+      steals.emplace_back();
+    }
+    Night& n = out.nights.back();
+    const bool confirm = s.text(5) == "confirm";
+    if (!s.is_null(9) && std::isfinite(s.real(9))) (confirm ? n.confirmation : n.values).push_back(s.real(9));
+    if (!confirm && !s.text(5).empty()) {
+      if (!s.is_null(6)) steals.back().push_back(s.real(6));
+      if (n.target_build.empty()) n.target_build = s.text(7);
+    }
+  }
+  for (size_t i = 0; i < out.nights.size(); ++i) {
+    auto& v = steals[i];
+    std::sort(v.begin(), v.end());
+    out.nights[i].steal_pct = v.empty() ? 0 : v[(v.size() - 1) / 2];
+  }
+  // The levels accepted for this cell (or for all of the scenario's), as indices.
+  sqlite::Statement l(
+      db_, path_,
+      "SELECT l.run_id, r.started_at, l.accepted_at FROM levels l JOIN runs r ON r.id = l.run_id "
+      "WHERE l.scenario = ? AND (l.key = ? OR l.key = '*') ORDER BY l.accepted_at, l.id",
+      "read the accepted levels of " + cell_key);
+  l.bind(1, scenario).bind(2, cell_key);
+  while (l.step()) {
+    AcceptedLevel a;
+    const std::string start = l.text(1), accepted_at = l.text(2);
+    a.start = out.nights.size();
+    a.effective_from = out.nights.size();
+    const int64_t start_run = l.integer(0);
+    // The level starts at the accepted run itself (or the first night after it, for a cell that
+    // run did not have); it applies to the nights that started from the acceptance on (times
+    // are whole seconds: a night of the same second counts it).
+    for (size_t i = 0; i < out.nights.size(); ++i)
+      if (out.run_ids[i] == start_run) a.start = i;
+    for (size_t i = 0; i < out.nights.size() && a.start == out.nights.size(); ++i)
+      if (out.nights[i].started_at > start) a.start = i;
+    for (size_t i = 0; i < out.nights.size(); ++i)
+      if (out.nights[i].started_at >= accepted_at) {
+        a.effective_from = i;
+        break;
+      }
+    out.accepted.push_back(a);
+  }
+  return out;
+}
+
+nlohmann::json History::regression(const std::string& scenario) const {
+  sqlite::Statement s(
+      db_, path_, "SELECT regression FROM runs WHERE scenario = ? ORDER BY started_at DESC, id DESC LIMIT 1",
+      "read the regression settings of " + scenario);
+  s.bind(1, scenario);
+  if (!s.step()) return nlohmann::json::object();
+  try {
+    return nlohmann::json::parse(s.text(0));
+  } catch (const std::exception&) {
+    return nlohmann::json::object();
+  }
+}
+
+std::string History::accept(const std::string& cell_key, int64_t run_id, const std::string& note) {
+  sqlite::Transaction t(db_, path_, "accept a level");
+  sqlite::Statement run(db_, path_, "SELECT scenario FROM runs WHERE id = ?", "find run");
+  run.bind(1, run_id);
+  if (!run.step())
+    throw InputError("--run", "no run " + std::to_string(run_id) + " in " + path_ + " (`loadlab history " +
+                                  path_ + "` lists them)");
+  const std::string scenario = run.text(0);
+  if (cell_key != "all") {
+    sqlite::Statement cell(db_, path_, "SELECT ok FROM cells WHERE run_id = ? AND key = ?", "find the cell");
+    cell.bind(1, run_id).bind(2, cell_key);
+    if (!cell.step())
+      throw InputError("CELL", "run " + std::to_string(run_id) + " (" + scenario + ") has no cell \"" +
+                                   cell_key + "\"; give a cell key of that run, or all");
+    if (cell.integer(0) == 0)
+      throw InputError("--run", "cell " + cell_key + " failed in run " + std::to_string(run_id) +
+                                    ": a level starts at a night that measured it");
+  }
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char at[32];
+  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  sqlite::Statement add(
+      db_, path_, "INSERT INTO levels (scenario, key, run_id, accepted_at, note) VALUES (?, ?, ?, ?, ?)",
+      "accept a level");
+  add.bind(1, scenario).bind(2, cell_key == "all" ? std::string("*") : cell_key).bind(3, run_id);
+  add.bind(4, std::string(at)).bind(5, note).run();
+  t.commit();
+  return scenario;
+}
+
+void History::store_verdicts(int64_t run_id, const std::string& metric,
+                             const std::vector<std::pair<std::string, NightVerdict>>& verdicts) {
+  sqlite::Transaction t(db_, path_, "store the verdicts of run " + std::to_string(run_id));
+  sqlite::Statement v(
+      db_, path_,
+      "INSERT OR REPLACE INTO verdicts (run_id, key, metric, verdict, reason, value, baseline, "
+      "change_pct, mdc_pct, nights) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "store a verdict");
+  auto finite = [](double x) { return std::isfinite(x) ? std::optional<double>(x) : std::nullopt; };
+  for (auto& [key, n] : verdicts) {
+    v.bind(1, run_id).bind(2, key).bind(3, metric).bind(4, n.verdict).bind(5, n.reason);
+    v.bind(6, finite(n.value)).bind(7, finite(n.baseline)).bind(8, finite(n.change_pct));
+    v.bind(9, finite(n.mdc_pct)).bind(10, static_cast<int64_t>(n.nights)).run();
+  }
+  t.commit();
 }
 
 AppendResult append_run_file(const std::string& db_path, const std::string& run_folder_or_result_json) {

@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "loadlab/controller/change_points.hpp"
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/history.hpp"
+#include "loadlab/controller/night_verdicts.hpp"
+#include "loadlab/controller/stats.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
@@ -160,15 +163,120 @@ void changes(const History& h, const HistoryCliOptions& o, std::ostream& out) {
       << " permutations, levels of at least " << cpo.min_segment << " runs\n";
 }
 
+// The nightly verdict replayed over every night of each scenario's cells, each night against
+// the nights before it: what `loadlab run --baseline history` said (or would have said) night
+// by night, and what it adds up to.
+void verdicts(const History& h, const HistoryCliOptions& o, std::ostream& out) {
+  std::map<std::string, std::vector<std::string>> keys_of;
+  for (auto& [scenario, key] : selected_cells(h, o)) keys_of[scenario].push_back(key);
+  if (o.csv)
+    out << "scenario,run_id,started_at,cell,verdict,value,confirm_value,baseline,change_pct,mdc_pct,nights,"
+           "target_build,reason\n";
+  for (auto& [scenario, keys] : keys_of) {
+    RegressionDef r;
+    const auto stored = h.regression(scenario);
+    if (stored.is_object() && !stored.empty())
+      r = parse_regression(ObjectReader(stored, "/scenario/regression"));
+    if (!o.metric.empty()) r.metric = o.metric;
+    if (o.baseline_nights) {
+      r.baseline_nights = o.baseline_nights;
+      r.min_nights = std::min(r.min_nights, r.baseline_nights);
+    }
+    // Every cell of the scenario counts for its level, also those --cell leaves out.
+    size_t cells = 0;
+    for (auto& [s, k] : h.cells()) cells += s == scenario;
+    const VerdictOptions vo = verdict_options(r, cells);
+    std::map<int64_t, std::string> night_started;
+    std::map<int64_t, bool> night_alarmed;
+    std::map<std::string, std::map<std::string, size_t>> counts;  // cell → verdict → nights
+    std::map<std::string, std::vector<double>> mdcs;
+    size_t judged = 0, inconclusive = 0;
+    for (auto& key : keys) {
+      auto cn = h.nights(scenario, key, history_metric(r.metric));
+      auto v = judge_series(cn.nights, vo, cn.accepted);
+      for (size_t i = 0; i < v.size(); ++i) {
+        const Night& n = cn.nights[i];
+        night_started[n.run_id] = n.started_at;
+        night_alarmed[n.run_id] = night_alarmed[n.run_id] || v[i].verdict == kRegression;
+        ++counts[key][v[i].verdict];
+        if (v[i].verdict != "failed") {
+          ++judged;
+          inconclusive += v[i].verdict == kInconclusive;
+        }
+        if (std::isfinite(v[i].mdc_pct)) mdcs[key].push_back(v[i].mdc_pct);
+        if (o.csv) {
+          std::string reason = v[i].reason;
+          std::replace(reason.begin(), reason.end(), '"', '\'');
+          out << scenario << "," << n.run_id << "," << n.started_at << "," << key << "," << v[i].verdict
+              << "," << number(v[i].value) << "," << number(v[i].confirm_value) << ","
+              << number(v[i].baseline) << "," << number(v[i].change_pct) << "," << number(v[i].mdc_pct) << ","
+              << v[i].nights << "," << n.target_build << ",\"" << reason << "\"\n";
+        }
+      }
+    }
+    if (o.csv) continue;
+    size_t alarmed = 0;
+    for (auto& [run, a] : night_alarmed) alarmed += a;
+    char line[512];
+    out << scenario << ": " << night_started.size() << " nights of " << cells << " cells; metric " << r.metric
+        << ", threshold " << r.threshold_pct << " %, at most " << r.false_alarm_pct
+        << " % of nights may alarm (" << vo.alpha << " a cell), bands of " << r.baseline_nights
+        << " nights (at least " << r.min_nights << ")\n";
+    std::snprintf(line, sizeof line, "  %-28s %6s %6s %6s %12s %10s %11s %6s %10s\n", "cell", "nights",
+                  "same", "noise", "inconclusive", "regression", "improvement", "failed", "mdc (med)");
+    out << line;
+    for (auto& key : keys) {
+      auto& c = counts[key];
+      size_t total = 0;
+      for (auto& [verdict, n] : c) total += n;
+      std::snprintf(line, sizeof line, "  %-28s %6zu %6zu %6zu %12zu %10zu %11zu %6zu %9s%%\n", key.c_str(),
+                    total, c[kSame], c[kNoise], c[kInconclusive], c[kRegression], c[kImprovement],
+                    c["failed"], mdcs[key].empty() ? "-" : number(median(mdcs[key])).c_str());
+      out << line;
+    }
+    std::snprintf(
+        line, sizeof line,
+        "  nights with a regression: %zu of %zu (%.1f per 100); inconclusive: %zu of %zu cell-nights "
+        "(%.1f %%)\n",
+        alarmed, night_started.size(), night_started.empty() ? 0.0 : 100.0 * alarmed / night_started.size(),
+        inconclusive, judged, judged ? 100.0 * inconclusive / judged : 0.0);
+    out << line;
+  }
+}
+
+// `accept CELL|all --run ID`: a new level.
+void accept(History& h, const HistoryCliOptions& o, std::ostream& out) {
+  const std::string scenario = h.accept(o.accept_cell, o.accept_run, o.accept_note);
+  out << scenario << ": " << (o.accept_cell == "all" ? "every cell" : o.accept_cell)
+      << " starts a new level at run " << o.accept_run << "; nights judged from now on compare with it\n";
+}
+
 }  // namespace
 
 int run_history(const HistoryCliOptions& o, std::ostream& out) {
   try {
     if (!o.metric.empty()) history_metric(o.metric);  // before any work
-    if (!o.metric.empty() && o.cell.empty() && !o.changes)
-      throw InputError("--metric", "goes with --cell KEY (a trend) or --changes");
+    if (!o.metric.empty() && o.cell.empty() && !o.changes && !o.verdicts)
+      throw InputError("--metric", "goes with --cell KEY (a trend), --changes or --verdicts");
+    if (o.csv && !o.verdicts) throw InputError("--csv", "goes with --verdicts");
+    if (o.verdicts && o.changes) throw InputError("--verdicts", "and --changes exclude each other");
+    if (!o.add_runs.empty()) {
+      for (auto& run : o.add_runs) {
+        auto added = append_run_file(o.file, run);
+        out << run << ": "
+            << (added.outcome == AppendOutcome::kAdded     ? "added"
+                : added.outcome == AppendOutcome::kUpdated ? "updated"
+                                                           : "already there")
+            << " (run " << added.run_id << ")\n";
+      }
+      return 0;
+    }
     History h = History::open(o.file, History::Mode::kExisting);
-    if (o.changes)
+    if (!o.accept_cell.empty())
+      accept(h, o, out);
+    else if (o.verdicts)
+      verdicts(h, o, out);
+    else if (o.changes)
       changes(h, o, out);
     else if (!o.cell.empty())
       trend(h, o, out);
@@ -194,6 +302,26 @@ void HistoryCommand::add_to(CLI::App& app) {
                      "the runs where a cell's figure moved to a new level (E-divisive change points)");
   command_->add_option("--last", options_.last, "only the newest N runs of each cell (default all)")
       ->check(number_in(0, static_cast<double>(limits::kMaxHistoryRuns)));
+  command_->add_flag("--verdicts", options_.verdicts,
+                     "replay the nightly verdict over every night, each against the nights before it: "
+                     "counts per cell, false-alarm nights per 100, each cell's minimum detectable change");
+  command_->add_flag("--csv", options_.csv, "with --verdicts: one line per night and cell");
+  command_
+      ->add_option("--baseline-nights", options_.baseline_nights,
+                   "with --verdicts: the earlier nights that make a band (default the scenario's, or 10)")
+      ->check(number_in(2, static_cast<double>(limits::kMaxBaselineNights)));
+  accept_ = command_->add_subcommand(
+      "accept",
+      "start a new level: CELL (or all) compares with the nights from run ID on (an intended change)");
+  accept_->add_option("cell", options_.accept_cell, "a cell key, or all")->required();
+  accept_
+      ->add_option("--run", options_.accept_run,
+                   "the run the new level starts at (loadlab history FILE lists them)")
+      ->required()
+      ->check(number_in(1, 9e18));
+  accept_->add_option("--note", options_.accept_note, "why, kept with the level");
+  add_ = command_->add_subcommand("add", "store run folders (or their result.json) in the history, in order");
+  add_->add_option("runs", options_.add_runs, "run folders or result.json files")->required();
 }
 
 bool HistoryCommand::chosen() const { return command_ && command_->parsed(); }

@@ -64,9 +64,59 @@ CREATE TABLE run_agents (
   PRIMARY KEY (run_id, name));
 )sql";
 
+// Version 3: what the nightly verdicts need. Each agent's machine fingerprint and CPUs, the
+// agents a cell ran on and a digest of its settings (nights are compared like with like), each
+// repetition's phase (a confirmation measured at the end of the run, or not), steal, CPUs and
+// target build; the scenario's regression settings; the verdicts a run gave, and the levels
+// accepted by hand.
+const char* kToV3 = R"sql(
+ALTER TABLE runs ADD COLUMN regression TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE run_agents ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_agents ADD COLUMN allowed_cpus TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_agents ADD COLUMN cpu_binding TEXT NOT NULL DEFAULT '';
+ALTER TABLE cells ADD COLUMN agents TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE cells ADD COLUMN settings TEXT NOT NULL DEFAULT '';
+CREATE TABLE repetitions_v3 (
+  cell_id INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+  phase TEXT NOT NULL DEFAULT 'measure',
+  idx INTEGER NOT NULL,
+  qps REAL, p50_us REAL, p90_us REAL, p99_us REAL, p999_us REAL, max_us REAL,
+  errors INTEGER, requests INTEGER,
+  server_cpu_pct REAL, server_rss_kb_peak INTEGER, client_cpu_pct REAL, client_rss_kb_peak INTEGER,
+  unavailable TEXT NOT NULL DEFAULT '[]',
+  steal_pct REAL,
+  server_cpus TEXT NOT NULL DEFAULT '',
+  client_cpus TEXT NOT NULL DEFAULT '',
+  target_build TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (cell_id, phase, idx));
+INSERT INTO repetitions_v3 (cell_id, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, errors, requests,
+  server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, unavailable)
+  SELECT cell_id, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, errors, requests,
+  server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, unavailable FROM repetitions;
+DROP TABLE repetitions;
+ALTER TABLE repetitions_v3 RENAME TO repetitions;
+CREATE TABLE verdicts (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  value REAL, baseline REAL, change_pct REAL, mdc_pct REAL, nights INTEGER,
+  PRIMARY KEY (run_id, key, metric));
+CREATE TABLE levels (
+  id INTEGER PRIMARY KEY,
+  scenario TEXT NOT NULL,
+  key TEXT NOT NULL,
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  accepted_at TEXT NOT NULL,
+  note TEXT NOT NULL DEFAULT '');
+CREATE INDEX levels_by_cell ON levels (scenario, key);
+)sql";
+
 const Migration kMigrations[] = {
     {1, "create the schema (version 1)", kToV1},
     {2, "migrate to version 2 (agents, overrides, n/a figures)", kToV2},
+    {3, "migrate to version 3 (fingerprints, confirmations, verdicts, accepted levels)", kToV3},
 };
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == History::kSchemaVersion,
               "one migration per schema version");

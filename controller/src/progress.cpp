@@ -74,6 +74,15 @@ void ProgressReporter::note(const std::string& line) {
   line_->print_above(line + "\n");
 }
 
+void ProgressReporter::info(const std::string& line) {
+  if (finished_) return;
+  if (!tty_) {
+    component_logger("controller")->info("{}", line);
+    return;
+  }
+  line_->print_above(line + "\n");
+}
+
 void ProgressReporter::draw() {
   last_draw_ = std::chrono::steady_clock::now();
   const int width = 24;

@@ -1,7 +1,5 @@
 #include "loadlab/controller/provenance.hpp"
 
-#include <openssl/evp.h>
-
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -30,27 +28,6 @@ std::string quote(const std::string& s) {
 }
 
 }  // namespace
-
-std::string sha256_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  std::array<char, 65536> buf{};
-  while (in.read(buf.data(), buf.size()) || in.gcount() > 0)
-    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
 
 nlohmann::json file_provenance(const std::string& path) {
   namespace fs = std::filesystem;

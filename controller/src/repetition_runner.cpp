@@ -35,7 +35,9 @@ class RepetitionRunner {
 
   v1::Repetition run() {
     watchdog_.arm("ready", options_.limits.ready_s);
-    target_.start(target_spec(scenario_, cell_));  // on failure nothing else has started
+    auto spec = target_spec(scenario_, cell_);
+    spec.set_cpus(placement_.target_cpus);
+    target_.start(spec);  // on failure nothing else has started
     try {
       start_loads();
       await_window();
@@ -57,7 +59,9 @@ class RepetitionRunner {
     auto shares = split_load(scenario_, cell_, placement_.loads.size());
     for (size_t i = 0; i < shares.size(); ++i) {
       loads_.push_back(std::make_unique<LoadSession>(i, placement_.loads[i], shares[i], watchdog_));
-      loads_.back()->start(load_spec(scenario_, cell_, shares[i], target_.endpoint()), events_);
+      auto spec = load_spec(scenario_, cell_, shares[i], target_.endpoint());
+      spec.set_cpus(i < placement_.load_cpus.size() ? placement_.load_cpus[i] : "");
+      loads_.back()->start(spec, events_);
     }
   }
 
@@ -134,6 +138,7 @@ class RepetitionRunner {
     v1::Repetition r = merge_load_results(parts);
     *r.mutable_server() = *server_;
     r.set_target_startup_ms(target_.startup_ms());
+    r.set_target_build(target_.build());
     r.set_target_agent(target_.agent_name());
     add_intervals(r);
     for (size_t i = 0; i < loads_.size(); ++i) {

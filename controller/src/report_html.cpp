@@ -8,6 +8,9 @@
 #include "loadlab/controller/matrix_pivot.hpp"
 #include "loadlab/controller/reporters.hpp"
 #include "loadlab/controller/svg_chart.hpp"
+#include "loadlab/controller/verdict.hpp"
+#include "loadlab/proto/json.hpp"
+#include "loadlab/shared/input_error.hpp"
 
 namespace loadlab::controller {
 
@@ -43,6 +46,9 @@ svg.chart{width:100%;height:auto;display:block}
 svg.chart .grid{stroke:#e6eaee;stroke-width:1}svg.chart .axis{stroke:#8c959f;stroke-width:1}
 svg.chart text{font:11px system-ui,sans-serif;fill:#57606a}svg.chart .axis-title{font-size:12px;fill:#24292f}
 svg.sparkline{width:160px;height:36px;display:block}
+svg.band{width:220px;height:48px;display:block}
+table.pairs{font-size:.8em;margin-top:4px}
+td.why{min-width:18em;font-size:.85em}
 ul.legend{list-style:none;margin:4px 0 0;padding:0;display:flex;flex-wrap:wrap;gap:2px 12px;font-size:12px}
 ul.legend span{display:inline-block;width:14px;height:3px;margin-right:4px;vertical-align:middle}
 .note{color:var(--muted);font-size:12px}
@@ -138,32 +144,95 @@ std::string verdict_class(const std::string& verdict) {
   return "";
 }
 
-std::string verdict_text(const CellVerdict& v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f %%", v.change_pct);
-  return v.verdict + " " + buf;
+const v1::CellVerdict* verdict_of(const v1::Verdicts& v, const std::string& key) {
+  for (auto& c : v.cells())
+    if (c.key() == key) return &c;
+  return nullptr;
 }
 
-void write_verdicts(std::ostream& o, const VerdictSection& v, const std::vector<CellResult>& cells) {
-  o << "<section id=\"verdicts\"><h2>Against the baseline</h2><p class=\"note\">" << html_escape(v.metric)
-    << " compared with " << html_escape(v.baseline) << "</p>";
-  o << "<div class=\"scroll\"><table class=\"verdicts\"><thead><tr><th>cell</th><th>verdict</th>"
-       "<th class=\"num\">change</th></tr></thead><tbody>";
-  auto line = [&](const std::string& key, const CellVerdict& cv) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%+.1f %%", cv.change_pct);
-    o << "<tr class=\"verdict\" data-key=\"" << html_escape(key) << "\"><td>" << html_escape(key)
-      << "</td><td class=\"" << verdict_class(cv.verdict) << "\">" << html_escape(cv.verdict)
-      << "</td><td class=\"num\">" << buf << "</td></tr>";
+std::string signed_pct(double v) { return pct_text(v); }
+
+std::string verdict_text(const v1::CellVerdict& v) {
+  return v.verdict() + (v.has_change_pct() ? " " + signed_pct(v.change_pct()) : "");
+}
+
+std::string figure(bool has, double v) { return has ? fixed(v, 2) : ""; }
+
+// The cell's earlier nights, its band and tonight, as a small chart.
+std::string band_chart(const v1::CellVerdict& v) {
+  BandChart c;
+  for (auto& n : v.history()) {
+    c.nights.push_back(n.value());
+    c.night_titles.push_back(n.started_at() + " (run " + std::to_string(n.run_id()) +
+                             "): " + fixed(n.value(), 2));
+  }
+  if (v.has_band_low()) c.band_low = v.band_low();
+  if (v.has_band_high()) c.band_high = v.band_high();
+  if (v.has_value()) {
+    c.tonight = v.value();
+    c.tonight_title = "tonight: " + fixed(v.value(), 2) +
+                      (v.has_change_pct() ? " (" + signed_pct(v.change_pct()) + ")" : "");
+  }
+  if (v.has_confirm_value()) {
+    c.confirmation = v.confirm_value();
+    c.confirmation_title = "measured again: " + fixed(v.confirm_value(), 2);
+  }
+  c.tonight_class = verdict_class(v.verdict());
+  return svg_band_chart(c);
+}
+
+// An A/B cell's pairs: A's and B's figure of each, in the order they ran.
+std::string pairs_table(const v1::CellVerdict& c) {
+  if (c.pairs().empty()) return "";
+  std::string t =
+      "<table class=\"pairs\"><thead><tr><th>pair</th><th>order</th><th class=\"num\">A</th>"
+      "<th class=\"num\">B</th><th class=\"num\">B/A</th></tr></thead><tbody>";
+  for (int i = 0; i < c.pairs_size(); ++i) {
+    const auto& p = c.pairs(i);
+    t += "<tr><td>" + std::to_string(i + 1) + "</td><td>" + (p.b_first() ? "B A" : "A B") +
+         "</td><td class=\"num\">" + fixed(p.a(), 2) + "</td><td class=\"num\">" + fixed(p.b(), 2) +
+         "</td><td class=\"num\">" + (p.a() > 0 ? signed_pct((p.b() / p.a() - 1) * 100) : "") + "</td></tr>";
+  }
+  return t + "</tbody></table>";
+}
+
+void write_verdicts(std::ostream& o, const v1::Verdicts& v, const std::vector<CellResult>& cells,
+                    const char* id = "verdicts", const char* heading = "Against the baseline") {
+  char level[64];
+  std::snprintf(level, sizeof level, "%.2g", v.cell_level());
+  o << "<section id=\"" << id << "\"><h2>" << heading << "</h2><p class=\"note\">" << html_escape(v.metric())
+    << " compared with " << html_escape(v.baseline()) << " (" << html_escape(v.method())
+    << "): a regression is worse "
+    << "by more than " << fixed(v.threshold_pct(), 1)
+    << " % and outside the band a night of unchanged code falls in; "
+    << "at most " << fixed(v.false_alarm_pct(), 2) << " % of such nights alarm (" << level << " a cell). "
+    << "mdc: the smallest change the cell could show 95 % of the time.";
+  if (!v.note().empty()) o << " " << html_escape(v.note()) << ".";
+  o << "</p><div class=\"scroll\"><table class=\"verdicts\"><thead><tr><th>cell</th><th>verdict</th>"
+       "<th class=\"num\">change</th><th class=\"num\">base</th><th class=\"num\">new</th>"
+       "<th class=\"num\">again</th><th class=\"num\">band</th><th class=\"num\">mdc</th>"
+       "<th class=\"num\">nights</th><th>nights, band, tonight</th><th>why</th></tr></thead><tbody>";
+  auto line = [&](const v1::CellVerdict& c) {
+    o << "<tr class=\"verdict\" data-key=\"" << html_escape(c.key()) << "\"><td>" << html_escape(c.key())
+      << "</td><td class=\"" << verdict_class(c.verdict()) << "\">" << html_escape(c.verdict())
+      << "</td><td class=\"num\">" << (c.has_change_pct() ? signed_pct(c.change_pct()) : "")
+      << "</td><td class=\"num\">" << figure(c.has_baseline(), c.baseline()) << "</td><td class=\"num\">"
+      << figure(c.has_value(), c.value()) << "</td><td class=\"num\">"
+      << figure(c.has_confirm_value(), c.confirm_value()) << "</td><td class=\"num\">"
+      << (c.has_band_low() && c.has_band_high() ? fixed(c.band_low(), 2) + " .. " + fixed(c.band_high(), 2)
+                                                : "")
+      << "</td><td class=\"num\">" << (c.has_mdc_pct() ? fixed(c.mdc_pct(), 1) + " %" : "")
+      << "</td><td class=\"num\">" << c.nights() << "</td><td>" << band_chart(c) << pairs_table(c)
+      << "</td><td class=\"why\">" << html_escape(c.reason()) << "</td></tr>";
   };
   std::vector<std::string> shown;
   for (auto& c : cells)  // the matrix's order first, then keys only the baseline has
-    if (auto it = v.by_key.find(c.cell.key()); it != v.by_key.end()) {
-      line(it->first, it->second);
-      shown.push_back(it->first);
+    if (auto* cv = verdict_of(v, c.cell.key())) {
+      line(*cv);
+      shown.push_back(cv->key());
     }
-  for (auto& [key, cv] : v.by_key)
-    if (std::find(shown.begin(), shown.end(), key) == shown.end()) line(key, cv);
+  for (auto& cv : v.cells())
+    if (std::find(shown.begin(), shown.end(), cv.key()) == shown.end()) line(cv);
   o << "</tbody></table></div></section>";
 }
 
@@ -196,12 +265,11 @@ void write_matrix(std::ostream& o, const std::vector<CellResult>& cells, const R
         << ">" << html_escape(rows[r][i]) << "</td>";
     }
     if (sections.verdicts) {
-      auto it = sections.verdicts->by_key.find(c.cell.key());
-      if (it == sections.verdicts->by_key.end())
-        o << "<td></td>";
+      if (auto* cv = verdict_of(*sections.verdicts, c.cell.key()))
+        o << "<td class=\"" << verdict_class(cv->verdict()) << "\">" << html_escape(verdict_text(*cv))
+          << "</td>";
       else
-        o << "<td class=\"" << verdict_class(it->second.verdict) << "\">"
-          << html_escape(verdict_text(it->second)) << "</td>";
+        o << "<td></td>";
     }
     o << "</tr>";
   }
@@ -352,12 +420,14 @@ void write_html_report(std::ostream& o, const json& header, const std::string& t
   write_run_header(o, header, title, cells.size());
   o << "<nav>";
   if (sections.verdicts) o << "<a href=\"#verdicts\">verdicts</a>";
+  if (sections.ab) o << "<a href=\"#ab\">A/B</a>";
   o << "<a href=\"#matrix\">matrix</a>";
   if (!cells.empty())
     o << "<a href=\"#throughput\">throughput</a><a href=\"#latency\">latency</a><a href=\"#cost\">cost</a>";
   if (sections.trends) o << "<a href=\"#trends\">trends</a>";
   o << "</nav>";
   if (sections.verdicts) write_verdicts(o, *sections.verdicts, cells);
+  if (sections.ab) write_verdicts(o, *sections.ab, cells, "ab", "A/B: build B against build A, pair by pair");
   write_matrix(o, cells, sections);
   if (!cells.empty()) {
     const ChartLayout layout = chart_layout(cells);
@@ -377,20 +447,14 @@ ReportSections sections_of(const nlohmann::json& header) {
   auto text = [](const nlohmann::json& j, const char* key) {
     return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
   };
-  if (header.is_object() && header.contains("comparison") && header["comparison"].is_object()) {
-    const auto& c = header["comparison"];
-    VerdictSection v;
-    v.baseline = text(c, "baseline");
-    v.metric = text(c, "metric");
-    if (c.contains("cells") && c["cells"].is_array())
-      for (auto& cell : c["cells"]) {
-        if (!cell.is_object()) continue;
-        CellVerdict cv;
-        cv.verdict = text(cell, "verdict");
-        if (cell.contains("change_pct") && cell["change_pct"].is_number()) cv.change_pct = cell["change_pct"];
-        v.by_key[text(cell, "key")] = cv;
-      }
-    s.verdicts = v;
+  for (auto [key, out] : {std::pair{"verdicts", &s.verdicts}, std::pair{"ab", &s.ab}}) {
+    if (!header.is_object() || !header.contains(key) || !header[key].is_object()) continue;
+    v1::Verdicts v;
+    try {
+      proto::from_json(header[key].dump(), &v);
+      *out = v;
+    } catch (const InputError&) {  // read leniently: a section that does not parse is left out
+    }
   }
   if (header.is_object() && header.contains("trends") && header["trends"].is_object()) {
     const auto& t = header["trends"];

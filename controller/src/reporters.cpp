@@ -6,6 +6,8 @@
 
 #include "loadlab/controller/cell_metrics.hpp"
 #include "loadlab/controller/matrix_pivot.hpp"
+#include "loadlab/controller/report_html.hpp"
+#include "loadlab/controller/verdict.hpp"
 
 namespace loadlab::controller {
 
@@ -38,6 +40,27 @@ std::string csv_us(const v1::Repetition& r, const char* figure, double us) {
   std::ostringstream o;
   o << us;
   return o.str();
+}
+
+// The CPUs the repetition's target and load ran on, as their Usage read them back: the
+// server's, then each load agent's different set ("0/1", "0-3/4-7+4-7"); "" from agents that
+// do not say.
+std::pair<std::string, std::string> cpu_sets(const v1::Repetition& r) {
+  std::string client;
+  std::vector<std::string> seen;
+  for (auto& p : r.load_parts()) {
+    const auto& c = p.client().cpus();
+    if (c.empty() || std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+    seen.push_back(c);
+    client += (client.empty() ? "" : "+") + c;
+  }
+  return {r.server().cpus(), client};
+}
+
+std::string cpus_text(const v1::Repetition& r) {
+  auto [server, client] = cpu_sets(r);
+  if (server.empty() && client.empty()) return "-";
+  return (server.empty() ? "?" : server) + "/" + (client.empty() ? "?" : client);
 }
 
 std::string csv_field(const std::string& s) {
@@ -118,7 +141,7 @@ std::vector<std::string> cell_values(const Cell& c, bool human) {
 std::vector<std::string> summary_header(const std::vector<CellResult>& cells) {
   auto h = cell_header(cells, true);
   h.insert(h.end(), {"qps", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "srv cpu%", "srv MB",
-                     "cli cpu%", "cli MB", "status"});
+                     "cli cpu%", "cli MB", "cpus", "status"});
   return h;
 }
 
@@ -128,15 +151,15 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
     std::vector<std::string> row = cell_values(c.cell, true);
     if (c.ok()) {
       const auto& m = c.median();
-      row.insert(row.end(),
-                 {fixed(m.qps(), 0), latency_ms(m, "latency.p50_us", m.latency().p50_us()),
-                  latency_ms(m, "latency.p90_us", m.latency().p90_us()),
-                  latency_ms(m, "latency.p99_us", m.latency().p99_us()),
-                  latency_ms(m, "latency.max_us", m.latency().max_us()), std::to_string(m.errors()),
-                  fixed(m.server().cpu_pct(), 1), mb(m.server().rss_kb_peak()),
-                  fixed(m.client().cpu_pct(), 1), mb(m.client().rss_kb_peak()), flags_text(c.flags())});
+      row.insert(row.end(), {fixed(m.qps(), 0), latency_ms(m, "latency.p50_us", m.latency().p50_us()),
+                             latency_ms(m, "latency.p90_us", m.latency().p90_us()),
+                             latency_ms(m, "latency.p99_us", m.latency().p99_us()),
+                             latency_ms(m, "latency.max_us", m.latency().max_us()),
+                             std::to_string(m.errors()), fixed(m.server().cpu_pct(), 1),
+                             mb(m.server().rss_kb_peak()), fixed(m.client().cpu_pct(), 1),
+                             mb(m.client().rss_kb_peak()), cpus_text(m), flags_text(c.flags())});
     } else {
-      for (int i = 0; i < 10; ++i) row.push_back("-");
+      for (int i = 0; i < 11; ++i) row.push_back("-");
       row.push_back(failed_status(c.error));
     }
     rows.push_back(std::move(row));
@@ -220,7 +243,8 @@ void write_markdown(std::ostream& out, const std::string& title, const std::vect
   out << "\n";
   for (auto& r : summary_rows(cells)) markdown_row(out, r);
   out << "\nqps: requests per second over the measured window (median repetition); latencies from the "
-         "client's histogram; cpu% = 100 per core; MB = peak RSS; FAILED: the cell failed (see All figures); "
+         "client's histogram; cpu% = 100 per core; MB = peak RSS; cpus: the CPUs the server / the client ran "
+         "on; FAILED: the cell failed (see All figures); "
          "n/a: the client cannot give the figure.\n";
 }
 
@@ -230,7 +254,7 @@ void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
   out << header
       << "requests,errors,duration_s,qps,qps_min,qps_max,p50_us,p90_us,p99_us,p999_us,max_us,mean_us,"
          "server_cpu_pct,server_rss_kb_mean,server_rss_kb_peak,client_cpu_pct,client_rss_kb_mean,"
-         "client_rss_kb_peak,repetitions,flags,error\n";
+         "client_rss_kb_peak,server_cpus,client_cpus,repetitions,flags,error\n";
   for (auto& c : cells) {
     for (auto& v : cell_values(c.cell, false)) out << csv_field(v) << ",";
     if (c.ok()) {
@@ -244,15 +268,49 @@ void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
           << csv_us(m, "latency.max_us", m.latency().max_us()) << "," << fixed(m.latency().mean_us(), 1)
           << "," << fixed(m.server().cpu_pct(), 2) << "," << m.server().rss_kb_mean() << ","
           << m.server().rss_kb_peak() << "," << fixed(m.client().cpu_pct(), 2) << ","
-          << m.client().rss_kb_mean() << "," << m.client().rss_kb_peak() << "," << c.reps.size() << ",";
+          << m.client().rss_kb_mean() << "," << m.client().rss_kb_peak() << ",";
+      auto [server_cpus, client_cpus] = cpu_sets(m);
+      out << csv_field(server_cpus) << "," << csv_field(client_cpus) << "," << c.reps.size() << ",";
     } else {
-      out << ",,,,,,,,,,,,,,,,,," << c.reps.size() << ",";
+      out << ",,,,,,,,,,,,,,,,,,,," << c.reps.size() << ",";
     }
     std::string flags;
     for (auto& f : c.flags()) flags += (flags.empty() ? "" : " ") + f;
     out << csv_field(flags) << ",";
     out << csv_field(c.error) << "\n";
   }
+}
+
+namespace {
+void markdown_verdicts(std::ostream& out, const std::string& heading, const v1::Verdicts& v) {
+  out << "\n## " << heading << "\n\n"
+      << markdown_cell(v.metric() + " against " + v.baseline() + " (" + v.method() + ")") << "\n\n";
+  markdown_row(out, {"cell", "verdict", "change", "base", "new", "mdc", "nights", "why"});
+  out << "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
+  auto num = [](bool has, double x) { return has ? fixed(x, 2) : std::string(); };
+  for (auto& c : v.cells())
+    markdown_row(
+        out, {c.key(), c.verdict(), c.has_change_pct() ? pct_text(c.change_pct()) : "",
+              num(c.has_baseline(), c.baseline()), num(c.has_value(), c.value()),
+              c.has_mdc_pct() ? pct_text(c.mdc_pct(), false) : "", std::to_string(c.nights()), c.reason()});
+  for (auto& c : v.cells()) {
+    if (c.pairs().empty()) continue;
+    out << "\n" << markdown_cell(c.key() + " against " + c.a_key()) << ":\n\n";
+    markdown_row(out, {"pair", "order", "A", "B", "B/A"});
+    out << "| ---: | --- | ---: | ---: | ---: |\n";
+    for (int i = 0; i < c.pairs_size(); ++i) {
+      const auto& p = c.pairs(i);
+      markdown_row(out, {std::to_string(i + 1), p.b_first() ? "B A" : "A B", fixed(p.a(), 2), fixed(p.b(), 2),
+                         p.a() > 0 ? pct_text((p.b() / p.a() - 1) * 100) : ""});
+    }
+  }
+  if (!v.note().empty()) out << "\n" << markdown_cell(v.note()) << "\n";
+}
+}  // namespace
+
+void write_markdown_verdicts(std::ostream& out, const ReportSections& sections) {
+  if (sections.verdicts) markdown_verdicts(out, "Against the baseline", *sections.verdicts);
+  if (sections.ab) markdown_verdicts(out, "A/B", *sections.ab);
 }
 
 }  // namespace loadlab::controller

@@ -43,6 +43,7 @@ void add_usage(v1::Usage& into, const v1::Usage& o) {
   into.set_rss_kb_peak(into.rss_kb_peak() + o.rss_kb_peak());
   into.set_samples(into.samples() + o.samples());
   into.set_processes(into.processes() + o.processes());
+  into.set_steal_pct(into.steal_pct() + o.steal_pct());
   if (o.machine_cpu_pct() > into.machine_cpu_pct()) {
     into.set_machine_cpu_pct(o.machine_cpu_pct());
     into.set_machine_cores(o.machine_cores());
@@ -98,6 +99,7 @@ v1::CellResult to_proto(const CellResult& c) {
   p.set_error(c.error);
   for (auto& f : c.flags()) p.add_flags(f);
   for (auto& r : c.reps) *p.add_repetitions() = r;
+  for (auto& r : c.confirmations) *p.add_confirmations() = r;
   if (!c.reps.empty()) {
     p.set_median_index(static_cast<uint32_t>(c.median_index()));
     auto* m = p.mutable_median();
@@ -118,6 +120,7 @@ CellResult cell_from_proto(const v1::CellResult& p, const Cell& cell) {
   c.cell = cell;
   c.error = p.error();
   c.reps.assign(p.repetitions().begin(), p.repetitions().end());
+  c.confirmations.assign(p.confirmations().begin(), p.confirmations().end());
   return c;
 }
 

@@ -173,9 +173,11 @@ void write_result_views(const fs::path& dir, const nlohmann::json& header, const
                         const std::vector<CellResult>& cells, const ReportSections& sections) {
   std::ostringstream csv, md, html;
   write_csv(csv, cells);
+  const ReportSections shown =
+      sections.verdicts || sections.ab || sections.trends ? sections : sections_of(header);
   write_markdown(md, title, cells);
-  write_html_report(html, header, title, cells,
-                    sections.verdicts || sections.trends ? sections : sections_of(header));
+  write_markdown_verdicts(md, shown);
+  write_html_report(html, header, title, cells, shown);
   write_file(dir / "matrix.csv", csv.str());
   write_file(dir / "matrix.md", md.str());
   write_file(dir / "report.html", html.str());

@@ -4,22 +4,28 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <vector>
 
+#include "loadlab/controller/ab_verdicts.hpp"
 #include "loadlab/controller/agent_pool.hpp"
 #include "loadlab/controller/cell_executor.hpp"
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/history.hpp"
 #include "loadlab/controller/lab.hpp"
+#include "loadlab/controller/night_verdicts.hpp"
 #include "loadlab/controller/progress.hpp"
 #include "loadlab/controller/provenance.hpp"
 #include "loadlab/controller/reporters.hpp"
 #include "loadlab/controller/retry.hpp"
 #include "loadlab/controller/run_folder.hpp"
 #include "loadlab/controller/scenario.hpp"
+#include "loadlab/proto/json.hpp"
+#include "loadlab/shared/exit_status.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
 
@@ -97,7 +103,8 @@ class ScenarioRun {
         folder_(std::move(opened.folder)),
         new_dir_(std::move(opened.new_dir)),
         cells_(expand(scenario_)),
-        lab_path_(lab_path(o, folder_ ? folder_->previous_result() : nlohmann::json())) {}
+        lab_path_(lab_path(o, folder_ ? folder_->previous_result() : nlohmann::json())),
+        pool_(o.agent_stubs ? o.agent_stubs : StubFactory(grpc_stub)) {}
 
   int run(std::ostream& table_out, std::string* run_folder) {
     // Every input that can be refused is checked before the run's folder is made: the local
@@ -119,22 +126,30 @@ class ScenarioRun {
     save();
     ProgressReporter progress(cells_.size(), ProgressReporter::stderr_is_tty(), options_.quiet);
     run_cells(progress);
-    // A signal after the last cell changes nothing: the run is complete.
-    const bool complete =
-        std::all_of(results_.begin(), results_.end(), [](auto& r) { return r.has_value(); });
+    // A signal after the last cell (and its confirmations) changes nothing: the run is complete.
+    const bool complete = all_finished() && judge_and_confirm(progress);
     const int stopped_by = complete || !options_.stop ? 0 : options_.stop->load();
-    if (complete) header_["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+    if (complete) {
+      judge_ab_pairs();
+      header_["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+    }
     save();
     progress.finish();
     if (embedded_) embedded_->shutdown();
-    std::optional<Comparison> verdicts;
-    if (!options_.baseline.empty() && complete) verdicts = compare_with_baseline();
     if (!options_.history.empty() && complete) record_in_history();
     int status = summarize(table_out, stopped_by);
-    if (verdicts) {
-      table_out << "\ncompared with " << header_["comparison"]["baseline"].get<std::string>() << ":\n";
-      write_comparison(table_out, *verdicts);
-      if (status == 0 && verdicts->regressions) status = 1;
+    if (verdicts_ && complete) {
+      table_out << "\nagainst " << (verdicts_->method() == "history" ? "the history " : "")
+                << verdicts_->baseline() << ":\n";
+      write_verdicts(table_out, *verdicts_);
+      if (verdicts_->regressions()) status = exit_status::worst(status, exit_status::kRegression);
+    }
+    if (ab_ && complete) {
+      table_out << "\nA/B: " << scenario_.ab_b << " against " << scenario_.ab_a << ", pair by pair:\n";
+      write_verdicts(table_out, *ab_);
+      table_out << "\n";
+      write_ab_pairs(table_out, *ab_);
+      if (ab_->regressions()) status = exit_status::worst(status, exit_status::kRegression);
     }
     return status;
   }
@@ -151,7 +166,7 @@ class ScenarioRun {
 
   // --baseline names a run that can be read (history:last-good is looked up at the end).
   void check_baseline() const {
-    if (!options_.baseline.empty() && options_.baseline != kLastGood) read_baseline(options_.baseline);
+    if (judging() && !history_baseline()) read_baseline(options_.baseline);
   }
 
   // --history is a loadlab history, or a new file in a folder that exists.
@@ -200,37 +215,71 @@ class ScenarioRun {
       if (auto& a = pool_.add(def, 10); !a.reachable()) log->warn("{}", a.error);
   }
 
-  // The finished run against the baseline (a run folder or a result.json): the verdicts go
-  // into result.json's "comparison" and the files are written again.
-  std::optional<Comparison> compare_with_baseline() {
-    std::string path = options_.baseline;
-    if (path == kLastGood) {
-      std::optional<std::string> last;
-      if (fs::exists(options_.history)) last = last_good_run(options_.history, scenario_.name);
-      if (!last) {
-        component_logger("controller")
-            ->warn(
-                "--baseline history:last-good: {} holds no run of {} whose cells all succeeded; nothing to "
-                "compare with",
-                options_.history, scenario_.name);
-        return std::nullopt;
+  bool judging() const { return !options_.baseline.empty(); }
+
+  CellOptions cell_options() const {
+    CellOptions o = CellOptions::from(scenario_, options_.stop);
+    if (options_.cancel_calls) o.repetition.cancel = options_.cancel_calls;
+    return o;
+  }
+  bool history_baseline() const { return options_.baseline == kHistory || options_.baseline == kLastGood; }
+
+  // The verdicts of the cells as measured so far (result.json as saved), into the header:
+  // against the history (the run is stored in it first, so that tonight is read back as every
+  // night is), or against a base run.
+  void judge() {
+    if (history_baseline()) {
+      auto added = append_run_file(options_.history, folder().path().string());
+      History h = History::open(options_.history, History::Mode::kExisting);
+      std::vector<std::string> keys;
+      for (auto& c : cells_) keys.push_back(c.key());
+      verdicts_ = judge_run(h, scenario_.name, added.run_id, keys, regression());
+    } else {
+      std::string path = options_.baseline;
+      nlohmann::json base = read_baseline(path);
+      if (fs::is_directory(path)) path = (fs::path(path) / "result.json").string();
+      auto current = read_json_file((folder().path() / "result.json").string());
+      try {
+        verdicts_ = compare_results(base, current, regression());
+      } catch (const InputError& e) {
+        throw e.in_file("--baseline " + options_.baseline);
       }
-      path = *last;
+      verdicts_->set_baseline(path);
     }
-    nlohmann::json base = read_baseline(path);
-    if (fs::is_directory(path)) path = (fs::path(path) / "result.json").string();
-    auto current = read_json_file((folder().path() / "result.json").string());
-    auto options = options_from_result(current);
-    Comparison c;
-    try {
-      c = compare_results(base, current, options);
-    } catch (const InputError& e) {
-      throw e.in_file("--baseline " + options_.baseline);
-    }
-    header_["comparison"] = to_json(c);
-    header_["comparison"]["baseline"] = path;
+    header_["verdicts"] = nlohmann::json::parse(proto::to_json(*verdicts_));
     save();
-    return c;
+  }
+
+  // The scenario's regression settings, with --baseline-nights.
+  RegressionDef regression() const {
+    RegressionDef r = scenario_.regression;
+    if (options_.baseline_nights) {
+      r.baseline_nights = *options_.baseline_nights;
+      r.min_nights = std::min(r.min_nights, r.baseline_nights);
+    }
+    return r;
+  }
+
+  // Confirm before alarm: the cells the first verdict calls a regression (or every cell, with
+  // confirm.every_cell) are measured again, then judged again. False when the run is stopping.
+  bool judge_and_confirm(ProgressReporter& progress) {
+    if (judging()) judge();
+    std::vector<size_t> again;
+    for (size_t i = 0; i < results_.size(); ++i) {
+      const auto& r = *results_[i];
+      if (!r.ok() || !r.confirmations.empty()) continue;
+      if (scenario_.execution.confirm_every_cell || (verdicts_ && suspect(cells_[i].key())))
+        again.push_back(i);
+    }
+    if (!confirm_cells(progress, again)) return false;
+    if (judging() && !again.empty()) judge();
+    return true;
+  }
+
+  bool suspect(const std::string& key) const {
+    for (auto& c : verdicts_->cells())
+      if (c.key() == key) return c.suspect();
+    return false;
   }
 
   // The finished run into the history, and each cell's trend (its median QPS over the runs
@@ -239,6 +288,21 @@ class ScenarioRun {
     auto added = append_run_file(options_.history, folder().path().string());
     component_logger("controller")->info("run {} in history {}", added.run_id, options_.history);
     auto history = History::open(options_.history, History::Mode::kExisting);
+    if (verdicts_) {
+      std::vector<std::pair<std::string, NightVerdict>> kept;
+      for (auto& c : verdicts_->cells()) {
+        NightVerdict v;
+        v.verdict = c.verdict();
+        v.reason = c.reason();
+        v.value = c.has_value() ? c.value() : NAN;
+        v.baseline = c.has_baseline() ? c.baseline() : NAN;
+        v.change_pct = c.has_change_pct() ? c.change_pct() : NAN;
+        v.mdc_pct = c.has_mdc_pct() ? c.mdc_pct() : NAN;
+        v.nights = c.nights();
+        kept.emplace_back(c.key(), v);
+      }
+      history.store_verdicts(added.run_id, verdicts_->metric(), kept);
+    }
     nlohmann::json trends = {{"metric", "qps"}, {"cells", nlohmann::json::object()}};
     for (auto& r : results_) {
       if (!r) continue;
@@ -278,22 +342,74 @@ class ScenarioRun {
   // The cells not finished yet, each journalled and saved as it finishes, until the last
   // or until the run is stopping.
   void run_cells(ProgressReporter& progress) {
-    CellExecutor executor(scenario_, pool_, progress, CellOptions::from(scenario_, options_.stop));
+    CellExecutor executor(scenario_, pool_, progress, cell_options());
     size_t finished = finished_cells().size();
+    // A/B: each cell of build B runs with its partner of build A, pair by pair.
+    std::map<size_t, size_t> partner;  // A's cell → B's
+    std::set<size_t> with_partner;     // B's cells
+    if (!scenario_.ab_a.empty())
+      for (auto [a, b] : ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b)) {
+        partner[a] = b;
+        with_partner.insert(b);
+      }
     bool first = true;
     for (size_t i : run_order(scenario_, cells_.size())) {
-      if (results_[i]) continue;
+      if (results_[i] || with_partner.count(i)) continue;
       if (!first && wait_until_ready(nullptr, scenario_.execution.cooldown_s, options_.stop,
                                      WaitClock::real()) == WaitOutcome::kStopped)
         break;
       first = false;
-      auto cell = executor.run(cells_[i], finished);
-      if (!cell) break;  // shutting down: the cell is left to --resume, not recorded as failed
-      folder().journal(*cell);
-      results_[i] = std::move(*cell);
-      progress.cell_finished(++finished, cells_[i].key(), cell_summary(*results_[i]));
+      std::vector<std::pair<size_t, CellResult>> done;
+      if (auto p = partner.find(i); p != partner.end()) {
+        auto pair = executor.run_pair(cells_[i], cells_[p->second], finished);
+        if (!pair) break;  // shutting down: both left to --resume
+        done.emplace_back(i, std::move(pair->first));
+        done.emplace_back(p->second, std::move(pair->second));
+      } else {
+        auto cell = executor.run(cells_[i], finished);
+        if (!cell) break;  // shutting down: the cell is left to --resume, not recorded as failed
+        done.emplace_back(i, std::move(*cell));
+      }
+      for (auto& [index, cell] : done) {
+        folder().journal(cell);
+        results_[index] = std::move(cell);
+        progress.cell_finished(++finished, cells_[index].key(), cell_summary(*results_[index]));
+      }
       save();  // after every cell: a broken run keeps what it measured
     }
+  }
+
+  // A/B: build B against build A, pair by pair, into the header's "ab".
+  void judge_ab_pairs() {
+    if (scenario_.ab_a.empty()) return;
+    std::vector<std::pair<const CellResult*, const CellResult*>> pairs;
+    for (auto [a, b] : ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b))
+      if (results_[a] && results_[b]) pairs.emplace_back(&*results_[a], &*results_[b]);
+    ab_ = judge_ab(pairs, scenario_.regression, pairs.size());
+    header_["ab"] = nlohmann::json::parse(proto::to_json(*ab_));
+  }
+
+  bool all_finished() const {
+    return std::all_of(results_.begin(), results_.end(), [](auto& r) { return r.has_value(); });
+  }
+  // Measures `which` again at the end of the run, each journalled again with its
+  // confirmations (the journal's last line of a cell is the one --resume keeps). False when
+  // the run is stopping.
+  bool confirm_cells(ProgressReporter& progress, const std::vector<size_t>& which) {
+    const uint32_t count = scenario_.execution.confirm.value_or(std::max<uint32_t>(3, scenario_.repetitions));
+    if (which.empty() || count == 0) return true;
+    CellExecutor executor(scenario_, pool_, progress, cell_options());
+    for (size_t i : which) {
+      if (wait_until_ready(nullptr, scenario_.execution.cooldown_s, options_.stop, WaitClock::real()) ==
+          WaitOutcome::kStopped)
+        return false;
+      progress.info(cells_[i].key() + ": measuring again to confirm (" + std::to_string(count) +
+                    " repetitions on fresh targets)");
+      if (!executor.confirm(*results_[i], count, cells_.size())) return false;  // stopping: kept as measured
+      folder().journal(*results_[i]);
+      save();
+    }
+    return true;
   }
 
   std::vector<CellResult> finished_cells() const {
@@ -318,9 +434,9 @@ class ScenarioRun {
     if (stopped_by) {
       out << "interrupted by signal " << stopped_by << " after " << shown.size() << " of " << cells_.size()
           << " cells; continue with: loadlab run --resume " << folder().path().string() << "\n";
-      return 128 + stopped_by;
+      return exit_status::kSignalBase + stopped_by;
     }
-    return failed ? 3 : 0;
+    return failed ? exit_status::kCellsFailed : exit_status::kOk;
   }
 
   const RunOptions& options_;
@@ -333,6 +449,8 @@ class ScenarioRun {
   std::unique_ptr<EmbeddedAgent> embedded_;  // before the pool: outlives its channel
   AgentPool pool_;
   nlohmann::json header_;                           // result.json but its cells
+  std::optional<v1::Verdicts> verdicts_;            // against --baseline, once every cell finished
+  std::optional<v1::Verdicts> ab_;                  // the scenario's "ab", once every cell finished
   std::vector<std::optional<CellResult>> results_;  // in cells_' order; nullopt: not finished
 };
 

@@ -11,6 +11,7 @@
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/proto/protocols.hpp"
+#include "loadlab/shared/cpu_list.hpp"
 #include "loadlab/shared/http_syntax.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
@@ -165,17 +166,60 @@ std::vector<std::pair<std::string, std::string>> parse_selector(const ObjectRead
   return o.string_map("labels");
 }
 
+// placement.cpus: "auto", "none", or {"target": LIST, "load": LIST}.
+void parse_cpus(const ObjectReader& p, PlacementDef& d) {
+  const auto& v = p.at("cpus");
+  const std::string at = p.path("cpus");
+  if (v.is_string()) {
+    const auto mode = v.get<std::string>();
+    if (mode != "auto" && mode != "none")
+      throw InputError(
+          at,
+          "must be \"auto\", \"none\" or an object {\"target\": CPUS, \"load\": CPUS}, got \"" + mode + "\"");
+    d.cpus = mode == "auto" ? PlacementDef::Cpus::kAuto : PlacementDef::Cpus::kNone;
+    return;
+  }
+  if (!v.is_object())
+    throw InputError(at, "must be \"auto\", \"none\" or an object {\"target\": CPUS, \"load\": CPUS}");
+  auto c = p.object("cpus");
+  c.allow({"target", "load"});
+  d.cpus = PlacementDef::Cpus::kSets;
+  for (auto [key, out] : {std::pair{"target", &d.target_cpus}, std::pair{"load", &d.load_cpus}}) {
+    if (!c.has(key)) continue;
+    *out = c.string(key, "");
+    if (!CpuList::parse(*out))
+      throw InputError(c.path(key),
+                       "must be a list of CPUs such as \"0\", \"2-3\" or \"0,2\", got \"" + *out + "\"");
+    *out = CpuList::parse(*out)->to_string();
+  }
+}
+
+// "ab": {"a": TARGET, "b": TARGET}, two different targets of the scenario.
+void parse_ab(const ObjectReader& ab, Scenario& s) {
+  ab.allow({"a", "b"});
+  std::string names;
+  for (auto& t : s.targets) names += (names.empty() ? "" : ", ") + t.name;
+  for (auto [key, out] : {std::pair{"a", &s.ab_a}, std::pair{"b", &s.ab_b}}) {
+    *out = ab.string(key);
+    if (std::none_of(s.targets.begin(), s.targets.end(), [&](auto& t) { return t.name == *out; }))
+      throw InputError(ab.path(key), "no target named \"" + *out + "\"; the scenario's targets: " + names);
+  }
+  if (s.ab_a == s.ab_b)
+    throw InputError(ab.path("b"), "must name another target than /ab/a (\"" + s.ab_a + "\")");
+}
+
 PlacementDef parse_placement(const ObjectReader& p) {
-  p.allow({"target", "load", "share_agents"});
+  p.allow({"target", "load", "share_agents", "cpus"});
   PlacementDef d;
   if (p.has("target")) d.target_labels = parse_selector(p.object("target"), d.target_role, nullptr);
   if (p.has("load")) d.load_labels = parse_selector(p.object("load"), d.load_role, &d.load_agents);
   d.share_agents = p.boolean("share_agents", false);
+  if (p.has("cpus")) parse_cpus(p, d);
   return d;
 }
 
 ExecutionDef parse_execution(const ObjectReader& e) {
-  e.allow({"retries", "retry_backoff_s", "cooldown_s", "shuffle_seed", "deadlines"});
+  e.allow({"retries", "retry_backoff_s", "cooldown_s", "shuffle_seed", "deadlines", "confirm"});
   ExecutionDef d;
   d.retries = static_cast<uint32_t>(e.integer("retries", 0, limits::kMaxRetries, 2));
   d.retry_backoff_s = e.number("retry_backoff_s", 0, limits::kMaxRetryBackoffS, d.retry_backoff_s);
@@ -189,6 +233,18 @@ ExecutionDef parse_execution(const ObjectReader& e) {
         dl.number("warmup_extra_s", limits::kMinDeadlineS, limits::kMaxWarmupExtraS, d.warmup_extra_s);
     d.measure_s = dl.number("measure_s", limits::kMinDeadlineS, limits::kMaxMeasureS, 0);
     d.stop_s = dl.number("stop_s", limits::kMinDeadlineS, limits::kMaxStopS, d.stop_s);
+  }
+  if (e.has("confirm")) {
+    // An integer (the repetitions), or {"repetitions": N, "every_cell": bool}.
+    if (e.at("confirm").is_object()) {
+      auto c = e.object("confirm");
+      c.allow({"repetitions", "every_cell"});
+      if (c.has("repetitions"))
+        d.confirm = static_cast<uint32_t>(c.integer("repetitions", 0, limits::kMaxRepetitions, 0));
+      d.confirm_every_cell = c.boolean("every_cell", false);
+    } else {
+      d.confirm = static_cast<uint32_t>(e.integer("confirm", 0, limits::kMaxRepetitions, 0));
+    }
   }
   return d;
 }
@@ -342,7 +398,7 @@ void check_cells(const Scenario& s) {
 Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order) {
   ObjectReader root(j, "");
   root.allow({"name", "description", "targets", "matrix", "load", "repetitions", "placement", "execution",
-              "regression"});
+              "regression", "ab"});
   Scenario s;
   s.source = j;
   s.name = root.string("name");
@@ -364,19 +420,8 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, limits::kMaxRepetitions, 1));
   if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
-  if (root.has("regression")) {
-    // Read by `loadlab compare` from the result's copy of the scenario.
-    auto r = root.object("regression");
-    r.allow({"metric", "threshold_pct"});
-    std::string metric = r.string("metric", "qps");
-    const auto& names = metric_names();
-    if (std::find(names.begin(), names.end(), metric) == names.end()) {
-      std::string all;
-      for (auto& n : names) all += (all.empty() ? "" : ", ") + n;
-      throw InputError(r.path("metric"), "unknown metric \"" + metric + "\"; allowed: " + all);
-    }
-    r.number("threshold_pct", 0, limits::kMaxThresholdPct, 5);
-  }
+  if (root.has("regression")) s.regression = parse_regression(root.object("regression"));
+  if (root.has("ab")) parse_ab(root.object("ab"), s);
   return s;
 }
 

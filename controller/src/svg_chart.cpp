@@ -191,4 +191,52 @@ std::string svg_sparkline(const std::vector<double>& values, const std::vector<s
   return o.str();
 }
 
+std::string svg_band_chart(const BandChart& c) {
+  constexpr double w = 220, h = 48, pad = 5;
+  std::vector<double> all = c.nights;
+  for (auto v : {c.band_low, c.band_high, c.tonight, c.confirmation})
+    if (v) all.push_back(*v);
+  std::ostringstream o;
+  o << "<svg class=\"band\" viewBox=\"0 0 " << w << " " << h
+    << "\" role=\"img\" aria-label=\"earlier nights, "
+       "their band and tonight\">";
+  if (all.empty()) return o.str() + "</svg>";
+  double lo = *std::min_element(all.begin(), all.end()), hi = *std::max_element(all.begin(), all.end());
+  if (hi == lo) hi = lo * 1.01 + 1;
+  const double span = hi - lo;
+  lo -= span * 0.05;
+  hi += span * 0.05;
+  // The nights on the left part, tonight (and its confirmation) at the right edge.
+  const double right = w - 2 * pad - 24;
+  auto px = [&](size_t i) {
+    return c.nights.size() <= 1
+               ? pad + right / 2
+               : pad + right * static_cast<double>(i) / static_cast<double>(c.nights.size() - 1);
+  };
+  auto py = [&](double v) { return h - pad - (v - lo) / (hi - lo) * (h - 2 * pad); };
+  if (c.band_low && c.band_high)
+    o << "<rect class=\"band\" x=\"" << num(pad) << "\" y=\"" << num(py(*c.band_high)) << "\" width=\""
+      << num(w - 2 * pad) << "\" height=\"" << num(py(*c.band_low) - py(*c.band_high))
+      << "\" fill=\"#4c78a8\" fill-opacity=\"0.15\"><title>band "
+      << html_escape(num(*c.band_low) + " .. " + num(*c.band_high)) << "</title></rect>";
+  for (size_t i = 0; i < c.nights.size(); ++i)
+    o << "<circle class=\"night\" cx=\"" << num(px(i)) << "\" cy=\"" << num(py(c.nights[i]))
+      << "\" r=\"2.2\" fill=\"#777\"><title>"
+      << html_escape(i < c.night_titles.size() ? c.night_titles[i] : "") << "</title></circle>";
+  const std::string colour = c.tonight_class == "regression"    ? "#c0392b"
+                             : c.tonight_class == "improvement" ? "#1e8449"
+                                                                : "#222";
+  const double x = w - pad - 14;
+  if (c.tonight)
+    o << "<circle class=\"tonight\" cx=\"" << num(x) << "\" cy=\"" << num(py(*c.tonight))
+      << "\" r=\"3.6\" fill=\"" << colour << "\"><title>" << html_escape(c.tonight_title)
+      << "</title></circle>";
+  if (c.confirmation)
+    o << "<circle class=\"confirmation\" cx=\"" << num(x + 8) << "\" cy=\"" << num(py(*c.confirmation))
+      << "\" r=\"3.2\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\"><title>"
+      << html_escape(c.confirmation_title) << "</title></circle>";
+  o << "</svg>";
+  return o.str();
+}
+
 }  // namespace loadlab::controller

@@ -24,6 +24,7 @@ void TargetSession::start(const v1::TargetSpec& spec) {
   if (!stream_->Write(cmd)) throw failure("start");
   for (v1::TargetEvent ev; endpoint_.empty();) {
     if (!stream_->Read(&ev)) throw failure("ready");
+    if (ev.has_started()) build_ = ev.started().build();
     if (ev.has_ready()) {
       endpoint_ = ev.ready().endpoint();
       startup_ms_ = ev.ready().startup_ms();

@@ -18,8 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A scenario repository: scenarios/nightly.json on a base it includes; the server's delay
-// (the target's x-loadlab-delay-ms header) is what a commit changes.
+// A scenario repository: scenarios/nightly.json on a base it includes, with the server's delay
+// (the target's x-loadlab-delay-ms header).
 class ScenarioRepo {
  public:
   explicit ScenarioRepo(fs::path path) : path_(std::move(path)) {
@@ -73,14 +73,15 @@ class Nightly : public ::testing::Test {
 
   InstalledTree tree_;
   TempDir dir_;
+  nlohmann::json latest_build_before_;
 };
 
-TEST_F(Nightly, EachNightRunsTheRepositorysNewestCommitAgainstTheLastGoodNight) {
+TEST_F(Nightly, EachNightRunsTheRepositorysNewestCommitAgainstTheNightsBefore) {
   ScenarioRepo repo(dir_.path() / "repo");
   const std::string first = repo.commit_delay(10);
   auto r = night(repo.url());
   ASSERT_EQ(r.code, 0) << r.stdout_text << r.output_tail;  // the first night: nothing to compare with
-  EXPECT_NE(r.output_tail.find("nothing to compare with"), std::string::npos) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("no earlier night to compare with"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("report: " + state() + "/runs/"), std::string::npos) << r.stdout_text;
   auto result = latest_result();
   const std::string first_night = fs::canonical(state() + "/runs/latest").string();
@@ -89,16 +90,29 @@ TEST_F(Nightly, EachNightRunsTheRepositorysNewestCommitAgainstTheLastGoodNight) 
   EXPECT_TRUE(fs::exists(state() + "/history.db"));
   EXPECT_TRUE(fs::exists(first_night + "/nightly/report.html"));
 
-  // A commit makes the server twice as slow: the next night runs it and fails with 1.
-  const std::string second = repo.commit_delay(20);
+  // Four more nights of the same code make a band (five nights are needed for one).
+  for (int n = 2; n <= 5; ++n) {
+    r = night(repo.url());
+    ASSERT_EQ(r.code, 0) << n << ": " << r.stdout_text << r.output_tail;
+  }
+  latest_build_before_ = latest_result()["cells"][0]["repetitions"][0]["target_build"];
+  // A new build of the server (here: one that burns 5 ms of CPU per request, half the rate) is
+  // slower: the next night runs it, the same scenario, and fails with 1.
+  const std::string target = tree_.path("bin/loadlab-target");
+  fs::rename(target, target + ".real");
+  std::ofstream(target) << "#!/bin/sh\nexec " << target << ".real \"$@\" --work-us 5000\n";
+  fs::permissions(target, fs::perms::owner_all);
   r = night(repo.url());
   EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
   EXPECT_NE(r.stdout_text.find("exit status 1"), std::string::npos) << r.stdout_text;
   result = latest_result();
   EXPECT_NE(fs::canonical(state() + "/runs/latest").string(), first_night);  // a folder per night
-  EXPECT_EQ(result["scenario_files"][0]["git"]["commit"], second);
-  EXPECT_EQ(result["comparison"]["baseline"], first_night + "/nightly/result.json");
-  EXPECT_EQ(result["comparison"]["cells"][0]["verdict"], "regression");
+  EXPECT_EQ(result["scenario_files"][0]["git"]["commit"], first);
+  EXPECT_NE(result["cells"][0]["repetitions"][0]["target_build"], latest_build_before_)
+      << "the new build is recorded";
+  EXPECT_EQ(result["verdicts"]["baseline"], state() + "/history.db");
+  EXPECT_EQ(result["verdicts"]["cells"][0]["verdict"], "regression");
+  EXPECT_EQ(result["verdicts"]["cells"][0]["nights"], 5);
   EXPECT_TRUE(fs::exists(first_night + "/nightly/result.json")) << "nights are kept";
 }
 

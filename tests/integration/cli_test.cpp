@@ -75,36 +75,77 @@ TEST(Cli, ValidatePrintsTheCells) {
   EXPECT_NE(r.stdout_text.find("beast/d10/t20"), std::string::npos);
 }
 
-// The nightly loop: each night appended to the history and compared with the last good one;
-// the verdicts and the trend in result.json and report.html.
-TEST(Cli, EachNightGoesIntoTheHistoryAndIsComparedWithTheLastGoodOne) {
+// The nightly loop: each night appended to the history and judged against the nights before
+// it; the verdicts and the trend in result.json and report.html.
+TEST(Cli, EachNightGoesIntoTheHistoryAndIsJudgedAgainstTheNightsBefore) {
   TempDir dir;
+  // One scenario every night (a changed scenario starts a new series); a slow night runs a new
+  // build of the server: a loadlab-target that burns 10 ms of CPU per request before answering
+  // (one thread: at most 100 requests/s, half what the 20 ms delay allows 4 connections). A
+  // change that large stays outside the band when a busy core stretches the nights.
+  const auto scenario =
+      dir.file("nightly.json",
+               R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+        "matrix": {"delay_ms": [20], "threads": [4]}, "load": {"requests_per_thread": 10}, "repetitions": 2})");
+  const auto slow_bin = dir.path() / "slow-bin";
+  std::filesystem::create_directories(slow_bin);
+  std::filesystem::create_symlink(bin("loadlab-load"), slow_bin / "loadlab-load");
+  dir.file("slow-bin/loadlab-target",
+           "#!/bin/sh\nexec " + bin("loadlab-target") + " \"$@\" --work-us 10000\n");
+  std::filesystem::permissions(slow_bin / "loadlab-target", std::filesystem::perms::owner_all);
   auto night = [&](const std::string& name, int server_delay_ms) {
-    auto s = dir.file(
-        name + ".json",
-        R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
-        "matrix": {"delay_ms": [10], "threads": [4]},
-        "load": {"requests_per_thread": 40, "headers": {"x-loadlab-delay-ms": ")" +
-            std::to_string(server_delay_ms) + R"("}}, "repetitions": 2})");
-    return run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out",
-                        (dir.path() / name).string(), "--history", (dir.path() / "history.db").string(),
-                        "--baseline", "history:last-good"});
+    std::vector<std::string> argv{bin("loadlab"),
+                                  "--log-level",
+                                  "warn",
+                                  "run",
+                                  scenario,
+                                  "--out",
+                                  (dir.path() / name).string(),
+                                  "--history",
+                                  (dir.path() / "history.db").string(),
+                                  "--baseline",
+                                  "history"};
+    if (server_delay_ms > 10) argv.insert(argv.end(), {"--bin-dir", slow_bin.string()});
+    return run_command(argv);
   };
-  auto r = night("first", 10);
-  EXPECT_EQ(r.code, 0) << r.output_tail;  // nothing to compare with yet: no verdict
-  EXPECT_NE(r.output_tail.find("nothing to compare with"), std::string::npos) << r.output_tail;
-  r = night("second", 20);  // half the throughput
+  auto r = night("n1", 10);
+  EXPECT_EQ(r.code, 0) << r.output_tail;  // nothing to compare with yet
+  EXPECT_NE(r.stdout_text.find("inconclusive: no earlier night to compare with"), std::string::npos)
+      << r.stdout_text;
+  for (int n = 2; n <= 5; ++n) {
+    r = night("n" + std::to_string(n), 10);
+    EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
+  }
+  EXPECT_NE(r.stdout_text.find("4 nights of history (5 needed)"), std::string::npos) << r.stdout_text;
+  r = night("slow", 20);  // the slow build, against 5 nights
   EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
-  auto result = loadlab::read_json_file((dir.path() / "second" / "result.json").string());
-  EXPECT_EQ(result["comparison"]["cells"][0]["verdict"], "regression");
-  EXPECT_EQ(result["comparison"]["baseline"], (dir.path() / "first" / "result.json").string());
-  ASSERT_EQ(result["trends"]["cells"]["beast/d10/t4"].size(), 2u);  // both nights
-  std::ifstream html(dir.path() / "second" / "report.html");
+  auto result = loadlab::read_json_file((dir.path() / "slow" / "result.json").string());
+  const auto& v = result["verdicts"]["cells"][0];
+  EXPECT_EQ(v["verdict"], "regression") << v.dump();
+  EXPECT_EQ(v["nights"], 5);
+  EXPECT_EQ(v["history"].size(), 5u);
+  EXPECT_EQ(result["verdicts"]["baseline"], (dir.path() / "history.db").string());
+  // Confirmed before the alarm: measured again on fresh targets, kept beside the first.
+  EXPECT_EQ(result["cells"][0]["confirmations"].size(), 3u);
+  EXPECT_NE(v["reason"].get<std::string>().find("confirmed on fresh targets"), std::string::npos) << v.dump();
+  ASSERT_EQ(result["trends"]["cells"]["beast/d20/t4"].size(), 6u);  // every night
+  std::ifstream html(dir.path() / "slow" / "report.html");
   std::string page((std::istreambuf_iterator<char>(html)), {});
-  EXPECT_NE(page.find("regression"), std::string::npos);
-  // The third night's last good run is still the second (its cells all succeeded).
-  r = night("third", 20);
+  EXPECT_NE(page.find("<circle class=\"tonight\""), std::string::npos);
+  // The regression stays out of the band: the next slow night is one too.
+  r = night("slow2", 20);
+  EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
+  // Accepted as the new level from the first slow night: the next night is judged against it
+  // (two nights of it so far: inconclusive, no longer a regression).
+  r = run_command(
+      {bin("loadlab"), "history", (dir.path() / "history.db").string(), "accept", "all", "--run", "6"});
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("every cell starts a new level at run 6"), std::string::npos) << r.stdout_text;
+  r = night("slow3", 20);
   EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
+  result = loadlab::read_json_file((dir.path() / "slow3" / "result.json").string());
+  EXPECT_EQ(result["verdicts"]["cells"][0]["verdict"], "inconclusive") << "2 nights of the new level";
+  EXPECT_EQ(result["verdicts"]["cells"][0]["nights"], 2);
   r = run_command({bin("loadlab"), "history", (dir.path() / "history.db").string()});
   EXPECT_EQ(r.code, 0) << r.output_tail;
   EXPECT_NE(r.stdout_text.find("nightly"), std::string::npos) << r.stdout_text;
@@ -334,7 +375,7 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
                    "--baseline", base});
   EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
   EXPECT_NE(r.stdout_text.find("REGRESSION"), std::string::npos) << r.stdout_text;
-  auto verdicts = loadlab::read_json_file(slower + "/result.json")["comparison"];
+  auto verdicts = loadlab::read_json_file(slower + "/result.json")["verdicts"];
   EXPECT_EQ(verdicts["regressions"], 1);
   EXPECT_EQ(verdicts["cells"][0]["key"], "beast/d10/t4");
   EXPECT_EQ(verdicts["cells"][0]["verdict"], "regression");
@@ -391,13 +432,14 @@ TEST(Cli, OnATerminalLogRecordsArePrintedAboveTheProgressBarNeverOnIt) {
   EXPECT_NE(r.stdout_text.find("target hello pid"), std::string::npos) << r.stdout_text;
 }
 
-TEST(Cli, UnreachableAgentIsOneClearLine) {
+// A lab that cannot be used has its own exit status: 1 would be read as a regression.
+TEST(Cli, UnreachableAgentIsOneClearLineAndStatusFour) {
   TempDir dir;
   auto lab = dir.file(
       "lab.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["target", "load"]}]})");
   auto r = run_command({bin("loadlab"), "run", dir.file("s.json", kSmall), "--lab", lab, "--out",
                         (dir.path() / "o").string()});
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 4);
   EXPECT_NE(r.output_tail.find("cannot reach agent gone at 127.0.0.1:1"), std::string::npos) << r.output_tail;
 }
 

@@ -88,14 +88,17 @@ TEST(ScenarioFolder, EachScenarioRunsIntoItsOwnFolderAndTheWorstStatusIsTheExitS
                 (dir.path() / "night1" / "b" / "result.json").string())["scenario"]["matrix"]["delay_ms"],
             nlohmann::json::array({1}));
 
-  // The next night, fixed: every scenario is compared with its own last good night.
+  // The next night, fixed: every scenario's cells are judged against their own nights.
   ASSERT_EQ(repo.git({"rm", "-q", "broken.json"}).code, 0);
   repo.commit_all();
   r = night(dir, repo, "night2");
   EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
   for (std::string name : {"a", "b"}) {
     auto result = read_json_file((dir.path() / "night2" / name / "result.json").string());
-    EXPECT_EQ(result["comparison"]["baseline"], (dir.path() / "night1" / name / "result.json").string());
+    auto first = read_json_file((dir.path() / "night1" / name / "result.json").string());
+    EXPECT_EQ(result["verdicts"]["method"], "history");
+    ASSERT_EQ(result["verdicts"]["cells"][0]["history"].size(), 1u) << result["verdicts"].dump();
+    EXPECT_EQ(result["verdicts"]["cells"][0]["history"][0]["started_at"], first["started_at"]);
   }
 }
 
@@ -122,7 +125,7 @@ TEST(ScenarioFolder, ABadFolderOrTwoScenariosOfOneNameExitTwo) {
 
   r = run_command({bin("loadlab"), "run", repo.path.string(), "--baseline", (dir.path() / "old").string()});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output_tail.find("--baseline: with a folder of scenarios only history:last-good is allowed"),
+  EXPECT_NE(r.output_tail.find("--baseline: with a folder of scenarios only history is allowed"),
             std::string::npos)
       << r.output_tail;
 }

@@ -34,6 +34,12 @@ class FakeProc : public ProcReader {
   long ticks_per_second() override { return 100; }
   std::optional<JobCpu> job;  // the job cgroup's CPU, if the test gives one
   std::optional<JobCpu> job_cpu(pid_t) override { return job; }
+  std::optional<MachineCpu> machine;  // /proc/stat, if the test gives it
+  std::optional<MachineCpu> machine_cpu() override { return machine; }
+  std::string allowed;  // the root's Cpus_allowed_list
+  std::optional<std::string> cpus_allowed(pid_t) override {
+    return allowed.empty() ? std::nullopt : std::optional<std::string>(allowed);
+  }
   void set(pid_t pid, pid_t ppid, int64_t cpu_ms, uint64_t rss_kb, uint64_t reaped_ticks = 0) {
     ProcStat s;
     s.pid = pid;
@@ -66,6 +72,49 @@ TEST(UsageWindow, SumsTheWholeTreeAndIgnoresOtherProcesses) {
   EXPECT_NEAR(f.cpu_pct(), 90.0, 1e-9);
   EXPECT_EQ(f.rss_kb_peak(), 6000u);
   EXPECT_EQ(f.processes(), 3u);
+}
+
+// /proc/stat's per-CPU lines over the window: each CPU's busy share, and the steal of the CPUs
+// the job was allowed on, in cores.
+TEST(UsageWindow, PerCpuBusyAndTheStealOfTheJobsCpus) {
+  FakeProc proc;
+  double now = 0;
+  proc.set(100, 1, 0, 1000);
+  proc.allowed = "1";
+  auto machine = [](std::vector<CpuTimes> cpus) {
+    MachineCpu m;
+    for (auto& c : cpus) {
+      m.busy += c.busy;
+      m.total += c.total;
+      m.steal += c.steal;
+    }
+    m.cores = static_cast<uint32_t>(cpus.size());
+    m.per_cpu = cpus;
+    return m;
+  };
+  proc.machine = machine({{0, 1000, 2000, 0}, {1, 500, 2000, 100}});
+  UsageWindow w(proc, 100, [&] { return now; });
+  w.set_cpu_binding("cpuset-v1");
+  w.start();
+  now = 1;
+  // CPU 0: 25 of 100 ticks busy; CPU 1: 80 of 100 busy, 20 of them stolen.
+  proc.machine = machine({{0, 1025, 2100, 0}, {1, 580, 2100, 120}});
+  auto f = w.finish("t");
+  ASSERT_EQ(f.cpu_busy_size(), 2);
+  EXPECT_EQ(f.cpu_busy(0).cpu(), 0u);
+  EXPECT_NEAR(f.cpu_busy(0).busy_pct(), 25, 1e-9);
+  EXPECT_NEAR(f.cpu_busy(1).busy_pct(), 80, 1e-9);
+  EXPECT_NEAR(f.steal_pct(), 20, 1e-9) << "CPU 1's steal only: 20 % of one core";
+  EXPECT_EQ(f.cpus(), "1");
+  EXPECT_EQ(f.cpu_binding(), "cpuset-v1");
+  // Not pinned: the whole machine's steal, still in cores.
+  proc.allowed = "0-1";
+  proc.machine = machine({{0, 1000, 2000, 50}, {1, 500, 2000, 100}});
+  now = 0;
+  w.start();
+  now = 1;
+  proc.machine = machine({{0, 1025, 2100, 60}, {1, 580, 2100, 120}});
+  EXPECT_NEAR(w.finish("t").steal_pct(), 30, 1e-9);
 }
 
 TEST(UsageWindow, ADescendantReapedInsideTheTreeKeepsItsCpu) {

@@ -40,5 +40,51 @@ TEST(SaturationFlags, AnOpenLoopThatFellBehindOnOneLoadAgentFlagsTheRepetition) 
   EXPECT_TRUE(saturation_flags(merge_load_results({held, held}), {}).empty());
 }
 
+// Target on CPU 0 and load on CPU 1 of one 4-CPU machine: what else ran on CPUs 2 and 3
+// is not the cell's business; what ran on its own two CPUs is.
+TEST(SaturationFlags, BusyMachineLooksAtTheCpusTheCellWasPinnedTo) {
+  v1::Repetition r;
+  r.set_target_agent("one");
+  auto busy = [](v1::Usage& u, std::map<uint32_t, double> pct) {
+    u.clear_cpu_busy();
+    for (auto& [cpu, v] : pct) {
+      auto* b = u.add_cpu_busy();
+      b->set_cpu(cpu);
+      b->set_busy_pct(v);
+    }
+  };
+  auto* server = r.mutable_server();
+  server->set_cpu_pct(60);
+  server->set_cpus("0");
+  server->set_machine_cpu_pct(330);
+  auto* p = r.add_load_parts();
+  p->set_agent("one");
+  p->mutable_client()->set_cpu_pct(70);
+  p->mutable_client()->set_cpus("1");
+  p->mutable_client()->set_machine_cpu_pct(330);
+  busy(*server, {{0, 65}, {1, 75}, {2, 100}, {3, 90}});
+  busy(*p->mutable_client(), {{0, 65}, {1, 75}, {2, 100}, {3, 90}});
+  EXPECT_TRUE(saturation_flags(r, {{"one", 4}}).empty()) << "CPUs 2-3 were busy with something else: fine";
+  busy(*server, {{0, 100}, {1, 95}, {2, 10}, {3, 10}});  // 65 % of the cell's CPUs went elsewhere
+  EXPECT_EQ(saturation_flags(r, {{"one", 4}}), (std::vector<std::string>{"busy-machine:one"}));
+  // An agent without per-CPU figures: the machine as before (330 - 130 >= 50).
+  server->clear_cpu_busy();
+  p->mutable_client()->clear_cpu_busy();
+  EXPECT_EQ(saturation_flags(r, {{"one", 4}}), (std::vector<std::string>{"busy-machine:one"}));
+}
+
+TEST(SaturationFlags, APinnedClientSaturatesAtItsOwnCpus) {
+  v1::Repetition r;
+  r.set_target_agent("srv");
+  auto* p = r.add_load_parts();
+  p->set_agent("cli");
+  p->mutable_client()->set_cpu_pct(95);  // 95 % of one core, on an 8-core machine
+  EXPECT_TRUE(saturation_flags(r, {{"cli", 8}}).empty());
+  p->mutable_client()->set_cpus("3");
+  EXPECT_EQ(saturation_flags(r, {{"cli", 8}}), (std::vector<std::string>{"client-saturated"}));
+  p->mutable_client()->set_cpus("2-3");
+  EXPECT_TRUE(saturation_flags(r, {{"cli", 8}}).empty());
+}
+
 }  // namespace
 }  // namespace loadlab::controller

@@ -185,7 +185,7 @@ TEST_F(HistoryTest, AVersionOneDatabaseIsMigratedAndKeepsItsRuns) {
   sqlite3_close(db);
 
   auto h = History::open(db_, History::Mode::kExisting);
-  EXPECT_EQ(query("PRAGMA user_version"), "2");
+  EXPECT_EQ(query("PRAGMA user_version"), "3");
   auto runs = h.runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].git_commit, "c0ffee");
@@ -196,7 +196,10 @@ TEST_F(HistoryTest, AVersionOneDatabaseIsMigratedAndKeepsItsRuns) {
   EXPECT_EQ(query("SELECT overrides || git_tree_dirty FROM runs"), "[]0");
   EXPECT_EQ(query("SELECT unavailable FROM repetitions WHERE idx = 0"), "[]");
   EXPECT_EQ(query("SELECT count(*) FROM run_agents"), "0");
-  // And it takes new runs with everything version 2 stores.
+  // Version 3's: the old repetitions are measurements, nothing is accepted or judged yet.
+  EXPECT_EQ(query("SELECT group_concat(phase) FROM repetitions"), "measure,measure");
+  EXPECT_EQ(query("SELECT count(*) FROM levels") + query("SELECT count(*) FROM verdicts"), "00");
+  // And it takes new runs with everything version 3 stores.
   auto file =
       run_folder("n2", synthetic_result("hello", "2024-05-01T02:00:00Z", "c1", {{"beast/d0/t1", {1200}}}));
   h.append_run(read_json_file(file), file);
@@ -237,7 +240,7 @@ TEST_F(HistoryTest, WrongFilesAreInputErrorsNamingWhatIsWrong) {
   sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
   sqlite3_close(db);
   EXPECT_EQ(input_error_of([&] { History::open(db_, History::Mode::kExisting); }),
-            "FILE: history schema version 99 is newer than this loadlab's (2); use a newer loadlab");
+            "FILE: history schema version 99 is newer than this loadlab's (3); use a newer loadlab");
 }
 
 TEST_F(HistoryTest, ADocumentThatIsNotAResultIsRefusedAndStoresNothing) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "loadlab/controller/svg_chart.hpp"
+#include "loadlab/proto/json.hpp"
 #include "report_fixture.hpp"
 
 namespace loadlab::controller {
@@ -84,7 +85,17 @@ TEST(ReportHtml, EveryTextFromInputIsEscaped) {
   auto c = report_cell(evil, 0, 1);
   auto failed = report_cell("b", 0, 10, evil);
   ReportSections sections;
-  sections.verdicts = VerdictSection{evil, evil, {{evil, {evil, -3}}}};
+  v1::Verdicts verdicts;
+  verdicts.set_baseline(evil);
+  verdicts.set_metric(evil);
+  verdicts.set_note(evil);
+  auto* ev = verdicts.add_cells();
+  ev->set_key(evil);
+  ev->set_verdict(evil);
+  ev->set_reason(evil);
+  ev->set_change_pct(-3);
+  ev->add_history()->set_started_at(evil);
+  sections.verdicts = verdicts;
   sections.trends = TrendSection{evil, {{evil, {{evil, evil, 1}, {evil, evil, 2}}}}};
   const std::string html = render({c, failed}, sections, h, evil);
   EXPECT_EQ(html.find("<script"), std::string::npos) << html;
@@ -103,20 +114,80 @@ TEST(ReportHtml, AHeaderOfUnexpectedTypesStillRenders) {
   EXPECT_NE(render({}, {}, nlohmann::json()).find("No cell has finished yet"), std::string::npos);
 }
 
+v1::CellVerdict verdict(const std::string& key, const std::string& what, double change) {
+  v1::CellVerdict v;
+  v.set_key(key);
+  v.set_verdict(what);
+  v.set_change_pct(change);
+  v.set_reason("because " + what);
+  return v;
+}
+
 TEST(ReportHtml, VerdictsAreAColumnAndASectionWhenGiven) {
   ReportSections sections;
-  sections.verdicts = VerdictSection{"runs/nightly-20240430",
-                                     "qps",
-                                     {{"beast/d0/t1", {"regression", -7.25}},
-                                      {"go/d5/t10", {"improvement", 12}},
-                                      {"old/d0/t1", {"missing", 0}}}};
+  v1::Verdicts v;
+  v.set_baseline("runs/history.db");
+  v.set_method("history");
+  v.set_metric("qps");
+  *v.add_cells() = verdict("beast/d0/t1", "regression", -7.25);
+  *v.add_cells() = verdict("go/d5/t10", "improvement", 12);
+  auto* missing = v.add_cells();
+  missing->set_key("old/d0/t1");
+  missing->set_verdict("missing");
+  sections.verdicts = v;
   const std::string html = render(report_matrix(), sections);
   EXPECT_NE(html.find("<th>vs baseline</th>"), std::string::npos);
   EXPECT_NE(html.find("<td class=\"regression\">regression -7.2 %</td>"), std::string::npos) << html;
   EXPECT_NE(html.find("<td class=\"improvement\">improvement +12.0 %</td>"), std::string::npos);
   EXPECT_EQ(count(html, "<tr class=\"verdict\""), 3u);  // the cell only the baseline has too
   EXPECT_NE(html.find("data-key=\"old/d0/t1\""), std::string::npos);
-  EXPECT_NE(html.find("compared with runs/nightly-20240430"), std::string::npos);
+  EXPECT_NE(html.find("compared with runs/history.db (history)"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"why\">because regression</td>"), std::string::npos) << "says why";
+}
+
+// Each cell's chart: its earlier nights (a point each, with its date), the band and tonight.
+TEST(ReportHtml, AVerdictDrawsTheNightsTheBandAndTonight) {
+  ReportSections sections;
+  v1::Verdicts v;
+  auto c = verdict("beast/d0/t1", "regression", -30);
+  for (int i = 0; i < 6; ++i) {
+    auto* n = c.add_history();
+    n->set_run_id(i + 1);
+    n->set_started_at("2024-05-0" + std::to_string(i + 1) + "T02:00:00Z");
+    n->set_value(1000 + i);
+  }
+  c.set_band_low(950);
+  c.set_band_high(1060);
+  c.set_baseline(1002);
+  c.set_value(700);
+  c.set_confirm_value(710);
+  c.set_mdc_pct(8.5);
+  c.set_nights(6);
+  *v.add_cells() = c;
+  sections.verdicts = v;
+  const std::string html = render(report_matrix(), sections);
+  auto row = html.substr(html.find("<tr class=\"verdict\""));
+  row = row.substr(0, row.find("</tr>"));
+  EXPECT_EQ(count(row, "<circle class=\"night\""), 6u);
+  EXPECT_NE(row.find("<title>2024-05-03T02:00:00Z (run 3): 1002.00</title>"), std::string::npos) << row;
+  EXPECT_EQ(count(row, "<rect class=\"band\""), 1u);
+  EXPECT_NE(row.find("<circle class=\"tonight\""), std::string::npos);
+  EXPECT_NE(row.find("fill=\"#c0392b\"><title>tonight: 700.00 (-30.0 %)</title>"), std::string::npos) << row;
+  EXPECT_NE(row.find("<circle class=\"confirmation\""), std::string::npos);
+  EXPECT_NE(row.find("950.00 .. 1060.00"), std::string::npos);
+  EXPECT_NE(row.find("8.5 %"), std::string::npos);
+}
+
+TEST(ReportHtml, VerdictsAreReadBackFromResultJson) {
+  v1::Verdicts v;
+  v.set_metric("qps");
+  *v.add_cells() = verdict("beast/d0/t1", "noise", -12);
+  nlohmann::json header = {{"verdicts", nlohmann::json::parse(proto::to_json(v))}};
+  auto s = sections_of(header);
+  ASSERT_TRUE(s.verdicts.has_value());
+  EXPECT_EQ(s.verdicts->cells(0).verdict(), "noise");
+  header["verdicts"] = {{"cells", "not a list"}};
+  EXPECT_FALSE(sections_of(header).verdicts.has_value()) << "read leniently";
 }
 
 TEST(ReportHtml, TrendsAreSparklinesWithAPointPerRun) {

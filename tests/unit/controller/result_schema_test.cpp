@@ -27,6 +27,8 @@ nlohmann::json expected_value(const FieldDescriptor* f) {
       return {{"$ref", "#/$defs/uint64"}};
     case FieldDescriptor::CPPTYPE_UINT32:
       return {{"$ref", "#/$defs/uint32"}};
+    case FieldDescriptor::CPPTYPE_INT64:
+      return {{"$ref", "#/$defs/int64"}};
     case FieldDescriptor::CPPTYPE_DOUBLE:
       return {{"$ref", "#/$defs/double"}};
     case FieldDescriptor::CPPTYPE_BOOL:
@@ -85,6 +87,14 @@ TEST(ResultSchema, CellsAreTheProtosMessagesFieldForField) {
   std::set<std::string> seen;
   check_message(s["$defs"], v1::CellResult::descriptor(), seen);
   EXPECT_TRUE(seen.count("Usage") && seen.count("HistogramBucket") && seen.count("UsageSample"));
+}
+
+TEST(ResultSchema, VerdictsAreTheProtosMessageFieldForField) {
+  auto s = schema();
+  EXPECT_EQ(s["properties"]["verdicts"]["$ref"], "#/$defs/Verdicts");
+  std::set<std::string> seen;
+  check_message(s["$defs"], v1::Verdicts::descriptor(), seen);
+  EXPECT_TRUE(seen.count("CellVerdict") && seen.count("BaselineNight"));
 }
 
 TEST(ResultSchema, TheHeaderRequiresTheDocumentedFieldsAndThisVersion) {

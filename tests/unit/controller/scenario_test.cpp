@@ -88,7 +88,7 @@ TEST(Scenario, TheDemoScenarioIsValid) {
 TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "repetition": 3)")),
             "/repetition: unknown key; allowed here: name, description, targets, matrix, load, repetitions, "
-            "placement, execution, regression");
+            "placement, execution, regression, ab");
   EXPECT_EQ(
       error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")),
       "/matrix/thread: unknown axis; allowed: delay_ms, threads, connections_per_thread, connections, rate, "
@@ -189,7 +189,7 @@ TEST(Scenario, RetryBackoffIsANumberOfSecondsWithARange) {
   EXPECT_EQ(error_of(with_backoff("\"1s\"")), "/execution/retry_backoff_s: must be a number in [0, 300]");
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "execution": {"retry_backof_s": 1})")),
             "/execution/retry_backof_s: unknown key; allowed here: retries, retry_backoff_s, cooldown_s, "
-            "shuffle_seed, deadlines");
+            "shuffle_seed, deadlines, confirm");
 }
 
 TEST(Scenario, FileErrorsAreInputErrors) {

@@ -25,10 +25,12 @@
 #include <vector>
 
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/shared/cpu_list.hpp"
 
 namespace loadlab::agent {
 
 class JobCgroup;
+class CpusetV1Job;
 class DescendantPidfds;
 
 struct ExitStatus {
@@ -46,6 +48,8 @@ struct ExitStatus {
 struct SpawnOptions {
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) the agent's environment
   std::string cwd;                                       // "" = the agent's
+  // The CPUs the child and its descendants are held to (cpu_binding.hpp); empty = any.
+  CpuList cpus;
 };
 
 class ChildProcess {
@@ -66,6 +70,9 @@ class ChildProcess {
   ProcControlMode control_mode() const { return mode_; }
   // The job cgroup's folder; "" on the process-group path.
   std::string cgroup_path() const;
+  // How the child is held to SpawnOptions.cpus ("cpuset-v2", "cpuset-v1", "affinity"); ""
+  // when it was given none.
+  const std::string& cpu_binding() const { return cpu_binding_; }
 
   enum class LineStatus { kLine, kTimeout, kEof };
   // Next stdout line (without '\n'); waits up to `timeout`. Any thread, one at a time.
@@ -96,12 +103,15 @@ class ChildProcess {
   void kill_job(const DescendantPidfds& escaped);
   void reap();
   void remove_job();
+  void bind_cpus(const CpuList& cpus);  // before the fork: the job's cpuset, or affinity only
 
   pid_t pid_ = -1;
   int pidfd_ = -1;  // -1 only on kernels without pidfds: then the pid, still ours until reaped
   ProcControlMode mode_ = ProcControlMode::kProcessGroup;
-  std::unique_ptr<JobCgroup> job_;  // nullptr on the process-group path
-  std::mutex exit_mutex_;           // guards exit_ and reaped_, held while signalling by pid
+  std::unique_ptr<JobCgroup> job_;       // nullptr on the process-group path
+  std::unique_ptr<CpusetV1Job> cpuset_;  // the job's v1 cpuset, on that binding
+  std::string cpu_binding_;
+  std::mutex exit_mutex_;  // guards exit_ and reaped_, held while signalling by pid
   std::optional<ExitStatus> exit_;
   bool reaped_ = false;
   int wake_fd_ = -1;  // eventfd that stops the reader

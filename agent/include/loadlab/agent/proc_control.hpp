@@ -62,4 +62,13 @@ struct Cgroup2Place {
 };
 const std::optional<Cgroup2Place>& cgroup2_place();
 
+// This process's cgroup folder in the cgroup v1 hierarchy that holds `controller` (e.g.
+// "cpuset"), with the mount's options; nullopt without such a mount, or when the cgroup is
+// not under it.
+struct Cgroup1Place {
+  std::string dir;      // e.g. /sys/fs/cgroup/cpuset/some/group
+  std::string options;  // the mount's super options, e.g. "rw,cpuset" or "rw,cpuset,noprefix"
+};
+std::optional<Cgroup1Place> cgroup1_place(std::string_view controller);
+
 }  // namespace loadlab::agent

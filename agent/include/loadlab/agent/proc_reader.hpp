@@ -27,11 +27,22 @@ struct ProcStat {
   int64_t cpu_ns = -1;
 };
 
-// Machine-wide CPU since boot, from the first line of /proc/stat, in clock ticks.
-struct MachineCpu {
+// One CPU's time since boot, from its cpuN line of /proc/stat, in clock ticks.
+struct CpuTimes {
+  uint32_t cpu = 0;
   uint64_t busy = 0;   // user + nice + system + steal (interrupts: see machine_cpu())
-  uint64_t total = 0;  // all of /proc/stat's first eight fields
+  uint64_t total = 0;  // all of the line's first eight fields
+  uint64_t steal = 0;  // time the hypervisor ran something else while this CPU wanted to run
+};
+
+// Machine-wide CPU since boot, from /proc/stat, in clock ticks: the first line's sums, and
+// each online CPU's own line.
+struct MachineCpu {
+  uint64_t busy = 0;
+  uint64_t total = 0;
+  uint64_t steal = 0;
   uint32_t cores = 0;
+  std::vector<CpuTimes> per_cpu;  // by ascending CPU number
 };
 
 // Cumulative CPU of a job cgroup (cgroup2 path), split as cpu.stat splits it.
@@ -58,6 +69,8 @@ class ProcReader {
   // without being reaped inside the tree. nullopt otherwise. The caller keeps `pid`
   // unreaped (it is the agent's own child), so the number names that child.
   virtual std::optional<JobCpu> job_cpu(pid_t) { return std::nullopt; }
+  // The CPUs `pid` may run on (Cpus_allowed_list of /proc/PID/status); nullopt if gone.
+  virtual std::optional<std::string> cpus_allowed(pid_t) { return std::nullopt; }
   // Drops what is kept about processes that have exited (called when a job ends).
   virtual void forget_exited() {}
 };
@@ -72,6 +85,7 @@ class ProcFsReader : public ProcReader {
   std::optional<std::vector<pid_t>> children(pid_t pid, uint32_t threads) override;
   std::optional<MachineCpu> machine_cpu() override;
   std::optional<JobCpu> job_cpu(pid_t pid) override;
+  std::optional<std::string> cpus_allowed(pid_t pid) override;
   void forget_exited() override;
 
  private:

@@ -44,6 +44,8 @@ class UsageWindow {
   using Clock = std::function<double()>;  // seconds, monotonic
   UsageWindow(ProcReader& reader, pid_t root, Clock clock);
 
+  // How the job is held to its CPUs (Usage.cpu_binding; "" = not pinned). Before start().
+  void set_cpu_binding(std::string binding) { cpu_binding_ = std::move(binding); }
   void start();   // opens (or re-opens) the window
   void sample();  // RSS (and series) sample if the window is open
   // Closes the window; figures since start(), labelled `label` (machine_cpu_pct -1 when the
@@ -70,6 +72,8 @@ class UsageWindow {
   uint64_t rss_sum_ = 0, rss_peak_ = 0;
   uint32_t samples_ = 0;
   std::vector<SeriesPoint> series_;
+  std::string cpu_binding_;
+  std::string cpus_;  // the root's Cpus_allowed_list when the window opened
 };
 
 // The monotonic clock in seconds.

@@ -45,7 +45,9 @@ struct ConnectedAgent {
   // its client `client` speaks; an agent that does not say (an older one): http1.
   std::vector<std::string> target_protocols(const std::string& target) const;
   std::vector<std::string> client_protocols(const std::string& client) const;
-  AgentRef ref() const { return {def.name, client.stub.get(), info.cores()}; }
+  AgentRef ref() const {
+    return {def.name, client.stub.get(), info.cores(), info.hostname(), info.allowed_cpus()};
+  }
   // True when it answers Describe within `deadline`.
   bool answers(std::chrono::milliseconds deadline) const;
 };
@@ -69,6 +71,11 @@ class AgentPool {
   // that a retry goes to another agent when the lab has one. Throws EnvironmentError when
   // none is eligible.
   Placement place(const Scenario& s, const Cell& cell, uint32_t attempt) const;
+  // The CPU sets of `p`'s sides (Placement.target_cpus, load_cpus) from `def`: kSets as given;
+  // kAuto splits the CPUs of a machine that hosts the target and load between them (the
+  // first half, at least one, for the target; the rest for the load; the same one CPU for
+  // both on a one-CPU machine) and pins nothing elsewhere; kNone pins nothing.
+  static void cpu_sets(const PlacementDef& def, Placement& p);
   // True when every agent of `p` answers, each within `deadline`.
   bool answer(const Placement& p, std::chrono::milliseconds deadline) const;
 
@@ -80,6 +87,7 @@ class AgentPool {
   std::vector<const ConnectedAgent*> eligible(
       const std::string& role, const std::vector<std::pair<std::string, std::string>>& labels) const;
   void check_protocols(const Scenario& s) const;  // the part of check() for each cell's protocol
+  void check_cpus(const Scenario& s) const;       // the part of check() for placement.cpus
   // Eligible agents that host `target` (runs `client`), over `protocol` unless it is "".
   std::vector<const ConnectedAgent*> target_agents(const Scenario& s, const std::string& target,
                                                    const std::string& protocol = "") const;

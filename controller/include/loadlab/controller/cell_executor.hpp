@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "loadlab/controller/agent_pool.hpp"
 #include "loadlab/controller/plan.hpp"
@@ -33,8 +34,25 @@ class CellExecutor {
   // The cell's result, failed or not; nullopt when the run is stopping (the cell is left
   // for --resume, not recorded as failed). `finished`: cells done so far, for the progress.
   std::optional<CellResult> run(const Cell& cell, size_t finished);
+  // `count` more repetitions of a finished cell, each on a fresh target process, into
+  // `into.confirmations` (execution.confirm). False when the run is stopping (what was
+  // measured is kept); a failed repetition ends the confirmation with what it has.
+  bool confirm(CellResult& into, uint32_t count, size_t finished);
+  // A/B: the scenario's repetitions of `a` and of `b` as pairs, one repetition of each, A first
+  // in the even pairs and B first in the odd ones (A B, B A, A B, ...), so that a drift of the
+  // machine weighs on both alike. A failed repetition ends both cells (the pairs are the
+  // evidence); nullopt when the run is stopping.
+  std::optional<std::pair<CellResult, CellResult>> run_pair(const Cell& a, const Cell& b, size_t finished);
 
  private:
+  // Repetitions until `count` are in `reps`, or one fails (its error in `error`); false when
+  // the run is stopping.
+  bool repeat(const Cell& cell, uint32_t count, size_t finished, std::vector<v1::Repetition>& reps,
+              std::string& error);
+  // Repetition `rep` of `count` of `cell`, with its retries, into `reps`, or its error; false
+  // when the run is stopping.
+  bool one(const Cell& cell, uint32_t rep, uint32_t count, size_t finished, std::vector<v1::Repetition>& reps,
+           std::string& error);
   const Scenario& scenario_;
   const AgentPool& pool_;
   ProgressReporter& progress_;

@@ -1,23 +1,41 @@
 #pragma once
-// `loadlab compare BASE NEW`: per-cell deltas of one metric between two runs, each with a
-// verdict from a stated test (docs/nightly.md, "Verdicts"): a regression is NEW worse than
-// BASE by more than the threshold, shown by a one-sided Mann-Whitney U test at level 0.01
-// of NEW's samples against BASE's moved by the threshold (an improvement likewise); a
-// change within the threshold is "same", one beyond it that the test does not show "noise".
-// QPS samples are the measured windows' per-second figures of every repetition; other
-// metrics' are the repetitions, and where there are too few of them for the test to ever
-// reach 0.01, a change beyond the threshold counts when the runs' ranges do not overlap.
+// Verdicts of a run's cells against a baseline, and how they are printed (docs/nightly.md,
+// "Verdicts"). Two kinds of baseline:
+//
+//   history   each cell against its earlier nights (night_verdicts.hpp, verdict.hpp): the
+//             nights' own spread is the noise model. What a nightly uses.
+//   two runs  `loadlab compare BASE NEW`, `loadlab run --baseline DIR`: NEW against one BASE
+//             run. A run's repetitions spread less than nights do, so this can only say what
+//             two runs show: a one-sided two-sample t test on the log figures of the repetitions
+//             (never their per-second intervals, which are not independent) at the cell's
+//             level, beyond the threshold; and it says that it cannot tell a slow night.
+//
+// The metric and the settings come from the scenario's "regression" object (RegressionDef).
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "loadlab/shared/json_input.hpp"
+#include "loadlab/v1/result.pb.h"
+
 namespace loadlab::controller {
 
-struct CompareOptions {
+// The scenario's "regression" object: what a verdict judges and how strictly.
+struct RegressionDef {
   std::string metric = "qps";  // see metric_names()
-  double threshold_pct = 5;    // a change smaller than this is "same"
+  double threshold_pct = 5;    // a smaller change is never a regression
+  // The share of nights of unchanged code allowed to alarm (exit 1), split over the run's cells.
+  double false_alarm_pct = 1;
+  uint32_t baseline_nights = 10;     // K: a cell's most recent earlier nights that make its band
+  uint32_t min_nights = 5;           // fewer: inconclusive, unless beyond even their wide band
+  uint32_t accept_after_nights = 0;  // N regressions in a row start a new level by themselves
 };
+// Reads a "regression" object (the scenario's, or a result.json's copy of it). InputError
+// naming the path of a bad value.
+RegressionDef parse_regression(const ObjectReader& r);
+// The scenario copy's regression settings of a result.json; the defaults when it has none.
+RegressionDef regression_of_result(const nlohmann::json& result);
 
 // qps (higher is better); p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb,
 // client_cpu_pct (lower is better).
@@ -25,47 +43,20 @@ const std::vector<std::string>& metric_names();
 // Whether a larger value of the metric is better; InputError naming --metric and the
 // allowed names for an unknown one.
 bool metric_higher_is_better(const std::string& name);
+// The metric's figure of one repetition; NaN where the client could not give it.
+double metric_value(const std::string& name, const v1::Repetition& r);
 
-struct CellDelta {
-  std::string key;
-  double base = 0, current = 0;  // medians over repetitions
-  double change_pct = 0;         // (current - base) / base
-  // "regression", "improvement", "same", "noise" (beyond the threshold, but not shown by
-  // the test), "failed" (the cell failed in NEW), "missing" (not in NEW), "new" (not in
-  // BASE).
-  std::string verdict;
-  std::string method;  // "mann-whitney" (with `p_value`) or "ranges"; "" when not tested
-  double p_value = NAN;
-};
+// NEW (a result.json) against BASE, cell by cell (method "two runs"). Cells are matched by
+// key; a cell that failed or is missing in NEW is "failed"/"missing" (counted in `failed`, not
+// as a regression), one that is only in NEW or failed in BASE "new". NEW's confirmations,
+// when it has them, must show the change too. Throws InputError for a bad metric, a document
+// that is not a loadlab result, or two runs that cannot be compared (other scenarios, or
+// matrices of other axes).
+v1::Verdicts compare_results(const nlohmann::json& base, const nlohmann::json& current,
+                             const RegressionDef& r);
 
-inline constexpr double kSignificance = 0.01;  // the test's level, one-sided
-
-// The verdict on one cell from its two runs' samples: `change_pct` of the medians, a
-// `higher_is_better` metric's drop (or another's rise) beyond `threshold_pct` is a
-// regression when the test shows it. Fills verdict, method, p_value and change_pct.
-void decide(const std::vector<double>& base, const std::vector<double>& current, bool higher_is_better,
-            double threshold_pct, CellDelta& d);
-
-struct Comparison {
-  std::string metric;
-  double threshold_pct = 0;
-  std::vector<CellDelta> cells;
-  size_t regressions = 0;  // regression + failed + missing
-};
-
-// BASE and NEW are result.json documents. Throws loadlab::InputError for a bad metric, a
-// document that is not a loadlab result, or two runs that cannot be compared (other
-// scenarios, or matrices of other axes), with the reason.
-Comparison compare_results(const nlohmann::json& base, const nlohmann::json& current,
-                           const CompareOptions& o);
-
-void write_comparison(std::ostream& out, const Comparison& c);
-// The comparison as result.json keeps it ("comparison": metric, threshold_pct, regressions,
-// cells: key, base, current, change_pct, verdict, method, p_value).
-nlohmann::json to_json(const Comparison& c);
-
-// The options a run's scenario asks for ("regression": {"metric", "threshold_pct"}); the
-// defaults when it asks for none. InputError naming the path of a value of the wrong type.
-CompareOptions options_from_result(const nlohmann::json& result);
+// The verdicts as the terminal shows them: a line per cell, then the count and what the
+// method can and cannot show.
+void write_verdicts(std::ostream& out, const v1::Verdicts& v);
 
 }  // namespace loadlab::controller

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "loadlab/controller/verdict.hpp"
+
 struct sqlite3;
 
 namespace loadlab::controller {
@@ -58,7 +60,7 @@ struct AppendResult {
 
 class History {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   enum class Mode { kCreate, kExisting };
 
   // Opens the database at `path` (kExisting: InputError when there is none) and migrates
@@ -84,6 +86,27 @@ class History {
                                 const HistoryMetric& metric) const;
   // The result.json of the newest finished run of `scenario` whose cells are all ok.
   std::optional<std::string> last_good_run(const std::string& scenario) const;
+
+  // A cell's nights for the verdict (verdict.hpp), oldest first: each run's figures of
+  // `metric`, its confirmations, the fingerprint of the machines the cell ran on and of its
+  // settings, its steal and target build. Runs from `except_folder` (tonight's, appended
+  // before) are left out.
+  struct CellNights {
+    std::vector<Night> nights;
+    std::vector<int64_t> run_ids;         // of each night
+    std::vector<AcceptedLevel> accepted;  // the levels accepted by hand, as indices of `nights`
+  };
+  CellNights nights(const std::string& scenario, const std::string& cell_key, const HistoryMetric& metric,
+                    const std::string& except_folder = "") const;
+  // `loadlab history accept`: the cell (or every cell, "all") of `scenario` starts a new level
+  // at run `run_id`, from now on. InputError naming --run or the cell for one that is not
+  // there. Returns the scenario the run belongs to.
+  std::string accept(const std::string& cell_key, int64_t run_id, const std::string& note);
+  // The "regression" object of the newest run of `scenario` ({} when it had none).
+  nlohmann::json regression(const std::string& scenario) const;
+  // Keeps what a run's verdicts said (a run's row must exist).
+  void store_verdicts(int64_t run_id, const std::string& metric,
+                      const std::vector<std::pair<std::string, NightVerdict>>& verdicts);
 
   const std::string& path() const { return path_; }
 

@@ -24,6 +24,8 @@ class ProgressReporter {
   void cell_finished(size_t done, const std::string& key, const std::string& summary);
   // Text to print as a normal line (warnings) without breaking the bar.
   void note(const std::string& line);
+  // The same for what the run does on purpose (measuring a cell again): info, not a warning.
+  void info(const std::string& line);
   // Clears the bar, before the final table.
   void finish();
 

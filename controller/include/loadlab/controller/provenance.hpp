@@ -3,9 +3,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "loadlab/shared/sha256.hpp"
+
 namespace loadlab::controller {
 
-std::string sha256_file(const std::string& path);  // hex; "" if unreadable
+using loadlab::sha256_file;
 
 // {"path", "sha256", "git": {"commit", "dirty", "tree_dirty"} or null outside a git work tree}
 nlohmann::json file_provenance(const std::string& path);

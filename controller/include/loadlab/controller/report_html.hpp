@@ -12,19 +12,9 @@
 #include <vector>
 
 #include "loadlab/controller/results.hpp"
+#include "loadlab/v1/result.pb.h"
 
 namespace loadlab::controller {
-
-// Hook for `loadlab compare` / --baseline: the verdict of one cell against the baseline.
-struct CellVerdict {
-  std::string verdict;    // e.g. "regression", "improvement", "noise", "same", "missing"
-  double change_pct = 0;  // the metric's change, NEW against BASE, in %
-};
-struct VerdictSection {
-  std::string baseline;                       // what the run was compared with (a run folder, a date)
-  std::string metric;                         // e.g. "qps"
-  std::map<std::string, CellVerdict> by_key;  // by cell key (e.g. "beast/d5/t10")
-};
 
 // Hook for the history database: one figure of one cell over earlier runs.
 struct TrendPoint {
@@ -40,13 +30,15 @@ struct TrendSection {
 // The sections of report.html that are not computed from the run itself; each is rendered
 // when present.
 struct ReportSections {
-  std::optional<VerdictSection> verdicts;
+  std::optional<v1::Verdicts> verdicts;  // --baseline: every cell's verdict (compare.hpp)
+  std::optional<v1::Verdicts> ab;        // the scenario's "ab": B against A (ab_verdicts.hpp)
   std::optional<TrendSection> trends;
 };
 
-// The sections result.json's header holds: "comparison" (written by run --baseline) as the
-// verdicts, "trends" (written by run --history: {"metric", "cells": {KEY: [[date, commit,
-// value], ...]}}) as the trends. Read leniently: what is missing or mistyped is left out.
+// The sections result.json's header holds: "verdicts" (written by run --baseline: a
+// loadlab.v1.Verdicts), "ab" (the same for an A/B run), "trends" (written by run --history: {"metric",
+// "cells": {KEY: [[date, commit, value], ...]}}) as the trends. Read leniently: what is missing or mistyped
+// is left out.
 ReportSections sections_of(const nlohmann::json& header);
 
 // `header`: result.json without its cells (scenario, agents, started_at, ...); read

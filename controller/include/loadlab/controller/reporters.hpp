@@ -30,4 +30,10 @@ void write_table(std::ostream& out, const std::vector<CellResult>& cells);  // a
 void write_markdown(std::ostream& out, const std::string& title, const std::vector<CellResult>& cells);
 void write_csv(std::ostream& out, const std::vector<CellResult>& cells);  // machine columns, RFC 4180
 
+struct ReportSections;
+// matrix.md's verdicts, when the run has them: "Against the baseline" and "A/B" (with each
+// cell's pairs), a row per cell with its verdict, change, figures, minimum detectable change
+// and why.
+void write_markdown_verdicts(std::ostream& out, const ReportSections& sections);
+
 }  // namespace loadlab::controller

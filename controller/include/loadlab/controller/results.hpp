@@ -14,7 +14,8 @@ namespace loadlab::controller {
 struct CellResult {
   Cell cell;
   std::vector<v1::Repetition> reps;
-  std::string error;  // why the cell failed; empty when it succeeded
+  std::vector<v1::Repetition> confirmations;  // CellResult.confirmations
+  std::string error;                          // why the cell failed; empty when it succeeded
   bool ok() const { return error.empty() && !reps.empty(); }
   // The repetition with the median QPS (lower median for an even count); the cell's
   // figures are that repetition's, so they belong to one real run.

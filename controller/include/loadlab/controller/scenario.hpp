@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "loadlab/controller/compare.hpp"
+
 namespace loadlab::controller {
 
 inline constexpr const char* kBuiltinClient = "loadlab";  // loadlab-load
@@ -54,6 +56,12 @@ struct PlacementDef {
   std::vector<std::pair<std::string, std::string>> load_labels;
   uint32_t load_agents = 1;   // load agents driving each cell together
   bool share_agents = false;  // may the target's agent also run load? (always, in a one-agent lab)
+  // The CPUs the target and the load run on (docs/scenario.md, "CPU placement"): kAuto splits
+  // an agent's CPUs between the two sides when it hosts both; kSets names them; kNone leaves
+  // the scheduler free.
+  enum class Cpus { kAuto, kSets, kNone };
+  Cpus cpus = Cpus::kAuto;
+  std::string target_cpus, load_cpus;  // kSets: a CPU list each ("" = that side not pinned)
 };
 
 struct ExecutionDef {
@@ -62,6 +70,12 @@ struct ExecutionDef {
   double cooldown_s = 0;                 // pause between cells
   std::optional<uint64_t> shuffle_seed;  // run cells in a seeded random order
   double ready_s = 30, warmup_extra_s = 30, measure_s = 0, stop_s = 15;  // phase deadlines
+  // Confirm before alarm: a cell that looks like a regression against its baseline is
+  // measured again at the end of the run with this many repetitions (nullopt: the scenario's
+  // `repetitions`; 0: never). every_cell: every cell is, baseline or not (a bench recording the
+  // confirmations a replay needs).
+  std::optional<uint32_t> confirm;
+  bool confirm_every_cell = false;
 };
 
 // The knobs a matrix axis may vary (docs/scenario.md, "Matrix").
@@ -108,6 +122,10 @@ struct Scenario {
   uint32_t repetitions = 1;
   PlacementDef placement;
   ExecutionDef execution;
+  RegressionDef regression;
+  // "ab": two targets of `targets` run interleaved, cell by cell and repetition by repetition
+  // (A B, B A, ...), and B judged against A with a paired test. Empty when not asked.
+  std::string ab_a, ab_b;
   nlohmann::json source;               // the scenario as run (overrides applied), kept in result.json
   std::string source_text;             // the same, as text in the file's key order (the run folder's copy)
   std::vector<std::string> overrides;  // the --set assignments applied, in order

@@ -33,4 +33,17 @@ std::string svg_line_chart(const LineChart& chart);
 // A small line without axes (a trend sparkline), points with tooltips `titles`.
 std::string svg_sparkline(const std::vector<double>& values, const std::vector<std::string>& titles);
 
+// A verdict's picture: the earlier nights a cell was judged against (grey points, with
+// tooltips), the band a night of unchanged code falls in (shaded), and tonight's figure (a
+// larger point in `tonight_class`'s colour: "regression", "improvement" or "") and its
+// confirmation (a ring), each with a tooltip.
+struct BandChart {
+  std::vector<double> nights;
+  std::vector<std::string> night_titles;
+  std::optional<double> band_low, band_high;
+  std::optional<double> tonight, confirmation;
+  std::string tonight_title, confirmation_title, tonight_class;
+};
+std::string svg_band_chart(const BandChart& c);
+
 }  // namespace loadlab::controller

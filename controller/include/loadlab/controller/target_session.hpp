@@ -32,6 +32,7 @@ class TargetSession {
   void start(const v1::TargetSpec& spec);
   const std::string& endpoint() const { return endpoint_; }
   uint32_t startup_ms() const { return startup_ms_; }
+  const std::string& build() const { return build_; }  // Started.build
   const std::string& agent_name() const { return agent_.name; }
 
   // From now on a reader thread pushes the stream's events, then its end, to `events`; and a
@@ -60,6 +61,7 @@ class TargetSession {
   std::optional<grpc::Status> status_;  // set once Finish() has returned
   std::string endpoint_;
   uint32_t startup_ms_ = 0;
+  std::string build_;
   std::thread reader_;
   std::mutex write_mutex_;
   std::mutex heartbeat_mutex_;

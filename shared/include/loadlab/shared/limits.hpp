@@ -77,5 +77,10 @@ inline constexpr double kMaxStopS = 3'600;
 // `loadlab compare --threshold-pct`), and `loadlab history --last N` runs.
 inline constexpr double kMaxThresholdPct = 1'000;
 inline constexpr int64_t kMaxHistoryRuns = 1'000'000;
+// The nightly verdict (regression.*, --baseline-nights): the share of nights of unchanged code
+// allowed to alarm, and how many earlier nights make a cell's band.
+inline constexpr double kMinFalseAlarmPct = 0.001;
+inline constexpr double kMaxFalseAlarmPct = 50;
+inline constexpr int64_t kMaxBaselineNights = 1'000;
 
 }  // namespace loadlab::limits

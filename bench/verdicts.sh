@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# Nightly verdicts measured on real nights of this machine (docs/nightly.md, "What was measured
+# on this machine"). Each part is resumable and adds to OUT:
+#
+#   bench/verdicts.sh record OUT [NIGHTS]   NIGHTS real nights of the bench matrix, unchanged code
+#   bench/verdicts.sh slow OUT [NIGHTS]     NIGHTS more nights of a slower build of the server
+#                                           (SLOW_WORK_US of CPU per request more): the catalog
+#                                           changes, the scenario does not
+#   bench/verdicts.sh size OUT              the slower build's true size per cell: an A/B run of
+#                                           the two builds, interleaved A B B A
+#   bench/verdicts.sh replay OUT            the verdict procedure over every night, night by night
+#                                           as the nightly would: false alarms per 100 nights,
+#                                           inconclusive share, each cell's minimum detectable
+#                                           change, the slowed nights caught
+#   bench/verdicts.sh ab OUT [RUNS]         RUNS A/A runs (one build twice) and RUNS/3 A/B runs (a
+#                                           build AB_WORK_US slower) of the delay-0 cells: alarms
+#   bench/verdicts.sh export OUT FILE       the nights as CSV for the tests (tests/data/verdicts)
+#
+# The bench matrix: a catalog target (loadlab-target, one thread) at delay 0 and 2 ms × 1 and 4
+# client threads, 3 s measured after 0.5 s warm-up, 3 repetitions; every cell is measured again
+# at the end of each night on fresh targets (execution.confirm.every_cell), so that the replay
+# has the confirmation the nightly would take whatever it decides. One agent on 127.0.0.1 (the
+# scenario's default placement: target and load on CPUs of their own), restarted each night.
+#
+# Knobs: BUILD_DIR (build), GAP_S (pause between nights, default 60: nights spread over hours),
+# SLOW_WORK_US (300), AB_WORK_US (2), WINDOW_S (3), REPS (3), AB_PAIRS (10). The machine may do
+# other work meanwhile: that is the noise a nightly on a shared machine sees.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD_DIR=${BUILD_DIR:-$HERE/../build}
+GAP_S=${GAP_S:-60}
+SLOW_WORK_US=${SLOW_WORK_US:-300}
+AB_WORK_US=${AB_WORK_US:-2}
+WINDOW_S=${WINDOW_S:-3}
+REPS=${REPS:-3}
+AB_PAIRS=${AB_PAIRS:-10}
+HOST=127.0.0.1
+source "$HERE/lib.sh"
+
+usage() {
+  sed -n '2,20p' "$0" >&2
+  exit 2
+}
+
+write_scenario() {
+  cat >"$1" <<EOF
+{
+  "name": "verdict-bench",
+  "description": "bench/verdicts.sh: 4 cells of a one-thread catalog target, nights of unchanged code",
+  "targets": [{"name": "server", "catalog": "bench-server", "server_threads": 1}],
+  "matrix": {"delay_ms": [0, 2], "threads": [1, 4]},
+  "load": {"duration_s": $WINDOW_S, "warmup_s": 0.5, "connections_per_thread": 1},
+  "repetitions": $REPS,
+  "execution": {"confirm": {"repetitions": $REPS, "every_cell": true}}
+}
+EOF
+}
+
+# catalog_entry NAME WORK_US: a loadlab-target that burns WORK_US of CPU per request.
+catalog_entry() {
+  cat <<EOF
+"$1": {"argv": ["$BIN/loadlab-target", "--listen", "{host}:{port}", "--threads", "{threads}",
+                "--delay-ms", "{delay_ms}", "--work-us", "$2"],
+       "readiness": {"type": "http", "path": "/"}}
+EOF
+}
+
+# start_agent OUT CATALOG_JSON: an agent on a free port of 127.0.0.1 and OUT/lab.json for it.
+start_agent() {
+  local out=$1 port
+  echo "$2" >"$out/catalog.json"
+  port=$(free_port)
+  "$BIN/loadlab-agent" --listen "$HOST:$port" --name bench --catalog "$out/catalog.json" \
+    --log-level warn >>"$out/agent.log" 2>&1 &
+  AGENT=$!
+  PIDS+=("$AGENT")
+  for _ in $(seq 100); do port_open "$port" && break; sleep 0.1; done
+  cat >"$out/lab.json" <<EOF
+{"agents": [{"name": "bench", "address": "$HOST:$port", "roles": ["target", "load"]}]}
+EOF
+}
+
+# night OUT N WORK_US: one night; its exit status is kept in OUT/nights/N.status.
+night() {
+  local out=$1 n=$2 work_us=$3 id
+  id=$(printf '%03d' "$n")
+  [[ -f $out/nights/$id.status ]] && return 0
+  rm -rf "$out/nights/$id"
+  start_agent "$out" "{\"targets\": {$(catalog_entry bench-server "$work_us")}}"
+  local status=0
+  "$BIN/loadlab" run "$out/scenario.json" --lab "$out/lab.json" --out "$out/nights/$id" \
+    --quiet --log-level warn >"$out/nights/$id.log" 2>&1 || status=$?
+  stop_pid "$AGENT"
+  echo "$status work_us=$work_us $(date -u +%FT%TZ)" >"$out/nights/$id.status"
+  log "night $n (work_us $work_us): exit $status"
+}
+
+next_night() {
+  local last
+  last=$(ls "$1/nights" 2>/dev/null | sed -n 's/^\([0-9]\{3\}\)\.status$/\1/p' | sort | tail -1)
+  echo $((10#${last:-0} + 1))
+}
+
+record() {
+  local out=$1 nights=$2 work_us=$3 first
+  mkdir -p "$out/nights"
+  [[ -f $out/scenario.json ]] || write_scenario "$out/scenario.json"
+  first=$(next_night "$out")
+  for n in $(seq "$first" $((first + nights - 1))); do
+    night "$out" "$n" "$work_us"
+    sleep "$GAP_S"
+  done
+}
+
+# ab_run OUT NAME WORK_A WORK_B: one interleaved run of the delay-0 cells, A against B.
+ab_run() {
+  local out=$1 name=$2
+  [[ -f $out/$name/result.json ]] && return 0
+  start_agent "$out" "{\"targets\": {$(catalog_entry server-a "$3"), $(catalog_entry server-b "$4")}}"
+  cat >"$out/ab.json" <<EOF
+{"name": "verdict-ab", "targets": [{"name": "a", "catalog": "server-a", "server_threads": 1},
+                                   {"name": "b", "catalog": "server-b", "server_threads": 1}],
+ "matrix": {"delay_ms": [0], "threads": [1, 4]},
+ "load": {"duration_s": 1, "warmup_s": 0.3, "connections_per_thread": 1},
+ "repetitions": $AB_PAIRS, "ab": {"a": "a", "b": "b"}, "regression": {"threshold_pct": ${AB_THRESHOLD_PCT:-2}}}
+EOF
+  local status=0
+  "$BIN/loadlab" run "$out/ab.json" --lab "$out/lab.json" --out "$out/$name" --quiet --log-level warn \
+    >"$out/$name.log" 2>&1 || status=$?
+  stop_pid "$AGENT"
+  echo "$status" >"$out/$name.status"
+}
+
+# The verdicts of A/B runs named PREFIX-*: runs with a regression, and each cell's changes.
+ab_summary() {
+  local out=$1 prefix=$2
+  python3 - "$out" "$prefix" <<'EOF'
+import glob, json, sys, statistics
+out, prefix = sys.argv[1], sys.argv[2]
+runs = sorted(glob.glob(f"{out}/{prefix}-*/result.json"))
+alarms, changes, mdcs, caught = 0, {}, {}, {}
+for f in runs:
+    ab = json.load(open(f)).get("ab", {})
+    alarms += any(c["verdict"] == "regression" for c in ab.get("cells", []))
+    for c in ab.get("cells", []):
+        changes.setdefault(c["key"], []).append(c.get("change_pct", float("nan")))
+        mdcs.setdefault(c["key"], []).append(c.get("mdc_pct", float("nan")))
+        caught.setdefault(c["key"], []).append(c["verdict"] == "regression")
+print(f"{prefix}: {len(runs)} runs, {alarms} with a regression ({100.0 * alarms / max(1, len(runs)):.1f} %)")
+for k in sorted(changes):
+    print(f"  {k:10s} change median {statistics.median(changes[k]):+6.2f} % "
+          f"(min {min(changes[k]):+.2f}, max {max(changes[k]):+.2f}), mdc median {statistics.median(mdcs[k]):.2f} %, "
+          f"regression in {sum(caught[k])} of {len(caught[k])}")
+EOF
+}
+
+# replay OUT: a history made afresh from the nights (in the order they ran), replayed.
+replay() {
+  local out=$1 db=$out/replay.db
+  rm -f "$db"
+  local folders=()
+  for s in "$out"/nights/*.status; do folders+=("${s%.status}"); done
+  "$BIN/loadlab" history "$db" add "${folders[@]}" >/dev/null
+  "$BIN/loadlab" history "$db" --verdicts
+  "$BIN/loadlab" history "$db" --verdicts --csv >"$out/replay.csv"
+  python3 - "$out" <<'EOF'
+import csv, glob, json, os, sys
+out = sys.argv[1]
+slow = {}
+for s in sorted(glob.glob(f"{out}/nights/*.status")):
+    status, work, *_ = open(s).read().split()
+    slow[os.path.basename(s)[:3]] = work != "work_us=0"
+# The slower build's true size per cell, from the interleaved run (bench/verdicts.sh size).
+size = {}
+if os.path.exists(f"{out}/size/result.json"):
+    for c in json.load(open(f"{out}/size/result.json"))["ab"]["cells"]:
+        size[c["key"].split("/", 1)[1]] = -c["change_pct"]
+rows = list(csv.DictReader(open(f"{out}/replay.csv")))
+runs = sorted({int(r["run_id"]) for r in rows})
+night_of = {}  # run id -> night folder name, by order
+folders = sorted(k for k in slow)
+for run, folder in zip(runs, folders):
+    night_of[run] = folder
+normal = [r for r in rows if not slow[night_of[int(r["run_id"])]]]
+slowed = [r for r in rows if slow[night_of[int(r["run_id"])]]]
+alarm_nights = {r["run_id"] for r in normal if r["verdict"] == "regression"}
+normal_nights = {r["run_id"] for r in normal}
+inconclusive = sum(r["verdict"] == "inconclusive" for r in normal)
+print(f"\nunchanged code: {len(normal_nights)} nights, {len(normal)} cell-nights; nights with a regression: "
+      f"{len(alarm_nights)} ({100.0 * len(alarm_nights) / max(1, len(normal_nights)):.1f} per 100); "
+      f"inconclusive: {inconclusive} ({100.0 * inconclusive / max(1, len(normal)):.1f} %)")
+if slowed:
+    print(f"slowed build: {len({r['run_id'] for r in slowed})} nights")
+    for cell in sorted({r["cell"] for r in slowed}):
+        mine = [r for r in slowed if r["cell"] == cell]
+        true = size.get(cell.split("/", 1)[1])
+        over = [r for r in mine if true is not None and r["mdc_pct"] not in ("", "-") and true > float(r["mdc_pct"])]
+        caught = sum(r["verdict"] == "regression" for r in over)
+        verdicts = {}
+        for r in mine: verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+        print(f"  {cell:14s} true slowdown {'%.1f %%' % true if true is not None else '?':>8s}; "
+              f"nights where it exceeds the mdc: {len(over)}, caught {caught}; all verdicts {verdicts}")
+EOF
+}
+
+[[ $# -ge 2 ]] || usage
+cmd=$1 out=$2
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# The binaries are copied once: a rebuild of the tree while nights are recorded changes nothing,
+# and every night runs the same build (the replay reads what they wrote with the tree's).
+BIN=$out/bin
+if [[ ! -x $BIN/loadlab ]]; then
+  mkdir -p "$BIN"
+  for b in loadlab loadlab-agent loadlab-target loadlab-load; do
+    [[ -x $BUILD_DIR/bin/$b ]] || { echo "$BUILD_DIR/bin/$b is missing: build first" >&2; exit 2; }
+    cp "$BUILD_DIR/bin/$b" "$BIN/"
+  done
+fi
+bench_setup verdicts
+case $cmd in
+  record) record "$out" "${3:-100}" 0 ;;
+  slow) record "$out" "${3:-30}" "$SLOW_WORK_US" ;;
+  size)
+    AB_PAIRS=${AB_PAIRS_SIZE:-20} ab_run "$out" size 0 "$SLOW_WORK_US"
+    python3 -c "import json,sys; [print(c['key'], '%+.1f %%' % c['change_pct'], c['verdict']) for c in json.load(open(sys.argv[1]))['ab']['cells']]" "$out/size/result.json"
+    ;;
+  replay)
+    BIN=$(cd "$BUILD_DIR/bin" && pwd)
+    replay "$out"
+    ;;
+  ab)
+    runs=${3:-100}
+    for i in $(seq "$runs"); do ab_run "$out" "aa-$(printf '%03d' "$i")" 0 0; done
+    for i in $(seq $(((runs + 2) / 3))); do ab_run "$out" "ab-$(printf '%03d' "$i")" 0 "$AB_WORK_US"; done
+    ab_summary "$out" aa
+    ab_summary "$out" ab
+    ;;
+  export)
+    [[ $# -ge 3 ]] || usage
+    BIN=$(cd "$BUILD_DIR/bin" && pwd)
+    replay "$out" >/dev/null
+    python3 - "$out" "$3" <<'EOF'
+import sqlite3, sys, csv
+out, dest = sys.argv[1], sys.argv[2]
+db = sqlite3.connect(f"{out}/replay.db")
+fp = {(r, n): f for r, n, f in db.execute("SELECT run_id, name, fingerprint FROM run_agents")}
+w = csv.writer(open(dest, "w", newline=""))
+w.writerow(["night", "started_at", "cell", "phase", "qps", "steal_pct", "fingerprint", "settings", "target_build"])
+rows = db.execute("""SELECT r.id, r.started_at, c.key, p.phase, p.qps, p.steal_pct, c.agents, c.settings, p.target_build
+                     FROM runs r JOIN cells c ON c.run_id = r.id JOIN repetitions p ON p.cell_id = c.id
+                     ORDER BY r.started_at, r.id, c.key, p.phase DESC, p.idx""")
+for run, started, key, phase, qps, steal, agents, settings, build in rows:
+    w.writerow([run, started, key, phase, round(qps, 1), round(steal or 0, 2),
+                fp.get((run, "bench"), ""), settings, build])
+EOF
+    ;;
+  *) usage ;;
+esac

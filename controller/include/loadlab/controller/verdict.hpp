@@ -1,0 +1,125 @@
+#pragma once
+// The nightly verdict (docs/nightly.md, "Verdicts"): one cell's night against the nights before
+// it, with the history as the noise model.
+//
+// The unit of evidence is a night's figure: the median of its repetitions (a run's per-second
+// intervals are correlated, and nights differ by more than their seconds do). A cell's baseline
+// is its K most recent earlier nights that ran on the same machine (fingerprint), since its last
+// accepted level, that were not themselves judged a regression or an improvement. On the log of
+// the figures, their mean and spread give a one-sided prediction interval for a night of
+// unchanged code at the cell's level (Student's t with the baseline's degrees of freedom, so few
+// nights give a wide band). A night is a regression when it is worse than the baseline by more
+// than the threshold AND outside the band, and its confirmation (the cell measured again at the
+// end of the run, on fresh targets) is too; a night that looked like one but whose
+// confirmation did not is `noise`. The minimum detectable change is the true change the
+// procedure catches at least 95 % of the time: beyond the band (and the threshold) by as many
+// prediction spreads as one measurement needs to land there 99 % of the time with a spread
+// estimated from the baseline, so that the two measurements both do, however they are
+// correlated.
+//
+// Everything here is a pure function of the series: `loadlab run --baseline history` judges
+// tonight with it, and `loadlab history --verdicts` replays it over every night of a history,
+// each night seeing only the nights before it, with the same results.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loadlab/v1/result.pb.h"
+
+namespace loadlab::controller {
+
+// What a verdict may say of a cell.
+inline constexpr const char* kRegression = "regression";
+inline constexpr const char* kImprovement = "improvement";
+inline constexpr const char* kSame = "same";
+inline constexpr const char* kNoise = "noise";
+inline constexpr const char* kInconclusive = "inconclusive";
+
+struct VerdictOptions {
+  bool higher_is_better = true;  // the metric's direction (qps: true)
+  double threshold_pct = 5;      // a smaller change is never a regression
+  // The probability that a night of unchanged code is judged a regression in this cell (one
+  // side); the run's budget (regression.false_alarm_pct) split over its cells.
+  double alpha = 0.0025;
+  uint32_t baseline_nights = 10;  // K: the most recent baseline nights used
+  uint32_t min_nights = 5;        // fewer: the verdict is at most inconclusive, but for a change
+                                  // beyond even the few nights' wide band
+  // A level is accepted by itself once this many nights in a row were judged a regression (or
+  // an improvement) the same way: they start the new level. 0 = only `loadlab history accept`.
+  uint32_t accept_after_nights = 0;
+  // Steal time (100 = one core) above which a night is inconclusive when its baseline saw at
+  // most a third of it.
+  double steal_limit_pct = 5;
+};
+
+// One night of a cell, as the history (or tonight's run) has it.
+struct Night {
+  int64_t run_id = 0;
+  std::string started_at;
+  bool ok = false;
+  std::vector<double> values;        // per repetition
+  std::vector<double> confirmation;  // per confirming repetition; empty when none ran
+  std::string fingerprint;           // the machines the cell ran on (canonical text); "" unknown
+  double steal_pct = 0;              // the cell's CPUs' steal over its windows (median repetition)
+  std::string target_build;          // what the target was (not part of the fingerprint)
+};
+
+// `loadlab history accept`: a new level starts at night `start` of the series, for the nights
+// judged from night `effective_from` on (the first night after the acceptance; the nights
+// before kept the verdicts they had when they ran). The nights of the new level judged under
+// the old one (a regression that was accepted) are part of its baseline.
+struct AcceptedLevel {
+  size_t start = 0;
+  size_t effective_from = 0;
+};
+
+// A night's figure: the lower median of its repetitions (as the cell's figures); NaN if none.
+double night_figure(const std::vector<double>& values);
+
+struct NightVerdict {
+  std::string verdict;       // kRegression ... kInconclusive; "failed" when the night's cell failed
+  std::string reason;        // why, in words
+  bool suspect = false;      // the first measurement alone says regression: confirmation is wanted
+  double value = 0;          // the night's figure
+  double confirm_value = 0;  // the confirmation's figure; NaN when none
+  double baseline = 0;       // the band's centre (geometric mean of the baseline nights); NaN if none
+  double band_low = 0, band_high = 0;  // the prediction interval for a night of unchanged code
+  double change_pct = 0;               // value against baseline
+  double mdc_pct = 0;                  // minimum detectable change, %; NaN without a band
+  uint32_t nights = 0;                 // baseline nights used
+  std::vector<size_t> baseline_index;  // which earlier nights of the series (indices)
+  bool new_level = false;              // this night starts a level (accepted or automatic)
+  // What the night adds to later nights' bands: its figure, or its confirmation's when that
+  // contradicted a first measurement outside the band (the measurement that held up).
+  double band_value = 0;
+};
+
+// Every night of `series` (oldest first), each judged against the nights before it.
+std::vector<NightVerdict> judge_series(const std::vector<Night>& series, const VerdictOptions& o,
+                                       const std::vector<AcceptedLevel>& accepted = {});
+
+// The per-cell false-alarm probability for a run of `cells` cells whose nights of unchanged
+// code may alarm `false_alarm_pct` % of the time (Bonferroni: the budget split evenly).
+double cell_alpha(double false_alarm_pct, size_t cells);
+
+// A change as verdicts word it: "+12.3 %" (sign = false: "12.3 %").
+std::string pct_text(double v, bool sign = true);
+
+// A machine's fingerprint as the history keeps it and a verdict compares it:
+// "cpu_model=AMD EPYC;cpus=2;threads_per_core=1;governor=;boost=;kernel=6.1.0;virtual=yes".
+std::string fingerprint_text(const v1::MachineFingerprint& f);
+
+// Quantiles: Student's t with `df` degrees of freedom (Boost.Math).
+double t_quantile(double p, double df);
+// How many (estimated) spreads beyond a band a change must be for one measurement to land
+// there with probability `power`, when the spread was estimated with `df` degrees of freedom:
+// q with E[Φ(q·W)] = power, W = s/σ = sqrt(χ²(df)/df). A night whose spread came out low has a
+// narrow band and a small reported change, so the known-σ quantile would overstate the power.
+double detect_quantile(double df, double power);
+// The power each of a verdict's two measurements (the night's, its confirmation's) is sized
+// for: both land beyond the band at least 95 % of the time, however they are correlated, with
+// room for the nights whose spread came out low.
+inline constexpr double kPowerPerMeasurement = 0.99;
+
+}  // namespace loadlab::controller

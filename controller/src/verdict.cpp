@@ -1,0 +1,325 @@
+#include "loadlab/controller/verdict.hpp"
+
+#include <algorithm>
+#include <boost/math/distributions/chi_squared.hpp>
+#include <boost/math/distributions/normal.hpp>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace loadlab::controller {
+
+std::string pct_text(double v, bool sign) {
+  char b[32];
+  std::snprintf(b, sizeof b, sign ? "%+.1f %%" : "%.1f %%", v);
+  return b;
+}
+
+namespace {
+
+std::string pct(double v, bool sign = true) { return pct_text(v, sign); }
+
+}  // namespace
+
+double detect_quantile(double df, double power) {
+  static std::map<std::pair<double, double>, double> cache;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto key = std::make_pair(df, power);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const boost::math::chi_squared_distribution<double> chi(df);
+  const boost::math::normal_distribution<double> normal;
+  constexpr int kPoints = 400;
+  std::vector<double> w(kPoints);
+  for (int i = 0; i < kPoints; ++i) w[i] = std::sqrt(boost::math::quantile(chi, (i + 0.5) / kPoints) / df);
+  auto expected = [&](double q) {
+    double sum = 0;
+    for (double x : w) sum += boost::math::cdf(normal, q * x);
+    return sum / kPoints;
+  };
+  double lo = 0, hi = 50;
+  for (int i = 0; i < 60; ++i) ((expected((lo + hi) / 2) < power) ? lo : hi) = (lo + hi) / 2;
+  return cache[key] = hi;
+}
+
+namespace {
+
+struct Band {
+  uint32_t nights = 0;
+  double mean = 0, sd = 0;  // of the log figures
+  double half = 0;          // the band's half-width (log): t(1 - alpha) · prediction sd
+  double mdc = 0;           // the minimum detectable change (log)
+};
+
+// The band of the baseline nights `logs` at level `alpha`, and its minimum detectable change
+// for a threshold of `threshold_log`.
+Band band_of(const std::vector<double>& logs, double alpha, double threshold_log) {
+  Band b;
+  b.nights = static_cast<uint32_t>(logs.size());
+  if (logs.size() < 2) return b;
+  for (double y : logs) b.mean += y;
+  b.mean /= static_cast<double>(logs.size());
+  double ss = 0;
+  for (double y : logs) ss += (y - b.mean) * (y - b.mean);
+  b.sd = std::sqrt(ss / static_cast<double>(logs.size() - 1));
+  const double df = static_cast<double>(logs.size() - 1);
+  const double pred_sd = b.sd * std::sqrt(1 + 1.0 / static_cast<double>(logs.size()));
+  b.half = t_quantile(1 - alpha, df) * pred_sd;
+  b.mdc = std::max(b.half, threshold_log) + detect_quantile(df, kPowerPerMeasurement) * pred_sd;
+  return b;
+}
+
+// "worse" and "better" as changes in log space for the metric's direction: positive = worse.
+double worse_log(double y, double mean, bool higher_is_better) {
+  return higher_is_better ? mean - y : y - mean;
+}
+
+// A change in log space as the percentage of the metric: worse for qps is a drop.
+double change_pct_of(double y, double mean) { return (std::exp(y - mean) - 1) * 100; }
+
+double mdc_pct_of(double mdc_log, bool higher_is_better) {
+  return higher_is_better ? (1 - std::exp(-mdc_log)) * 100 : (std::exp(mdc_log) - 1) * 100;
+}
+
+// "cpu_model=AMD EPYC;cpus=2" per agent, lines "agent|key=value;..." → the fields that differ.
+std::map<std::string, std::string> fields_of(const std::string& fp) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(fp);
+  for (std::string line; std::getline(in, line);) {
+    auto bar = line.find('|');
+    std::string agent = bar == std::string::npos ? "" : line.substr(0, bar);
+    std::string rest = bar == std::string::npos ? line : line.substr(bar + 1);
+    std::istringstream f(rest);
+    for (std::string kv; std::getline(f, kv, ';');) {
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) continue;
+      out[(agent.empty() ? "" : agent + " ") + kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  }
+  return out;
+}
+
+std::string fingerprint_change(const std::string& before, const std::string& after) {
+  auto a = fields_of(before), b = fields_of(after);
+  std::string out;
+  for (auto& [k, v] : b) {
+    auto it = a.find(k);
+    const std::string old = it == a.end() ? "(none)" : it->second;
+    if (old != v)
+      out += (out.empty() ? "" : ", ") + k + " " + (old.empty() ? "(unknown)" : old) + " -> " +
+             (v.empty() ? "(unknown)" : v);
+  }
+  for (auto& [k, v] : a)
+    if (!b.count(k)) out += (out.empty() ? "" : ", ") + k + " " + v + " -> (none)";
+  return out.empty() ? "the machines changed" : out;
+}
+
+bool excluded(const std::string& verdict) { return verdict == kRegression || verdict == kImprovement; }
+
+class SeriesJudge {
+ public:
+  SeriesJudge(const std::vector<Night>& s, const VerdictOptions& o, std::vector<AcceptedLevel> accepted)
+      : s_(s), o_(o), accepted_(std::move(accepted)), out_(s.size()), judged_level_(s.size(), 0) {
+    std::sort(accepted_.begin(), accepted_.end(),
+              [](auto& a, auto& b) { return a.effective_from < b.effective_from; });
+  }
+
+  std::vector<NightVerdict> run() {
+    size_t next_accept = 0;
+    for (size_t i = 0; i < s_.size(); ++i) {
+      for (; next_accept < accepted_.size() && accepted_[next_accept].effective_from <= i; ++next_accept)
+        start_level(std::min(accepted_[next_accept].start, i));
+      judged_level_[i] = level_;
+      judge(i);
+      auto_accept(i);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void judge(size_t i) {
+    NightVerdict& v = out_[i];
+    const Night& n = s_[i];
+    v.value = night_figure(n.values);
+    v.band_value = v.value;
+    v.confirm_value = n.confirmation.empty() ? NAN : night_figure(n.confirmation);
+    v.baseline = v.band_low = v.band_high = v.mdc_pct = NAN;
+    if (!n.ok || !std::isfinite(v.value) || v.value <= 0) {
+      v.verdict = "failed";
+      v.reason = n.ok ? "no figure" : "the cell failed";
+      return;
+    }
+    // The baseline: earlier nights of this level on the same machines, not judged a change.
+    std::vector<double> logs;
+    double steal_max = 0;
+    for (size_t j = i; j-- > level_ && v.baseline_index.size() < o_.baseline_nights;) {
+      if (out_[j].verdict == "failed" || s_[j].fingerprint != n.fingerprint) continue;
+      // A change judged against this level stays out of it; one judged against an older level,
+      // now accepted, is this level's.
+      if (excluded(out_[j].verdict) && judged_level_[j] == level_) continue;
+      v.baseline_index.push_back(j);
+    }
+    std::reverse(v.baseline_index.begin(), v.baseline_index.end());
+    for (size_t j : v.baseline_index) {
+      logs.push_back(std::log(out_[j].band_value));
+      steal_max = std::max(steal_max, s_[j].steal_pct);
+    }
+    v.nights = static_cast<uint32_t>(logs.size());
+    const double threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
+                                                     : std::log1p(o_.threshold_pct / 100);
+    const Band b = band_of(logs, o_.alpha, threshold_log);
+    if (b.nights < 2) {
+      v.verdict = kInconclusive;
+      v.reason = few_nights_reason(i, b.nights);
+      if (b.nights == 1) {
+        v.baseline = std::exp(logs[0]);
+        v.change_pct = change_pct_of(std::log(v.value), logs[0]);
+      }
+      return;
+    }
+    v.baseline = std::exp(b.mean);
+    v.band_low = std::exp(b.mean - b.half);
+    v.band_high = std::exp(b.mean + b.half);
+    v.mdc_pct = mdc_pct_of(b.mdc, o_.higher_is_better);
+    const double y = std::log(v.value);
+    v.change_pct = change_pct_of(y, b.mean);
+    const std::string band_text = "the band of " + std::to_string(b.nights) + " nights (" +
+                                  pct(change_pct_of(b.mean - b.half, b.mean)) + " .. " +
+                                  pct(change_pct_of(b.mean + b.half, b.mean)) + ")";
+    if (n.steal_pct > o_.steal_limit_pct && steal_max * 3 < n.steal_pct) {
+      v.verdict = kInconclusive;
+      v.reason = "the hypervisor took " + pct(n.steal_pct, false) + " of a core from the cell's CPUs (its " +
+                 std::to_string(b.nights) + " baseline nights at most " + pct(steal_max, false) + ")";
+      return;
+    }
+    // +1: worse beyond threshold and band; -1: better beyond both; 0: neither.
+    auto side = [&](double fig) {
+      const double w = worse_log(std::log(fig), b.mean, o_.higher_is_better);
+      if (w > b.half && w > threshold_log) return 1;
+      if (-w > b.half && -w > threshold_log) return -1;
+      return 0;
+    };
+    const int first = side(v.value);
+    const bool few = b.nights < o_.min_nights;
+    const std::string few_text =
+        std::to_string(b.nights) + " nights of history (" + std::to_string(o_.min_nights) + " needed)";
+    if (first == 0) {
+      const double moved = std::abs(v.change_pct);
+      if (few) {
+        v.verdict = kInconclusive;
+        v.reason = few_text + ": only a change beyond " + pct(v.mdc_pct, false) + " would show; " +
+                   pct(v.change_pct) + " is not one";
+      } else if (moved > o_.threshold_pct) {
+        v.verdict = kNoise;
+        v.reason = pct(v.change_pct) + " is beyond the " + pct(o_.threshold_pct, false) +
+                   " threshold but inside " + band_text;
+      } else {
+        v.verdict = kSame;
+        v.reason = pct(v.change_pct) + ": within the " + pct(o_.threshold_pct, false) + " threshold";
+      }
+      return;
+    }
+    const char* change = first > 0 ? kRegression : kImprovement;
+    const std::string where =
+        first > 0 ? (o_.higher_is_better ? "below " : "above ") : (o_.higher_is_better ? "above " : "below ");
+    v.suspect = first > 0;
+    const std::string seen = pct(v.change_pct) + ": beyond the " + pct(o_.threshold_pct, false) +
+                             " threshold and " + where + band_text + (few ? " (" + few_text + ")" : "");
+    if (n.confirmation.empty()) {
+      v.verdict = change;
+      v.reason = seen + (first > 0 ? "; not confirmed (no confirmation measured)" : "");
+      return;
+    }
+    const double confirm_change = change_pct_of(std::log(v.confirm_value), b.mean);
+    if (side(v.confirm_value) == first) {
+      v.verdict = change;
+      v.reason = seen + "; confirmed on fresh targets: " + pct(confirm_change);
+    } else {
+      v.verdict = kNoise;
+      v.reason =
+          "first " + seen + ", but measured again on fresh targets " + pct(confirm_change) + ", which is not";
+      v.band_value = v.confirm_value;
+    }
+  }
+
+  std::string few_nights_reason(size_t i, uint32_t nights) const {
+    // The newest earlier night of this level that ran: on other machines?
+    for (size_t j = i; j-- > level_;) {
+      if (out_[j].verdict == "failed") continue;
+      if (s_[j].fingerprint != s_[i].fingerprint)
+        return "the machines changed since the night of " + s_[j].started_at + ": " +
+               fingerprint_change(s_[j].fingerprint, s_[i].fingerprint) + " (" + std::to_string(nights) +
+               " earlier nights on these)";
+      break;
+    }
+    if (nights == 0 && level_ > 0)
+      return "no earlier night of the level accepted from " + s_[level_].started_at + " to compare with";
+    if (nights == 0) return "no earlier night to compare with";
+    return "1 night of history: its spread is unknown (" + std::to_string(o_.min_nights) + " needed)";
+  }
+
+  // accept_after_nights judged the same change in a row start a level at the first of them.
+  void auto_accept(size_t i) {
+    const uint32_t n = o_.accept_after_nights;
+    if (n == 0 || i + 1 < n || i + 1 - n < level_) return;
+    const std::string& v = out_[i].verdict;
+    if (!excluded(v)) return;
+    for (size_t j = i + 1 - n; j <= i; ++j)
+      if (out_[j].verdict != v) return;
+    start_level(i + 1 - n);
+  }
+
+  void start_level(size_t start) {
+    level_ = start;
+    if (start < out_.size()) out_[start].new_level = true;
+  }
+
+  const std::vector<Night>& s_;
+  const VerdictOptions& o_;
+  std::vector<AcceptedLevel> accepted_;
+  std::vector<NightVerdict> out_;
+  std::vector<size_t> judged_level_;  // the level each night was judged against
+  size_t level_ = 0;                  // the first night of the current level
+};
+
+}  // namespace
+
+double night_figure(const std::vector<double>& values) {
+  std::vector<double> v;
+  for (double x : values)
+    if (std::isfinite(x)) v.push_back(x);
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+std::vector<NightVerdict> judge_series(const std::vector<Night>& series, const VerdictOptions& o,
+                                       const std::vector<AcceptedLevel>& accepted) {
+  return SeriesJudge(series, o, accepted).run();
+}
+
+std::string fingerprint_text(const v1::MachineFingerprint& f) {
+  // ';' and '|' separate fields and agents: a model name never holds them, but keep it so.
+  auto clean = [](std::string v) {
+    for (char& c : v)
+      if (c == ';' || c == '|' || c == '\n' || c == '=') c = ' ';
+    return v;
+  };
+  return "cpu_model=" + clean(f.cpu_model()) + ";cpus=" + std::to_string(f.cpus()) +
+         ";threads_per_core=" + std::to_string(f.threads_per_core()) + ";governor=" + clean(f.governor()) +
+         ";boost=" + clean(f.boost()) + ";kernel=" + clean(f.kernel()) +
+         ";virtual=" + (f.virtual_machine() ? "yes" : "no");
+}
+
+double cell_alpha(double false_alarm_pct, size_t cells) {
+  return false_alarm_pct / 100 / static_cast<double>(std::max<size_t>(1, cells));
+}
+
+double t_quantile(double p, double df) {
+  return boost::math::quantile(boost::math::students_t_distribution<double>(df), p);
+}
+
+}  // namespace loadlab::controller

@@ -1,0 +1,245 @@
+// Whole nights through `run_scenario` on a fake agent (gRPC's stub mock, scripted figures):
+// against the history, a night that looks like a regression is measured again on fresh
+// targets before the verdict; a changed machine is inconclusive and a new build is not; exit
+// statuses and their precedence.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include "fake_agent.hpp"
+#include "load_result_fixture.hpp"
+#include "loadlab/controller/runner.hpp"
+#include "loadlab/shared/exit_status.hpp"
+#include "loadlab/shared/json_input.hpp"
+
+namespace loadlab::controller {
+namespace {
+
+namespace fs = std::filesystem;
+using fake::FakeAgent;
+using fake::LoadStream;
+using fake::TargetStream;
+
+class NightRun : public ::testing::Test {
+ protected:
+  NightRun() {
+    dir_ = fs::temp_directory_path() / ("loadlab-night-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    agent_.info().set_allowed_cpus("0-3");
+    set_governor("performance");
+    // The target: started (with its build), ready, the window's usage on the final mark.
+    agent_.on_host_target = [this](TargetStream& t) {
+      t.on_write = [this](const v1::TargetCommand& cmd, TargetStream& t) {
+        if (cmd.has_spec()) {
+          v1::TargetEvent started;
+          started.mutable_started()->set_pid(1234);
+          started.mutable_started()->set_build(build_);
+          t.send(started);
+          t.send(fake::ready("127.0.0.1:9000", 7));
+        }
+        if (cmd.has_mark() && cmd.mark().kind() == v1::Mark::FINAL) t.send(fake::target_usage(40));
+      };
+      t.on_writes_done = [](TargetStream& t) {
+        t.send(fake::exited(0, 0, ""));
+        t.end();
+      };
+    };
+    // The load: the next scripted figure of its cell, or a refusal no retry can fix.
+    agent_.on_run_load = [this](LoadStream& l) {
+      l.on_write = [this](const v1::LoadCommand& cmd, LoadStream& l) {
+        if (!cmd.has_spec()) return;
+        if (cmd.spec().endpoint().empty()) return;
+        const double qps = next_qps();
+        if (qps < 0) {
+          l.end(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "threads: refused"));
+          return;
+        }
+        l.send(fake::measure_start());
+        l.send(fake::load_result(part({100, 200, 300}, qps)));
+        l.send(fake::load_usage(30));
+        l.end();
+      };
+    };
+  }
+  ~NightRun() override { fs::remove_all(dir_); }
+
+  void set_governor(const std::string& g) {
+    auto* f = agent_.info().mutable_fingerprint();
+    f->set_cpu_model("Fake CPU");
+    f->set_cpus(4);
+    f->set_threads_per_core(1);
+    f->set_governor(g);
+    f->set_kernel("6.1");
+  }
+  double next_qps() {
+    std::lock_guard lock(mutex_);
+    if (figures_.empty()) return 1000;
+    double q = figures_.front();
+    figures_.pop_front();
+    return q;
+  }
+
+  // One night: `figures` are the repetitions' QPS in the order they run (confirmations last);
+  // returns the exit status.
+  int night(const std::string& name, std::deque<double> figures, const std::string& scenario = kScenario) {
+    {
+      std::lock_guard lock(mutex_);
+      figures_ = std::move(figures);
+    }
+    std::ofstream(dir_ / "s.json") << scenario;
+    std::ofstream(dir_ / "lab.json")
+        << R"({"agents": [{"name": "a", "address": "fake:1", "roles": ["target", "load"]}]})";
+    RunOptions o;
+    o.scenario_path = (dir_ / "s.json").string();
+    o.lab_path = (dir_ / "lab.json").string();
+    o.out_dir = (dir_ / name).string();
+    o.history = (dir_ / "history.db").string();
+    o.baseline = kHistory;
+    o.quiet = true;
+    o.agent_stubs = [this](const AgentDef&) { return AgentStub{nullptr, agent_.stub()}; };
+    o.cancel_calls = fake::canceller({&agent_});
+    std::ostringstream table;
+    targets_before_ = agent_.targets().size();
+    int status = run_scenario(o, table, nullptr);
+    table_ = table.str();
+    return status;
+  }
+  nlohmann::json verdict(const std::string& name, size_t cell = 0) {
+    return read_json_file((dir_ / name / "result.json").string())["verdicts"]["cells"][cell];
+  }
+  size_t targets_started() const { return agent_.targets().size() - targets_before_; }
+
+  // Two repetitions of one cell, each on a fresh target.
+  static constexpr const char* kScenario = R"({"name": "n", "targets": [{"name": "b", "builtin": "hello"}],
+      "matrix": {"delay_ms": [0]}, "load": {"requests_per_thread": 10}, "repetitions": 2})";
+
+  fs::path dir_;
+  FakeAgent agent_{"a"};
+  std::mutex mutex_;
+  std::deque<double> figures_;
+  std::string build_ = "loadlab-target 1 sha256:aaaa";
+  size_t targets_before_ = 0;
+  std::string table_;
+};
+
+// Five nights of 1000 ± 1 % make a band; tonight's repetitions come after them.
+void five_good_nights(NightRun& t, std::function<int(const std::string&, std::deque<double>)> night) {
+  for (int n = 1; n <= 5; ++n)
+    ASSERT_EQ(night("n" + std::to_string(n), {1000.0 + n, 1000.0 - n}), exit_status::kOk) << n;
+}
+
+TEST_F(NightRun, ASuspectNightIsMeasuredAgainOnFreshTargetsBeforeTheVerdict) {
+  auto night_fn = [this](const std::string& n, std::deque<double> f) { return night(n, std::move(f)); };
+  five_good_nights(*this, night_fn);
+  EXPECT_EQ(verdict("n5")["verdict"], "inconclusive");  // 4 earlier nights: fewer than 5
+  // Tonight's two repetitions say -30 %; the three confirmations say nothing changed.
+  EXPECT_EQ(night("slow-once", {700, 701, 1000, 1001, 999}), exit_status::kOk) << table_;
+  auto v = verdict("slow-once");
+  EXPECT_EQ(v["verdict"], "noise") << v.dump();
+  EXPECT_TRUE(v["suspect"].get<bool>());
+  EXPECT_EQ(v["confirm_value"], 1000);
+  EXPECT_EQ(targets_started(), 5u) << "2 repetitions + 3 confirmations, each a fresh target";
+  auto cells = read_json_file((dir_ / "slow-once" / "result.json").string())["cells"];
+  EXPECT_EQ(cells[0]["repetitions"].size(), 2u);
+  EXPECT_EQ(cells[0]["confirmations"].size(), 3u);
+  // Both measurements hold: a regression, exit status 1.
+  EXPECT_EQ(night("slow", {700, 701, 702, 698, 700}), exit_status::kRegression) << table_;
+  EXPECT_EQ(verdict("slow")["verdict"], "regression");
+  EXPECT_NE(table_.find("REGRESSION"), std::string::npos) << table_;
+  // A night that is fine needs no confirmation.
+  EXPECT_EQ(night("fine", {1000, 1001}), exit_status::kOk);
+  EXPECT_EQ(targets_started(), 2u);
+  EXPECT_EQ(verdict("fine")["verdict"], "same");
+}
+
+TEST_F(NightRun, AChangedMachineIsInconclusiveButANewBuildIsJudged) {
+  auto night_fn = [this](const std::string& n, std::deque<double> f) { return night(n, std::move(f)); };
+  five_good_nights(*this, night_fn);
+  set_governor("powersave");
+  EXPECT_EQ(night("governor", {700, 700, 700, 700, 700}), exit_status::kOk) << table_;
+  auto v = verdict("governor");
+  EXPECT_EQ(v["verdict"], "inconclusive");
+  EXPECT_NE(v["reason"].get<std::string>().find("a governor performance -> powersave"), std::string::npos)
+      << v.dump();
+  // Back on the machine of the band; a new build of the target is what a nightly tests.
+  set_governor("performance");
+  build_ = "loadlab-target 2 sha256:bbbb";
+  EXPECT_EQ(night("new-build", {700, 701, 702, 698, 700}), exit_status::kRegression) << table_;
+  EXPECT_EQ(verdict("new-build")["verdict"], "regression");
+  auto rep = read_json_file((dir_ / "new-build" / "result.json").string())["cells"][0]["repetitions"][0];
+  EXPECT_EQ(rep["target_build"], "loadlab-target 2 sha256:bbbb");
+}
+
+// Failed cells and a regression at once: 1, the regression. Failed cells alone: 3.
+TEST_F(NightRun, ExitStatusesAndTheirPrecedence) {
+  const std::string two_cells = R"({"name": "n", "targets": [{"name": "b", "builtin": "hello"}],
+      "matrix": {"delay_ms": [0, 1]}, "load": {"requests_per_thread": 10}, "repetitions": 2,
+      "execution": {"retries": 0}})";
+  for (int n = 1; n <= 5; ++n)
+    ASSERT_EQ(night("n" + std::to_string(n), {1000.0 + n, 1000.0 - n, 500.0 + n, 500.0 - n}, two_cells),
+              exit_status::kOk);
+  // b/d0 regresses (and its confirmation agrees); b/d1's load is refused: it fails.
+  EXPECT_EQ(night("both", {700, 701, -1, 700, 702, 699}, two_cells), exit_status::kRegression) << table_;
+  EXPECT_EQ(verdict("both", 0)["verdict"], "regression");
+  EXPECT_EQ(verdict("both", 1)["verdict"], "failed");
+  EXPECT_EQ(night("failed", {1000, 1001, -1}, two_cells), exit_status::kCellsFailed) << table_;
+  EXPECT_EQ(exit_status::worst(exit_status::kCellsFailed, exit_status::kRegression),
+            exit_status::kRegression);
+  EXPECT_EQ(exit_status::worst(exit_status::kRegression, exit_status::kLabUnusable),
+            exit_status::kRegression);
+  EXPECT_EQ(exit_status::worst(exit_status::kLabUnusable, exit_status::kCellsFailed),
+            exit_status::kLabUnusable);
+  EXPECT_EQ(exit_status::worst(exit_status::kBadInput, exit_status::kLabUnusable), exit_status::kBadInput);
+  EXPECT_EQ(exit_status::worst(exit_status::kRegression, exit_status::kSignalBase + 15), 143);
+  EXPECT_EQ(exit_status::worst(exit_status::kOk, exit_status::kCellsFailed), exit_status::kCellsFailed);
+}
+
+// A/B: build B against A cell by cell, in the order A B, B A, A B, B A, paired.
+TEST_F(NightRun, AnABRunAlternatesTheBuildsAndPairsThem) {
+  const std::string ab = R"({"name": "pr", "targets": [{"name": "main", "builtin": "hello"},
+      {"name": "pr", "builtin": "hello", "body": "pr"}],
+      "matrix": {"delay_ms": [0]}, "load": {"requests_per_thread": 10}, "repetitions": 4,
+      "ab": {"a": "main", "b": "pr"}, "regression": {"threshold_pct": 2}})";
+  // B is 5 % slower in every pair; the machine drifts 10 % between pairs.
+  std::deque<double> figures;
+  const double drift[] = {1000, 1100, 950, 1050};
+  const bool b_first[] = {false, true, false, true};
+  for (int i = 0; i < 4; ++i) {
+    double a = drift[i], b = drift[i] * 0.95;
+    figures.push_back(b_first[i] ? b : a);
+    figures.push_back(b_first[i] ? a : b);
+  }
+  EXPECT_EQ(night("ab", figures, ab), exit_status::kRegression) << table_;
+  auto result = read_json_file((dir_ / "ab" / "result.json").string());
+  const auto& v = result["ab"]["cells"][0];
+  EXPECT_EQ(result["ab"]["method"], "a/b");
+  EXPECT_EQ(v["key"], "pr/d0");
+  EXPECT_EQ(v["a_key"], "main/d0");
+  EXPECT_EQ(v["verdict"], "regression") << v.dump();
+  EXPECT_NEAR(v["change_pct"].get<double>(), -5, 1e-6);
+  ASSERT_EQ(v["pairs"].size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(v["pairs"][i]["b_first"].get<bool>(), b_first[i]) << i;
+    EXPECT_NEAR(v["pairs"][i]["a"].get<double>(), drift[i], 1e-6) << i;
+  }
+  // The targets ran in that order: main, pr, pr, main, main, pr, pr, main.
+  std::vector<std::string> bodies;
+  for (auto& t : agent_.targets()) bodies.push_back(t->written().front().spec().body());
+  EXPECT_EQ(bodies, (std::vector<std::string>{"", "pr", "pr", "", "", "pr", "pr", ""}));
+  EXPECT_NE(table_.find("B A"), std::string::npos) << table_;
+  // The same build twice (A/A): the pairs' drift cancels, nothing to report.
+  figures.clear();
+  for (int i = 0; i < 4; ++i) {
+    figures.push_back(drift[i]);
+    figures.push_back(drift[i] * (i % 2 ? 1.003 : 0.997));
+  }
+  EXPECT_EQ(night("aa", figures, ab), exit_status::kOk) << table_;
+  EXPECT_EQ(read_json_file((dir_ / "aa" / "result.json").string())["ab"]["cells"][0]["verdict"], "same");
+}
+
+}  // namespace
+}  // namespace loadlab::controller

@@ -1,0 +1,229 @@
+#include "loadlab/controller/verdict.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace loadlab::controller {
+namespace {
+
+// A night of a qps cell: three repetitions around `level`, their spread `within` (relative).
+Night night(double level, std::mt19937_64& rng, double within = 0.01, std::string fp = "a|kernel=6.1") {
+  std::normal_distribution<double> z(0, 1);
+  Night n;
+  n.ok = true;
+  n.fingerprint = std::move(fp);
+  for (int i = 0; i < 3; ++i) n.values.push_back(level * std::exp(within * z(rng)));
+  return n;
+}
+
+// Nights whose level moves between nights by `between` (relative sd), as real nights do.
+std::vector<Night> nights(size_t count, double level, double between, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0, 1);
+  std::vector<Night> out;
+  for (size_t i = 0; i < count; ++i) {
+    out.push_back(night(level * std::exp(between * z(rng)), rng));
+    out.back().run_id = static_cast<int64_t>(i + 1);
+    out.back().started_at = "night " + std::to_string(i + 1);
+  }
+  return out;
+}
+
+VerdictOptions options() {
+  VerdictOptions o;
+  o.alpha = 0.0025;
+  return o;
+}
+
+TEST(Verdict, NightFigureIsTheLowerMedianOfTheRepetitions) {
+  EXPECT_DOUBLE_EQ(night_figure({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(night_figure({4, 1, 3, 2}), 2);
+  EXPECT_TRUE(std::isnan(night_figure({})));
+}
+
+TEST(Verdict, TQuantilesAreStudentsT) {
+  EXPECT_NEAR(t_quantile(0.975, 9), 2.262, 0.001);
+  EXPECT_NEAR(t_quantile(0.9975, 9), 3.690, 0.001);
+  EXPECT_NEAR(t_quantile(0.95, 1e6), 1.645, 0.001);
+  EXPECT_DOUBLE_EQ(cell_alpha(1, 4), 0.0025);
+}
+
+TEST(Verdict, TheFirstNightsAreInconclusiveAndSayHowManyThereAre) {
+  auto s = nights(8, 10000, 0.03, 1);
+  auto v = judge_series(s, options());
+  EXPECT_EQ(v[0].verdict, kInconclusive);
+  EXPECT_NE(v[0].reason.find("no earlier night"), std::string::npos) << v[0].reason;
+  EXPECT_EQ(v[1].verdict, kInconclusive);
+  EXPECT_NE(v[1].reason.find("1 night of history"), std::string::npos) << v[1].reason;
+  for (size_t i = 2; i < 5; ++i) {
+    EXPECT_EQ(v[i].verdict, kInconclusive) << i;
+    EXPECT_NE(v[i].reason.find(std::to_string(i) + " nights of history (5 needed)"), std::string::npos)
+        << v[i].reason;
+    EXPECT_GT(v[i].mdc_pct, 10) << "few nights: only a large change could show";
+  }
+  for (size_t i = 5; i < 8; ++i) EXPECT_TRUE(v[i].verdict == kSame || v[i].verdict == kNoise) << i;
+  EXPECT_EQ(v[7].nights, 7u);
+}
+
+TEST(Verdict, TheBaselineIsTheKMostRecentNights) {
+  auto s = nights(30, 10000, 0.02, 2);
+  auto o = options();
+  o.baseline_nights = 10;
+  auto v = judge_series(s, o);
+  EXPECT_EQ(v[29].nights, 10u);
+  EXPECT_EQ(v[29].baseline_index.front(), 19u);
+  EXPECT_EQ(v[29].baseline_index.back(), 28u);
+}
+
+// The claims the level makes, on draws of the model it assumes: at most alpha false alarms per
+// cell-night, and a change the size of the reported minimum detectable change caught at least
+// 95 % of the time (the real nights' figures are bench/verdicts.sh's).
+TEST(Verdict, OnNormalNightsTheLevelAndTheMinimumDetectableChangeHold) {
+  auto o = options();
+  o.alpha = 0.01;  // a level this many draws can show
+  size_t judged = 0, alarms = 0, caught = 0, slowed = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    auto s = nights(20, 10000, 0.05, 100 + seed);
+    auto v = judge_series(s, o);
+    for (size_t i = 5; i < s.size(); ++i) {
+      ++judged;
+      alarms += v[i].verdict == kRegression;
+    }
+    // The same history, and a last night slowed by its own minimum detectable change.
+    std::mt19937_64 rng(seed);
+    const double mdc = v.back().mdc_pct;
+    ASSERT_TRUE(std::isfinite(mdc));
+    std::normal_distribution<double> z(0, 1);
+    s.back() = night(v.back().baseline * (1 - mdc / 100) * std::exp(0.05 * z(rng)), rng);
+    s.back().confirmation = night(v.back().baseline * (1 - mdc / 100) * std::exp(0.05 * z(rng)), rng).values;
+    ++slowed;
+    caught += judge_series(s, o).back().verdict == kRegression;
+  }
+  EXPECT_LE(alarms, judged * 0.01 * 1.6) << alarms << " of " << judged;
+  EXPECT_GE(caught, slowed * 0.95) << caught << " of " << slowed;
+}
+
+TEST(Verdict, AStepIsARegressionFromItsNightOnUntilAccepted) {
+  auto s = nights(30, 10000, 0.01, 3);
+  std::mt19937_64 rng(4);
+  for (size_t i = 15; i < 30; ++i) {
+    s[i] = night(7000, rng);
+    s[i].confirmation = night(7000, rng).values;
+  }
+  auto v = judge_series(s, options());
+  for (size_t i = 6; i < 15; ++i) EXPECT_NE(v[i].verdict, kRegression) << i;
+  for (size_t i = 15; i < 30; ++i) {
+    EXPECT_EQ(v[i].verdict, kRegression) << i << ": " << v[i].reason;
+    EXPECT_EQ(v[i].nights, 10u) << "the regressions stay out of the baseline";
+  }
+  EXPECT_NE(v[15].reason.find("confirmed on fresh targets"), std::string::npos) << v[15].reason;
+  // Accepted at night 20 (after it ran), starting the level at the step: the nights that ran
+  // before keep their verdicts; from night 21 on the step is the level.
+  auto accepted = judge_series(s, options(), {{15, 21}});
+  for (size_t i = 15; i < 21; ++i) EXPECT_EQ(accepted[i].verdict, kRegression) << i;
+  EXPECT_TRUE(accepted[15].new_level);
+  for (size_t i = 21; i < 30; ++i) {
+    EXPECT_TRUE(accepted[i].verdict == kSame || accepted[i].verdict == kNoise)
+        << i << ": " << accepted[i].reason;
+    EXPECT_GE(accepted[i].baseline_index.front(), 15u);
+  }
+}
+
+TEST(Verdict, ALevelIsAcceptedByItselfAfterNNightsWhenAsked) {
+  auto s = nights(30, 10000, 0.01, 5);
+  std::mt19937_64 rng(6);
+  for (size_t i = 15; i < 30; ++i) s[i] = night(7000, rng);
+  auto o = options();
+  o.accept_after_nights = 3;
+  auto v = judge_series(s, o);
+  for (size_t i = 15; i < 18; ++i) EXPECT_EQ(v[i].verdict, kRegression) << i;
+  EXPECT_TRUE(v[15].new_level);
+  for (size_t i = 18; i < 30; ++i) EXPECT_NE(v[i].verdict, kRegression) << i << ": " << v[i].reason;
+}
+
+TEST(Verdict, ASuspectNightThatItsConfirmationContradictsIsNoise) {
+  auto s = nights(12, 10000, 0.01, 7);
+  std::mt19937_64 rng(8);
+  s[11] = night(7000, rng);
+  EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression) << "without a confirmation";
+  EXPECT_TRUE(judge_series(s, options())[11].suspect);
+  s[11].confirmation = night(10050, rng).values;
+  auto v = judge_series(s, options())[11];
+  EXPECT_EQ(v.verdict, kNoise);
+  EXPECT_NE(v.reason.find("measured again on fresh targets"), std::string::npos) << v.reason;
+  EXPECT_NEAR(v.confirm_value, 10050, 300);
+}
+
+// The first measurement was a transient its confirmation contradicted: the night enters later
+// bands with the figure that held up, not the transient (which would widen them for K nights).
+TEST(Verdict, ANoiseNightAddsItsConfirmationToLaterBands) {
+  auto s = nights(14, 10000, 0.01, 17);
+  std::mt19937_64 rng(18);
+  s[11] = night(6000, rng);
+  s[11].confirmation = night(10000, rng).values;
+  auto v = judge_series(s, options());
+  ASSERT_EQ(v[11].verdict, kNoise);
+  EXPECT_NEAR(v[11].band_value, v[11].confirm_value, 1e-9);
+  EXPECT_EQ(v[12].baseline_index.back(), 11u);
+  EXPECT_LT(v[12].mdc_pct, 20) << "the transient did not widen the band (it would make it 60 %)";
+}
+
+TEST(Verdict, AChangeWithinTheBandIsNoiseAndWithinTheThresholdSame) {
+  auto s = nights(12, 10000, 0.10, 9);  // wide nights
+  std::mt19937_64 rng(10);
+  auto v = judge_series(s, options());
+  s[11] = night(v[11].baseline * 0.88, rng, 0.001);
+  v = judge_series(s, options());
+  EXPECT_EQ(v[11].verdict, kNoise) << v[11].reason;
+  EXPECT_GT(v[11].mdc_pct, 12) << "a cell this wide cannot show 12 %";
+  s[11] = night(v[11].baseline * 0.98, rng, 0.001);
+  EXPECT_EQ(judge_series(s, options())[11].verdict, kSame);
+}
+
+TEST(Verdict, LatencyIsWorseUpwards) {
+  auto s = nights(12, 2000, 0.01, 11);  // p99 in µs
+  std::mt19937_64 rng(12);
+  s[11] = night(3000, rng);
+  auto o = options();
+  o.higher_is_better = false;
+  auto v = judge_series(s, o)[11];
+  EXPECT_EQ(v.verdict, kRegression);
+  EXPECT_GT(v.change_pct, 40);
+  s[11] = night(1000, rng);
+  EXPECT_EQ(judge_series(s, o)[11].verdict, kImprovement);
+}
+
+TEST(Verdict, AChangedMachineIsInconclusiveAndNamesWhatChangedButANewBuildIsNot) {
+  auto s = nights(12, 10000, 0.01, 13);
+  for (auto& n : s)
+    n.fingerprint = "srv|governor=performance;kernel=6.1\ncli|governor=performance;kernel=6.1";
+  s[11].fingerprint = "srv|governor=powersave;kernel=6.1\ncli|governor=performance;kernel=6.1";
+  auto v = judge_series(s, options())[11];
+  EXPECT_EQ(v.verdict, kInconclusive);
+  EXPECT_NE(v.reason.find("srv governor performance -> powersave"), std::string::npos) << v.reason;
+  s[11].fingerprint = s[10].fingerprint;
+  s[11].target_build = "sha256:0123456789abcdef";  // tonight's build: what a nightly tests
+  EXPECT_NE(judge_series(s, options())[11].verdict, kInconclusive);
+}
+
+TEST(Verdict, ANightWithMuchStealIsInconclusive) {
+  auto s = nights(12, 10000, 0.01, 14);
+  for (auto& n : s) n.steal_pct = 0.5;
+  s[11].steal_pct = 20;
+  auto v = judge_series(s, options())[11];
+  EXPECT_EQ(v.verdict, kInconclusive);
+  EXPECT_NE(v.reason.find("hypervisor took 20.0 %"), std::string::npos) << v.reason;
+}
+
+TEST(Verdict, FailedNightsAreNeitherJudgedNorBaseline) {
+  auto s = nights(12, 10000, 0.01, 15);
+  s[10].ok = false;
+  auto v = judge_series(s, options());
+  EXPECT_EQ(v[10].verdict, "failed");
+  for (size_t j : v[11].baseline_index) EXPECT_NE(j, 10u);
+}
+
+}  // namespace
+}  // namespace loadlab::controller
