@@ -6,6 +6,7 @@
 
 #include "loadlab/controller/agent_pool.hpp"
 #include "loadlab/controller/lab.hpp"
+#include "loadlab/shared/exit_status.hpp"
 
 namespace loadlab::controller {
 
@@ -74,7 +75,7 @@ int describe_agents(const std::string& lab_path, std::ostream& out) {
     rows.push_back(agent_row(a));
   }
   write_columns(out, rows);
-  return all ? 0 : 1;
+  return all ? exit_status::kOk : exit_status::kLabUnusable;
 }
 
 }  // namespace loadlab::controller

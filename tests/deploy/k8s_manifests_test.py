@@ -409,7 +409,7 @@ def check_lab(where, lab_text, agent, lab_dir_files, controller):
         except ValueError:
             pass
     # The real controller reads it: the files it names are made (placeholders; it only reads
-    # them here), its agents cannot be reached, so exit 1 with each agent UNREACHABLE. A lab
+    # them here), its agents cannot be reached, so exit 4 with each agent UNREACHABLE. A lab
     # file it refuses is exit 2.
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "lab.json"), "w") as fh:
@@ -421,7 +421,7 @@ def check_lab(where, lab_text, agent, lab_dir_files, controller):
                     fh.write("placeholder-token\n" if "token" in f else "-----BEGIN PLACEHOLDER-----\n")
         out = subprocess.run([controller, "agents", "--lab", os.path.join(tmp, "lab.json")], capture_output=True,
                              text=True, timeout=120)
-        if check(out.returncode in (0, 1), where, f"`loadlab agents --lab lab.json` refused the lab file "
+        if check(out.returncode in (0, 4), where, f"`loadlab agents --lab lab.json` refused the lab file "
                  f"(exit {out.returncode}): {out.stderr.strip()[-2000:]}"):
             for a in lab.get("agents", []):
                 check(re.search(rf"(?m)^{re.escape(a['name'])}\s", out.stdout), where,

@@ -5,7 +5,8 @@
 
 namespace loadlab::controller {
 
-// Returns 0 if every agent answered, 1 otherwise. Throws InputError for a bad lab file.
+// Returns 0 if every agent answered, 4 (exit_status::kLabUnusable) otherwise. Throws InputError
+// for a bad lab file.
 int describe_agents(const std::string& lab_path, std::ostream& out);
 
 }  // namespace loadlab::controller
