@@ -3,14 +3,18 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "loadlab/agent/job_cgroup.hpp"
@@ -212,6 +216,7 @@ std::optional<MachineCpu> ProcFsReader::machine_cpu() {
   if (read_small(path, local.data(), local.size()) <= 0) return std::nullopt;
   MachineCpu m;
   bool have_sum = false;
+  static const bool irq_in_tasks = irq_time_in_tasks();
   for (const char* line = local.data(); line && *line;) {
     const char* next = std::strchr(line, '\n');
     next = next ? next + 1 : nullptr;
@@ -228,9 +233,10 @@ std::optional<MachineCpu> ProcFsReader::machine_cpu() {
     if (fields != 8) continue;
     CpuTimes t;
     t.cpu = cpu;
-    // Busy = user nice system steal. Interrupt time is left out: on a benchmark machine it
-    // is mostly the benchmark's own network traffic, which no process is charged for.
-    t.busy = v[0] + v[1] + v[2] + v[7];
+    // Busy = user nice system steal, and irq softirq where the interrupted task is charged for
+    // them (then the benchmark's own network work is in its processes' CPU too, and busy minus
+    // their CPU is what else ran).
+    t.busy = v[0] + v[1] + v[2] + v[7] + (irq_in_tasks ? v[5] + v[6] : 0);
     t.total = t.busy + v[3] + v[4] + v[5] + v[6];  // + idle iowait irq softirq
     t.steal = v[7];
     if (sum) {
@@ -246,6 +252,45 @@ std::optional<MachineCpu> ProcFsReader::machine_cpu() {
   m.cores = static_cast<uint32_t>(m.per_cpu.size());
   std::sort(m.per_cpu.begin(), m.per_cpu.end(), [](auto& a, auto& b) { return a.cpu < b.cpu; });
   return m;
+}
+
+bool irq_time_in_tasks() {
+  static const bool in_tasks = [] {
+    std::string config;
+    if (gzFile z = gzopen("/proc/config.gz", "rb")) {
+      char buf[65536];
+      int n;
+      while ((n = gzread(z, buf, sizeof buf)) > 0) config.append(buf, static_cast<size_t>(n));
+      gzclose(z);
+    }
+    if (config.empty()) {
+      utsname u{};
+      uname(&u);
+      std::ifstream in(std::string("/boot/config-") + u.release);
+      config.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    return config.find("\nCONFIG_IRQ_TIME_ACCOUNTING=y") == std::string::npos;
+  }();
+  return in_tasks;
+}
+
+std::vector<std::pair<pid_t, double>> ProcFsReader::run_delays_s(pid_t pid) {
+  std::vector<std::pair<pid_t, double>> out;
+  char dir_path[128];
+  std::snprintf(dir_path, sizeof dir_path, "%s/%d/task", root_.c_str(), static_cast<int>(pid));
+  DIR* dir = opendir(dir_path);
+  if (!dir) return out;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    char path[256];
+    std::snprintf(path, sizeof path, "%s/%s/schedstat", dir_path, e->d_name);
+    char buf[128];
+    unsigned long long run_ns = 0, delay_ns = 0;
+    if (read_small(path, buf, sizeof buf) > 0 && std::sscanf(buf, "%llu %llu", &run_ns, &delay_ns) == 2)
+      out.emplace_back(static_cast<pid_t>(std::atol(e->d_name)), static_cast<double>(delay_ns) / 1e9);
+  }
+  closedir(dir);
+  return out;
 }
 
 std::optional<std::string> ProcFsReader::cpus_allowed(pid_t pid) {

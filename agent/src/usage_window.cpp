@@ -142,6 +142,15 @@ std::vector<pid_t> tree_pids(ProcReader& reader, pid_t root) {
   return out;
 }
 
+void UsageWindow::read_delays() {
+  for (pid_t p : tree_pids(reader_, root_))
+    for (auto [tid, s] : reader_.run_delays_s(p)) {
+      delays_known_ = true;
+      auto [it, fresh] = delays_.try_emplace(tid, s, s);
+      if (!fresh) it->second.second = std::max(it->second.second, s);
+    }
+}
+
 UsageWindow::UsageWindow(ProcReader& reader, pid_t root, Clock clock)
     : reader_(reader), root_(root), clock_(std::move(clock)) {}
 
@@ -150,6 +159,9 @@ void UsageWindow::start() {
   machine_start_ = reader_.machine_cpu();
   machine_end_.reset();
   cpus_ = reader_.cpus_allowed(root_).value_or("");
+  delays_.clear();
+  delays_known_ = false;
+  read_delays();
   start_ = read_tree(reader_, root_);
   t0_ = clock_();
   t1_ = -1;
@@ -166,6 +178,7 @@ void UsageWindow::start() {
 void UsageWindow::sample() {
   std::lock_guard lock(mutex_);
   if (!open_ || t1_ >= 0) return;
+  read_delays();
   auto r = read_tree(reader_, root_);
   double now = clock_();
   if (r.processes == 0) return;
@@ -185,6 +198,7 @@ void UsageWindow::close_at_now() {
   if (open_ && t1_ < 0) {
     t1_ = clock_();
     machine_end_ = reader_.machine_cpu();
+    read_delays();
   }
 }
 
@@ -203,6 +217,7 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
   if (t1_ < 0) {
     t1_ = clock_();
     machine_end_ = reader_.machine_cpu();
+    read_delays();
   }
   const double window_s = t1_ - t0_;
   f.set_window_s(window_s);
@@ -232,6 +247,11 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
   if (machine_start_ && machine_end_) add_cpu_figures(*machine_start_, *machine_end_, cpus_, f);
   f.set_cpus(cpus_);
   f.set_cpu_binding(cpu_binding_);
+  if (delays_known_ && window_s > 0) {
+    double waited = 0;
+    for (auto& [tid, first_last] : delays_) waited += first_last.second - first_last.first;
+    f.set_wait_pct(waited / window_s * 100.0);
+  }
   for (auto& p : series_) {
     auto* point = f.add_series();
     point->set_t_s(p.t_s);

@@ -176,7 +176,7 @@ class TwoRunJudge {
     }
     const char* change = first > 0 ? kRegression : kImprovement;
     const std::string seen = pct(v.change_pct()) + ": beyond the threshold, and the repetitions show it";
-    if (now.confirmation.size() < 2) {
+    if (first < 0 || now.confirmation.size() < 2) {  // only a regression is confirmed
       v.set_verdict(change);
       v.set_reason(seen);
       return;

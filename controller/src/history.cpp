@@ -227,6 +227,18 @@ std::string cell_agents(const v1::CellResult& c) {
   return nlohmann::json(std::vector<std::string>(names.begin(), names.end())).dump();
 }
 
+// How long the cell's processes waited for a CPU over the window (Usage.wait_pct): the target's
+// and every load agent's, summed; unknown when one side could not say.
+std::optional<double> wait_pct(const v1::Repetition& r) {
+  if (!r.server().has_wait_pct()) return std::nullopt;
+  double sum = r.server().wait_pct();
+  for (auto& p : r.load_parts()) {
+    if (!p.client().has_wait_pct()) return std::nullopt;
+    sum += p.client().wait_pct();
+  }
+  return sum;
+}
+
 std::string load_cpus(const v1::Repetition& r) {
   std::string out;
   for (auto& p : r.load_parts())
@@ -245,8 +257,8 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
       db, file,
       "INSERT INTO repetitions (cell_id, phase, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
       "errors, requests, server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, "
-      "unavailable, steal_pct, server_cpus, client_cpus, target_build) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "store a repetition");
   for (const auto& c : cells) {
     cell.bind(1, run_id).bind(2, c.cell().key()).bind(3, int64_t{c.ok()}).bind(4, c.error());
@@ -272,7 +284,8 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
         // The steal of the cell's CPUs: the larger side's (pinned apart, each sees its own CPUs;
         // not pinned, both see the whole machine).
         rep.bind(17, std::max(r.server().steal_pct(), r.client().steal_pct()));
-        rep.bind(18, r.server().cpus()).bind(19, load_cpus(r)).bind(20, r.target_build()).run();
+        rep.bind(18, r.server().cpus()).bind(19, load_cpus(r)).bind(20, r.target_build());
+        rep.bind(21, wait_pct(r)).bind(22, json_list(r.flags())).run();
       }
   }
 }
@@ -417,14 +430,14 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
   std::string sql =
       std::string(
           "SELECT r.id, r.started_at, c.ok, c.agents, c.settings, coalesce(p.phase, ''), p.steal_pct, "
-          "coalesce(p.target_build, ''), r.run_folder, ") +
+          "coalesce(p.target_build, ''), r.run_folder, p.wait_pct, coalesce(p.flags, '[]'), ") +
       column_of(metric.name).column +
       " FROM runs r JOIN cells c ON c.run_id = r.id LEFT JOIN repetitions p ON p.cell_id = c.id "
       "WHERE r.scenario = ? AND c.key = ? ORDER BY r.started_at, r.id, p.phase DESC, p.idx";
   sqlite::Statement s(db_, path_, sql.c_str(), "read cell " + cell_key + "'s nights");
   s.bind(1, scenario).bind(2, cell_key);
   CellNights out;
-  std::vector<std::vector<double>> steals;
+  std::vector<std::vector<double>> steals, waits, confirm_waits;
   while (s.step()) {
     if (!except_folder.empty() && s.text(8) == except_folder) continue;
     const int64_t run = s.integer(0);
@@ -443,19 +456,30 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
       out.nights.push_back(std::move(n));
       out.run_ids.push_back(run);
       steals.emplace_back();
+      waits.emplace_back();
+      confirm_waits.emplace_back();
     }
     Night& n = out.nights.back();
     const bool confirm = s.text(5) == "confirm";
-    if (!s.is_null(9) && std::isfinite(s.real(9))) (confirm ? n.confirmation : n.values).push_back(s.real(9));
-    if (!confirm && !s.text(5).empty()) {
+    if (!s.is_null(11) && std::isfinite(s.real(11)))
+      (confirm ? n.confirmation : n.values).push_back(s.real(11));
+    if (s.text(5).empty()) continue;  // a failed cell without repetitions
+    const bool busy = s.text(10).find("\"busy-machine:") != std::string::npos;
+    (confirm ? n.confirm_busy_reps : n.busy_reps) += busy;
+    if (!s.is_null(9)) (confirm ? confirm_waits : waits).back().push_back(s.real(9));
+    if (!confirm) {
       if (!s.is_null(6)) steals.back().push_back(s.real(6));
       if (n.target_build.empty()) n.target_build = s.text(7);
     }
   }
-  for (size_t i = 0; i < out.nights.size(); ++i) {
-    auto& v = steals[i];
+  auto lower_median = [](std::vector<double> v, double none) {
     std::sort(v.begin(), v.end());
-    out.nights[i].steal_pct = v.empty() ? 0 : v[(v.size() - 1) / 2];
+    return v.empty() ? none : v[(v.size() - 1) / 2];
+  };
+  for (size_t i = 0; i < out.nights.size(); ++i) {
+    out.nights[i].steal_pct = lower_median(steals[i], 0);
+    out.nights[i].wait_pct = lower_median(waits[i], NAN);
+    out.nights[i].confirm_wait_pct = lower_median(confirm_waits[i], NAN);
   }
   // The levels accepted for this cell (or for all of the scenario's), as indices.
   sqlite::Statement l(

@@ -85,6 +85,8 @@ CREATE TABLE repetitions_v3 (
   server_cpu_pct REAL, server_rss_kb_peak INTEGER, client_cpu_pct REAL, client_rss_kb_peak INTEGER,
   unavailable TEXT NOT NULL DEFAULT '[]',
   steal_pct REAL,
+  wait_pct REAL,
+  flags TEXT NOT NULL DEFAULT '[]',
   server_cpus TEXT NOT NULL DEFAULT '',
   client_cpus TEXT NOT NULL DEFAULT '',
   target_build TEXT NOT NULL DEFAULT '',

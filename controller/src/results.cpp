@@ -44,6 +44,10 @@ void add_usage(v1::Usage& into, const v1::Usage& o) {
   into.set_samples(into.samples() + o.samples());
   into.set_processes(into.processes() + o.processes());
   into.set_steal_pct(into.steal_pct() + o.steal_pct());
+  if (into.has_wait_pct() && o.has_wait_pct())
+    into.set_wait_pct(into.wait_pct() + o.wait_pct());
+  else
+    into.clear_wait_pct();
   if (o.machine_cpu_pct() > into.machine_cpu_pct()) {
     into.set_machine_cpu_pct(o.machine_cpu_pct());
     into.set_machine_cores(o.machine_cores());

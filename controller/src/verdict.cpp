@@ -154,9 +154,9 @@ class SeriesJudge {
     }
     // The baseline: earlier nights of this level on the same machines, not judged a change.
     std::vector<double> logs;
-    double steal_max = 0;
+    double steal_max = 0, wait_max = NAN;
     for (size_t j = i; j-- > level_ && v.baseline_index.size() < o_.baseline_nights;) {
-      if (out_[j].verdict == "failed" || s_[j].fingerprint != n.fingerprint) continue;
+      if (out_[j].verdict == "failed" || out_[j].disturbed || s_[j].fingerprint != n.fingerprint) continue;
       // A change judged against this level stays out of it; one judged against an older level,
       // now accepted, is this level's.
       if (excluded(out_[j].verdict) && judged_level_[j] == level_) continue;
@@ -166,6 +166,16 @@ class SeriesJudge {
     for (size_t j : v.baseline_index) {
       logs.push_back(std::log(out_[j].band_value));
       steal_max = std::max(steal_max, s_[j].steal_pct);
+      if (std::isfinite(s_[j].wait_pct))
+        wait_max = std::isfinite(wait_max) ? std::max(wait_max, s_[j].wait_pct) : s_[j].wait_pct;
+    }
+    // Something else ran on the cell's CPUs during its measurement: its figure is the
+    // neighbour's, not the code's, and stays out of later bands.
+    if (auto why = disturbance(n.busy_reps, n.values.size(), n.wait_pct, wait_max); !why.empty()) {
+      v.disturbed = true;
+      v.verdict = kInconclusive;
+      v.reason = "the machine was busy while the cell was measured: " + why;
+      return;
     }
     v.nights = static_cast<uint32_t>(logs.size());
     const double threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
@@ -228,12 +238,21 @@ class SeriesJudge {
     v.suspect = first > 0;
     const std::string seen = pct(v.change_pct) + ": beyond the " + pct(o_.threshold_pct, false) +
                              " threshold and " + where + band_text + (few ? " (" + few_text + ")" : "");
-    if (n.confirmation.empty()) {
+    // Only a regression is confirmed (an improvement alarms no one): a confirmation measured
+    // anyway (confirm.every_cell) is not read for one, as a nightly would not have it.
+    if (first < 0 || n.confirmation.empty()) {
       v.verdict = change;
       v.reason = seen + (first > 0 ? "; not confirmed (no confirmation measured)" : "");
       return;
     }
     const double confirm_change = change_pct_of(std::log(v.confirm_value), b.mean);
+    if (auto why = disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct, wait_max);
+        !why.empty()) {
+      v.verdict = kInconclusive;
+      v.reason = "first " + seen + ", but the machine was busy when it was measured again (" + why +
+                 "): it cannot be confirmed";
+      return;
+    }
     if (side(v.confirm_value) == first) {
       v.verdict = change;
       v.reason = seen + "; confirmed on fresh targets: " + pct(confirm_change);
@@ -243,6 +262,19 @@ class SeriesJudge {
           "first " + seen + ", but measured again on fresh targets " + pct(confirm_change) + ", which is not";
       v.band_value = v.confirm_value;
     }
+  }
+
+  // Why a measurement was disturbed, "" when it was not: half its repetitions flagged
+  // busy-machine, or its processes waited for a CPU far longer than on any baseline night.
+  std::string disturbance(uint32_t busy, size_t reps, double wait, double wait_max) const {
+    if (reps > 0 && busy * 2 >= reps)
+      return std::to_string(busy) + " of " + std::to_string(reps) +
+             " repetitions flagged busy-machine (other work on its CPUs)";
+    if (std::isfinite(wait) && std::isfinite(wait_max) &&
+        wait > wait_max * o_.wait_factor + o_.wait_margin_pct)
+      return "its processes waited for a CPU " + pct(wait, false) +
+             " of the window, its baseline nights at most " + pct(wait_max, false);
+    return "";
   }
 
   std::string few_nights_reason(size_t i, uint32_t nights) const {

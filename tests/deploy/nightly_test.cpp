@@ -79,8 +79,17 @@ class Nightly : public ::testing::Test {
 TEST_F(Nightly, EachNightRunsTheRepositorysNewestCommitAgainstTheNightsBefore) {
   ScenarioRepo repo(dir_.path() / "repo");
   const std::string first = repo.commit_delay(10);
+  // A night on a machine busy with other work is inconclusive, as the tool says it must: the
+  // nights after it cannot be predicted here.
+  auto busy = [&] {
+    const auto latest = latest_result();
+    const auto& v = latest["verdicts"]["cells"][0];
+    return v["verdict"] == "inconclusive" &&
+           v["reason"].get<std::string>().find("the machine was busy") != std::string::npos;
+  };
   auto r = night(repo.url());
   ASSERT_EQ(r.code, 0) << r.stdout_text << r.output_tail;  // the first night: nothing to compare with
+  if (busy()) GTEST_SKIP() << "the machine was busy: " << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("no earlier night to compare with"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("report: " + state() + "/runs/"), std::string::npos) << r.stdout_text;
   auto result = latest_result();
@@ -94,6 +103,7 @@ TEST_F(Nightly, EachNightRunsTheRepositorysNewestCommitAgainstTheNightsBefore) {
   for (int n = 2; n <= 5; ++n) {
     r = night(repo.url());
     ASSERT_EQ(r.code, 0) << n << ": " << r.stdout_text << r.output_tail;
+    if (busy()) GTEST_SKIP() << "the machine was busy: " << r.stdout_text;
   }
   latest_build_before_ = latest_result()["cells"][0]["repetitions"][0]["target_build"];
   // A new build of the server (here: one that burns 5 ms of CPU per request, half the rate) is
@@ -103,6 +113,7 @@ TEST_F(Nightly, EachNightRunsTheRepositorysNewestCommitAgainstTheNightsBefore) {
   std::ofstream(target) << "#!/bin/sh\nexec " << target << ".real \"$@\" --work-us 5000\n";
   fs::permissions(target, fs::perms::owner_all);
   r = night(repo.url());
+  if (busy()) GTEST_SKIP() << "the machine was busy: " << r.stdout_text;
   EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
   EXPECT_NE(r.stdout_text.find("exit status 1"), std::string::npos) << r.stdout_text;
   result = latest_result();

@@ -108,16 +108,28 @@ TEST(Cli, EachNightGoesIntoTheHistoryAndIsJudgedAgainstTheNightsBefore) {
     if (server_delay_ms > 10) argv.insert(argv.end(), {"--bin-dir", slow_bin.string()});
     return run_command(argv);
   };
+  // A machine busy with other work (another test, a build on the same cores) makes a night
+  // inconclusive, as the tool says it must (unit-tested: verdict_test.cpp); the nights after it
+  // cannot be predicted here, so the test stops there.
+  auto busy = [&](const std::string& name) {
+    auto result = loadlab::read_json_file((dir.path() / name / "result.json").string());
+    const auto& v = result["verdicts"]["cells"][0];
+    return v["verdict"] == "inconclusive" &&
+           v["reason"].get<std::string>().find("the machine was busy") != std::string::npos;
+  };
   auto r = night("n1", 10);
+  if (busy("n1")) GTEST_SKIP() << "the machine was busy: " << r.stdout_text;
   EXPECT_EQ(r.code, 0) << r.output_tail;  // nothing to compare with yet
   EXPECT_NE(r.stdout_text.find("inconclusive: no earlier night to compare with"), std::string::npos)
       << r.stdout_text;
   for (int n = 2; n <= 5; ++n) {
     r = night("n" + std::to_string(n), 10);
     EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
+    if (busy("n" + std::to_string(n))) GTEST_SKIP() << "the machine was busy: " << r.stdout_text;
   }
   EXPECT_NE(r.stdout_text.find("4 nights of history (5 needed)"), std::string::npos) << r.stdout_text;
   r = night("slow", 20);  // the slow build, against 5 nights
+  if (busy("slow")) GTEST_SKIP() << "the machine was busy: " << r.stdout_text;
   EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
   auto result = loadlab::read_json_file((dir.path() / "slow" / "result.json").string());
   const auto& v = result["verdicts"]["cells"][0];
@@ -134,6 +146,7 @@ TEST(Cli, EachNightGoesIntoTheHistoryAndIsJudgedAgainstTheNightsBefore) {
   EXPECT_NE(page.find("<circle class=\"tonight\""), std::string::npos);
   // The regression stays out of the band: the next slow night is one too.
   r = night("slow2", 20);
+  if (busy("slow2")) GTEST_SKIP() << "the machine was busy: " << r.stdout_text;
   EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
   // Accepted as the new level from the first slow night: the next night is judged against it
   // (two nights of it so far: inconclusive, no longer a regression).
@@ -145,6 +158,10 @@ TEST(Cli, EachNightGoesIntoTheHistoryAndIsJudgedAgainstTheNightsBefore) {
   EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
   result = loadlab::read_json_file((dir.path() / "slow3" / "result.json").string());
   EXPECT_EQ(result["verdicts"]["cells"][0]["verdict"], "inconclusive") << "2 nights of the new level";
+  EXPECT_NE(
+      result["verdicts"]["cells"][0]["reason"].get<std::string>().find("2 nights of history (5 needed)"),
+      std::string::npos)
+      << result["verdicts"].dump();
   EXPECT_EQ(result["verdicts"]["cells"][0]["nights"], 2);
   r = run_command({bin("loadlab"), "history", (dir.path() / "history.db").string()});
   EXPECT_EQ(r.code, 0) << r.output_tail;

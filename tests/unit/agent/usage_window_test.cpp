@@ -40,6 +40,11 @@ class FakeProc : public ProcReader {
   std::optional<std::string> cpus_allowed(pid_t) override {
     return allowed.empty() ? std::nullopt : std::optional<std::string>(allowed);
   }
+  std::map<pid_t, std::vector<std::pair<pid_t, double>>> delays;  // by process: (thread, run_delay s)
+  std::vector<std::pair<pid_t, double>> run_delays_s(pid_t pid) override {
+    auto it = delays.find(pid);
+    return it == delays.end() ? std::vector<std::pair<pid_t, double>>{} : it->second;
+  }
   void set(pid_t pid, pid_t ppid, int64_t cpu_ms, uint64_t rss_kb, uint64_t reaped_ticks = 0) {
     ProcStat s;
     s.pid = pid;
@@ -115,6 +120,36 @@ TEST(UsageWindow, PerCpuBusyAndTheStealOfTheJobsCpus) {
   now = 1;
   proc.machine = machine({{0, 1025, 2100, 60}, {1, 580, 2100, 120}});
   EXPECT_NEAR(w.finish("t").steal_pct(), 30, 1e-9);
+}
+
+// The run queue: how long the tree's threads waited for a CPU, also a thread that ended inside
+// the window (a load worker's threads end before it prints its result).
+TEST(UsageWindow, WaitCountsEveryThreadOfTheTreeAlsoThoseThatEnded) {
+  FakeProc proc;
+  double now = 0;
+  proc.set(100, 1, 0, 1000);
+  proc.set(101, 100, 0, 1000);
+  proc.delays[100] = {{100, 1.0}, {110, 2.0}};
+  proc.delays[101] = {{101, 5.0}};
+  UsageWindow w(proc, 100, [&] { return now; });
+  EXPECT_FALSE(w.finish("t").has_wait_pct());
+  w.start();
+  now = 1;
+  proc.delays[100] = {{100, 1.1}, {110, 2.5}};  // thread 110 waited 0.5 s so far
+  proc.delays[101] = {{101, 5.2}, {120, 0.3}};  // a thread born inside the window: from now on
+  w.sample();
+  now = 2;
+  proc.delays[100] = {{100, 1.2}};  // 110 ended
+  proc.delays[101] = {{101, 5.4}, {120, 0.6}};
+  auto f = w.finish("t");
+  ASSERT_TRUE(f.has_wait_pct());
+  // 0.2 (100) + 0.5 (110, until its last sample) + 0.4 (101) + 0.3 (120) = 1.4 s in 2 s.
+  EXPECT_NEAR(f.wait_pct(), 70, 1e-9);
+  // A reader that cannot say leaves it unset, not 0.
+  proc.delays.clear();
+  w.start();
+  now = 3;
+  EXPECT_FALSE(w.finish("t").has_wait_pct());
 }
 
 TEST(UsageWindow, ADescendantReapedInsideTheTreeKeepsItsCpu) {

@@ -217,6 +217,37 @@ TEST(Verdict, ANightWithMuchStealIsInconclusive) {
   EXPECT_NE(v.reason.find("hypervisor took 20.0 %"), std::string::npos) << v.reason;
 }
 
+// Something else ran on the cell's CPUs: the night is inconclusive, says what, and stays out of
+// later bands; a suspect night whose confirmation was disturbed cannot be confirmed.
+TEST(Verdict, ADisturbedMeasurementIsInconclusiveAndLeftOutOfLaterBands) {
+  auto s = nights(14, 10000, 0.01, 21);
+  for (auto& n : s) n.wait_pct = 10;
+  std::mt19937_64 rng(22);
+  s[11] = night(5000, rng);
+  s[11].wait_pct = 60;  // its processes waited for a CPU far longer than on any night before
+  auto v = judge_series(s, options());
+  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_NE(v[11].reason.find("waited for a CPU 60.0 % of the window, its baseline nights at most 10.0 %"),
+            std::string::npos)
+      << v[11].reason;
+  for (size_t j : v[12].baseline_index) EXPECT_NE(j, 11u);
+  // Two of three repetitions flagged busy-machine: the same.
+  s[11].wait_pct = 10;
+  s[11].busy_reps = 2;
+  v = judge_series(s, options());
+  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_NE(v[11].reason.find("2 of 3 repetitions flagged busy-machine"), std::string::npos) << v[11].reason;
+  // A suspect night whose confirmation was measured on a busy machine.
+  s[11].busy_reps = 0;
+  s[11].confirmation = night(5000, rng).values;
+  s[11].confirm_busy_reps = 3;
+  v = judge_series(s, options());
+  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_NE(v[11].reason.find("cannot be confirmed"), std::string::npos) << v[11].reason;
+  s[11].confirm_busy_reps = 0;
+  EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression);
+}
+
 TEST(Verdict, FailedNightsAreNeitherJudgedNorBaseline) {
   auto s = nights(12, 10000, 0.01, 15);
   s[10].ok = false;

@@ -30,7 +30,9 @@ struct ProcStat {
 // One CPU's time since boot, from its cpuN line of /proc/stat, in clock ticks.
 struct CpuTimes {
   uint32_t cpu = 0;
-  uint64_t busy = 0;   // user + nice + system + steal (interrupts: see machine_cpu())
+  // user + nice + system + steal, and irq + softirq where tasks are charged for them (see
+  // irq_time_in_tasks()): what is comparable with the processes' own CPU figures.
+  uint64_t busy = 0;
   uint64_t total = 0;  // all of the line's first eight fields
   uint64_t steal = 0;  // time the hypervisor ran something else while this CPU wanted to run
 };
@@ -71,9 +73,19 @@ class ProcReader {
   virtual std::optional<JobCpu> job_cpu(pid_t) { return std::nullopt; }
   // The CPUs `pid` may run on (Cpus_allowed_list of /proc/PID/status); nullopt if gone.
   virtual std::optional<std::string> cpus_allowed(pid_t) { return std::nullopt; }
+  // How long each thread of `pid` has waited, runnable, for a CPU (the scheduler's run_delay
+  // of /proc/PID/task/TID/schedstat), in seconds, by thread id; empty if gone or unknown.
+  virtual std::vector<std::pair<pid_t, double>> run_delays_s(pid_t) { return {}; }
   // Drops what is kept about processes that have exited (called when a job ends).
   virtual void forget_exited() {}
 };
+
+// Whether the kernel charges interrupt time to the task it interrupted (tick-based CPU
+// accounting, the default) rather than apart (CONFIG_IRQ_TIME_ACCOUNTING=y in /proc/config.gz
+// or /boot/config-RELEASE). With the first, a process's own CPU includes the softirq work of its
+// network traffic, and /proc/stat counts that work as softirq: busy must count it too. Read
+// once; true when the kernel's configuration cannot be read.
+bool irq_time_in_tasks();
 
 class ProcFsReader : public ProcReader {
  public:
@@ -86,6 +98,7 @@ class ProcFsReader : public ProcReader {
   std::optional<MachineCpu> machine_cpu() override;
   std::optional<JobCpu> job_cpu(pid_t pid) override;
   std::optional<std::string> cpus_allowed(pid_t pid) override;
+  std::vector<std::pair<pid_t, double>> run_delays_s(pid_t pid) override;
   void forget_exited() override;
 
  private:

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -74,6 +75,11 @@ class UsageWindow {
   std::vector<SeriesPoint> series_;
   std::string cpu_binding_;
   std::string cpus_;  // the root's Cpus_allowed_list when the window opened
+  // Each thread's run_delay when the window first saw it and when it last did: a thread that
+  // exits inside the window keeps what it waited until its last sample.
+  void read_delays();
+  std::map<pid_t, std::pair<double, double>> delays_;
+  bool delays_known_ = false;
 };
 
 // The monotonic clock in seconds.

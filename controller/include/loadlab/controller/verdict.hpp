@@ -20,6 +20,7 @@
 // Everything here is a pure function of the series: `loadlab run --baseline history` judges
 // tonight with it, and `loadlab history --verdicts` replays it over every night of a history,
 // each night seeing only the nights before it, with the same results.
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -51,6 +52,11 @@ struct VerdictOptions {
   // Steal time (100 = one core) above which a night is inconclusive when its baseline saw at
   // most a third of it.
   double steal_limit_pct = 5;
+  // A measurement was disturbed (something else ran on the cell's CPUs) when half its
+  // repetitions were flagged busy-machine, or its processes waited for a CPU more than
+  // wait_factor × the most any baseline night waited, plus wait_margin_pct.
+  double wait_factor = 1.5;
+  double wait_margin_pct = 5;
 };
 
 // One night of a cell, as the history (or tonight's run) has it.
@@ -63,6 +69,11 @@ struct Night {
   std::string fingerprint;           // the machines the cell ran on (canonical text); "" unknown
   double steal_pct = 0;              // the cell's CPUs' steal over its windows (median repetition)
   std::string target_build;          // what the target was (not part of the fingerprint)
+  // Interference: how long the cell's processes waited for a CPU (Usage.wait_pct of both sides,
+  // median repetition; NaN unknown), and how many repetitions were flagged busy-machine, of the
+  // night's measurement and of its confirmation.
+  double wait_pct = NAN, confirm_wait_pct = NAN;
+  uint32_t busy_reps = 0, confirm_busy_reps = 0;
 };
 
 // `loadlab history accept`: a new level starts at night `start` of the series, for the nights
@@ -93,6 +104,7 @@ struct NightVerdict {
   // What the night adds to later nights' bands: its figure, or its confirmation's when that
   // contradicted a first measurement outside the band (the measurement that held up).
   double band_value = 0;
+  bool disturbed = false;  // its measurement was disturbed: inconclusive, and in no later band
 };
 
 // Every night of `series` (oldest first), each judged against the nights before it.
