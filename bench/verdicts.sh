@@ -13,7 +13,8 @@
 #                                           inconclusive share, each cell's minimum detectable
 #                                           change, the slowed nights caught
 #   bench/verdicts.sh ab OUT [RUNS]         RUNS A/A runs (one build twice) and RUNS/3 A/B runs (a
-#                                           build AB_WORK_US slower) of the delay-0 cells: alarms
+#                                           build AB_WORK_US slower) of the delay-0 cells, each 20
+#                                           pairs A B, B A, ... : runs that alarm, each cell's change
 #   bench/verdicts.sh export OUT FILE       the nights as CSV for the tests (tests/data/verdicts)
 #
 # The bench matrix: a catalog target (loadlab-target, one thread) at delay 0 and 2 ms × 1 and 4
@@ -22,18 +23,21 @@
 # has the confirmation the nightly would take whatever it decides. One agent on 127.0.0.1 (the
 # scenario's default placement: target and load on CPUs of their own), restarted each night.
 #
-# Knobs: BUILD_DIR (build), GAP_S (pause between nights, default 60: nights spread over hours),
-# SLOW_WORK_US (300), AB_WORK_US (2), WINDOW_S (3), REPS (3), AB_PAIRS (10). The machine may do
+# Knobs: BUILD_DIR (build), GAP_S (pause between nights, default 60: nights spread over hours;
+# AA_BETWEEN=1 runs an A/A run of the `ab` part instead of the pause, AB_BETWEEN=1 an A/B run),
+# SLOW_WORK_US (300), AB_WORK_US (1), WINDOW_S (3), REPS (3), AB_PAIRS (20), AB_WINDOW_S (0.5),
+# AB_THRESHOLD_PCT (2), AB_CPUS (the A/B runs' placement.cpus: target and load both on CPU 1,
+# which removes the VM's cross-CPU wake-ups from a ping-pong cell's spread). The machine may do
 # other work meanwhile: that is the noise a nightly on a shared machine sees.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD_DIR=${BUILD_DIR:-$HERE/../build}
 GAP_S=${GAP_S:-60}
 SLOW_WORK_US=${SLOW_WORK_US:-300}
-AB_WORK_US=${AB_WORK_US:-2}
+AB_WORK_US=${AB_WORK_US:-1}
 WINDOW_S=${WINDOW_S:-3}
 REPS=${REPS:-3}
-AB_PAIRS=${AB_PAIRS:-10}
+AB_PAIRS=${AB_PAIRS:-20}
 HOST=127.0.0.1
 source "$HERE/lib.sh"
 
@@ -101,6 +105,8 @@ next_night() {
   echo $((10#${last:-0} + 1))
 }
 
+# record OUT NIGHTS WORK_US: nights, each followed by the gap: GAP_S of rest, or with
+# AA_BETWEEN=1 an A/A run instead (so that both spread over the same hours).
 record() {
   local out=$1 nights=$2 work_us=$3 first
   mkdir -p "$out/nights"
@@ -108,7 +114,13 @@ record() {
   first=$(next_night "$out")
   for n in $(seq "$first" $((first + nights - 1))); do
     night "$out" "$n" "$work_us"
-    sleep "$GAP_S"
+    if [[ ${AA_BETWEEN:-0} == 1 ]]; then
+      ab_run "$out" "aa-$(printf '%03d' "$n")" 0 0
+    elif [[ ${AB_BETWEEN:-0} == 1 ]]; then
+      ab_run "$out" "ab-$(printf '%03d' "$n")" 0 "$AB_WORK_US"
+    else
+      sleep "$GAP_S"
+    fi
   done
 }
 
@@ -121,8 +133,9 @@ ab_run() {
 {"name": "verdict-ab", "targets": [{"name": "a", "catalog": "server-a", "server_threads": 1},
                                    {"name": "b", "catalog": "server-b", "server_threads": 1}],
  "matrix": {"delay_ms": [0], "threads": [1, 4]},
- "load": {"duration_s": 1, "warmup_s": 0.3, "connections_per_thread": 1},
- "repetitions": $AB_PAIRS, "ab": {"a": "a", "b": "b"}, "regression": {"threshold_pct": ${AB_THRESHOLD_PCT:-2}}}
+ "load": {"duration_s": ${AB_WINDOW_S:-0.5}, "warmup_s": 0.2, "connections_per_thread": 1},
+ "repetitions": $AB_PAIRS, "ab": {"a": "a", "b": "b"}, "regression": {"threshold_pct": ${AB_THRESHOLD_PCT:-2}},
+ "placement": {"cpus": ${AB_CPUS:-{\"target\": \"1\", \"load\": \"1\"}}}}
 EOF
   local status=0
   "$BIN/loadlab" run "$out/ab.json" --lab "$out/lab.json" --out "$out/$name" --quiet --log-level warn \
@@ -246,12 +259,15 @@ out, dest = sys.argv[1], sys.argv[2]
 db = sqlite3.connect(f"{out}/replay.db")
 fp = {(r, n): f for r, n, f in db.execute("SELECT run_id, name, fingerprint FROM run_agents")}
 w = csv.writer(open(dest, "w", newline=""))
-w.writerow(["night", "started_at", "cell", "phase", "qps", "steal_pct", "fingerprint", "settings", "target_build"])
-rows = db.execute("""SELECT r.id, r.started_at, c.key, p.phase, p.qps, p.steal_pct, c.agents, c.settings, p.target_build
+w.writerow(["night", "started_at", "cell", "phase", "qps", "steal_pct", "wait_pct", "busy", "fingerprint",
+            "settings", "target_build"])
+rows = db.execute("""SELECT r.id, r.started_at, c.key, p.phase, p.qps, p.steal_pct, p.wait_pct, p.flags, c.settings,
+                            p.target_build
                      FROM runs r JOIN cells c ON c.run_id = r.id JOIN repetitions p ON p.cell_id = c.id
                      ORDER BY r.started_at, r.id, c.key, p.phase DESC, p.idx""")
-for run, started, key, phase, qps, steal, agents, settings, build in rows:
+for run, started, key, phase, qps, steal, wait, flags, settings, build in rows:
     w.writerow([run, started, key, phase, round(qps, 1), round(steal or 0, 2),
+                "" if wait is None else round(wait, 2), int("busy-machine:" in flags),
                 fp.get((run, "bench"), ""), settings, build])
 EOF
     ;;

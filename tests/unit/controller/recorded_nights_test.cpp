@@ -1,0 +1,137 @@
+// The verdict on real nights of this project's 2-core VM, recorded by bench/verdicts.sh (the
+// bench matrix: a one-thread target at delay 0 and 2 ms × 1 and 4 client threads, 3
+// repetitions and 3 confirmations a night, unchanged code) and kept in tests/data/verdicts:
+// their drift between nights is judged as it was measured, never as a regression; a step
+// added to the same nights is a regression from its night on, and no longer after it is
+// accepted.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "loadlab/controller/verdict.hpp"
+
+namespace loadlab::controller {
+namespace {
+
+// One CSV line's fields (quoted fields may hold commas).
+std::vector<std::string> fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"')
+      quoted = !quoted;
+    else if (c == ',' && !quoted)
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
+// The recorded nights, per cell, oldest first, as History::nights reads them.
+std::map<std::string, std::vector<Night>> recorded() {
+  std::ifstream in(std::string(LOADLAB_SOURCE_DIR) + "/tests/data/verdicts/nights.csv");
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "night,started_at,cell,phase,qps,steal_pct,wait_pct,busy,fingerprint,settings,target_build");
+  std::map<std::string, std::vector<Night>> cells;
+  std::map<std::string, std::vector<std::vector<double>>> waits, steals;
+  while (std::getline(in, line)) {
+    auto f = fields(line);
+    if (f.size() != 11) continue;
+    auto& nights = cells[f[2]];
+    auto& w = waits[f[2]];
+    const int64_t run = std::stoll(f[0]);
+    if (nights.empty() || nights.back().run_id != run) {
+      Night n;
+      n.run_id = run;
+      n.started_at = f[1];
+      n.ok = true;
+      n.fingerprint = "bench|" + f[8] + "\ncell|settings=" + f[9];
+      n.target_build = f[10];
+      nights.push_back(n);
+      w.emplace_back();
+      w.emplace_back();
+      steals[f[2]].emplace_back();
+    }
+    Night& n = nights.back();
+    const bool confirm = f[3] == "confirm";
+    (confirm ? n.confirmation : n.values).push_back(std::stod(f[4]));
+    (confirm ? n.confirm_busy_reps : n.busy_reps) += f[7] == "1";
+    if (!confirm) steals[f[2]].back().push_back(std::stod(f[5]));
+    if (!f[6].empty()) w[w.size() - (confirm ? 1 : 2)].push_back(std::stod(f[6]));
+  }
+  for (auto& [key, nights] : cells)
+    for (size_t i = 0; i < nights.size(); ++i) {
+      nights[i].wait_pct = night_figure(waits[key][2 * i]);
+      nights[i].confirm_wait_pct = night_figure(waits[key][2 * i + 1]);
+      nights[i].steal_pct = steals[key][i].empty() ? 0 : night_figure(steals[key][i]);
+    }
+  return cells;
+}
+
+VerdictOptions options(size_t cells) {
+  VerdictOptions o;
+  o.alpha = cell_alpha(1, cells);  // the defaults: 1 % of nights over the matrix's cells
+  return o;
+}
+
+TEST(RecordedNights, UnchangedCodeIsNeverARegressionWhateverTheNightsDrift) {
+  auto cells = recorded();
+  ASSERT_EQ(cells.size(), 4u);
+  size_t judged = 0, inconclusive = 0;
+  for (auto& [key, nights] : cells) {
+    ASSERT_GE(nights.size(), 60u) << key;
+    auto v = judge_series(nights, options(cells.size()));
+    std::vector<double> mdc;
+    for (size_t i = 0; i < v.size(); ++i) {
+      EXPECT_NE(v[i].verdict, kRegression) << key << " night " << nights[i].run_id << ": " << v[i].reason;
+      ++judged;
+      inconclusive += v[i].verdict == kInconclusive;
+      if (std::isfinite(v[i].mdc_pct)) mdc.push_back(v[i].mdc_pct);
+    }
+    EXPECT_GT(mdc.size(), nights.size() / 2) << key << ": every judged night says what it could show";
+  }
+  EXPECT_LE(inconclusive, judged / 10) << inconclusive << " of " << judged << " cell-nights inconclusive";
+}
+
+// The delay-2 ms cells (a timer-bound target) are the steadiest: a step there is the one the
+// recorded nights can show at all sizes the threshold allows.
+TEST(RecordedNights, AStepIsARegressionFromItsNightOnUntilAccepted) {
+  auto cells = recorded();
+  for (const char* key : {"server/d2/t1", "server/d2/t4"}) {
+    auto nights = cells.at(key);
+    auto o = options(cells.size());
+    auto before = judge_series(nights, o);
+    // Twice the cell's largest minimum detectable change in its second half: a change it must show.
+    const size_t step = nights.size() / 2;
+    double mdc = 0;
+    for (size_t i = step; i < before.size(); ++i)
+      if (std::isfinite(before[i].mdc_pct)) mdc = std::max(mdc, before[i].mdc_pct);
+    const double factor = 1 - std::min(90.0, 2 * mdc) / 100;
+    for (size_t i = step; i < nights.size(); ++i) {
+      for (auto& x : nights[i].values) x *= factor;
+      for (auto& x : nights[i].confirmation) x *= factor;
+    }
+    auto v = judge_series(nights, o);
+    size_t caught = 0, judged = 0;
+    for (size_t i = step; i < v.size(); ++i) {
+      if (v[i].verdict == kInconclusive) continue;  // a disturbed night shows nothing either way
+      ++judged;
+      caught += v[i].verdict == kRegression;
+      EXPECT_EQ(v[i].verdict, kRegression) << key << " night " << nights[i].run_id << ": " << v[i].reason;
+    }
+    EXPECT_GE(judged, (nights.size() - step) * 9 / 10) << key;
+    // Accepted at the step, the acceptance made five nights later: from then on the step is the
+    // level, and nothing alarms.
+    auto accepted = judge_series(nights, o, {{step, step + 5}});
+    for (size_t i = step + 5; i < v.size(); ++i)
+      EXPECT_NE(accepted[i].verdict, kRegression) << key << " night " << nights[i].run_id << ": " << accepted[i].reason;
+    for (size_t i = step; i < step + 5; ++i) EXPECT_EQ(accepted[i].verdict, v[i].verdict) << "judged before the accept";
+  }
+}
+
+}  // namespace
+}  // namespace loadlab::controller
