@@ -202,6 +202,19 @@ inconclusive = sum(r["verdict"] == "inconclusive" for r in normal)
 print(f"\nunchanged code: {len(normal_nights)} nights, {len(normal)} cell-nights; nights with a regression: "
       f"{len(alarm_nights)} ({100.0 * len(alarm_nights) / max(1, len(normal_nights)):.1f} per 100); "
       f"inconclusive: {inconclusive} ({100.0 * inconclusive / max(1, len(normal)):.1f} %)")
+why = {}
+for r in normal:
+    if r["verdict"] != "inconclusive": continue
+    reason = r["reason"]
+    kind = ("few nights" if "nights of history" in reason or "no earlier night" in reason or "1 night of" in reason
+            else "busy machine" if "machine was busy" in reason
+            else "machines changed" if "machines changed" in reason
+            else "steal" if "hypervisor" in reason else "other")
+    why[kind] = why.get(kind, 0) + 1
+print("  inconclusive because:", ", ".join(f"{k} {v}" for k, v in sorted(why.items())))
+for r in normal:
+    if r["verdict"] == "regression":
+        print(f"  false alarm: night {night_of[int(r['run_id'])]} {r['cell']}: {r['reason']}")
 if slowed:
     print(f"slowed build: {len({r['run_id'] for r in slowed})} nights")
     for cell in sorted({r["cell"] for r in slowed}):

@@ -140,6 +140,14 @@ class SeriesJudge {
   }
 
  private:
+  // What the baseline nights say about the machine, beside their figures.
+  struct Context {
+    Band band;
+    std::vector<double> logs;  // the baseline nights' log figures
+    double steal_max = 0, wait_max = NAN;
+    double threshold_log = 0;
+  };
+
   void judge(size_t i) {
     NightVerdict& v = out_[i];
     const Night& n = s_[i];
@@ -152,11 +160,48 @@ class SeriesJudge {
       v.reason = n.ok ? "no figure" : "the cell failed";
       return;
     }
-    // The baseline: earlier nights of this level on the same machines, not judged a change.
-    std::vector<double> logs;
-    double steal_max = 0, wait_max = NAN;
+    const Context c = context(i);
+    // Something else ran on the cell's CPUs during its measurement: its figure is the
+    // neighbour's, not the code's, and stays out of later bands.
+    if (auto why = disturbance(n.busy_reps, n.values.size(), n.wait_pct, c.wait_max); !why.empty()) {
+      v.disturbed = true;
+      v.verdict = kInconclusive;
+      v.reason = "the machine was busy while the cell was measured: " + why;
+      return;
+    }
+    v.nights = c.band.nights;
+    if (c.band.nights < 2) {
+      v.verdict = kInconclusive;
+      v.reason = few_nights_reason(i, c.band.nights);
+      if (c.band.nights == 1) {
+        v.baseline = std::exp(c.logs[0]);
+        v.change_pct = change_pct_of(std::log(v.value), c.logs[0]);
+      }
+      return;
+    }
+    const Band& b = c.band;
+    v.baseline = std::exp(b.mean);
+    v.band_low = std::exp(b.mean - b.half);
+    v.band_high = std::exp(b.mean + b.half);
+    v.mdc_pct = mdc_pct_of(b.mdc, o_.higher_is_better);
+    v.change_pct = change_pct_of(std::log(v.value), b.mean);
+    if (n.steal_pct > o_.steal_limit_pct && c.steal_max * 3 < n.steal_pct) {
+      v.verdict = kInconclusive;
+      v.reason = "the hypervisor took " + pct(n.steal_pct, false) + " of a core from the cell's CPUs (its " +
+                 std::to_string(b.nights) + " baseline nights at most " + pct(c.steal_max, false) + ")";
+      return;
+    }
+    decide(n, c, v);
+  }
+
+  // The baseline of night `i`: the earlier nights of this level on the same machines, not
+  // judged a change against it and not disturbed; at most K of them, the newest.
+  Context context(size_t i) {
+    NightVerdict& v = out_[i];
+    Context c;
     for (size_t j = i; j-- > level_ && v.baseline_index.size() < o_.baseline_nights;) {
-      if (out_[j].verdict == "failed" || out_[j].disturbed || s_[j].fingerprint != n.fingerprint) continue;
+      if (out_[j].verdict == "failed" || out_[j].disturbed || s_[j].fingerprint != s_[i].fingerprint)
+        continue;
       // A change judged against this level stays out of it; one judged against an older level,
       // now accepted, is this level's.
       if (excluded(out_[j].verdict) && judged_level_[j] == level_) continue;
@@ -164,65 +209,42 @@ class SeriesJudge {
     }
     std::reverse(v.baseline_index.begin(), v.baseline_index.end());
     for (size_t j : v.baseline_index) {
-      logs.push_back(std::log(out_[j].band_value));
-      steal_max = std::max(steal_max, s_[j].steal_pct);
+      c.logs.push_back(std::log(out_[j].band_value));
+      c.steal_max = std::max(c.steal_max, s_[j].steal_pct);
       if (std::isfinite(s_[j].wait_pct))
-        wait_max = std::isfinite(wait_max) ? std::max(wait_max, s_[j].wait_pct) : s_[j].wait_pct;
+        c.wait_max = std::isfinite(c.wait_max) ? std::max(c.wait_max, s_[j].wait_pct) : s_[j].wait_pct;
     }
-    // Something else ran on the cell's CPUs during its measurement: its figure is the
-    // neighbour's, not the code's, and stays out of later bands.
-    if (auto why = disturbance(n.busy_reps, n.values.size(), n.wait_pct, wait_max); !why.empty()) {
-      v.disturbed = true;
-      v.verdict = kInconclusive;
-      v.reason = "the machine was busy while the cell was measured: " + why;
-      return;
-    }
-    v.nights = static_cast<uint32_t>(logs.size());
-    const double threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
-                                                     : std::log1p(o_.threshold_pct / 100);
-    const Band b = band_of(logs, o_.alpha, threshold_log);
-    if (b.nights < 2) {
-      v.verdict = kInconclusive;
-      v.reason = few_nights_reason(i, b.nights);
-      if (b.nights == 1) {
-        v.baseline = std::exp(logs[0]);
-        v.change_pct = change_pct_of(std::log(v.value), logs[0]);
-      }
-      return;
-    }
-    v.baseline = std::exp(b.mean);
-    v.band_low = std::exp(b.mean - b.half);
-    v.band_high = std::exp(b.mean + b.half);
-    v.mdc_pct = mdc_pct_of(b.mdc, o_.higher_is_better);
-    const double y = std::log(v.value);
-    v.change_pct = change_pct_of(y, b.mean);
+    c.threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
+                                          : std::log1p(o_.threshold_pct / 100);
+    c.band = band_of(c.logs, o_.alpha, c.threshold_log);
+    return c;
+  }
+
+  // +1: worse beyond the threshold and the band; -1: better beyond both; 0: neither.
+  int side(double figure, const Context& c) const {
+    const double w = worse_log(std::log(figure), c.band.mean, o_.higher_is_better);
+    if (w > c.band.half && w > c.threshold_log) return 1;
+    if (-w > c.band.half && -w > c.threshold_log) return -1;
+    return 0;
+  }
+
+  // The verdict of an undisturbed night with a band: same, noise, or a change and its
+  // confirmation.
+  void decide(const Night& n, const Context& c, NightVerdict& v) {
+    const Band& b = c.band;
     const std::string band_text = "the band of " + std::to_string(b.nights) + " nights (" +
                                   pct(change_pct_of(b.mean - b.half, b.mean)) + " .. " +
                                   pct(change_pct_of(b.mean + b.half, b.mean)) + ")";
-    if (n.steal_pct > o_.steal_limit_pct && steal_max * 3 < n.steal_pct) {
-      v.verdict = kInconclusive;
-      v.reason = "the hypervisor took " + pct(n.steal_pct, false) + " of a core from the cell's CPUs (its " +
-                 std::to_string(b.nights) + " baseline nights at most " + pct(steal_max, false) + ")";
-      return;
-    }
-    // +1: worse beyond threshold and band; -1: better beyond both; 0: neither.
-    auto side = [&](double fig) {
-      const double w = worse_log(std::log(fig), b.mean, o_.higher_is_better);
-      if (w > b.half && w > threshold_log) return 1;
-      if (-w > b.half && -w > threshold_log) return -1;
-      return 0;
-    };
-    const int first = side(v.value);
+    const int first = side(v.value, c);
     const bool few = b.nights < o_.min_nights;
     const std::string few_text =
         std::to_string(b.nights) + " nights of history (" + std::to_string(o_.min_nights) + " needed)";
     if (first == 0) {
-      const double moved = std::abs(v.change_pct);
       if (few) {
         v.verdict = kInconclusive;
         v.reason = few_text + ": only a change beyond " + pct(v.mdc_pct, false) + " would show; " +
                    pct(v.change_pct) + " is not one";
-      } else if (moved > o_.threshold_pct) {
+      } else if (std::abs(v.change_pct) > o_.threshold_pct) {
         v.verdict = kNoise;
         v.reason = pct(v.change_pct) + " is beyond the " + pct(o_.threshold_pct, false) +
                    " threshold but inside " + band_text;
@@ -246,14 +268,14 @@ class SeriesJudge {
       return;
     }
     const double confirm_change = change_pct_of(std::log(v.confirm_value), b.mean);
-    if (auto why = disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct, wait_max);
+    if (auto why = disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct, c.wait_max);
         !why.empty()) {
       v.verdict = kInconclusive;
       v.reason = "first " + seen + ", but the machine was busy when it was measured again (" + why +
                  "): it cannot be confirmed";
       return;
     }
-    if (side(v.confirm_value) == first) {
+    if (side(v.confirm_value, c) == first) {
       v.verdict = change;
       v.reason = seen + "; confirmed on fresh targets: " + pct(confirm_change);
     } else {
