@@ -35,7 +35,8 @@ std::map<std::string, std::vector<Night>> recorded() {
   std::ifstream in(std::string(LOADLAB_SOURCE_DIR) + "/tests/data/verdicts/nights.csv");
   std::string line;
   std::getline(in, line);
-  EXPECT_EQ(line, "night,started_at,cell,phase,qps,steal_pct,wait_pct,busy,fingerprint,settings,target_build");
+  EXPECT_EQ(line,
+            "night,started_at,cell,phase,qps,steal_pct,wait_pct,busy,fingerprint,settings,target_build");
   std::map<std::string, std::vector<Night>> cells;
   std::map<std::string, std::vector<std::vector<double>>> waits, steals;
   while (std::getline(in, line)) {
@@ -128,8 +129,10 @@ TEST(RecordedNights, AStepIsARegressionFromItsNightOnUntilAccepted) {
     // level, and nothing alarms.
     auto accepted = judge_series(nights, o, {{step, step + 5}});
     for (size_t i = step + 5; i < v.size(); ++i)
-      EXPECT_NE(accepted[i].verdict, kRegression) << key << " night " << nights[i].run_id << ": " << accepted[i].reason;
-    for (size_t i = step; i < step + 5; ++i) EXPECT_EQ(accepted[i].verdict, v[i].verdict) << "judged before the accept";
+      EXPECT_NE(accepted[i].verdict, kRegression)
+          << key << " night " << nights[i].run_id << ": " << accepted[i].reason;
+    for (size_t i = step; i < step + 5; ++i)
+      EXPECT_EQ(accepted[i].verdict, v[i].verdict) << "judged before the accept";
   }
 }
 
