@@ -41,7 +41,12 @@ int main(int argc, char** argv) {
                  "file holding a token every call must carry (authorization: Bearer TOKEN)")
       ->check(CLI::ExistingFile);
   app.add_flag("--insecure", options.insecure,
-               "serve a non-loopback --listen without TLS (warned at start and at every Describe)");
+               "serve a non-loopback --listen without proven callers: no TLS, or TLS with neither "
+               "--tls-client-ca nor --token-file (warned at start and at every Describe)");
+  bool allow_readable_credentials = false;
+  app.add_flag("--allow-readable-credentials", allow_readable_credentials,
+               "use a --token-file or --tls-key that other users can read, or that another user owns "
+               "(warned); refused otherwise");
   std::vector<std::string> allow_load_to;
   app.add_option("--allow-load-to", allow_load_to,
                  "CIDRs load may be sent to (default: loopback, 127.0.0.0/8 ::1/128)");
@@ -81,16 +86,31 @@ int main(int argc, char** argv) {
     std::cerr << "--tls-cert, --tls-key: give both (and --tls-client-ca only with them)\n";
     return 2;
   }
-  const bool loopback = loadlab::agent::is_loopback_listen(listen);
+  // On an address other machines can reach, callers must be proven: by a client certificate
+  // (--tls-client-ca) or a token, and the token only over TLS. Server-only TLS proves who the
+  // agent is, not who calls it.
+  const bool loopback = loadlab::is_loopback_address(listen);
   if (!loopback && !tls.enabled() && !options.insecure) {
     std::cerr << "--listen: " << listen
-              << " can be reached from the network: give --tls-cert and --tls-key (and --tls-client-ca for "
-                 "mutual TLS), or --insecure to serve it without TLS\n";
+              << " can be reached from the network: give --tls-cert, --tls-key and --tls-client-ca (mutual "
+                 "TLS) and/or --token-file, or --insecure to serve it without TLS\n";
     return 2;
   }
-  options.insecure = !loopback && !tls.enabled();
+  if (!loopback && tls.enabled() && tls.client_ca.empty() && token_file.empty() && !options.insecure) {
+    std::cerr
+        << "--listen: " << listen
+        << " can be reached from the network, and TLS without --tls-client-ca proves who this agent is, "
+           "not who calls it: add --tls-client-ca (callers need a certificate it signed) and/or "
+           "--token-file (callers need the token), or --insecure to serve anyone who can reach it\n";
+    return 2;
+  }
+  options.insecure = !loopback && (!tls.enabled() || (tls.client_ca.empty() && token_file.empty()));
   try {
-    if (!token_file.empty()) options.token = loadlab::agent::read_token_file(token_file, "--token-file");
+    if (!token_file.empty()) {
+      loadlab::agent::check_secret_file(token_file, "--token-file", allow_readable_credentials);
+      options.token = loadlab::agent::read_token_file(token_file, "--token-file");
+    }
+    if (!tls.key.empty()) loadlab::agent::check_secret_file(tls.key, "--tls-key", allow_readable_credentials);
     if (!allow_load_to.empty())
       options.allow_load_to = loadlab::agent::NetworkList::parse(allow_load_to, "--allow-load-to");
   } catch (const loadlab::InputError& e) {
@@ -128,9 +148,9 @@ int main(int argc, char** argv) {
             tls.enabled() ? (tls.client_ca.empty() ? "TLS" : "mutual TLS") : "no TLS",
             options.token.empty() ? "" : ", token required", options.allow_load_to.to_string());
   if (options.insecure)
-    log->warn(
-        "--insecure: {} is reachable from the network without TLS; anyone who can reach it can run jobs{}",
-        bound, options.token.empty() ? "" : " if they have the token, which travels in clear text");
+    log->warn("--insecure: {} is reachable from the network {}; anyone who can reach it can run jobs{}",
+              bound, tls.enabled() ? "with TLS but no proof of its callers" : "without TLS",
+              options.token.empty() ? "" : " if they have the token, which travels in clear text");
   std::cout << "listening on " << bound << std::endl;
   int sig = 0;
   sigwait(&sigs, &sig);

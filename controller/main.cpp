@@ -55,7 +55,7 @@ struct CommandLine {
   CLI::App app{"loadlab: runs HTTP benchmark matrices on a lab of agents"};
   std::string log_level = "info";
   loadlab::controller::RunOptions run;
-  std::string agents_lab;
+  std::string agents_lab, agents_lab_credentials;
   std::string compare_base, compare_new, compare_metric;
   double compare_threshold = 0;
   uint32_t baseline_nights = 0;
@@ -97,6 +97,9 @@ struct CommandLine {
     run_cmd->add_option("--resume", run.resume_dir,
                         "continue the run in this folder, keeping its finished cells");
     run_cmd->add_option("--lab", run.lab_path, "lab JSON file (default: an embedded local agent)");
+    run_cmd->add_option("--lab-credentials", run.lab_credentials_path,
+                        "JSON file of the lab's tls and token_file, for a --lab file that names agents only "
+                        "(one kept in the scenario repository may name no credentials)");
     run_cmd->add_option("--out", run.out_dir,
                         "run folder (default runs/NAME-TIME); for a folder of scenarios, the folder of "
                         "their run folders");
@@ -107,6 +110,8 @@ struct CommandLine {
 
     agents_cmd = app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
     agents_cmd->add_option("--lab", agents_lab, "lab JSON file")->required();
+    agents_cmd->add_option("--lab-credentials", agents_lab_credentials,
+                           "JSON file of the lab's tls and token_file, as for run");
 
     compare_cmd =
         app.add_subcommand("compare", "compare two runs cell by cell; exit status 1 on a regression");
@@ -223,7 +228,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (*cl.validate_cmd) return validate(cl.validate_path, cl.validate_overrides);
-    if (*cl.agents_cmd) return loadlab::controller::describe_agents(cl.agents_lab, std::cout);
+    if (*cl.agents_cmd)
+      return loadlab::controller::describe_agents(cl.agents_lab, cl.agents_lab_credentials, std::cout);
     if (*cl.compare_cmd) return compare(cl);
     if (cl.history.chosen()) return cl.history.run(std::cout);
     if (*cl.report_cmd) return loadlab::controller::report_command(cl.report_dir, std::cout);

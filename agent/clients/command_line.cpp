@@ -18,6 +18,7 @@ namespace {
 
 constexpr const char* kWrkScript = "loadlab-wrk.lua";
 constexpr const char* kH2loadBody = "loadlab-h2load-body";
+constexpr const char* kHeyBody = "loadlab-hey-body";  // -D: one argument holds at most 128 KiB
 
 [[noreturn]] void refuse(const std::string& field, Tool tool, const std::string& message) {
   throw InputError(field, std::string(tool_name(tool)) + " " + message);
@@ -237,7 +238,7 @@ std::vector<std::string> wrk_argv(const std::string& program, const v1::LoadSpec
   return a;
 }
 
-std::vector<std::string> hey_argv(const std::string& program, const v1::LoadSpec& s) {
+std::vector<std::string> hey_argv(const std::string& program, const v1::LoadSpec& s, const std::string& dir) {
   std::vector<std::string> a{program, "-c", std::to_string(connections(s)), "-cpus",
                              std::to_string(s.threads())};
   if (s.stop_case() == v1::LoadSpec::kTotalRequests)
@@ -247,8 +248,11 @@ std::vector<std::string> hey_argv(const std::string& program, const v1::LoadSpec
   a.insert(a.end(), {"-t", std::to_string(timeout_ms(s) / 1000), "-m", method(s)});
   if (s.rate() > 0) a.insert(a.end(), {"-q", fmt(s.rate() / connections(s))});
   for (const auto& [k, v] : s.headers()) a.insert(a.end(), {"-H", k + ": " + v});
-  if (!s.body().empty()) a.insert(a.end(), {"-d", s.body()});
+  if (!s.body().empty()) a.insert(a.end(), {"-D", in_dir(dir, kHeyBody)});
   if (!s.keep_alive()) a.push_back("-disable-keepalive");
+  // hey follows redirects by default: an allowed host that redirects would carry the load
+  // past the agent's --allow-load-to. (wrk and h2load never follow one.)
+  a.push_back("-disable-redirects");
   a.push_back(url(s));
   return a;
 }
@@ -331,6 +335,7 @@ std::vector<AuxFile> aux_files(Tool tool, const v1::LoadSpec& spec) {
   check_spec(tool, spec);
   if (tool == Tool::kWrk && wrk_needs_script(spec)) return {{kWrkScript, wrk_script(spec)}};
   if (tool == Tool::kH2load && !spec.body().empty()) return {{kH2loadBody, spec.body()}};
+  if (tool == Tool::kHey && !spec.body().empty()) return {{kHeyBody, spec.body()}};
   return {};
 }
 
@@ -341,7 +346,7 @@ std::vector<std::string> command_line(Tool tool, const std::string& program_path
     case Tool::kWrk:
       return wrk_argv(program_path, spec, aux_dir);
     case Tool::kHey:
-      return hey_argv(program_path, spec);
+      return hey_argv(program_path, spec, aux_dir);
     case Tool::kH2load:
       return h2load_argv(program_path, spec, aux_dir);
   }

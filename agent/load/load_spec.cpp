@@ -4,6 +4,7 @@
 
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/http_syntax.hpp"
 #include "loadlab/shared/input_error.hpp"
 
 namespace loadlab::load {
@@ -69,6 +70,12 @@ void validate_spec(const v1::LoadSpec& s) {
     throw InputError("stop", "one of requests_per_thread, total_requests, duration_s is required");
   for (const auto& [k, v] : s.headers())
     if (k.find(':') != std::string::npos) throw InputError("headers/" + k, "a header name holds no ':'");
+  std::vector<std::string> names;
+  for (const auto& [k, v] : s.headers()) names.push_back(k);
+  if (auto same = same_header_names(names))
+    throw InputError("headers/" + same->second,
+                     "names the same header as headers/" + same->first +
+                         " (header names are compared ignoring case: give it once)");
   LoadOptions o = options_from_spec(s);
   try {
     validate(o);
@@ -77,7 +84,8 @@ void validate_spec(const v1::LoadSpec& s) {
   }
 }
 
-std::vector<std::string> command_line(const std::string& binary, const LoadOptions& o) {
+std::vector<std::string> command_line(const std::string& binary, const LoadOptions& o,
+                                      const std::string& body_file) {
   std::vector<std::string> argv{binary, o.url,
                                 "-t",   std::to_string(o.threads),
                                 "-c",   std::to_string(o.connections ? o.connections : o.threads)};
@@ -87,7 +95,9 @@ std::vector<std::string> command_line(const std::string& binary, const LoadOptio
   if (o.warmup_s > 0) argv.insert(argv.end(), {"--warmup", fmt(o.warmup_s)});
   if (o.method != "GET") argv.insert(argv.end(), {"-m", o.method});
   for (const auto& h : o.headers) argv.insert(argv.end(), {"-H", h});
-  if (!o.body.empty()) argv.insert(argv.end(), {"--body", o.body});
+  if (!o.body.empty())
+    argv.insert(argv.end(),
+                {body_file.empty() ? "--body" : "--body-file", body_file.empty() ? o.body : body_file});
   argv.insert(argv.end(), {"--timeout", std::to_string(o.timeout_ms)});
   if (o.rate) argv.insert(argv.end(), {"--rate", fmt(*o.rate)});
   if (!o.keep_alive) argv.push_back("--no-keepalive");

@@ -20,7 +20,10 @@ LoadOptions options_from_spec(const v1::LoadSpec& spec);
 // allowed.
 void validate_spec(const v1::LoadSpec& spec);
 
-// The worker's command line for validated options, with --json-events.
-std::vector<std::string> command_line(const std::string& binary, const LoadOptions& options);
+// The worker's command line for validated options, with --json-events. The body goes as
+// --body-file `body_file` when one is given (a file holding options.body: one argument of
+// execve holds at most 128 KiB, a body up to limits::kMaxBodyBytes), else as --body.
+std::vector<std::string> command_line(const std::string& binary, const LoadOptions& options,
+                                      const std::string& body_file = "");
 
 }  // namespace loadlab::load

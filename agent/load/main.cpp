@@ -14,6 +14,7 @@
 #include "load_runner.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/build_info.hpp"
+#include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -77,7 +78,11 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup_s, "warm-up seconds, excluded from every figure (default 0)");
   app.add_option("-m,--method", o.method, "request method (default GET)");
   app.add_option("-H,--header", o.headers, "request header 'Name: value' (repeatable)");
-  app.add_option("--body", o.body, "request body");
+  auto* body_opt = app.add_option("--body", o.body, "request body");
+  std::string body_file;
+  app.add_option("--body-file", body_file,
+                 "request body: the content of FILE (a body over 128 KiB cannot be one argument)")
+      ->excludes(body_opt);
   app.add_option("--timeout", o.timeout_ms, "per-request timeout in ms (default 5000)")
       ->check(number_in(1, limits::kMaxTimeoutMs));
   app.add_flag("--no-keepalive", no_keepalive, "a new connection (and TLS handshake) per request");
@@ -120,6 +125,16 @@ int main(int argc, char** argv) {
   if (rate_opt->count()) o.rate = rate;
   if (streams_opt->count()) o.streams = streams;
   o.keep_alive = !no_keepalive;
+  if (!body_file.empty()) {
+    auto body = loadlab::read_small_file(body_file, loadlab::limits::kMaxBodyBytes);
+    if (!body) {
+      std::fprintf(stderr,
+                   "loadlab-load: --body-file: cannot read \"%s\" (a regular file of at most %lld bytes)\n",
+                   body_file.c_str(), static_cast<long long>(loadlab::limits::kMaxBodyBytes));
+      return 2;
+    }
+    o.body = std::move(*body);
+  }
   if (json && json_events) {
     std::fprintf(stderr, "loadlab-load: --json, --json-events: give at most one\n");
     return 2;

@@ -67,8 +67,9 @@ AgentService::AgentService(AgentOptions options) : options_(std::move(options)),
 Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeRequest*, v1::AgentInfo* info) {
   if (auto st = callers_.check(*ctx, "Describe"); !st.ok()) return st;
   if (options_.insecure)
-    component_logger("agent")->warn("Describe from {}: this agent serves a network without TLS (--insecure)",
-                                    describe_caller(*ctx));
+    component_logger("agent")->warn(
+        "Describe from {}: this agent serves a network without proving its callers (--insecure)",
+        describe_caller(*ctx));
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   utsname u{};

@@ -39,20 +39,24 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& tls)
   return grpc::SslServerCredentials(opts);
 }
 
-bool is_loopback_listen(const std::string& listen) {
-  if (listen.rfind("unix:", 0) == 0) return true;
-  auto ep = parse_endpoint(listen);
-  if (!ep) return false;
-  if (ep->host == "localhost") return true;
-  boost::system::error_code ec;
-  auto a = boost::asio::ip::make_address(ep->host, ec);
-  return !ec && NetworkList::loopback().contains(a);
-}
-
 std::string read_token_file(const std::string& path, const std::string& flag) {
   auto token = token_of(read_file(path, flag));
   if (!token) throw InputError(flag, "\"" + path + "\" must hold one token: one line without spaces");
+  if (token->size() < static_cast<size_t>(limits::kMinTokenBytes))
+    throw InputError(flag, "\"" + path + "\" holds a token of " + std::to_string(token->size()) +
+                               " characters; at least " + std::to_string(limits::kMinTokenBytes) +
+                               " are needed (openssl rand -hex 32)");
   return *token;
+}
+
+void check_secret_file(const std::string& path, const std::string& flag, bool allow_readable) {
+  auto why = readable_by_others(path);
+  if (!why) return;
+  if (!allow_readable)
+    throw InputError(flag, "\"" + path + "\" " + *why +
+                               " (or give --allow-readable-credentials to use it anyway, warned)");
+  component_logger("agent")->warn("{}: \"{}\" {}; used because of --allow-readable-credentials", flag, path,
+                                  *why);
 }
 
 CallerCheck::CallerCheck(std::string token) : token_digest_(token.empty() ? "" : sha256(token)) {}

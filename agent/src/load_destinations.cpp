@@ -130,19 +130,22 @@ void check_load_destination(v1::LoadSpec& spec, const NetworkList& allowed) {
                      "must be HOST:PORT with a port in 1..65535, got \"" + spec.endpoint() + "\"");
   const auto addrs = require_allowed(ep->host, allowed, "endpoint");
   auto& headers = *spec.mutable_headers();
-  auto host_header = std::find_if(headers.begin(), headers.end(),
-                                  [](const auto& kv) { return strcasecmp(kv.first.c_str(), "host") == 0; });
-  if (host_header != headers.end()) {
-    const std::string named = host_of_authority(host_header->second);
-    if (strcasecmp(named.c_str(), ep->host.c_str()) != 0)
-      require_allowed(named, allowed, "headers/" + host_header->first);
+  // Every Host a client would send is checked (validate_spec refuses two names of one
+  // header, but a spec may come from anywhere): an allowed forward proxy would carry the
+  // load on to the host it names.
+  bool has_host = false;
+  for (const auto& [name, value] : headers) {
+    if (strcasecmp(name.c_str(), "host") != 0) continue;
+    has_host = true;
+    const std::string named = host_of_authority(value);
+    if (strcasecmp(named.c_str(), ep->host.c_str()) != 0) require_allowed(named, allowed, "headers/" + name);
   }
   boost::system::error_code ec;
   ip::make_address(ep->host, ec);
   if (!ec) return;  // an address literal: nothing to pin
   // A name: the worker connects to the address checked here, and the server still sees the
   // name the controller gave.
-  if (host_header == headers.end()) headers["Host"] = spec.endpoint();
+  if (!has_host) headers["Host"] = spec.endpoint();
   spec.set_endpoint(Endpoint{addrs.front().to_string(), ep->port}.to_string());
 }
 

@@ -14,8 +14,12 @@ using grpc::StatusCode;
 using namespace std::chrono_literals;
 
 Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
-  auto argv = load::command_line(options_.bin_dir + "/loadlab-load", load::options_from_spec(spec));
+  std::vector<std::string> argv;
+  std::unique_ptr<AuxFolder> body;  // the request body, in a file: execve takes 128 KiB per argument
   try {
+    if (!spec.body().empty()) body = std::make_unique<AuxFolder>(std::vector<JobFile>{{"body", spec.body()}});
+    argv = load::command_line(options_.bin_dir + "/loadlab-load", load::options_from_spec(spec),
+                              body ? body->path() + "/body" : "");
     SpawnOptions spawn;
     spawn.cpus = job_cpus(spec.cpus());  // checked by the service
     child_ = ChildProcess::spawn(argv, spawn);

@@ -66,11 +66,25 @@ uint16_t kernel_free_port(const std::string& host) {
 }  // namespace
 
 PortReservation::PortReservation(const std::string& host, const std::string& lock_dir) {
-  mkdir(lock_dir.c_str(), 01777);
+  // The folder is shared by the agents of this machine. One that another user made (or a
+  // link in its place) could be theirs to fill with links to files of ours: refused. Lock
+  // files are opened without following links.
+  if (mkdir(lock_dir.c_str(), 01777) == 0) chmod(lock_dir.c_str(), 01777);  // past the umask
+  struct stat st {};
+  if (lstat(lock_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw std::runtime_error("the port lock folder " + lock_dir + " is not a folder (a link?)");
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    throw std::runtime_error("the port lock folder " + lock_dir + " belongs to uid " +
+                             std::to_string(st.st_uid) + ", not to this user (uid " +
+                             std::to_string(geteuid()) +
+                             ") or root: remove it, or run the agents as one user");
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+    throw std::runtime_error("the port lock folder " + lock_dir +
+                             " can be written by every user but has no sticky bit (chmod 1777 it)");
   for (int attempt = 0; attempt < 50; ++attempt) {
     uint16_t port = kernel_free_port(host);
     std::string file = lock_dir + "/" + std::to_string(port);
-    int fd = open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    int fd = open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) continue;
     // The reservation is the lock itself: held while this object lives, released by the
     // kernel if the agent dies, so there are no stale reservations to judge.

@@ -63,8 +63,8 @@ void write_columns(std::ostream& out, const std::vector<Row>& rows) {
 
 }  // namespace
 
-int describe_agents(const std::string& lab_path, std::ostream& out) {
-  Lab lab = load_lab_file(lab_path);
+int describe_agents(const std::string& lab_path, const std::string& credentials_path, std::ostream& out) {
+  Lab lab = load_lab_file(lab_path, credentials_path);
   std::vector<Row> rows{{"agent", "address", "roles", "version", "host", "cores", "memory", "busy",
                          "targets; clients / error"}};
   bool all = true;

@@ -52,17 +52,59 @@ AgentCredentials credentials(const ObjectReader& o, const std::string& dir, Agen
     auto token = token_of(named_file(o, "token_file", dir));
     if (!token)
       throw InputError(o.path("token_file"), "the file must hold one token: one line without spaces");
+    if (token->size() < static_cast<size_t>(limits::kMinTokenBytes))
+      throw InputError(o.path("token_file"), "the file holds a token of " + std::to_string(token->size()) +
+                                                 " characters; at least " +
+                                                 std::to_string(limits::kMinTokenBytes) +
+                                                 " are needed (openssl rand -hex 32)");
     base.token = *token;
   }
   return base;
 }
 
+// With credentials kept apart (--lab-credentials), the lab file names agents, not secrets:
+// `o` may hold a tls object with server_name only, and no token_file.
+void refuse_credentials(const ObjectReader& o) {
+  constexpr const char* kWhy =
+      "comes from --lab-credentials only: a lab file kept with the scenarios (in a repository anyone "
+      "with a commit can change) names agents, not credentials";
+  if (o.has("token_file")) throw InputError(o.path("token_file"), kWhy);
+  if (o.has("tls")) {
+    auto t = o.object("tls");
+    for (const char* key : {"ca", "cert", "key"})
+      if (t.has(key)) throw InputError(t.path(key), kWhy);
+  }
+}
+
+// The token goes to an agent other machines can reach only over TLS: a lab file may list
+// any address, and a bearer token in clear text is anyone's who sees the traffic.
+void refuse_token_in_clear(const AgentDef& d, const ObjectReader& a) {
+  if (d.credentials.token.empty() || !d.credentials.ca_pem.empty() || is_loopback_address(d.address)) return;
+  throw InputError(a.path("address"),
+                   d.address +
+                       " can be reached from the network, and its token would travel there in clear text: "
+                       "give this agent (or the lab) tls with the ca of the agents' certificates");
+}
+
 }  // namespace
 
-Lab parse_lab(const nlohmann::json& j, const std::string& dir) {
+Lab parse_lab(const nlohmann::json& j, const std::string& dir, const nlohmann::json* kept_apart,
+              const std::string& kept_apart_dir) {
   ObjectReader root(j, "");
   root.allow({"agents", "tls", "token_file"});
-  const AgentCredentials lab_credentials = credentials(root, dir, {});
+  AgentCredentials lab_credentials;
+  if (kept_apart) {
+    refuse_credentials(root);
+    ObjectReader c(*kept_apart, "");
+    c.allow({"tls", "token_file"});
+    lab_credentials = credentials(c, kept_apart_dir, {});
+    if (root.has("tls")) {
+      root.object("tls").allow({"server_name"});
+      lab_credentials.server_name = root.object("tls").string("server_name", lab_credentials.server_name);
+    }
+  } else {
+    lab_credentials = credentials(root, dir, {});
+  }
   Lab lab;
   std::set<std::string> names;
   for (auto& a : root.objects("agents")) {
@@ -84,14 +126,37 @@ Lab parse_lab(const nlohmann::json& j, const std::string& dir) {
       d.roles.push_back(r.get<std::string>());
     }
     d.labels = a.string_map("labels");
-    d.credentials = credentials(a, dir, lab_credentials);
+    if (kept_apart) {
+      refuse_credentials(a);
+      d.credentials = lab_credentials;
+      if (a.has("tls")) {
+        a.object("tls").allow({"server_name"});
+        d.credentials.server_name = a.object("tls").string("server_name", d.credentials.server_name);
+      }
+    } else {
+      d.credentials = credentials(a, dir, lab_credentials);
+    }
+    refuse_token_in_clear(d, a);
     lab.agents.push_back(std::move(d));
   }
   return lab;
 }
 
-Lab load_lab_file(const std::string& path) {
-  return parse_lab(read_json_file(path), std::filesystem::path(path).parent_path().string());
+Lab load_lab_file(const std::string& path, const std::string& credentials_path) {
+  const auto dir = std::filesystem::path(path).parent_path().string();
+  if (credentials_path.empty()) return parse_lab(read_json_file(path), dir);
+  nlohmann::json kept_apart;
+  try {
+    kept_apart = read_json_file(credentials_path);
+    // Parsed here for its own errors first: they name the credentials file.
+    ObjectReader c(kept_apart, "");
+    c.allow({"tls", "token_file"});
+    credentials(c, std::filesystem::path(credentials_path).parent_path().string(), {});
+  } catch (const InputError& e) {
+    throw e.in_file(credentials_path);
+  }
+  return parse_lab(read_json_file(path), dir, &kept_apart,
+                   std::filesystem::path(credentials_path).parent_path().string());
 }
 
 }  // namespace loadlab::controller

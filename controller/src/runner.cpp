@@ -207,7 +207,7 @@ class ScenarioRun {
     }
     Lab lab;
     try {
-      lab = load_lab_file(lab_path_);
+      lab = load_lab_file(lab_path_, options_.lab_credentials_path);
     } catch (const InputError& e) {
       throw e.in_file(lab_path_);
     }

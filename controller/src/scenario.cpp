@@ -138,6 +138,12 @@ LoadDef parse_load(const ObjectReader& l) {
     if (!is_http_token(k)) throw InputError(at, "is not a valid header name (an HTTP token)");
     if (has_line_break(v)) throw InputError(at, "must not contain line breaks");
   }
+  std::vector<std::string> header_names;
+  for (auto& [k, v] : d.headers) header_names.push_back(k);
+  if (auto same = same_header_names(header_names))
+    throw InputError(l.path("headers") + "/" + pointer_token(same->second),
+                     "names the same header as " + l.path("headers") + "/" + pointer_token(same->first) +
+                         " (header names are compared ignoring case: give it once)");
   d.body = l.string("body", "");
   if (d.body.size() > static_cast<size_t>(limits::kMaxBodyBytes))
     throw InputError(l.path("body"), "must be at most " + std::to_string(limits::kMaxBodyBytes) +

@@ -1,6 +1,9 @@
 #include "loadlab/shared/endpoint.hpp"
 
+#include <arpa/inet.h>
+
 #include <charconv>
+#include <cstring>
 
 namespace loadlab {
 
@@ -24,6 +27,19 @@ std::optional<Endpoint> parse_endpoint(std::string_view text) {
   auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) return std::nullopt;
   return Endpoint{std::string(host), static_cast<uint16_t>(port)};
+}
+
+bool is_loopback_address(std::string_view address) {
+  if (address.rfind("unix:", 0) == 0) return true;
+  auto ep = parse_endpoint(address);
+  if (!ep) return false;
+  if (ep->host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, ep->host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, ep->host.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
 }
 
 }  // namespace loadlab

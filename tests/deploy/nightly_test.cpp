@@ -39,6 +39,12 @@ class ScenarioRepo {
     return head.stdout_text.substr(0, 40);
   }
   std::string url() const { return "file://" + path_.string(); }
+  // Commits a file of the repository (e.g. a lab kept with the scenarios).
+  void commit_file(const std::string& name, const std::string& text) {
+    write(name, text);
+    EXPECT_EQ(git({"add", "-A"}).code, 0);
+    EXPECT_EQ(git({"commit", "-qm", "add " + name}).code, 0);
+  }
 
  private:
   void write(const std::string& name, const std::string& text) const {
@@ -61,10 +67,12 @@ class Nightly : public ::testing::Test {
   }
   // One night, as the service runs it: the installed script, its settings in the environment;
   // an empty LOADLAB_LAB runs it on an embedded agent.
-  RunOutput night(const std::string& repo_url) {
-    return run_command({"/usr/bin/env", "LOADLAB_SCENARIO_REPO=" + repo_url, "LOADLAB_SCENARIO_REF=main",
-                        "LOADLAB_SCENARIO_DIR=scenarios", "LOADLAB_LAB=", "LOADLAB_STATE_DIR=" + state(),
-                        "LOADLAB_NIGHTLY_FLAGS=--log-level warn", tree_.path("bin/loadlab-nightly")});
+  RunOutput night(const std::string& repo_url, const std::string& lab = "", const std::string& ref = "main") {
+    return run_command({"/usr/bin/env", "LOADLAB_SCENARIO_REPO=" + repo_url, "LOADLAB_SCENARIO_REF=" + ref,
+                        "LOADLAB_SCENARIO_DIR=scenarios", "LOADLAB_LAB=" + lab,
+                        "LOADLAB_LAB_CREDENTIALS=" + (dir_.path() / "no-such-credentials.json").string(),
+                        "LOADLAB_STATE_DIR=" + state(), "LOADLAB_NIGHTLY_FLAGS=--log-level warn",
+                        tree_.path("bin/loadlab-nightly")});
   }
   std::string state() const { return (dir_.path() / "state").string(); }
   nlohmann::json latest_result() const {
@@ -175,6 +183,34 @@ TEST_F(Nightly, ANightThatCannotStartExitsFour) {
   EXPECT_EQ(r.code, 4);
   EXPECT_NE(r.output_tail.find("another night is running"), std::string::npos) << r.output_tail;
   EXPECT_FALSE(fs::exists(state() + "/runs/latest"));
+}
+
+// Anyone who can push to the scenario repository wrote its lab file: it may name agents, but
+// a token file, certificate or key in it is refused before any agent is called (they come
+// from LOADLAB_LAB_CREDENTIALS, outside the repository); and a ref is never taken for an
+// option of git.
+TEST_F(Nightly, ALabFileFromTheRepositoryNamingCredentialsIsRefused) {
+  ScenarioRepo repo(dir_.path() / "repo");
+  repo.commit_delay(0);
+  repo.commit_file("token", "0123456789abcdef0123456789abcdef\n");
+  repo.commit_file("lab.json", R"({"token_file": "token", "agents": [
+      {"name": "a", "address": "127.0.0.1:9", "roles": ["target", "load"]}]})");
+  auto r = night(repo.url(), "lab.json");
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("/token_file: comes from --lab-credentials only"), std::string::npos)
+      << r.output_tail;
+  repo.commit_file("lab.json", R"({"agents": [{"name": "a", "address": "127.0.0.1:9", "roles": ["target"],
+      "tls": {"ca": "ca.pem", "server_name": "a.lab"}}]})");
+  r = night(repo.url(), "lab.json");
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("/agents/0/tls/ca: comes from --lab-credentials only"), std::string::npos)
+      << r.output_tail;
+
+  r = night(repo.url(), "", "--upload-pack=touch " + (dir_.path() / "ran").string());
+  EXPECT_EQ(r.code, 4) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("LOADLAB_SCENARIO_REF must be a branch, tag or commit"), std::string::npos)
+      << r.output_tail;
+  EXPECT_FALSE(fs::exists(dir_.path() / "ran"));
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -202,14 +204,14 @@ TEST_F(SecureAgentTest, MutualTlsAdmitsTheLabsControllerAndRefusesOthersBeforeAn
 
 TEST(AgentToken, AMissingOrWrongTokenIsUnauthenticatedSpawnsNothingAndIsLogged) {
   TempDir dir;
-  auto token_file = dir.file("token", "right-token\n");
+  auto token_file = dir.secret("token", "right-token-0123456789\n");
   AgentProcess agent("t", "127.0.0.1:0", {"--token-file", token_file});
   auto stub = stub_for(agent.address, grpc::InsecureChannelCredentials());
   auto st = describe(*stub);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_THAT(st.error_message(), HasSubstr("no authorization metadata"));
   EXPECT_EQ(describe(*stub, "wrong-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(describe(*stub, "right-token-").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(describe(*stub, "right-token-01234567890").error_code(), grpc::StatusCode::UNAUTHENTICATED);
 
   Hosted h(*stub, hello(), "wrong-token");
   EXPECT_EQ(h.endpoint, "");
@@ -219,9 +221,9 @@ TEST(AgentToken, AMissingOrWrongTokenIsUnauthenticatedSpawnsNothingAndIsLogged) 
   EXPECT_EQ(loadlab::testing::tree_pids(agent.proc->pid()).size(), 1u) << "the agent spawned a child";
 
   v1::AgentInfo info;
-  ASSERT_TRUE(describe(*stub, "right-token", &info).ok());
+  ASSERT_TRUE(describe(*stub, "right-token-0123456789", &info).ok());
   EXPECT_EQ(info.name(), "t");
-  Hosted ok(*stub, hello(), "right-token");
+  Hosted ok(*stub, hello(), "right-token-0123456789");
   EXPECT_NE(ok.endpoint, "");
   EXPECT_TRUE(ok.close().ok());
 
@@ -258,7 +260,7 @@ TEST(AgentListen, ANetworkAddressNeedsTlsOrAnExplicitInsecure) {
   const auto log = agent.proc->output_tail(40);
   EXPECT_THAT(log, HasSubstr("--insecure: 0.0.0.0:"));  // at start
   EXPECT_THAT(log, HasSubstr("Describe from ipv4:127.0.0.1:"));
-  EXPECT_THAT(log, HasSubstr("without TLS (--insecure)"));  // at every Describe
+  EXPECT_THAT(log, HasSubstr("without proving its callers (--insecure)"));  // at every Describe
 }
 
 TEST_F(SecureAgentTest, LoadGoesOnlyWhereTheOperatorAllowsAndAThirdPartyGetsNoRequest) {
@@ -412,7 +414,7 @@ TEST_F(SecureAgentTest, ATargetWhoseTreeGrowsPastTheProcessLimitIsStoppedSayingW
 TEST(SecureLab, ARunGoesThroughMutualTlsAndTheTokenLabJsonNames) {
   TempDir dir;
   Pki pki(dir);
-  auto token = dir.file("token", "lab-token-1\n");
+  auto token = dir.secret("token", "lab-token-1-0123456789\n");
   const std::vector<std::string> secure{"--tls-cert",       pki.path("agent.pem"),
                                         "--tls-key",        pki.path("agent.key"),
                                         "--tls-client-ca",  pki.path("ca.pem"),
@@ -443,12 +445,224 @@ TEST(SecureLab, ARunGoesThroughMutualTlsAndTheTokenLabJsonNames) {
   EXPECT_NEAR(cells[0].repetitions(0).qps(), 400, 60);
   EXPECT_EQ(cells[0].repetitions(0).errors(), 0u);
 
-  dir.file("wrong-token", "lab-token-2\n");
+  dir.secret("wrong-token", "lab-token-2-0123456789\n");
   r = run_command({bin("loadlab"), "run", scenario, "--lab", lab_with("wrong-token"), "--out",
                    (dir.path() / "out2").string()},
                   60s);
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.output_tail, HasSubstr("requires its token"));
+}
+
+// ---- An agent that is safe on a real network (issue 24): tests named after its items ----
+
+bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+
+// A network namespace with an address no other machine has (10.214.0.1 on a veth pair of its
+// own): an address other machines could reach, as the agent and controller judge it, that
+// this test made itself.
+class NetworkHost {
+ public:
+  NetworkHost() : ns_("llsec" + std::to_string(getpid())) {
+    ok_ = geteuid() == 0 && sh("ip netns add " + ns_) && sh("ip -n " + ns_ + " link set lo up") &&
+          sh("ip -n " + ns_ + " link add v0 type veth peer name v1") &&
+          sh("ip -n " + ns_ + " addr add 10.214.0.1/24 dev v0") && sh("ip -n " + ns_ + " link set v0 up") &&
+          sh("ip -n " + ns_ + " link set v1 up");
+  }
+  ~NetworkHost() { sh("ip netns del " + ns_); }
+  bool ok() const { return ok_; }
+  std::vector<std::string> in(std::vector<std::string> argv) const {
+    argv.insert(argv.begin(), {"/usr/sbin/ip", "netns", "exec", ns_});
+    return argv;
+  }
+
+ private:
+  std::string ns_;
+  bool ok_ = false;
+};
+
+#define NEEDS_NETWORK_HOST(host)                                                         \
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace (CI is root)"; \
+  if (!(host).ok()) GTEST_SKIP() << "this machine cannot make a network namespace"
+
+// Item 1: server-only TLS proves who the agent is, not who calls it: on a network address
+// the agent starts only with a client CA or a token (or --insecure, warned).
+TEST(Item1CallersProven, ServerOnlyTlsOnANamespaceAddressRefusesToStart) {
+  NetworkHost host;
+  NEEDS_NETWORK_HOST(host);
+  TempDir dir;
+  Pki pki(dir);
+  const auto token = dir.secret("token", "0123456789abcdef0123\n");
+  const std::vector<std::string> server_tls{"--tls-cert", pki.path("agent.pem"), "--tls-key",
+                                            pki.path("agent.key")};
+  auto agent_argv = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{bin("loadlab-agent"), "--listen", "10.214.0.1:0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return host.in(argv);
+  };
+  auto r = run_command(agent_argv(server_tls), 10s);
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_THAT(r.output_tail,
+              HasSubstr("TLS without --tls-client-ca proves who this agent is, not who calls it"));
+  EXPECT_THAT(r.output_tail, HasSubstr("add --tls-client-ca"));
+  EXPECT_THAT(r.output_tail, HasSubstr("--token-file"));
+  // With a way to prove callers it serves; with --insecure too, warned.
+  for (const auto& extra :
+       {std::vector<std::string>{"--tls-client-ca", pki.path("ca.pem")},
+        std::vector<std::string>{"--token-file", token}, std::vector<std::string>{"--insecure"}}) {
+    auto argv = server_tls;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    AgentProcess agent("n", "10.214.0.1:0", argv, host.in({}));
+    EXPECT_THAT(agent.address, HasSubstr("10.214.0.1:")) << extra[0] << ": " << agent.proc->output_tail();
+    if (extra[0] == "--insecure") {
+      kill(agent.proc->pid(), SIGTERM);
+      agent.proc->wait_exit(5s);
+      agent.proc->wait_output_end(2s);
+      EXPECT_THAT(agent.proc->output_tail(), HasSubstr("with TLS but no proof of its callers"));
+    }
+  }
+}
+
+// Item 1, the other way round: a lab file may list any address, and the controller sends a
+// token there only over TLS. The agent below would take the token in clear text (--insecure);
+// the controller refuses before it calls: the agent logs no call at all.
+TEST(Item1CallersProven, TheControllerRefusesToSendATokenInClearToANamespaceAddress) {
+  NetworkHost host;
+  NEEDS_NETWORK_HOST(host);
+  TempDir dir;
+  const auto token = dir.secret("token", "0123456789abcdef0123\n");
+  AgentProcess agent("n", "10.214.0.1:0", {"--insecure", "--token-file", token}, host.in({}));
+  ASSERT_THAT(agent.address, HasSubstr("10.214.0.1:")) << agent.proc->output_tail();
+  auto lab = dir.file("lab.json", R"({"token_file": "token", "agents": [{"name": "n", "address": ")" +
+                                      agent.address + R"(", "roles": ["target", "load"]}]})");
+  auto r = run_command(host.in({bin("loadlab"), "agents", "--lab", lab}), 30s);
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_THAT(r.output_tail,
+              HasSubstr("/agents/0/address: " + agent.address +
+                        " can be reached from the network, and its token would travel there in "
+                        "clear text"));
+  kill(agent.proc->pid(), SIGTERM);
+  agent.proc->wait_exit(5s);
+  agent.proc->wait_output_end(2s);
+  EXPECT_THAT(agent.proc->output_tail(60), ::testing::Not(HasSubstr("Describe from")));
+}
+
+// Item 2: `Host` and `hOST` are one header; a client sends both (HTTP/1.1) or the last
+// (:authority over h2/h3), so the agent refuses the pair instead of checking the first.
+TEST_F(SecureAgentTest, Item2HostAndhOSTAreRefusedAndTheThirdPartyGetsNoRequest) {
+  auto third_party =
+      ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.2:0", "--threads", "1"});
+  auto ours_proc = ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.1:0", "--threads", "1"});
+  std::string third, ours;
+  ASSERT_EQ(third_party->next_line(third, 10s), ChildProcess::LineStatus::kLine);
+  ASSERT_EQ(ours_proc->next_line(ours, 10s), ChildProcess::LineStatus::kLine);
+  third = third.substr(13);
+  ours = ours.substr(13);
+  AgentOptions o;
+  o.allow_load_to = NetworkList::parse({"127.0.0.1/32"}, "--allow-load-to");
+  auto stub = stub_for(start(o), grpc::InsecureChannelCredentials());
+  for (auto protocol : {v1::PROTOCOL_HTTP1, v1::PROTOCOL_H2C}) {
+    auto spec = load_to(ours);
+    spec.set_protocol(protocol);
+    (*spec.mutable_headers())["Host"] = ours;
+    (*spec.mutable_headers())["hOST"] = third;
+    auto r = run_load(*stub, spec);
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(r.status.error_message(), HasSubstr("headers/hOST: names the same header as headers/Host"));
+  }
+  EXPECT_EQ(served(third), 0);
+  EXPECT_EQ(served(ours), 0);
+}
+
+// Item 2: hey follows redirects unless told not to; an allowed server that redirects would
+// carry the load on to any address. The agent runs hey with -disable-redirects.
+TEST(Item2Redirects, HeyDoesNotFollowARedirectToAnAddressOutsideTheAllowList) {
+  if (access("/usr/bin/hey", X_OK) != 0) GTEST_SKIP() << "hey is not installed (make deps installs it)";
+  auto third_party =
+      ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.2:0", "--threads", "1"});
+  std::string third;
+  ASSERT_EQ(third_party->next_line(third, 10s), ChildProcess::LineStatus::kLine);
+  third = third.substr(13);
+  TempDir dir;
+  // An allowed server that answers every request with a redirect to the third party.
+  auto script = dir.file("redirect.py", R"(import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        self.send_response(302)
+        self.send_header("Location", "http://" + sys.argv[1] + "/")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print("listening on 127.0.0.1:%d" % s.server_address[1], flush=True)
+s.serve_forever()
+)");
+  auto redirector = ChildProcess::spawn({"/usr/bin/python3", script, third});
+  std::string line;
+  ASSERT_EQ(redirector->next_line(line, 10s), ChildProcess::LineStatus::kLine);
+  const std::string allowed = line.substr(13);
+
+  AgentOptions o;
+  o.bin_dir = LOADLAB_BIN_DIR;
+  o.allow_load_to = NetworkList::parse({"127.0.0.1/32"}, "--allow-load-to");
+  o.catalog = Catalog::parse(nlohmann::json{{"clients", {{"hey", {{"tool", "hey"}}}}}});
+  AgentServer server(o);
+  auto stub = stub_for(server.start("127.0.0.1:0"), grpc::InsecureChannelCredentials());
+  auto spec = load_to(allowed, 20);
+  spec.set_client("hey");
+  spec.set_connections(1);
+  auto r = run_load(*stub, spec);
+  server.shutdown(0);
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(served(third), 0) << "hey followed the redirect past --allow-load-to";
+}
+
+// Item 5: a token or key another user could read is refused (or, with the flag, warned),
+// and so is a token too short to guess at.
+TEST(Item5Credentials, AWorldReadableOrShortTokenIsRefused) {
+  TempDir dir;
+  const auto readable = dir.file("readable", "0123456789abcdef0123\n");
+  std::filesystem::permissions(readable, std::filesystem::perms(0644));
+  auto r = run_command({bin("loadlab-agent"), "--token-file", readable}, 10s);
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_THAT(r.output_tail, HasSubstr("--token-file: \"" + readable +
+                                       "\" can be read by every user (mode 0644): chmod 600 it"));
+  const auto short_token = dir.secret("short", "fifteen-chars-x\n");
+  r = run_command({bin("loadlab-agent"), "--token-file", short_token}, 10s);
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_THAT(r.output_tail, HasSubstr("a token of 15 characters; at least 16 are needed"));
+  TempDir pki_dir;
+  Pki pki(pki_dir);
+  std::filesystem::permissions(pki.path("agent.key"), std::filesystem::perms(0644));
+  r = run_command({bin("loadlab-agent"), "--tls-cert", pki.path("agent.pem"), "--tls-key",
+                   pki.path("agent.key"), "--tls-client-ca", pki.path("ca.pem")},
+                  10s);
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_THAT(r.output_tail, HasSubstr("--tls-key: "));
+  // Allowed by the flag, with a warning.
+  AgentProcess agent("t", "127.0.0.1:0", {"--token-file", readable, "--allow-readable-credentials"});
+  EXPECT_NE(agent.address, "");
+  kill(agent.proc->pid(), SIGTERM);
+  agent.proc->wait_exit(5s);
+  agent.proc->wait_output_end(2s);
+  EXPECT_THAT(agent.proc->output_tail(), HasSubstr("used because of --allow-readable-credentials"));
+}
+
+// Item 6: a body over 128 KiB (one argument of execve at most) reaches the server whole: the
+// agent hands it to the worker in a file.
+TEST_F(SecureAgentTest, Item6ABodyOver128KiBIsSentWhole) {
+  auto target = ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.1:0", "--threads", "1"});
+  std::string line;
+  ASSERT_EQ(target->next_line(line, 10s), ChildProcess::LineStatus::kLine);
+  const std::string endpoint = line.substr(13);
+  auto stub = stub_for(start(AgentOptions{}), grpc::InsecureChannelCredentials());
+  auto spec = load_to(endpoint, 5);
+  spec.set_method("POST");
+  spec.set_body(std::string(300 * 1024, 'b'));
+  auto r = run_load(*stub, spec);
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.requests, 5u);
+  EXPECT_EQ(served(endpoint), 5);
 }
 
 }  // namespace

@@ -37,6 +37,12 @@ class TempDir {
     std::ofstream(p) << content;
     return p.string();
   }
+  // A file only this user can read (mode 0600), as the agent wants a token or key.
+  std::string secret(const std::string& name, const std::string& content) const {
+    auto p = file(name, content);
+    std::filesystem::permissions(p, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    return p;
+  }
 
  private:
   std::filesystem::path path_;
@@ -127,10 +133,12 @@ inline bool process_running(pid_t pid) {
 struct AgentProcess {
   std::unique_ptr<agent::ChildProcess> proc;
   std::string address;
+  // `prefix` runs the agent through another program (e.g. ip netns exec NS).
   explicit AgentProcess(const std::string& name, const std::string& listen = "127.0.0.1:0",
-                        const std::vector<std::string>& extra = {}) {
+                        const std::vector<std::string>& extra = {}, std::vector<std::string> prefix = {}) {
     std::vector<std::string> argv{bin("loadlab-agent"), "--listen", listen, "--name", name};
     argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.begin(), prefix.begin(), prefix.end());
     proc = agent::ChildProcess::spawn(argv);
     std::string line;
     EXPECT_EQ(proc->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine)

@@ -112,9 +112,14 @@ TEST(HeyCommand, TotalRequests) {
   s.set_method("PUT");
   s.set_body("{}");
   (*s.mutable_headers())["Content-Type"] = "application/json";
-  EXPECT_EQ(command_line(Tool::kHey, "hey", s),
+  // The body goes in a file (-D): one argument of execve holds at most 128 KiB.
+  EXPECT_EQ(command_line(Tool::kHey, "hey", s, "/run/j"),
             (Argv{"hey", "-c", "4", "-cpus", "2", "-n", "400", "-t", "5", "-m", "PUT", "-H",
-                  "Content-Type: application/json", "-d", "{}", "http://127.0.0.1:8080/"}));
+                  "Content-Type: application/json", "-D", "/run/j/loadlab-hey-body", "-disable-redirects",
+                  "http://127.0.0.1:8080/"}));
+  auto files = aux_files(Tool::kHey, s);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].content, "{}");
 }
 
 TEST(HeyCommand, DurationRateAndNoKeepAlive) {
@@ -125,7 +130,7 @@ TEST(HeyCommand, DurationRateAndNoKeepAlive) {
   s.set_timeout_ms(3000);
   EXPECT_EQ(command_line(Tool::kHey, "hey", s),
             (Argv{"hey", "-c", "4", "-cpus", "2", "-z", "2500ms", "-t", "3", "-m", "GET", "-q", "25",
-                  "-disable-keepalive", "http://127.0.0.1:8080/"}));
+                  "-disable-keepalive", "-disable-redirects", "http://127.0.0.1:8080/"}));
 }
 
 TEST(DurationCommand, DecimalSecondsAreWholeMilliseconds) {

@@ -172,6 +172,11 @@ TEST(Scenario, ValuesThatWouldBreakTheRequestAreRejected) {
             "/load/path: must start with '/' and hold no spaces or line breaks");
   EXPECT_EQ(error_of(with(R"("X-A": "b")", R"("X-A": "b\r\nInjected: 1")")),
             "/load/headers/X-A: must not contain line breaks");
+  // One header by two names: a client sends both over HTTP/1.1 and one as :authority over
+  // h2/h3, so a check of the first would let the other through.
+  EXPECT_EQ(error_of(with(R"("X-A": "b")", R"("Host": "a", "hOST": "b")")),
+            "/load/headers/hOST: names the same header as /load/headers/Host (header names are compared "
+            "ignoring case: give it once)");
 }
 
 TEST(Scenario, RetryBackoffIsANumberOfSecondsWithARange) {

@@ -82,6 +82,28 @@ TEST(LoadSpec, CommandLineCarriesTheTlsOptions) {
 }
 
 // h2 travels over https:// (ALPN), h2c over http:// (prior knowledge): the worker's
+TEST(LoadSpec, TwoNamesOfOneHeaderAreRefusedNamingBoth) {
+  auto s = good();
+  (*s.mutable_headers())["Host"] = "127.0.0.1";
+  EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");
+  (*s.mutable_headers())["hOST"] = "10.9.9.9";
+  EXPECT_EQ(input_error_of([&] { validate_spec(s); }),
+            "headers/hOST: names the same header as headers/Host (header names are compared ignoring case: "
+            "give it once)");
+}
+
+// A body goes to the worker in a file when the agent gives one: one argument of execve holds
+// at most 128 KiB, and a body may be 1 MiB.
+TEST(LoadSpec, TheBodyGoesInAFileWhenOneIsGiven) {
+  auto s = good();
+  s.set_body(std::string(200 * 1024, 'b'));
+  auto argv = command_line("l", options_from_spec(s), "/run/job/body");
+  auto at = std::find(argv.begin(), argv.end(), "--body-file");
+  ASSERT_NE(at, argv.end());
+  EXPECT_EQ(*(at + 1), "/run/job/body");
+  EXPECT_EQ(std::find(argv.begin(), argv.end(), "--body"), argv.end());
+}
+
 // --protocol h2 either way, with the spec's streams.
 TEST(LoadSpec, Http2SpecsBecomeProtocolH2WithTheirStreams) {
   auto s = good();

@@ -23,6 +23,15 @@ TEST(Endpoint, RejectsMalformed) {
     EXPECT_FALSE(parse_endpoint(bad)) << bad;
 }
 
+TEST(Endpoint, LoopbackIsWhatOnlyThisMachineCanReach) {
+  for (auto* local : {"127.0.0.1:7700", "127.255.0.9:1", "[::1]:7700", "localhost:0", "[::ffff:127.0.0.1]:80",
+                      "unix:/run/loadlab.sock"})
+    EXPECT_TRUE(is_loopback_address(local)) << local;
+  for (auto* network : {"0.0.0.0:7700", "10.0.0.1:7700", "[::]:7700", "[fe80::1]:1", "lab-host:7700",
+                        "128.0.0.1:1", "[::ffff:10.0.0.1]:80", "nonsense"})
+    EXPECT_FALSE(is_loopback_address(network)) << network;
+}
+
 TEST(ObjectReader, NamesThePathOfAnUnknownKeyAndTheAllowedOnes) {
   auto j = nlohmann::json::parse(R"({"a": {"x": 1, "typo": 2}})");
   ObjectReader root(j, "");

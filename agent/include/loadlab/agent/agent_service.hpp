@@ -30,7 +30,7 @@ struct AgentOptions {
   AgentLimits limits;                                   // what a job may ask for
   NetworkList allow_load_to = NetworkList::loopback();  // where its load may go
   std::string token;                                    // required of every call when not empty
-  bool insecure = false;  // serves a network without TLS: warned at every Describe
+  bool insecure = false;  // serves a network without proving its callers: warned at every Describe
 };
 
 // The folder of the running executable (from /proc/self/exe).

@@ -19,12 +19,14 @@ struct TlsFiles {
 // Reads the PEM files; throws InputError naming the flag of a file that cannot be read.
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& tls);
 
-// True for addresses only this machine can reach: 127.0.0.0/8, ::1, "localhost", unix:.
-bool is_loopback_listen(const std::string& listen);
-
 // Reads a token file (one line; surrounding white space dropped). Throws InputError naming
-// `flag` when the file cannot be read or holds no token.
+// `flag` when the file cannot be read, holds no token, or one shorter than
+// limits::kMinTokenBytes.
 std::string read_token_file(const std::string& path, const std::string& flag);
+
+// A token or private key other users of the machine could read (readable_by_others) throws
+// InputError naming `flag`, or with `allow_readable` is logged as a warning.
+void check_secret_file(const std::string& path, const std::string& flag, bool allow_readable);
 
 class CallerCheck {
  public:

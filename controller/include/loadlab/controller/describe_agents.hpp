@@ -7,6 +7,6 @@ namespace loadlab::controller {
 
 // Returns 0 if every agent answered, 4 (exit_status::kLabUnusable) otherwise. Throws InputError
 // for a bad lab file.
-int describe_agents(const std::string& lab_path, std::ostream& out);
+int describe_agents(const std::string& lab_path, const std::string& credentials_path, std::ostream& out);
 
 }  // namespace loadlab::controller

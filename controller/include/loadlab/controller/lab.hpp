@@ -32,7 +32,14 @@ struct Lab {
 };
 
 // InputError naming the JSON path. Files it names (TLS, token) are read relative to `dir`.
-Lab parse_lab(const nlohmann::json& j, const std::string& dir = ".");
-Lab load_lab_file(const std::string& path);
+// With `kept_apart` (the JSON of --lab-credentials, its files relative to `kept_apart_dir`)
+// the credentials are that file's, for every agent, and the lab may name none (a tls object
+// of the lab or of an agent may still give server_name). Either way a token is refused for
+// an agent other machines can reach unless it goes over TLS.
+Lab parse_lab(const nlohmann::json& j, const std::string& dir = ".",
+              const nlohmann::json* kept_apart = nullptr, const std::string& kept_apart_dir = ".");
+// The lab file; with `credentials_path`, its credentials come from that file (errors in it
+// name it).
+Lab load_lab_file(const std::string& path, const std::string& credentials_path = "");
 
 }  // namespace loadlab::controller

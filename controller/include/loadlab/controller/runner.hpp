@@ -25,6 +25,7 @@ struct RunOptions {
   std::string scenario_path;
   std::vector<std::string> overrides;  // --set PATH=VALUE, applied to the scenario in order
   std::string lab_path;                // "" = start an embedded agent on a loopback port
+  std::string lab_credentials_path;    // "" = the lab file's own tls and token_file
   std::string out_dir;                 // "" = runs/<scenario name>-<UTC time>
   std::string resume_dir;              // continue the run in this folder (its scenario copy and journal)
   // Judge the finished run: kHistory (each cell against its earlier nights in `history`), or

@@ -16,4 +16,9 @@ struct Endpoint {
 // Returns nullopt when `text` is not HOST:PORT with a port in 0..65535.
 std::optional<Endpoint> parse_endpoint(std::string_view text);
 
+// True for an address only this machine can reach: HOST:PORT whose host is in 127.0.0.0/8,
+// ::1 (or ::ffff:127.x.y.z) or "localhost", and unix:PATH. The agent's --listen and the
+// lab's agent addresses are judged by it alike.
+bool is_loopback_address(std::string_view address);
+
 }  // namespace loadlab

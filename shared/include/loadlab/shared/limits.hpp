@@ -51,6 +51,8 @@ inline constexpr int kMaxIdleTimeoutS = 86'400;
 
 // A certificate, key or token file (PEM chains are a few KB).
 inline constexpr int64_t kMaxCredentialFileBytes = 1 << 20;
+// A bearer token: at least 128 bits (`openssl rand -hex 32` gives 64 characters).
+inline constexpr int kMinTokenBytes = 16;
 
 // Scenario: cells of one matrix (targets × every axis).
 inline constexpr int64_t kMaxCells = 100'000;
