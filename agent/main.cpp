@@ -2,10 +2,14 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
 #include "loadlab/agent/agent_service.hpp"
+#include "loadlab/agent/job_processes.hpp"
+#include "loadlab/agent/pids_limit.hpp"
 #include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/endpoint.hpp"
@@ -62,8 +66,14 @@ int main(int argc, char** argv) {
       ->check(loadlab::number_in(lim::kMinRatePerThread, lim::kMaxRate));
   app.add_option("--max-body-bytes", l.body_bytes, "largest request body or target body_size")
       ->check(loadlab::number_in(0, static_cast<double>(lim::kMaxResponseBodyBytes)));
-  app.add_option("--max-processes", l.processes, "most processes in one job's tree (a target that forks)")
+  app.add_option("--max-processes", l.processes,
+                 "most processes of one target (a target that forks is stopped past it; orphans and "
+                 "daemons of the target count)")
       ->check(loadlab::number_in(1, lim::kMaxJobProcesses));
+  app.add_option("--max-tasks", l.tasks,
+                 "most processes and threads of one job, held by the kernel's pids controller where "
+                 "there is one (a fork fails past it)")
+      ->check(loadlab::number_in(16, lim::kMaxJobTasks));
   app.add_option(
          "--idle-timeout-s", l.idle_timeout_s,
          "end a call whose peer keeps it waiting this long (the controller sends a heartbeat every 5 s)")
@@ -77,7 +87,13 @@ int main(int argc, char** argv) {
     std::cerr << "--log-level: must be one of trace, debug, info, warn, error, off\n";
     return 2;
   }
+  // Orphans of the jobs' processes come to the agent (a child subreaper; as PID 1 in a
+  // container they come anyway): it reaps them below and kills them with their job (by the
+  // job's mark, job_processes.hpp).
+  if (!loadlab::agent::become_subreaper())
+    loadlab::component_logger("agent")->warn("cannot become a child subreaper: {}", std::strerror(errno));
   loadlab::agent::proc_control();  // chosen (and logged) now, not at the first job
+  loadlab::agent::pids_limit_place();
   if (!loadlab::parse_endpoint(listen) && listen.rfind("unix:", 0) != 0) {
     std::cerr << "--listen: must be HOST:PORT or unix:PATH, got \"" << listen << "\"\n";
     return 2;
@@ -130,6 +146,8 @@ int main(int argc, char** argv) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs,
+            SIGCHLD);  // an adopted orphan exited: reap it (own children are waited for by their owners)
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   auto log = loadlab::component_logger("agent");
@@ -153,7 +171,13 @@ int main(int argc, char** argv) {
               options.token.empty() ? "" : " if they have the token, which travels in clear text");
   std::cout << "listening on " << bound << std::endl;
   int sig = 0;
-  sigwait(&sigs, &sig);
+  // Reaps adopted orphans at each SIGCHLD, and every second in case signals merged.
+  for (;;) {
+    const timespec second{1, 0};
+    sig = sigtimedwait(&sigs, nullptr, &second);
+    if (sig == SIGTERM || sig == SIGINT) break;
+    loadlab::agent::reap_strays();
+  }
   log->info("signal {}: stopping; running jobs are cancelled and their processes stopped", sig);
   server.shutdown(1000);
   return 0;

@@ -19,8 +19,11 @@
 #include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/agent/descendant_pidfds.hpp"
 #include "loadlab/agent/job_cgroup.hpp"
+#include "loadlab/agent/job_processes.hpp"
 #include "loadlab/agent/pidfd.hpp"
+#include "loadlab/agent/pids_limit.hpp"
 #include "loadlab/agent/proc_reader.hpp"
+#include "loadlab/agent/usage_window.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::agent {
@@ -33,6 +36,9 @@ constexpr size_t kTailChars = 4096;     // an error message's whole tail (gRPC t
 // cut and marked, so it can never parse as an event by accident.
 constexpr size_t kMaxLine = 64 * 1024 * 1024;
 constexpr size_t kMaxQueued = 10000;  // unread stdout lines kept
+// ... and their bytes: a target that prints without end is bounded in memory, not only in
+// lines (10000 lines of up to kMaxLine would be 640 GiB). Room for two lines of the largest size.
+constexpr size_t kMaxQueuedBytes = 2 * kMaxLine;
 
 // PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process. gRPC's
 // handler threads come and go, so every fork happens on this one thread, which lives as
@@ -75,7 +81,7 @@ Launcher& launcher() {
 }
 
 // Where the child failed between fork and exec, sent up the CLOEXEC pipe with errno.
-enum class Stage : int { kCgroup, kCpuset, kAffinity, kChdir, kExec };
+enum class Stage : int { kCgroup, kCpuset, kPids, kAffinity, kChdir, kExec };
 struct ExecFailure {
   Stage stage;
   int error;
@@ -89,6 +95,7 @@ struct ExecPlan {
   const char* cwd;            // nullptr = the agent's
   int cgroup_procs_fd;        // -1 = no job cgroup
   int cpuset_procs_fd;        // -1 = no v1 job cpuset
+  int pids_procs_fd;          // -1 = no v1 job pids cgroup
   const cpu_set_t* affinity;  // nullptr = the agent's
   size_t affinity_size;
   int out_w, err_w, report_w;
@@ -109,6 +116,8 @@ struct ExecPlan {
     fail_in_child(plan.report_w, Stage::kCgroup);
   if (plan.cpuset_procs_fd >= 0 && write(plan.cpuset_procs_fd, "0", 1) != 1)
     fail_in_child(plan.report_w, Stage::kCpuset);
+  if (plan.pids_procs_fd >= 0 && write(plan.pids_procs_fd, "0", 1) != 1)
+    fail_in_child(plan.report_w, Stage::kPids);
   if (plan.affinity && sched_setaffinity(0, plan.affinity_size, plan.affinity) != 0)
     fail_in_child(plan.report_w, Stage::kAffinity);
   setpgid(0, 0);
@@ -135,6 +144,8 @@ std::string describe_failure(const ExecFailure& f, const std::string& path, cons
              strerror(f.error);
     case Stage::kCpuset:
       return "cannot move " + path + " into its job cpuset: " + strerror(f.error);
+    case Stage::kPids:
+      return "cannot move " + path + " into its job pids cgroup: " + strerror(f.error);
     case Stage::kAffinity:
       return "cannot set the CPU affinity of " + path + ": " + strerror(f.error);
     case Stage::kChdir:
@@ -169,7 +180,7 @@ Forked fork_exec(ExecPlan plan, const std::string& path, const JobCgroup* job, i
   plan.report_w = report[1];
   plan.parent = getpid();
   Forked f;
-  f.pid = fork();
+  f.pid = fork_own_child();  // reaped by its ChildProcess, never by the stray reaper
   if (f.pid < 0) {
     int e = errno;
     close_all();
@@ -189,6 +200,7 @@ Forked fork_exec(ExecPlan plan, const std::string& path, const JobCgroup* job, i
   if (n == sizeof failure) {
     int status;
     waitpid(f.pid, &status, 0);
+    release_own_child(f.pid);
     if (f.pidfd >= 0) close(f.pidfd);
     close(out[0]);
     close(err[0]);
@@ -230,23 +242,30 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::unique_ptr<ChildProcess> child(new ChildProcess());
+  // The job's mark, inherited by every descendant (job_processes.hpp); an agent that runs as
+  // a job itself gives its children marks of their own.
+  child->mark_ = new_job_mark();
+  const std::string mark_name = child->mark_.substr(0, child->mark_.find('='));
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
     std::string name = entry.substr(0, entry.find('='));
-    bool replaced = false;
+    bool replaced = name == mark_name;
     for (auto& [k, v] : options.env) replaced = replaced || k == name;
     if (!replaced) env_strings.push_back(std::move(entry));
   }
-  for (auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
+  for (auto& [k, v] : options.env)
+    if (k != mark_name) env_strings.push_back(k + "=" + v);
+  env_strings.push_back(child->mark_);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
-  std::unique_ptr<ChildProcess> child(new ChildProcess());
   const ProcControl control = proc_control();
   child->job_ = make_job(control);
   if (child->job_) child->mode_ = control.mode;
+  if (options.max_tasks > 0) child->limit_tasks(options.max_tasks);
   std::optional<AffinityMask> mask;
   if (!options.cpus.empty()) {
     child->bind_cpus(options.cpus);
@@ -257,6 +276,7 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
                 options.cwd.empty() ? nullptr : options.cwd.c_str(),
                 child->job_ ? child->job_->procs_fd() : -1,
                 child->cpuset_ ? child->cpuset_->procs_fd() : -1,
+                child->pids_ ? child->pids_->procs_fd() : -1,
                 mask ? mask->set() : nullptr,
                 mask ? mask->size() : 0,
                 -1,
@@ -270,6 +290,7 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
   } catch (...) {
     if (child->job_) child->job_->remove();
     child->cpuset_.reset();
+    child->pids_.reset();
     throw;
   }
   child->pid_ = forked.pid;
@@ -303,13 +324,46 @@ void ChildProcess::bind_cpus(const CpuList& cpus) {
         throw std::runtime_error("cannot write " + job_->path() + "/cpuset.cpus: " + strerror(errno));
       cpu_binding_ = "cpuset-v2";
     } else if (binding.mode == CpuBindingMode::kCpusetV1) {
-      cpuset_ = CpusetV1Job::create(binding, cpus);
+      cpuset_ = create_cpuset_v1_job(binding, cpus);
       cpu_binding_ = "cpuset-v1";
     }
   } catch (const std::exception& e) {
     component_logger("proc")->warn("{}; this child is held to CPUs {} by its affinity only", e.what(),
                                    cpus.to_string());
   }
+}
+
+void ChildProcess::limit_tasks(int64_t max) {
+  const PidsLimitPlace place = pids_limit_place();
+  try {
+    if (place.mode == PidsLimitMode::kV2 && job_) {
+      if (!write_pids_max(job_->path(), max))
+        throw std::runtime_error("cannot write " + job_->path() + "/pids.max: " + strerror(errno));
+      pids_limit_ = "pids-v2";
+    } else if (place.mode == PidsLimitMode::kV1) {
+      pids_ = create_pids_v1_job(place.v1_jobs_dir, max);
+      pids_limit_ = "pids-v1";
+    }
+  } catch (const std::exception& e) {
+    component_logger("proc")->warn("{}; this child's tasks have no kernel ceiling", e.what());
+  }
+}
+
+std::vector<pid_t> ChildProcess::job_pids(ProcReader& reader) const {
+  if (job_) return job_->pids();
+  // No cgroup: the living tree, and every process carrying the job's mark (orphans, setsid
+  // daemons, anything that left the group).
+  auto pids = tree_pids(reader, pid_);
+  for (pid_t p : marked_pids(mark_))
+    if (std::find(pids.begin(), pids.end(), p) == pids.end()) pids.push_back(p);
+  return pids;
+}
+
+void ChildProcess::queue_line(const std::string& line) {
+  if (lines_.size() >= kMaxQueued || queued_bytes_ + line.size() > kMaxQueuedBytes)
+    return;  // dropped: unread
+  lines_.push_back(line);
+  queued_bytes_ += line.size();
 }
 
 void ChildProcess::push_tail(std::string line) {
@@ -340,7 +394,7 @@ void ChildProcess::reader_loop(int out_fd, int err_fd) {
       if (n <= 0) {
         open_[i] = false;
         if (!partial[i].empty()) {
-          if (i == 0 && lines_.size() < kMaxQueued) lines_.push_back(partial[i]);
+          if (i == 0) queue_line(partial[i]);
           push_tail(std::move(partial[i]));
         }
         continue;
@@ -349,7 +403,7 @@ void ChildProcess::reader_loop(int out_fd, int err_fd) {
       size_t start = 0;
       for (size_t nl; (nl = partial[i].find('\n', start)) != std::string::npos; start = nl + 1) {
         std::string line = partial[i].substr(start, nl - start);
-        if (i == 0 && lines_.size() < kMaxQueued) lines_.push_back(line);
+        if (i == 0) queue_line(line);
         push_tail(std::move(line));
       }
       partial[i].erase(0, start);
@@ -373,6 +427,7 @@ ChildProcess::LineStatus ChildProcess::next_line(std::string& line, std::chrono:
   if (!lines_.empty()) {
     line = std::move(lines_.front());
     lines_.pop_front();
+    queued_bytes_ -= line.size();
     return LineStatus::kLine;
   }
   return eof_ ? LineStatus::kEof : LineStatus::kTimeout;
@@ -456,6 +511,7 @@ void ChildProcess::reap() {
   } else if (r < 0 && errno == ECHILD) {
     reaped_ = true;
   }
+  if (reaped_) release_own_child(pid_);
 }
 
 ExitStatus ChildProcess::terminate(std::chrono::milliseconds grace) {
@@ -474,6 +530,10 @@ ExitStatus ChildProcess::terminate(std::chrono::milliseconds grace) {
     }
   }
   kill_job(escaped);  // whatever else is left of the job
+  // And whatever left it: a process of the job that moved to another cgroup, group or
+  // session, or was re-parented, still carries the job's mark.
+  if (size_t n = kill_marked(mark_))
+    component_logger("proc")->warn("pid {}: {} processes of the job had left it; killed", pid_, n);
   reap();
   std::lock_guard lock(exit_mutex_);
   if (exit_) return *exit_;
@@ -491,6 +551,7 @@ void ChildProcess::remove_job() {
     job_->remove();  // logs what it could not remove
   }
   if (cpuset_) cpuset_->remove();  // empty now: its processes were the job's
+  if (pids_) pids_->remove();
 }
 
 void ChildProcess::wait_output_end(std::chrono::milliseconds timeout) {

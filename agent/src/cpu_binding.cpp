@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "loadlab/agent/job_cgroup.hpp"
+#include "loadlab/agent/job_processes.hpp"
 #include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -61,15 +62,10 @@ std::string prepare_v1(CpuBinding& b, const std::string& own_dir) {
   }
   // Proves that a process can be moved into a job cpuset of ours (delegation, a read-only mount).
   try {
-    auto job = CpusetV1Job::create(b, allowed_cpus());
-    pid_t pid = fork();
-    if (pid == 0) _exit(write(job->procs_fd(), "0", 1) == 1 ? 0 : (errno & 0xff));
-    int status = 0;
-    if (pid > 0) waitpid(pid, &status, 0);
+    auto job = create_cpuset_v1_job(b, allowed_cpus());
+    auto why = probe_join(job->procs_fd(), job->path());
     job->remove();
-    if (pid < 0) return std::string("fork: ") + std::strerror(errno);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      return "cannot move a process into " + job->path() + ": " + std::strerror(WEXITSTATUS(status));
+    if (!why.empty()) return why;
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -212,48 +208,14 @@ bool write_cpuset_cpus(const std::string& cgroup_dir, const CpuList& cpus, bool 
   return write_text_file(cgroup_dir + (prefix ? "/cpuset.cpus" : "/cpus"), cpus.to_string());
 }
 
-std::unique_ptr<CpusetV1Job> CpusetV1Job::create(const CpuBinding& binding, const CpuList& cpus) {
-  static std::atomic<uint64_t> next{1};
-  std::unique_ptr<CpusetV1Job> job(new CpusetV1Job());
-  for (int attempt = 0;; ++attempt) {
-    job->path_ = binding.v1_jobs_dir + "/job-" + std::to_string(getpid()) + "-" + std::to_string(next++);
-    if (mkdir(job->path_.c_str(), 0755) == 0) break;
-    if (errno != EEXIST || attempt == 100)
-      throw std::runtime_error("cannot make job cpuset " + job->path_ + ": " + std::strerror(errno));
-  }
-  auto mems = read_text_file(binding.v1_jobs_dir + "/" + file(binding, "mems"));
-  if (!mems || !write_text_file(job->path_ + "/" + file(binding, "mems"), trimmed(*mems)) ||
-      !write_cpuset_cpus(job->path_, cpus, binding.v1_prefix)) {
-    std::string why = std::strerror(errno);
-    job->remove();
-    throw std::runtime_error("cannot give job cpuset " + job->path_ + " the CPUs " + cpus.to_string() + ": " +
-                             why);
-  }
-  job->procs_fd_ = open((job->path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-  if (job->procs_fd_ < 0) {
-    std::string why = std::strerror(errno);
-    job->remove();
-    throw std::runtime_error("cannot open " + job->path_ + "/cgroup.procs: " + why);
-  }
-  return job;
-}
-
-CpusetV1Job::~CpusetV1Job() {
-  if (procs_fd_ >= 0) close(procs_fd_);
-  remove();
-}
-
-bool CpusetV1Job::remove() {
-  if (removed_) return true;
-  // The job's processes have been killed and reaped by now; a cpuset with a dying task may
-  // refuse for a moment.
-  for (int i = 0; i < 100; ++i) {
-    if (rmdir(path_.c_str()) == 0 || errno == ENOENT) return removed_ = true;
-    if (errno != EBUSY) break;
-    usleep(10000);
-  }
-  component_logger("proc")->warn("cannot remove job cpuset {}: {}", path_, std::strerror(errno));
-  return false;
+std::unique_ptr<V1JobFolder> create_cpuset_v1_job(const CpuBinding& binding, const CpuList& cpus) {
+  return V1JobFolder::create(
+      binding.v1_jobs_dir, "job cpuset", [&](const std::string& path, std::string& what) {
+        what = "give job cpuset " + path + " the CPUs " + cpus.to_string();
+        auto mems = read_text_file(binding.v1_jobs_dir + "/" + file(binding, "mems"));
+        return mems && write_text_file(path + "/" + file(binding, "mems"), trimmed(*mems)) &&
+               write_cpuset_cpus(path, cpus, binding.v1_prefix);
+      });
 }
 
 AffinityMask::AffinityMask(const CpuList& cpus)

@@ -39,6 +39,7 @@ Status ExternalLoadJob::launch(const std::vector<std::string>& argv, const std::
   try {
     SpawnOptions spawn;
     spawn.cpus = job_cpus(cpus);  // checked by the service
+    spawn.max_tasks = options_.limits.tasks;
     child_ = ChildProcess::spawn(argv, spawn);
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, "cannot start " + argv[0] + ": " + e.what());

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "loadlab/agent/job_processes.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::agent {
@@ -152,6 +154,63 @@ std::optional<std::string> job_cgroup_dir(std::string_view proc_pid_cgroup, cons
   auto rest = path.substr(prefix.size());
   if (rest.empty() || rest.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
   return place.folder(path);
+}
+
+std::unique_ptr<V1JobFolder> V1JobFolder::create(
+    const std::string& jobs_dir, const std::string& kind,
+    const std::function<bool(const std::string& path, std::string& what)>& setup) {
+  static std::atomic<uint64_t> next{1};
+  std::unique_ptr<V1JobFolder> job(new V1JobFolder());
+  job->kind_ = kind;
+  for (int attempt = 0;; ++attempt) {
+    job->path_ = jobs_dir + "/job-" + std::to_string(getpid()) + "-" + std::to_string(next++);
+    if (mkdir(job->path_.c_str(), 0755) == 0) break;
+    if (errno != EEXIST || attempt == 100)
+      throw std::runtime_error("cannot make " + kind + " " + job->path_ + ": " + std::strerror(errno));
+  }
+  std::string what;
+  if (!setup(job->path_, what)) {
+    std::string why = std::strerror(errno);
+    job->remove();
+    throw std::runtime_error("cannot " + what + ": " + why);
+  }
+  job->procs_fd_ = open((job->path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  if (job->procs_fd_ < 0) {
+    std::string why = std::strerror(errno);
+    job->remove();
+    throw std::runtime_error("cannot open " + job->path_ + "/cgroup.procs: " + why);
+  }
+  return job;
+}
+
+V1JobFolder::~V1JobFolder() {
+  if (procs_fd_ >= 0) close(procs_fd_);
+  remove();
+}
+
+bool V1JobFolder::remove() {
+  if (removed_) return true;
+  // The job's processes have been killed and reaped by now; a folder with a dying task may
+  // refuse for a moment.
+  for (int i = 0; i < 100; ++i) {
+    if (rmdir(path_.c_str()) == 0 || errno == ENOENT) return removed_ = true;
+    if (errno != EBUSY) break;
+    usleep(10000);
+  }
+  component_logger("proc")->warn("cannot remove {} {}: {}", kind_, path_, std::strerror(errno));
+  return false;
+}
+
+std::string probe_join(int procs_fd, const std::string& path) {
+  pid_t pid = fork_own_child();
+  if (pid == 0) _exit(write(procs_fd, "0", 1) == 1 ? 0 : (errno & 0xff));
+  if (pid < 0) return std::string("fork: ") + std::strerror(errno);
+  int status = 0;
+  waitpid(pid, &status, 0);  // our own unreaped child: its pid is still ours
+  release_own_child(pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return "cannot move a process into " + path + ": " + std::strerror(WEXITSTATUS(status));
+  return "";
 }
 
 JobCgroup::JobCgroup(std::string path) : path_(std::move(path)) {}

@@ -22,6 +22,7 @@ Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
                               body ? body->path() + "/body" : "");
     SpawnOptions spawn;
     spawn.cpus = job_cpus(spec.cpus());  // checked by the service
+    spawn.max_tasks = options_.limits.tasks;
     child_ = ChildProcess::spawn(argv, spawn);
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, std::string("cannot start load worker: ") + e.what());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "loadlab/agent/job_cgroup.hpp"
+#include "loadlab/agent/job_processes.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::agent {
@@ -84,15 +85,9 @@ std::string probe(const ProcControl& control) {
   } catch (const std::exception& e) {
     return e.what();
   }
-  pid_t pid = fork();
-  if (pid == 0) _exit(write(job->procs_fd(), "0", 1) == 1 ? 0 : (errno & 0xff));
-  int status = 0;
-  if (pid > 0) waitpid(pid, &status, 0);  // our own unreaped child: its pid is still ours
+  auto why = probe_join(job->procs_fd(), job->path());
   job->remove();
-  if (pid < 0) return std::string("fork: ") + std::strerror(errno);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return "cannot move a process into " + job->path() + ": " + std::strerror(WEXITSTATUS(status));
-  return "";
+  return why;
 }
 
 // Makes `jobs_dir` (clearing what dead agents left in it) and proves that jobs can be made

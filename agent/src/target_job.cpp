@@ -86,6 +86,7 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
   name_ = spec.kind_case() == v1::TargetSpec::kCatalog ? spec.catalog() : spec.builtin();
   try {
     spawn_options_.cpus = job_cpus(spec.cpus());  // checked by the service
+    spawn_options_.max_tasks = options_.limits.tasks;
     // Threads 0: one per CPU the target may use.
     threads_ = spec.threads()                 ? spec.threads()
                : !spawn_options_.cpus.empty() ? spawn_options_.cpus.size()
@@ -202,12 +203,13 @@ void TargetJob::serve_marks() {
 bool TargetJob::on_sample() {
   auto st = child_->poll_exit();
   if (!st) {
-    const size_t processes = tree_pids(proc_, child_->pid()).size();
+    // The job's processes wherever they went: its cgroup, or every one carrying its mark
+    // (an orphan is out of the tree but still the target's).
+    const size_t processes = child_->job_pids(proc_).size();
     if (processes <= static_cast<size_t>(options_.limits.processes)) return true;
     // A target that forks without end must not take the agent's machine with it.
-    over_limit_ = "the target's tree has " + std::to_string(processes) +
-                  " processes, over this agent's limit of " + std::to_string(options_.limits.processes) +
-                  " (loadlab-agent --max-processes)";
+    over_limit_ = "the target has " + std::to_string(processes) + " processes, over this agent's limit of " +
+                  std::to_string(options_.limits.processes) + " (loadlab-agent --max-processes)";
     component_logger("agent")->warn("target pid {}: {}; stopping it", child_->pid(), over_limit_);
     st = stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
   }

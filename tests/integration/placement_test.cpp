@@ -70,7 +70,9 @@ TEST_P(Placement, TheProcessesRunOnTheSetsTheCellRecords) {
   EXPECT_EQ(rep["load_parts"][0]["client"]["cpus"], load);
   EXPECT_EQ(rep["server"]["cpu_binding"], used);
   EXPECT_EQ(rep["load_parts"][0]["client"]["cpu_binding"], used);
-  if (binding == "affinity") EXPECT_EQ(used, "affinity");
+  if (binding == "affinity") {
+    EXPECT_EQ(used, "affinity");
+  }
   EXPECT_EQ(rep["server"]["cpu_busy"].size(), mine.size()) << "every CPU's busy share";
   // The table says where each side ran.
   EXPECT_NE(r.stdout_text.find(target + "/" + load), std::string::npos) << r.stdout_text;

@@ -8,10 +8,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
 #include "loadlab/agent/agent_service.hpp"
+#include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/timing.hpp"
 #include "test_support.hpp"
 
@@ -615,6 +617,167 @@ s.serve_forever()
   server.shutdown(0);
   EXPECT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ(served(third), 0) << "hey followed the redirect past --allow-load-to";
+}
+
+// Item 3: a job's processes are the job's wherever they go.
+
+// The pids a script of the test wrote into `file`, one per line.
+std::vector<pid_t> pids_in(const std::string& file) {
+  std::ifstream f(file);
+  std::vector<pid_t> out;
+  for (pid_t p; f >> p;) out.push_back(p);
+  return out;
+}
+
+// Waits up to 5 s for none of `pids` to run; kills (by pid) and names those that still do.
+std::vector<pid_t> still_running(const std::vector<pid_t>& pids) {
+  std::vector<pid_t> left;
+  for (int i = 0; i < 50; ++i) {
+    left.clear();
+    for (pid_t p : pids)
+      if (loadlab::testing::process_running(p)) left.push_back(p);
+    if (left.empty()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  for (pid_t p : left) kill(p, SIGKILL);  // cleanup: the test's own processes, by pid
+  return left;
+}
+
+// A catalog target whose shell does `script` and then execs loadlab-target on the agent's port.
+AgentOptions with_script_target(AgentOptions o, const std::string& script) {
+  o.catalog = Catalog::parse(nlohmann::json{
+      {"targets",
+       {{"scripted",
+         {{"argv",
+           {"/bin/sh", "-c",
+            script + "\nexec " + bin("loadlab-target") + " --listen {host}:{port} --threads 1"}},
+          {"readiness", {{"type", "http"}, {"path", "/"}}}}}}}});
+  return o;
+}
+
+v1::TargetSpec scripted_spec() {
+  v1::TargetSpec spec;
+  spec.set_catalog("scripted");
+  return spec;
+}
+
+// A fork loop of orphans (each `sh` forks a sleep and exits at once): out of the target's
+// tree, but the job's. It is stopped past --max-processes, and not one orphan outlives it.
+TEST_F(SecureAgentTest, Item3AForkLoopOfOrphansIsStoppedByTheProcessLimit) {
+  TempDir dir;
+  const std::string pids = (dir.path() / "pids").string();
+  AgentOptions o;
+  o.limits.processes = 20;
+  auto stub = stub_for(start(with_script_target(
+                           o, "(sleep 1; while :; do sh -c 'sleep 30 & echo $! >> " + pids + "'; done) &")),
+                       grpc::InsecureChannelCredentials());
+  Hosted h(*stub, scripted_spec());
+  ASSERT_NE(h.endpoint, "");
+  std::string tail;
+  for (v1::TargetEvent ev; tail.empty() && h.stream->Read(&ev);)
+    if (ev.has_exited()) tail = ev.exited().output_tail();
+  EXPECT_THAT(tail, HasSubstr("over this agent's limit of 20 (loadlab-agent --max-processes)"));
+  auto st = h.close();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  const auto orphans = pids_in(pids);
+  EXPECT_GT(orphans.size(), 10u);
+  EXPECT_EQ(still_running(orphans), std::vector<pid_t>{}) << "orphans of the job outlived it";
+}
+
+// A daemon of the target (setsid, its parent gone: another session, re-parented) is gone
+// after the job, on the process-group path too, where no cgroup holds it.
+TEST_F(SecureAgentTest, Item3ASetsidDaemonOfATargetIsGoneAfterTheJob) {
+  TempDir dir;
+  const std::string pids = (dir.path() / "pids").string();
+  auto stub =
+      stub_for(start(with_script_target(AgentOptions{}, "(setsid sleep 30 & echo $! > " + pids + ")")),
+               grpc::InsecureChannelCredentials());
+  Hosted h(*stub, scripted_spec());
+  ASSERT_NE(h.endpoint, "");
+  const auto daemon = pids_in(pids);
+  ASSERT_EQ(daemon.size(), 1u);
+  EXPECT_TRUE(loadlab::testing::process_running(daemon[0]));
+  EXPECT_TRUE(h.close().ok());
+  EXPECT_EQ(still_running(daemon), std::vector<pid_t>{}) << "the daemon outlived its job";
+}
+
+// A process of the job that writes its pid into the agent's own cgroup leaves cgroup.kill's
+// reach; it carries the job's mark, and is killed with the job.
+TEST_F(SecureAgentTest, Item3AJobThatMovesIntoTheAgentsCgroupIsStillKilled) {
+  const auto place = cgroup2_place();
+  if (proc_control().mode != ProcControlMode::kCgroup2 || !place)
+    GTEST_SKIP() << "jobs are not in cgroup v2 cgroups here (" << proc_control().reason << ")";
+  const auto own = place->folder(place->own);
+  ASSERT_TRUE(own);
+  TempDir dir;
+  const std::string pids = (dir.path() / "pids").string();
+  auto stub = stub_for(start(with_script_target(AgentOptions{}, "sleep 30 & echo $! > " + *own +
+                                                                    "/cgroup.procs; echo $! > " + pids)),
+                       grpc::InsecureChannelCredentials());
+  Hosted h(*stub, scripted_spec());
+  ASSERT_NE(h.endpoint, "");
+  const auto escaped = pids_in(pids);
+  ASSERT_EQ(escaped.size(), 1u);
+  std::ifstream cgroup("/proc/" + std::to_string(escaped[0]) + "/cgroup");
+  std::string text((std::istreambuf_iterator<char>(cgroup)), {});
+  EXPECT_THAT(text, HasSubstr("0::" + place->own + "\n")) << "the job's process did not leave its cgroup";
+  EXPECT_TRUE(h.close().ok());
+  EXPECT_EQ(still_running(escaped), std::vector<pid_t>{})
+      << "a process that left the job's cgroup outlived it";
+}
+
+// The agent adopts orphans (a child subreaper; PID 1 in a container) and reaps them: a
+// target whose children double-fork leaves no zombie under the agent, as a daemon and as
+// PID 1 of a PID namespace (`unshare --pid --fork`, as a container runs it).
+TEST(Item3Zombies, NoZombieIsLeftUnderTheAgentAsASubreaperOrAsPid1) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace (CI is root)";
+  TempDir dir;
+  auto catalog =
+      dir.file("catalog.json",
+               nlohmann::json{{"targets",
+                               {{"doubler",
+                                 {{"argv",
+                                   {"/bin/sh", "-c",
+                                    "(sleep 0.2 &); (sleep 0.3 &); (sh -c 'sleep 0.1 &' &); exec " +
+                                        bin("loadlab-target") + " --listen {host}:{port} --threads 1"}},
+                                  {"readiness", {{"type", "http"}, {"path", "/"}}}}}}}}
+                   .dump());
+  auto zombies_under = [](pid_t agent) {
+    std::vector<pid_t> z;
+    for (auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(agent) + "/task")) {
+      std::ifstream f(task.path() / "children");
+      for (pid_t p; f >> p;) {
+        std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+        std::string line((std::istreambuf_iterator<char>(stat)), {});
+        auto close_paren = line.rfind(')');
+        if (close_paren != std::string::npos && line.size() > close_paren + 2 && line[close_paren + 2] == 'Z')
+          z.push_back(p);
+      }
+    }
+    return z;
+  };
+  for (bool pid1 : {false, true}) {
+    std::vector<std::string> prefix;
+    if (pid1) prefix = {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc"};
+    AgentProcess agent("z", "127.0.0.1:0", {"--catalog", catalog}, prefix);
+    ASSERT_NE(agent.address, "") << agent.proc->output_tail();
+    pid_t agent_pid = agent.proc->pid();
+    if (pid1) {  // unshare's child is the agent
+      std::ifstream f("/proc/" + std::to_string(agent_pid) + "/task/" + std::to_string(agent_pid) +
+                      "/children");
+      f >> agent_pid;
+    }
+    auto stub = stub_for(agent.address, grpc::InsecureChannelCredentials());
+    v1::TargetSpec spec;
+    spec.set_catalog("doubler");
+    Hosted h(*stub, spec);
+    ASSERT_NE(h.endpoint, "") << agent.proc->output_tail();
+    std::this_thread::sleep_for(1500ms);  // the orphans have exited: reaped, or zombies
+    EXPECT_EQ(zombies_under(agent_pid), std::vector<pid_t>{}) << (pid1 ? "as PID 1" : "as a subreaper");
+    EXPECT_TRUE(h.close().ok());
+    std::this_thread::sleep_for(1500ms);
+    EXPECT_EQ(zombies_under(agent_pid), std::vector<pid_t>{}) << (pid1 ? "as PID 1" : "as a subreaper");
+  }
 }
 
 // Item 5: a token or key another user could read is refused (or, with the flag, warned),

@@ -9,6 +9,7 @@
 
 #include "loadlab/agent/job_cgroup.hpp"
 #include "loadlab/agent/machine_fingerprint.hpp"
+#include "loadlab/agent/pids_limit.hpp"
 #include "loadlab/shared/input_error.hpp"
 
 namespace loadlab::agent {
@@ -67,6 +68,36 @@ TEST_F(FakeTree, WithoutCpusetOfferedTheAgentSaysWhyAndFallsBackToAffinity) {
   EXPECT_EQ(read("agent/cgroup.subtree_control"), "");
   EXPECT_NE(enable_cpuset_v2(path("nowhere"), path("nowhere/loadlab")).find("cannot read"),
             std::string::npos);
+}
+
+// The pids controller on a pure cgroup v2 host (this machine's pids is a v1 controller, so
+// the v2 logic is shown on files): enabled for the jobs' folder when the agent's cgroup is
+// offered it, each job's ceiling in its pids.max.
+TEST_F(FakeTree, PidsIsEnabledForTheJobsAndEachJobGetsItsCeiling) {
+  write("agent/cgroup.controllers", "cpuset cpu io memory pids\n");
+  write("agent/cgroup.subtree_control", "");
+  write("agent/loadlab/cgroup.controllers", "");
+  write("agent/loadlab/cgroup.subtree_control", "");
+  EXPECT_EQ(enable_pids_v2(path("agent"), path("agent/loadlab")), "");
+  EXPECT_EQ(read("agent/cgroup.subtree_control"), "+pids");
+  EXPECT_EQ(read("agent/loadlab/cgroup.subtree_control"), "+pids");
+  write("agent/loadlab/job-1-1/pids.max", "max");
+  EXPECT_TRUE(write_pids_max(path("agent/loadlab/job-1-1"), 8192));
+  EXPECT_EQ(read("agent/loadlab/job-1-1/pids.max"), "8192");
+  // Enabled above already (the jobs' folder is offered it): the agent's own is left alone.
+  write("agent/cgroup.subtree_control", "memory\n");
+  write("agent/loadlab/cgroup.controllers", "memory pids\n");
+  write("agent/loadlab/cgroup.subtree_control", "");
+  EXPECT_EQ(enable_pids_v2(path("agent"), path("agent/loadlab")), "");
+  EXPECT_EQ(read("agent/cgroup.subtree_control"), "memory\n");
+  EXPECT_EQ(read("agent/loadlab/cgroup.subtree_control"), "+pids");
+  // Not delegated: why, and nothing written.
+  write("other/cgroup.controllers", "cpu memory\n");
+  write("other/cgroup.subtree_control", "");
+  write("other/loadlab/cgroup.controllers", "");
+  auto why = enable_pids_v2(path("other"), path("other/loadlab"));
+  EXPECT_NE(why.find("the pids controller is not offered to " + path("other")), std::string::npos) << why;
+  EXPECT_EQ(read("other/cgroup.subtree_control"), "");
 }
 
 TEST_F(FakeTree, TheFingerprintReadsCpuinfoTopologyAndFrequency) {

@@ -15,8 +15,9 @@ struct AgentLimits {
   double duration_s = limits::kMaxDurationS;           // a load's measured time; also caps its whole run
   double rate = limits::kMaxRate;                      // requests per second of an open-loop load
   int64_t body_bytes = limits::kMaxResponseBodyBytes;  // request body, and a target's body_size
-  int processes = limits::kDefaultJobProcesses;        // processes in one job's tree
-  int idle_timeout_s = limits::kDefaultIdleTimeoutS;   // a call's peer may keep it waiting this long
+  int processes = limits::kDefaultJobProcesses;       // processes in one job (its cgroup, or its marked ones)
+  int tasks = limits::kDefaultJobTasks;               // processes and threads of one job (pids.max)
+  int idle_timeout_s = limits::kDefaultIdleTimeoutS;  // a call's peer may keep it waiting this long
 };
 
 // Throw InputError naming the field, the agent's limit and its flag when `spec` is over one.

@@ -30,7 +30,8 @@
 namespace loadlab::agent {
 
 class JobCgroup;
-class CpusetV1Job;
+class V1JobFolder;
+class ProcReader;
 class DescendantPidfds;
 
 struct ExitStatus {
@@ -50,6 +51,10 @@ struct SpawnOptions {
   std::string cwd;                                       // "" = the agent's
   // The CPUs the child and its descendants are held to (cpu_binding.hpp); empty = any.
   CpuList cpus;
+  // The most tasks (processes and threads) the job may have at once, held by the kernel's
+  // pids controller where there is one (pids_limit.hpp): a fork loop fails in the job instead
+  // of filling the machine between two samples. 0 = no ceiling.
+  int64_t max_tasks = 0;
 };
 
 class ChildProcess {
@@ -73,6 +78,13 @@ class ChildProcess {
   // How the child is held to SpawnOptions.cpus ("cpuset-v2", "cpuset-v1", "affinity"); ""
   // when it was given none.
   const std::string& cpu_binding() const { return cpu_binding_; }
+  // How SpawnOptions.max_tasks is held ("pids-v2", "pids-v1"); "" when by counting only.
+  const std::string& pids_limit() const { return pids_limit_; }
+  // The job's environment mark ("LOADLAB_JOB=AGENTPID-N"; job_processes.hpp).
+  const std::string& mark() const { return mark_; }
+  // The job's processes now: its cgroup's, or without one the living tree and every process
+  // carrying the job's mark. What a process limit counts.
+  std::vector<pid_t> job_pids(ProcReader& reader) const;
 
   enum class LineStatus { kLine, kTimeout, kEof };
   // Next stdout line (without '\n'); waits up to `timeout`. Any thread, one at a time.
@@ -98,19 +110,23 @@ class ChildProcess {
   ChildProcess() = default;
   void reader_loop(int out_fd, int err_fd);
   void push_tail(std::string line);
+  void queue_line(const std::string& line);  // under mutex_: to lines_, within the bounds
   ExitStatus exit_status(const siginfo_t& info, const rusage& ru) const;
   void signal_group(int sig);
   void kill_job(const DescendantPidfds& escaped);
   void reap();
   void remove_job();
   void bind_cpus(const CpuList& cpus);  // before the fork: the job's cpuset, or affinity only
+  void limit_tasks(int64_t max);        // before the fork: the job's pids.max, where there is one
 
   pid_t pid_ = -1;
   int pidfd_ = -1;  // -1 only on kernels without pidfds: then the pid, still ours until reaped
   ProcControlMode mode_ = ProcControlMode::kProcessGroup;
   std::unique_ptr<JobCgroup> job_;       // nullptr on the process-group path
-  std::unique_ptr<CpusetV1Job> cpuset_;  // the job's v1 cpuset, on that binding
-  std::string cpu_binding_;
+  std::unique_ptr<V1JobFolder> cpuset_;  // the job's v1 cpuset, on that binding
+  std::unique_ptr<V1JobFolder> pids_;    // the job's v1 pids cgroup, on that path
+  std::string cpu_binding_, pids_limit_;
+  std::string mark_;
   std::mutex exit_mutex_;  // guards exit_ and reaped_, held while signalling by pid
   std::optional<ExitStatus> exit_;
   bool reaped_ = false;
@@ -119,6 +135,7 @@ class ChildProcess {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::string> lines_;  // stdout lines not yet taken
+  size_t queued_bytes_ = 0;        // their bytes
   std::deque<std::string> tail_;   // last lines of stdout + stderr
   bool eof_ = false;
   std::thread reader_;

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "loadlab/agent/job_cgroup.hpp"
 #include "loadlab/shared/cpu_list.hpp"
 
 namespace loadlab::agent {
@@ -61,25 +62,9 @@ std::string enable_cpuset_v2(const std::string& own_dir, const std::string& jobs
 // errno on failure.
 bool write_cpuset_cpus(const std::string& cgroup_dir, const CpuList& cpus, bool prefix = true);
 
-// One job's cpuset in the v1 hierarchy: the child writes "0" into procs_fd() between fork and
-// exec. remove() once the job's processes are gone (the destructor tries too).
-class CpusetV1Job {
- public:
-  // Throws std::runtime_error with the reason when it cannot be made.
-  static std::unique_ptr<CpusetV1Job> create(const CpuBinding& binding, const CpuList& cpus);
-  ~CpusetV1Job();
-  CpusetV1Job(const CpusetV1Job&) = delete;
-  CpusetV1Job& operator=(const CpusetV1Job&) = delete;
-  int procs_fd() const { return procs_fd_; }
-  const std::string& path() const { return path_; }
-  bool remove();
-
- private:
-  CpusetV1Job() = default;
-  std::string path_;
-  int procs_fd_ = -1;
-  bool removed_ = false;
-};
+// One job's cpuset in the v1 hierarchy (cpuset-v1), with `cpus` and the jobs' memory nodes.
+// Throws std::runtime_error with the reason when it cannot be made.
+std::unique_ptr<V1JobFolder> create_cpuset_v1_job(const CpuBinding& binding, const CpuList& cpus);
 
 // An affinity mask for sched_setaffinity, built before a fork (the child only calls the
 // syscall).

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,6 +71,37 @@ class JobCgroup {
   std::string path_;
   int procs_fd_ = -1;
 };
+
+// A job's own cgroup in one cgroup v1 hierarchy beside its job cgroup (cpuset, pids: hybrid
+// set-ups keep those controllers in v1): "JOBS_DIR/job-PID-N". The child joins it by writing
+// "0" into procs_fd() between fork and exec. remove() once the job's processes are gone (the
+// destructor tries too).
+class V1JobFolder {
+ public:
+  // Makes the folder and lets `setup` write its control files (false with errno when one
+  // cannot be written; `setup` names it in `what`). Throws std::runtime_error with the reason
+  // when anything fails; `kind` names the folder in messages ("job cpuset").
+  static std::unique_ptr<V1JobFolder> create(
+      const std::string& jobs_dir, const std::string& kind,
+      const std::function<bool(const std::string& path, std::string& what)>& setup);
+  ~V1JobFolder();
+  V1JobFolder(const V1JobFolder&) = delete;
+  V1JobFolder& operator=(const V1JobFolder&) = delete;
+  int procs_fd() const { return procs_fd_; }
+  const std::string& path() const { return path_; }
+  bool remove();
+
+ private:
+  V1JobFolder() = default;
+  std::string path_, kind_;
+  int procs_fd_ = -1;
+  bool removed_ = false;
+};
+
+// Forks a child that joins the cgroup whose cgroup.procs `procs_fd` is (the folder `path`)
+// and exits: "" if it could, else why. Proves what mkdir alone does not: delegation, the
+// cgroup's type, a read-only mount.
+std::string probe_join(int procs_fd, const std::string& path);
 
 // Reads a small cgroup or proc file whole; nullopt if it cannot be read.
 std::optional<std::string> read_text_file(const std::string& path);

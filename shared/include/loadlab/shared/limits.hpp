@@ -45,6 +45,10 @@ inline constexpr int64_t kMaxTargetTimeoutMs = 3'600'000;
 // progressing: see Mark.HEARTBEAT in agent.proto).
 inline constexpr int kDefaultJobProcesses = 256;
 inline constexpr int kMaxJobProcesses = 65'536;
+// A job's tasks (processes and threads), held by the kernel's pids controller where there is
+// one: a fork loop fails inside the job before the agent's next sample.
+inline constexpr int kDefaultJobTasks = 8192;
+inline constexpr int kMaxJobTasks = 4'194'304;  // the kernel's highest pid_max
 inline constexpr int kDefaultIdleTimeoutS = 60;
 inline constexpr int kMinIdleTimeoutS = 15;  // three controller heartbeats
 inline constexpr int kMaxIdleTimeoutS = 86'400;
