@@ -43,6 +43,15 @@ nghttp2_nv header(std::string_view name, std::string_view value, bool value_stat
           static_cast<std::uint8_t>(flags)};
 }
 
+constexpr std::uint64_t kResetBurst = 1000;  // stream resets a connection may send at once
+constexpr std::uint64_t kResetRate = 33;     // ... and per second after
+constexpr std::size_t kMaxContinuations = 8;
+constexpr std::size_t kMaxSettings = 32;
+constexpr std::size_t kMaxOutboundAck = 1000;
+// A header list past this many times the limit is no request but a flood: decoding stops
+// and the connection ends (below it, the stream is answered 431).
+constexpr std::size_t kHeaderFloodFactor = 4;
+
 // Options shared by every session: nghttp2 copies them when a session is made.
 struct Nghttp2Option {
   nghttp2_option* option = nullptr;
@@ -50,6 +59,16 @@ struct Nghttp2Option {
     nghttp2_option_new(&option);
     // Closed streams are kept only for the priority tree, which a benchmark target ignores.
     nghttp2_option_set_no_closed_streams(option, 1);
+    // Floods, set here rather than left to the library's defaults (which differ between
+    // versions and distributions' patches): a client that resets streams faster than
+    // kResetBurst at once and kResetRate a second after (rapid reset, CVE-2023-44487), sends
+    // more than kMaxContinuations CONTINUATION frames after one HEADERS (CVE-2024-27316's
+    // kind), or more SETTINGS entries or frames needing an ACK than the caps, is sent GOAWAY
+    // and the connection ends.
+    nghttp2_option_set_stream_reset_rate_limit(option, kResetBurst, kResetRate);
+    nghttp2_option_set_max_continuations(option, kMaxContinuations);
+    nghttp2_option_set_max_settings(option, kMaxSettings);
+    nghttp2_option_set_max_outbound_ack(option, kMaxOutboundAck);
   }
   ~Nghttp2Option() { nghttp2_option_del(option); }
 };
@@ -77,6 +96,8 @@ struct H2Session<Stream>::Glue {
     // RFC 9113 §6.5.2's measure of a header list, the one SETTINGS_MAX_HEADER_LIST_SIZE counts.
     s->header_bytes += name_size + value_size + 32;
     if (s->header_bytes > session.env_.header_limit) s->error = 431;
+    if (s->header_bytes > kHeaderFloodFactor * std::size_t{session.env_.header_limit})
+      return NGHTTP2_ERR_CALLBACK_FAILURE;  // ends the session: nothing more of it is decoded
     if (s->error != 0 || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers: ignored
     const std::string_view n(reinterpret_cast<const char*>(name), name_size);
     const std::string_view v(reinterpret_cast<const char*>(value), value_size);

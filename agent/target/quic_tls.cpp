@@ -14,8 +14,11 @@ constexpr const char* kPriority =
     "+CHACHA20-POLY1305:+AES-128-CCM:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:"
     "+GROUP-SECP521R1";
 
-// The anti-replay database's insert: every ClientHello is new (see the header).
-int remember_nothing(void*, time_t, const gnutls_datum_t*, const gnutls_datum_t*) { return 0; }
+// The anti-replay database's insert, GnuTLS's call into AntiReplayStore.
+int remember(void* store, time_t expires, const gnutls_datum_t* key, const gnutls_datum_t*) {
+  return static_cast<AntiReplayStore*>(store)->add(
+      std::time(nullptr), expires, std::string_view(reinterpret_cast<const char*>(key->data), key->size));
+}
 
 gnutls_datum_t datum(const std::string& text) {
   return {reinterpret_cast<unsigned char*>(const_cast<char*>(text.data())),
@@ -46,9 +49,30 @@ std::shared_ptr<QuicTlsContext> QuicTlsContext::make(const TlsCredentials& crede
     error = std::string("gnutls_anti_replay_init: ") + gnutls_strerror(rv);
     return nullptr;
   }
-  gnutls_anti_replay_set_add_function(context->anti_replay_, remember_nothing);
-  gnutls_anti_replay_set_ptr(context->anti_replay_, nullptr);
+  context->replay_store_ = std::make_unique<AntiReplayStore>();
+  gnutls_anti_replay_set_add_function(context->anti_replay_, remember);
+  gnutls_anti_replay_set_ptr(context->anti_replay_, context->replay_store_.get());
   return context;
+}
+
+int AntiReplayStore::add(time_t now, time_t expires, std::string_view key) {
+  std::lock_guard lock(mutex_);
+  if (auto it = seen_.find(std::string(key)); it != seen_.end()) {
+    if (it->second > now) return GNUTLS_E_DB_ENTRY_EXISTS;  // a replay within the window
+    seen_.erase(it);
+  }
+  if (seen_.size() >= capacity_) {
+    for (auto it = seen_.begin(); it != seen_.end();)
+      it = it->second <= now ? seen_.erase(it) : std::next(it);
+    if (seen_.size() >= capacity_) return GNUTLS_E_DB_ENTRY_EXISTS;  // full of live ones: refuse, not guess
+  }
+  seen_.emplace(std::string(key), expires);
+  return 0;
+}
+
+std::size_t AntiReplayStore::size() const {
+  std::lock_guard lock(mutex_);
+  return seen_.size();
 }
 
 QuicTlsContext::~QuicTlsContext() {

@@ -405,6 +405,112 @@ TEST(TargetH2Lifecycle, GracefulShutdownAnswersStreamsInFlightThenExits) {
   EXPECT_EQ(srv.server().stats().h2_streams, 5u);
 }
 
+// ---- Clients that break the rules on purpose: raw frames ----
+
+// One HTTP/2 frame.
+std::string frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
+  std::string f;
+  for (int shift : {16, 8, 0}) f += static_cast<char>((payload.size() >> shift) & 0xff);
+  f += static_cast<char>(type);
+  f += static_cast<char>(flags);
+  for (int shift : {24, 16, 8, 0}) f += static_cast<char>((stream >> shift) & (shift == 24 ? 0x7f : 0xff));
+  return f + payload;
+}
+constexpr uint8_t kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4, kGoaway = 0x7, kContinuation = 0x9;
+constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4;
+
+// An HPACK literal header without indexing, new name (short names and values).
+std::string literal(const std::string& name, const std::string& value) {
+  return std::string(1, '\0') + static_cast<char>(name.size()) + name + static_cast<char>(value.size()) +
+         value;
+}
+// GET / from the static table (:method GET, :scheme http, :path /) and :authority.
+const std::string kGetBlock = std::string("\x82\x86\x84\x41\x09", 5) + "127.0.0.1";
+
+// A raw client: the preface and an empty SETTINGS sent, then whatever the test writes.
+class RawH2 {
+ public:
+  explicit RawH2(uint16_t port) : socket_(ioc_) {
+    socket_.connect({net::ip::make_address("127.0.0.1"), port});
+    send(std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + frame(kSettings, 0, 0, ""));
+  }
+  void send(const std::string& bytes) {
+    boost::system::error_code ec;  // the server may close mid-way: that is what is tested
+    net::write(socket_, net::buffer(bytes), ec);
+  }
+  // Reads until the server sends GOAWAY or closes (true), or `timeout` passes (false).
+  bool ended_by_server(std::chrono::milliseconds timeout) {
+    const auto start = Clock::now();
+    pollfd pfd{socket_.native_handle(), POLLIN, 0};
+    std::string in;
+    char buf[65536];
+    while (ms_between(start, Clock::now()) < timeout.count()) {
+      if (poll(&pfd, 1, 100) <= 0) continue;
+      ssize_t n = ::recv(socket_.native_handle(), buf, sizeof buf, 0);
+      if (n <= 0) return true;
+      in.append(buf, static_cast<size_t>(n));
+      for (size_t at = 0; at + 9 <= in.size();) {
+        const size_t length =
+            (size_t(uint8_t(in[at])) << 16) | (size_t(uint8_t(in[at + 1])) << 8) | uint8_t(in[at + 2]);
+        if (uint8_t(in[at + 3]) == kGoaway) return true;
+        if (at + 9 + length > in.size()) break;
+        at += 9 + length;
+        if (at == in.size()) in.clear(), at = 0;
+      }
+    }
+    return false;
+  }
+
+ private:
+  net::io_context ioc_;
+  net::ip::tcp::socket socket_;
+};
+
+// Rapid reset: streams opened and reset at once, thousands a second. Past the reset budget
+// (1000 at once, 33 a second after) the connection gets GOAWAY; other clients are served.
+TEST(TargetH2Floods, RapidResetGetsGoawayAndOtherClientsAreServed) {
+  RunningServer srv(options_for(false));
+  RawH2 attacker(srv.port());
+  const std::string block = kGetBlock + literal("x-loadlab-delay-ms", "1000");  // open when reset
+  std::string burst;
+  for (uint32_t id = 1; id < 2 * 3000; id += 2)
+    burst += frame(kHeaders, kEndStream | kEndHeaders, id, block) +
+             frame(kRstStream, 0, id, std::string("\0\0\0\x8", 4));
+  attacker.send(burst);
+  EXPECT_TRUE(attacker.ended_by_server(5000ms)) << "3000 resets at once were taken";
+  H2Client other(srv.port());
+  EXPECT_EQ(other.request().body, kBody);
+}
+
+// CONTINUATION flood: one HEADERS followed by more CONTINUATION frames than any request
+// needs. Past 8 the connection ends, before the header list is whole.
+TEST(TargetH2Floods, AContinuationFloodEndsTheConnection) {
+  RunningServer srv(options_for(false));
+  RawH2 attacker(srv.port());
+  std::string flood = frame(kHeaders, kEndStream, 1, kGetBlock);
+  for (int i = 0; i < 50; ++i)
+    flood += frame(kContinuation, i == 49 ? kEndHeaders : 0, 1, literal("x-a", "b"));
+  attacker.send(flood);
+  EXPECT_TRUE(attacker.ended_by_server(5000ms));
+  H2Client other(srv.port());
+  EXPECT_EQ(other.request().body, kBody);
+}
+
+// A header list a little over the limit is answered 431 (TargetH2Knobs); one far past it is
+// a flood: decoding stops and the connection ends.
+TEST(TargetH2Floods, AHeaderListFarPastTheLimitEndsTheConnection) {
+  auto options = options_for(false);
+  options.header_limit = 1024;
+  RunningServer srv(options);
+  RawH2 attacker(srv.port());
+  std::string block = kGetBlock;
+  for (int i = 0; i < 100; ++i) block += literal("x-h" + std::to_string(i), std::string(60, 'v'));  // ~10 KB
+  attacker.send(frame(kHeaders, kEndStream | kEndHeaders, 1, block));
+  EXPECT_TRUE(attacker.ended_by_server(5000ms));
+  H2Client other(srv.port());
+  EXPECT_EQ(other.request().body, kBody);
+}
+
 TEST(TargetH2Lifecycle, IncompletePrefaceIsDroppedAfterTheReadTimeout) {
   auto options = options_for(false);
   options.read_timeout = 200ms;

@@ -375,6 +375,22 @@ TEST(TargetH3, SecondConnectionResumesAndItsEarlyDataIsAccepted) {
 
 // --- knobs per stream (the test client, which sends any header) ---------------------------------
 
+// GnuTLS asks the anti-replay store whether a ClientHello carrying early data was seen within
+// its window: a replay's 0-RTT is refused, an expired entry is forgotten, and a store full of
+// live entries refuses rather than accepting unchecked.
+TEST(TargetH3ZeroRtt, TheAntiReplayStoreRefusesAReplayedClientHelloWithinItsWindow) {
+  AntiReplayStore store(3);
+  EXPECT_EQ(store.add(100, 110, "hello-a"), 0);
+  EXPECT_EQ(store.add(105, 115, "hello-a"), GNUTLS_E_DB_ENTRY_EXISTS);  // the same ClientHello again
+  EXPECT_EQ(store.add(105, 115, "hello-b"), 0);
+  EXPECT_EQ(store.add(111, 121, "hello-a"), 0);  // past its window: new again
+  EXPECT_EQ(store.add(111, 121, "hello-c"), 0);
+  EXPECT_EQ(store.size(), 3u);
+  EXPECT_EQ(store.add(112, 122, "hello-d"), GNUTLS_E_DB_ENTRY_EXISTS);  // full of live entries
+  EXPECT_EQ(store.add(130, 140, "hello-d"), 0);                         // all expired: room again
+  EXPECT_EQ(store.size(), 1u);
+}
+
 TEST(TargetH3Knobs, EachStreamHasItsOwnKnobs) {
   RunningServer srv(h3_options());
   H3Client client(srv.port());
