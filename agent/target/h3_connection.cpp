@@ -288,7 +288,7 @@ H3Connection::~H3Connection() {
 
 bool H3Connection::start(const ngtcp2_pkt_hd& initial, const ngtcp2_cid& scid, const QuicTlsContext& tls,
                          const udp::endpoint& local, const udp::endpoint& remote, const std::uint8_t* data,
-                         std::size_t size) {
+                         std::size_t size, const ngtcp2_cid* odcid) {
   local_ = local;
   remote_ = remote;
   ngtcp2_callbacks callbacks{};
@@ -330,6 +330,12 @@ bool H3Connection::start(const ngtcp2_pkt_hd& initial, const ngtcp2_cid& scid, c
   params.initial_max_streams_uni = kMaxUniStreams;
   params.max_idle_timeout = nanoseconds(env_.idle_timeout);
   params.original_dcid = initial.dcid;
+  if (odcid != nullptr) {  // the client came back with our Retry token (RFC 9000 §7.3)
+    params.original_dcid = *odcid;
+    params.retry_scid = initial.dcid;
+    params.retry_scid_present = 1;
+    settings.token = initial.token;
+  }
   params.stateless_reset_token_present = 1;
   const auto& secret = server_.static_secret();
   if (ngtcp2_crypto_generate_stateless_reset_token(params.stateless_reset_token, secret.data(), secret.size(),
@@ -392,6 +398,7 @@ bool H3Connection::setup_http() {
 
 void H3Connection::on_handshake_completed() {
   handshake_done_ = true;
+  server_.handshake_done(*this);
   constexpr auto relaxed = std::memory_order_relaxed;
   worker_.connections.fetch_add(1, relaxed);
   worker_.h3_connections.fetch_add(1, relaxed);

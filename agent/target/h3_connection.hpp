@@ -76,9 +76,11 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
 
   // Makes the QUIC connection for a client's first Initial packet (`initial` is its header, as
   // ngtcp2_accept decoded it), then reads that packet. False: dropped (nothing to answer).
+  // `odcid`: the client's address was validated by a Retry, whose token carried the id of its
+  // first Initial (the transport parameters must name both).
   bool start(const ngtcp2_pkt_hd& initial, const ngtcp2_cid& scid, const QuicTlsContext& tls,
              const udp::endpoint& local, const udp::endpoint& remote, const std::uint8_t* data,
-             std::size_t size);
+             std::size_t size, const ngtcp2_cid* odcid = nullptr);
 
   // One datagram for this connection. The writes it causes wait for flush(), which the server
   // calls once per batch of datagrams read.

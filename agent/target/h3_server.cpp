@@ -5,6 +5,8 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 
 #include "h3_connection.hpp"
 #include "io_failure.hpp"
@@ -28,11 +30,50 @@ CidKey cid_key(const std::uint8_t* data, std::size_t size) {
   return key;
 }
 
+ngtcp2_tstamp now_ns() {
+  return static_cast<ngtcp2_tstamp>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+constexpr ngtcp2_duration kRetryTokenLifetime = 10ull * NGTCP2_SECONDS;
+
+std::uint64_t rotl(std::uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
+
 }  // namespace
 
-H3Server::H3Server(IoWorker& worker, const SessionEnv& env, std::shared_ptr<const QuicTlsContext> tls)
-    : worker_(worker), env_(env), tls_(std::move(tls)), socket_(worker.ioc) {
+std::size_t CidKeyHash::operator()(const CidKey& key) const {
+  std::uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
+  std::uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
+  auto round = [&] {
+    v0 += v1, v1 = rotl(v1, 13), v1 ^= v0, v0 = rotl(v0, 32);
+    v2 += v3, v3 = rotl(v3, 16), v3 ^= v2;
+    v0 += v3, v3 = rotl(v3, 21), v3 ^= v0;
+    v2 += v1, v1 = rotl(v1, 17), v1 ^= v2, v2 = rotl(v2, 32);
+  };
+  std::uint64_t b = static_cast<std::uint64_t>(key.size) << 56;
+  std::size_t i = 0;
+  for (; i + 8 <= key.size; i += 8) {
+    std::uint64_t m = 0;
+    for (int j = 7; j >= 0; --j) m = (m << 8) | key.bytes[i + j];
+    v3 ^= m, round(), v0 ^= m;
+  }
+  for (std::size_t j = 0; i + j < key.size; ++j) b |= static_cast<std::uint64_t>(key.bytes[i + j]) << (8 * j);
+  v3 ^= b, round(), v0 ^= b;
+  v2 ^= 0xff;
+  round(), round(), round();
+  return static_cast<std::size_t>(v0 ^ v1 ^ v2 ^ v3);
+}
+
+H3Server::H3Server(IoWorker& worker, const SessionEnv& env, std::shared_ptr<const QuicTlsContext> tls,
+                   H3Limits limits)
+    : worker_(worker), env_(env), tls_(std::move(tls)), socket_(worker.ioc), limits_(limits) {
   gnutls_rnd(GNUTLS_RND_RANDOM, static_secret_.data(), static_secret_.size());
+  gnutls_rnd(GNUTLS_RND_RANDOM, token_secret_.data(), token_secret_.size());
+  CidKeyHash hash;
+  gnutls_rnd(GNUTLS_RND_RANDOM, &hash.k0, sizeof hash.k0);
+  gnutls_rnd(GNUTLS_RND_RANDOM, &hash.k1, sizeof hash.k1);
+  connections_ = decltype(connections_)(64, hash);
 }
 
 // run() has returned: the connections left (also held by pending handlers, destroyed with the
@@ -140,11 +181,43 @@ void H3Server::send_stateless_reset(const ngtcp2_version_cid& vc, std::size_t re
   if (n > 0) send(sender_, packet.data(), static_cast<std::size_t>(n));
 }
 
+bool H3Server::wants_retry() const {
+  switch (limits_.retry) {
+    case H3Retry::never:
+      return false;
+    case H3Retry::always:
+      return true;
+    case H3Retry::auto_:
+      break;
+  }
+  return handshaking_.size() >= limits_.retry_above;
+}
+
 void H3Server::accept(const std::uint8_t* data, std::size_t size) {
   ngtcp2_pkt_hd hd;
   // Not a client's first Initial (a late packet of a connection gone, a 0-RTT packet before
-  // its Initial): dropped. No Retry: address validation is not worth a round trip here.
+  // its Initial): dropped.
   if (ngtcp2_accept(&hd, data, size) != 0) return;
+  // Address validation: a client that came back with our Retry token proved it receives at its
+  // address; one without is asked to, when the server is set to or many handshakes are open
+  // (no state is kept for it: the token carries what the server needs).
+  std::optional<ngtcp2_cid> odcid;
+  if (hd.token.len > 0 && hd.token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
+    ngtcp2_cid original;
+    if (ngtcp2_crypto_verify_retry_token(&original, hd.token.base, hd.token.len, token_secret_.data(),
+                                         token_secret_.size(), hd.version, sender_.data(),
+                                         static_cast<ngtcp2_socklen>(sender_.size()), &hd.dcid,
+                                         kRetryTokenLifetime, now_ns()) != 0)
+      return send_close(hd, NGTCP2_INVALID_TOKEN);
+    odcid = original;
+  } else if (wants_retry()) {
+    return send_retry(hd);
+  }
+  if (handshaking_.size() >= limits_.max_handshakes ||
+      static_cast<std::size_t>(live_.load(std::memory_order_relaxed)) >= limits_.max_connections) {
+    ++refused_;
+    return send_close(hd, NGTCP2_CONNECTION_REFUSED);
+  }
   ngtcp2_cid scid;
   scid.datalen = kCidLength;
   gnutls_rnd(GNUTLS_RND_RANDOM, scid.data, scid.datalen);
@@ -153,8 +226,34 @@ void H3Server::accept(const std::uint8_t* data, std::size_t size) {
   associate(scid, connection);
   associate(hd.dcid, connection);  // the client's packets until it learns ours
   live_.fetch_add(1, std::memory_order_relaxed);
-  if (!connection->start(hd, scid, *tls_, local_, sender_, data, size)) return;
+  handshaking_.insert(connection.get());
+  if (!connection->start(hd, scid, *tls_, local_, sender_, data, size, odcid ? &*odcid : nullptr)) return;
   touched_.push_back(std::move(connection));
+}
+
+void H3Server::send_retry(const ngtcp2_pkt_hd& hd) {
+  ngtcp2_cid retry_scid;
+  retry_scid.datalen = kCidLength;
+  gnutls_rnd(GNUTLS_RND_NONCE, retry_scid.data, retry_scid.datalen);
+  std::array<std::uint8_t, NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN> token;
+  const auto token_len = ngtcp2_crypto_generate_retry_token(
+      token.data(), token_secret_.data(), token_secret_.size(), hd.version, sender_.data(),
+      static_cast<ngtcp2_socklen>(sender_.size()), &retry_scid, &hd.dcid, now_ns());
+  if (token_len < 0) return;
+  std::array<std::uint8_t, NGTCP2_MAX_UDP_PAYLOAD_SIZE> packet;
+  const auto n = ngtcp2_crypto_write_retry(packet.data(), packet.size(), hd.version, &hd.scid, &retry_scid,
+                                           &hd.dcid, token.data(), static_cast<std::size_t>(token_len));
+  if (n <= 0) return;
+  ++retries_sent_;
+  send(sender_, packet.data(), static_cast<std::size_t>(n));
+}
+
+// An Initial answered with CONNECTION_CLOSE without keeping any state (a bad token, or the caps).
+void H3Server::send_close(const ngtcp2_pkt_hd& hd, std::uint64_t error) {
+  std::array<std::uint8_t, NGTCP2_MAX_UDP_PAYLOAD_SIZE> packet;
+  const auto n = ngtcp2_crypto_write_connection_close(packet.data(), packet.size(), hd.version, &hd.scid,
+                                                      &hd.dcid, error, nullptr, 0);
+  if (n > 0) send(sender_, packet.data(), static_cast<std::size_t>(n));
 }
 
 void H3Server::send_version_negotiation(const ngtcp2_version_cid& vc) {
@@ -177,14 +276,36 @@ void H3Server::send(const udp::endpoint& to, const std::uint8_t* data, std::size
 }
 
 void H3Server::associate(const ngtcp2_cid& cid, const std::shared_ptr<H3Connection>& connection) {
-  connections_[cid_key(cid.data, cid.datalen)] = connection;
+  const auto key = cid_key(cid.data, cid.datalen);
+  auto [it, fresh] = connections_.try_emplace(key, connection);
+  if (!fresh) {
+    if (it->second == connection) return;
+    auto& theirs = ids_of_[it->second.get()];
+    std::erase(theirs, key);
+    it->second = connection;
+  }
+  ids_of_[connection.get()].push_back(key);
 }
 
-void H3Server::dissociate(const ngtcp2_cid& cid) { connections_.erase(cid_key(cid.data, cid.datalen)); }
+void H3Server::dissociate(const ngtcp2_cid& cid) {
+  const auto key = cid_key(cid.data, cid.datalen);
+  auto it = connections_.find(key);
+  if (it == connections_.end()) return;
+  if (auto ids = ids_of_.find(it->second.get()); ids != ids_of_.end()) std::erase(ids->second, key);
+  connections_.erase(it);
+}
 
 void H3Server::remove(const H3Connection& connection) {
-  std::erase_if(connections_, [&](const auto& entry) { return entry.second.get() == &connection; });
+  handshaking_.erase(&connection);
+  auto ids = ids_of_.find(&connection);
+  if (ids == ids_of_.end()) return;
+  const auto keys = std::move(ids->second);
+  ids_of_.erase(ids);
+  // Last: erasing the map's entries may drop the connection's last reference.
+  for (const auto& key : keys) connections_.erase(key);
 }
+
+void H3Server::handshake_done(const H3Connection& connection) { handshaking_.erase(&connection); }
 
 void H3Server::retire() {
   const auto left = live_.fetch_sub(1, std::memory_order_relaxed) - 1;

@@ -6,6 +6,12 @@
 // unknown QUIC version with Version Negotiation, a packet for a connection id it forgot with a
 // Stateless Reset, and sends what connections write.
 //
+// Against a flood of Initials (H3Limits): a client is asked to prove its address by a Retry
+// (stateless: the token carries what the server needs) when more than `retry_above`
+// handshakes are open, or always; past `max_handshakes` open or `max_connections` live, an
+// Initial gets CONNECTION_CLOSE (CONNECTION_REFUSED) and no state. The id map's hash is keyed
+// per server (ids are the client's choice), and a connection's ids are removed in O(its ids).
+//
 // One socket on one io thread (the server's first): the TCP side spreads connections over the
 // io threads, UDP does not yet. One SO_REUSEPORT socket per thread (the kernel spreading by
 // 4-tuple) could come later; connection ids would then need to name their thread.
@@ -18,14 +24,17 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "h3_limits.hpp"
 #include "io_worker.hpp"
 #include "quic_tls.hpp"
 #include "session_env.hpp"
 
 struct ngtcp2_cid;
 struct ngtcp2_version_cid;
+struct ngtcp2_pkt_hd;
 
 namespace loadlab::target {
 
@@ -38,13 +47,13 @@ struct CidKey {
   bool operator==(const CidKey& other) const { return size == other.size && bytes == other.bytes; }
 };
 
+// SipHash-1-3 under a key drawn at random per server: the ids of a client's packets are the
+// client's choice, and an unkeyed hash lets it choose ids that all land in one bucket (each
+// lookup then scans them all). Written here (some 20 lines) since neither Boost nor the
+// standard library offers a keyed hash, and OpenSSL's EVP_MAC costs an allocation per call.
 struct CidKeyHash {
-  std::size_t operator()(const CidKey& key) const {
-    // Ids are random (ours) or chosen by the client; FNV-1a spreads either.
-    std::uint64_t h = 1469598103934665603ull;
-    for (std::size_t i = 0; i < key.size; ++i) h = (h ^ key.bytes[i]) * 1099511628211ull;
-    return static_cast<std::size_t>(h);
-  }
+  std::uint64_t k0 = 0, k1 = 0;
+  std::size_t operator()(const CidKey& key) const;
 };
 
 class H3Server {
@@ -54,7 +63,8 @@ class H3Server {
   static constexpr std::size_t kCidLength = 18;
 
   // `worker` runs the socket and every connection; `tls` outlives the server.
-  H3Server(IoWorker& worker, const SessionEnv& env, std::shared_ptr<const QuicTlsContext> tls);
+  H3Server(IoWorker& worker, const SessionEnv& env, std::shared_ptr<const QuicTlsContext> tls,
+           H3Limits limits = {});
   ~H3Server();
   H3Server(const H3Server&) = delete;
   H3Server& operator=(const H3Server&) = delete;
@@ -74,10 +84,16 @@ class H3Server {
   // For connections, on the worker's thread.
   void send(const udp::endpoint& to, const std::uint8_t* data, std::size_t size);
   void associate(const ngtcp2_cid& cid, const std::shared_ptr<H3Connection>& connection);
+  // With `validated`, the client proved its address by a Retry token (the odcid it carried).
   void dissociate(const ngtcp2_cid& cid);
   // The connection is closing or draining (it answers nothing more): once per connection.
   void retire();
-  void remove(const H3Connection& connection);  // every id of it; the connection is closed
+  void remove(const H3Connection& connection);  // every id of it (O(its ids)); the connection is closed
+  void handshake_done(const H3Connection& connection);  // no longer counts as a handshake in progress
+  // What the server turned away, for tests and the log.
+  std::uint64_t retries_sent() const { return retries_sent_; }
+  std::uint64_t refused() const { return refused_; }
+  std::size_t handshakes_in_progress() const { return handshaking_.size(); }
   bool stopping() const { return stopping_; }
   const std::array<std::uint8_t, 32>& static_secret() const { return static_secret_; }
 
@@ -88,6 +104,9 @@ class H3Server {
   void accept(const std::uint8_t* data, std::size_t size);
   void send_version_negotiation(const ngtcp2_version_cid& vc);
   void send_stateless_reset(const ngtcp2_version_cid& vc, std::size_t received);
+  void send_retry(const ngtcp2_pkt_hd& hd);
+  void send_close(const ngtcp2_pkt_hd& hd, std::uint64_t error);
+  bool wants_retry() const;
 
   IoWorker& worker_;
   const SessionEnv& env_;
@@ -97,7 +116,12 @@ class H3Server {
   udp::endpoint sender_;
   std::array<std::uint8_t, 64 * 1024> buffer_;
   std::array<std::uint8_t, 32> static_secret_{};  // stateless reset tokens
+  H3Limits limits_;
+  std::array<std::uint8_t, 32> token_secret_{};  // Retry tokens
   std::unordered_map<CidKey, std::shared_ptr<H3Connection>, CidKeyHash> connections_;
+  std::unordered_map<const H3Connection*, std::vector<CidKey>> ids_of_;  // for remove()
+  std::unordered_set<const H3Connection*> handshaking_;
+  std::uint64_t retries_sent_ = 0, refused_ = 0;
   std::vector<std::shared_ptr<H3Connection>> touched_;  // read in this batch: to flush
   std::atomic<std::int64_t> live_{0};
   bool stopping_ = false;

@@ -181,6 +181,12 @@ int main(int argc, char** argv) {
   app.add_flag("--h3", tls.h3,
                "also serve HTTP/3 over QUIC on UDP at the same port (ALPN h3, TLS 1.3, 0-RTT); "
                "implies --tls, with the same certificate");
+  std::string h3_retry = "auto";
+  app.add_option("--h3-retry", h3_retry,
+                 "--h3: when a new client must first prove its address by a Retry round trip: auto (once "
+                 "more than 64 handshakes are in progress: a flood of Initials), always, or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   app.add_option("--tls-cert", tls.cert, "PEM certificate chain, leaf first; with --tls-key; implies --tls");
   app.add_option("--tls-key", tls.key, "PEM private key (unencrypted) of --tls-cert; implies --tls");
   app.add_option("--tls-cert-out", tls.cert_out,
@@ -282,6 +288,9 @@ int main(int argc, char** argv) {
   options.idle_timeout = std::chrono::milliseconds(*idle_timeout);
   options.tls = tls_ctx.tcp;
   options.h3 = tls_ctx.quic;
+  options.h3_limits.retry = h3_retry == "always"  ? target::H3Retry::always
+                            : h3_retry == "never" ? target::H3Retry::never
+                                                  : target::H3Retry::auto_;
   target::Server server(options);
   if (auto ec = server.listen()) {
     std::cerr << "loadlab-target: cannot listen on " << endpoint->to_string() << ": " << ec.message() << "\n";

@@ -51,7 +51,7 @@ Server::Server(ServerOptions options)
   env_.log = log_.get();
   env_.tls = options_.tls.get();
   for (auto& worker : workers_) guards_.push_back(net::make_work_guard(worker->ioc));
-  if (options_.h3) h3_ = std::make_unique<H3Server>(*workers_.front(), env_, options_.h3);
+  if (options_.h3) h3_ = std::make_unique<H3Server>(*workers_.front(), env_, options_.h3, options_.h3_limits);
   if (options_.acceptor == AcceptorMode::shared) {
     std::vector<IoWorker*> all;
     for (auto& worker : workers_) all.push_back(worker.get());

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "canned_responses.hpp"
+#include "h3_limits.hpp"
 #include "io_worker.hpp"
 #include "knobs.hpp"
 #include "listener.hpp"
@@ -60,6 +61,7 @@ struct ServerOptions {
   // Non-null: also serve HTTP/3 on UDP at the TCP listener's address and port, with this TLS
   // (QuicTlsContext::make, from the same certificate as `tls`).
   std::shared_ptr<QuicTlsContext> h3;
+  H3Limits h3_limits;  // address validation (Retry) and the caps on handshakes and connections
 };
 
 class H3Server;

@@ -6,7 +6,9 @@
 // accepted.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -82,19 +84,27 @@ VerdictOptions options(size_t cells) {
 TEST(RecordedNights, UnchangedCodeIsNeverARegressionWhateverTheNightsDrift) {
   auto cells = recorded();
   ASSERT_EQ(cells.size(), 4u);
-  size_t judged = 0, inconclusive = 0;
+  size_t judged = 0, inconclusive = 0, busy = 0;
   for (auto& [key, nights] : cells) {
     ASSERT_GE(nights.size(), 60u) << key;
     auto v = judge_series(nights, options(cells.size()));
     std::vector<double> mdc;
     for (size_t i = 0; i < v.size(); ++i) {
       EXPECT_NE(v[i].verdict, kRegression) << key << " night " << nights[i].run_id << ": " << v[i].reason;
+      // A night the machine was busy (other work on its CPUs: the recording ran beside this
+      // project's builds on some nights) is inconclusive by design, and counted apart.
+      if (v[i].verdict == kInconclusive && v[i].reason.find("the machine was busy") != std::string::npos) {
+        ++busy;
+        continue;
+      }
       ++judged;
       inconclusive += v[i].verdict == kInconclusive;
       if (std::isfinite(v[i].mdc_pct)) mdc.push_back(v[i].mdc_pct);
     }
     EXPECT_GT(mdc.size(), nights.size() / 2) << key << ": every judged night says what it could show";
   }
+  std::cout << judged + busy << " cell-nights: " << busy << " on a busy machine, " << inconclusive << " of the other "
+            << judged << " inconclusive\n";
   EXPECT_LE(inconclusive, judged / 10) << inconclusive << " of " << judged << " cell-nights inconclusive";
 }
 

@@ -387,6 +387,44 @@ TEST(TargetBinaryH3, ServesHttp3OnUdpAtTheAnnouncedPortAndTlsOverTcp) {
   EXPECT_EQ(child.wait_exit(), 0);
 }
 
+long rss_kb(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// A flood of Initials (issue 24, item 4): 10 000 clients' first packets, each a real
+// ClientHello from a port of its own and never followed up, raise the target's RSS by at most
+// 32 MB over idle (past 64 open handshakes the target asks for a Retry and keeps no state),
+// and a real client, which answers the Retry, is served all along.
+TEST(TargetBinaryH3, AFloodOfInitialsStaysWithinItsMemoryBoundAndARealClientIsServed) {
+  Child child({"--h3", "--threads", "1", "--body", "quic"});
+  auto line = child.read_line();
+  ASSERT_TRUE(line) << child.read_stderr();
+  const uint16_t port = port_of(*line);
+  ASSERT_NE(port, 0) << *line;
+  auto real_request = [&] {
+    loadlab::target::testing::H3Client client(port);
+    if (!client.connected()) return std::string("<not connected>");
+    const auto id = client.submit();
+    if (!client.run_all(5000ms)) return std::string("<no answer>");
+    return client.response(id).body;
+  };
+  ASSERT_EQ(real_request(), "quic");
+  const long idle = rss_kb(child.pid());
+  int served = 0;
+  for (int i = 1; i <= 10000; ++i) {
+    { loadlab::target::testing::H3Client forged(port, loadlab::target::testing::H3Client::InitialOnly{}); }
+    if (i % 1000 == 0) served += real_request() == "quic";
+  }
+  EXPECT_EQ(served, 10) << "a real client was not served during the flood";
+  std::this_thread::sleep_for(300ms);  // the last Initials read
+  const long after = rss_kb(child.pid());
+  std::cout << "RSS idle " << idle << " kB, after 10000 Initials " << after << " kB\n";
+  EXPECT_LE(after - idle, 32 * 1024);
+}
+
 TEST(TargetBinaryTls, CertificateAndKeyFilesAreServed) {
   TempDir dir;
   std::string error;

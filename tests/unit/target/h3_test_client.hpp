@@ -42,19 +42,33 @@ class H3Client {
     Clock::time_point closed_at;
   };
 
+  // A client that sends its first Initial (a whole ClientHello, from a port of its own) and
+  // nothing more: one packet of a flood of Initials.
+  struct InitialOnly {};
+  H3Client(std::uint16_t port, InitialOnly) {
+    if (open_socket(port) && make_connection()) flush();
+  }
+
   explicit H3Client(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-    fd_ = socket(AF_INET, SOCK_DGRAM, 0);
-    remote_.sin_family = AF_INET;
-    remote_.sin_port = htons(port);
-    remote_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || connect(fd_, reinterpret_cast<sockaddr*>(&remote_), sizeof remote_) != 0) return;
-    socklen_t len = sizeof local_;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&local_), &len);
-    if (!make_connection()) return;
+    if (!open_socket(port) || !make_connection()) return;
     flush();
     run_until([this] { return ngtcp2_conn_get_handshake_completed(conn_) != 0 && http_ != nullptr; },
               timeout);
   }
+
+ private:
+  bool open_socket(std::uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_DGRAM, 0);
+    remote_.sin_family = AF_INET;
+    remote_.sin_port = htons(port);
+    remote_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ < 0 || connect(fd_, reinterpret_cast<sockaddr*>(&remote_), sizeof remote_) != 0) return false;
+    socklen_t len = sizeof local_;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&local_), &len);
+    return true;
+  }
+
+ public:
   ~H3Client() {
     close_connection();
     if (http_ != nullptr) nghttp3_conn_del(http_);
