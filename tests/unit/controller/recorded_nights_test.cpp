@@ -103,8 +103,8 @@ TEST(RecordedNights, UnchangedCodeIsNeverARegressionWhateverTheNightsDrift) {
     }
     EXPECT_GT(mdc.size(), nights.size() / 2) << key << ": every judged night says what it could show";
   }
-  std::cout << judged + busy << " cell-nights: " << busy << " on a busy machine, " << inconclusive << " of the other "
-            << judged << " inconclusive\n";
+  std::cout << judged + busy << " cell-nights: " << busy << " on a busy machine, " << inconclusive
+            << " of the other " << judged << " inconclusive\n";
   EXPECT_LE(inconclusive, judged / 10) << inconclusive << " of " << judged << " cell-nights inconclusive";
 }
 
