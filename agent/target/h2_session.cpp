@@ -3,6 +3,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
@@ -48,6 +49,11 @@ constexpr std::uint64_t kResetRate = 33;     // ... and per second after
 constexpr std::size_t kMaxContinuations = 8;
 constexpr std::size_t kMaxSettings = 32;
 constexpr std::size_t kMaxOutboundAck = 1000;
+// The most one turn of a connection spends on the bytes it read before the rest waits its
+// next turn (see pending_): with requests of at most limits::kMaxRequestWorkUs each, another
+// connection waits at most about 60 ms for one that asks much work of many streams.
+constexpr auto kTurnBudget = std::chrono::milliseconds(10);
+
 // A header list past this many times the limit is no request but a flood: decoding stops
 // and the connection ends (below it, the stream is answered 431).
 constexpr std::size_t kHeaderFloodFactor = 4;
@@ -272,7 +278,7 @@ void H2Session<Stream>::start(net::const_buffer received) {
 
 template <class Stream>
 void H2Session<Stream>::do_read() {
-  if (reading_ || closed_) return;
+  if (reading_ || closed_ || paused_) return;
   reading_ = true;
   stream_.async_read_some(net::buffer(read_buffer_),
                           beast::bind_front_handler(&H2Session::on_read, shared_from_this()));
@@ -299,11 +305,56 @@ void H2Session<Stream>::on_read(beast::error_code ec, std::size_t bytes) {
 // broke the protocol badly enough that the connection is closed.
 template <class Stream>
 bool H2Session<Stream>::receive(const std::uint8_t* data, std::size_t size) {
-  const auto rv = nghttp2_session_mem_recv(session_, data, size);
-  if (rv >= 0) return true;
-  env_.log->debug("h2: {}: closing", nghttp2_strerror(static_cast<int>(rv)));
-  close_now();
-  return false;
+  const auto turn_start = Clock::now();
+  for (std::size_t at = 0; at < size;) {
+    const std::size_t n = next_unit(data + at, size - at);
+    const auto rv = nghttp2_session_mem_recv(session_, data + at, n);
+    if (rv < 0) {
+      env_.log->debug("h2: {}: closing", nghttp2_strerror(static_cast<int>(rv)));
+      close_now();
+      return false;
+    }
+    at += n;
+    if (at < size && Clock::now() - turn_start >= kTurnBudget) {
+      pending_.assign(data + at, data + size);
+      paused_ = true;
+      net::post(stream_.get_executor(), [self = shared_from_this()] { self->resume(); });
+      return true;
+    }
+  }
+  return true;
+}
+
+// The bytes up to the end of the preface or of the current frame (a frame's length is in its
+// 9-byte header), or all of `size` when the unit goes on past it: nghttp2 keeps partial input.
+template <class Stream>
+std::size_t H2Session<Stream>::next_unit(const std::uint8_t* data, std::size_t size) {
+  if (unit_left_ > 0) {
+    const auto n = std::min(size, unit_left_);
+    unit_left_ -= n;
+    return n;
+  }
+  const auto take = std::min(size, frame_header_.size() - frame_header_have_);
+  std::copy_n(data, take, frame_header_.begin() + frame_header_have_);
+  frame_header_have_ += take;
+  if (frame_header_have_ < frame_header_.size()) return take;
+  frame_header_have_ = 0;
+  unit_left_ =
+      (std::size_t{frame_header_[0]} << 16) | (std::size_t{frame_header_[1]} << 8) | frame_header_[2];
+  const auto n = std::min(size - take, unit_left_);
+  unit_left_ -= n;
+  return take + n;
+}
+
+template <class Stream>
+void H2Session<Stream>::resume() {
+  paused_ = false;
+  if (closed_) return;
+  const auto bytes = std::move(pending_);
+  pending_.clear();
+  if (!receive(bytes.data(), bytes.size())) return;
+  flush();
+  if (!finishing_ && nghttp2_session_want_read(session_) != 0) do_read();
 }
 
 // --- writing -----------------------------------------------------------------------------

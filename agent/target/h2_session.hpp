@@ -94,6 +94,8 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   void do_read();
   void on_read(boost::beast::error_code ec, std::size_t bytes);
   bool receive(const std::uint8_t* data, std::size_t size);
+  std::size_t next_unit(const std::uint8_t* data, std::size_t size);
+  void resume();
   void flush();
   bool serialize();
   void on_write(boost::beast::error_code ec, std::size_t bytes);
@@ -145,6 +147,15 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   std::uint64_t answered_in_write_ = 0, counted_in_write_ = 0;
 
   std::array<std::uint8_t, 16 * 1024> read_buffer_;
+  // Bytes read but not yet given to nghttp2. Bytes go to nghttp2 one frame at a time, and a
+  // turn that has spent kTurnBudget (answering requests that ask for CPU work) leaves the rest
+  // for a turn of its own, posted behind what other connections have waiting: one connection
+  // asking much work of many streams cannot hold the io thread. Nothing is read meanwhile.
+  std::vector<std::uint8_t> pending_;
+  bool paused_ = false;
+  std::size_t unit_left_ = 24;  // bytes left of the client's preface, then of the current frame
+  std::array<std::uint8_t, 9> frame_header_{};
+  std::size_t frame_header_have_ = 0;
   // A DATA payload written from where it is, after the first `at` bytes of out_.
   struct Payload {
     std::size_t at;

@@ -127,8 +127,9 @@ bool RequestKnobs::apply(std::string_view name, std::string_view value) {
     return code ? true : bad(expected_range(kMinStatus, kMaxStatus));
   }
   if (iequals(knob, "work-us")) {
-    work_us = parse_uint(value, 0, kMaxWorkUs);
-    return work_us ? true : bad(expected_range(0, kMaxWorkUs));
+    work_us = parse_uint(value, 0, kMaxRequestWorkUs);
+    return work_us ? true
+                   : bad(expected_range(0, kMaxRequestWorkUs) + " (the most CPU one request may ask for)");
   }
   return false;  // another x-loadlab- header: not ours to judge
 }

@@ -14,6 +14,7 @@ namespace loadlab::target {
 inline constexpr double kMaxDelayMs = limits::kMaxDelayMs;
 inline constexpr std::uint64_t kMaxBodySize = limits::kMaxResponseBodyBytes;
 inline constexpr std::uint64_t kMaxWorkUs = limits::kMaxWorkUs;
+inline constexpr std::uint64_t kMaxRequestWorkUs = limits::kMaxRequestWorkUs;
 inline constexpr unsigned kMinStatus = 200;
 inline constexpr unsigned kMaxStatus = 599;
 

@@ -511,6 +511,27 @@ TEST(TargetH2Floods, AHeaderListFarPastTheLimitEndsTheConnection) {
   EXPECT_EQ(other.request().body, kBody);
 }
 
+// A work flood on one connection (issue 24, item 4): 200 streams asking 20 ms of CPU each,
+// 4 s of the only io thread, and a second client asks meanwhile. It is answered within 100 ms:
+// the flooding connection gives the thread up after each 10 ms of its turn (its frames wait
+// their next turn). A request asking more CPU than one request may (50 ms) gets 400.
+TEST(TargetH2Floods, AWorkFloodOnOneConnectionDoesNotStopASecondClient) {
+  RunningServer srv(options_for(false));  // one io thread
+  H2Client flood(srv.port());
+  for (int i = 0; i < 200; ++i) flood.submit({{"x-loadlab-work-us", "20000"}});
+  flood.run_until([] { return true; });  // sent, not awaited
+  std::this_thread::sleep_for(100ms);    // the target is busy with them
+  H2Client other(srv.port());
+  ASSERT_TRUE(other.connected());
+  const auto start = Clock::now();
+  EXPECT_EQ(other.request().body, kBody);
+  EXPECT_LT(ms_between(start, Clock::now()), 100.0) << "the flood held the io thread";
+  auto over = other.request({{"x-loadlab-work-us", "50001"}});
+  EXPECT_EQ(over.status, 400);
+  EXPECT_NE(over.body.find("the most CPU one request may ask for"), std::string::npos) << over.body;
+  flood.drop();
+}
+
 TEST(TargetH2Lifecycle, IncompletePrefaceIsDroppedAfterTheReadTimeout) {
   auto options = options_for(false);
   options.read_timeout = 200ms;

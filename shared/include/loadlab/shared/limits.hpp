@@ -37,6 +37,9 @@ inline constexpr int kMaxStartTimeoutMs = 600'000;
 inline constexpr int kMaxServerThreads = 1024;
 inline constexpr int64_t kMaxResponseBodyBytes = int64_t{64} << 20;  // --body-size: filler bytes
 inline constexpr int64_t kMaxWorkUs = 1'000'000;                     // --work-us: CPU burnt per request
+// x-loadlab-work-us, the same per request but asked by the client: the most one request may
+// hold an io thread (a connection can ask it of many streams; docs/target.md).
+inline constexpr int64_t kMaxRequestWorkUs = 50'000;
 // --read-timeout-ms, --idle-timeout-ms and the parts of --stall.
 inline constexpr int64_t kMaxTargetTimeoutMs = 3'600'000;
 
