@@ -25,7 +25,7 @@
 #
 # Knobs: BUILD_DIR (build), GAP_S (pause between nights, default 60: nights spread over hours;
 # AA_BETWEEN=1 runs an A/A run of the `ab` part instead of the pause, AB_BETWEEN=1 an A/B run),
-# SLOW_WORK_US (300), AB_WORK_US (1), WINDOW_S (3), REPS (3), AB_PAIRS (20), AB_WINDOW_S (0.5),
+# SLOW_WORK_US (1000), AB_WORK_US (1), WINDOW_S (3), REPS (3), AB_PAIRS (20), AB_WINDOW_S (0.5),
 # AB_THRESHOLD_PCT (2), AB_CPUS (the A/B runs' placement.cpus: target and load both on CPU 1,
 # which removes the VM's cross-CPU wake-ups from a ping-pong cell's spread). The machine may do
 # other work meanwhile: that is the noise a nightly on a shared machine sees.
@@ -33,7 +33,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD_DIR=${BUILD_DIR:-$HERE/../build}
 GAP_S=${GAP_S:-60}
-SLOW_WORK_US=${SLOW_WORK_US:-300}
+SLOW_WORK_US=${SLOW_WORK_US:-1000}
 AB_WORK_US=${AB_WORK_US:-1}
 WINDOW_S=${WINDOW_S:-3}
 REPS=${REPS:-3}
