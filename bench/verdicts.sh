@@ -15,7 +15,8 @@
 #   bench/verdicts.sh ab OUT [RUNS]         RUNS A/A runs (one build twice) and RUNS/3 A/B runs (a
 #                                           build AB_WORK_US slower) of the delay-0 cells, each 20
 #                                           pairs A B, B A, ... : runs that alarm, each cell's change
-#   bench/verdicts.sh export OUT FILE       the nights as CSV for the tests (tests/data/verdicts)
+#   bench/verdicts.sh export OUT FILE       the nights of unchanged code as CSV for the tests
+#                                           (tests/data/verdicts)
 #
 # The bench matrix: a catalog target (loadlab-target, one thread) at delay 0 and 2 ms × 1 and 4
 # client threads, 3 s measured after 0.5 s warm-up, 3 repetitions; every cell is measured again
@@ -267,9 +268,12 @@ case $cmd in
     BIN=$(cd "$BUILD_DIR/bin" && pwd)
     replay "$out" >/dev/null
     python3 - "$out" "$3" <<'EOF'
-import sqlite3, sys, csv
+import os, sqlite3, sys, csv
 out, dest = sys.argv[1], sys.argv[2]
 db = sqlite3.connect(f"{out}/replay.db")
+# Unchanged code only: the nights of the slower build (their .status says work_us > 0) are left out.
+slowed = {r for r, folder in db.execute("SELECT id, run_folder FROM runs")
+          if os.path.exists(f"{folder}.status") and "work_us=0" not in open(f"{folder}.status").read()}
 fp = {(r, n): f for r, n, f in db.execute("SELECT run_id, name, fingerprint FROM run_agents")}
 w = csv.writer(open(dest, "w", newline=""))
 w.writerow(["night", "started_at", "cell", "phase", "qps", "steal_pct", "wait_pct", "busy", "fingerprint",
@@ -279,6 +283,8 @@ rows = db.execute("""SELECT r.id, r.started_at, c.key, p.phase, p.qps, p.steal_p
                      FROM runs r JOIN cells c ON c.run_id = r.id JOIN repetitions p ON p.cell_id = c.id
                      ORDER BY r.started_at, r.id, c.key, p.phase DESC, p.idx""")
 for run, started, key, phase, qps, steal, wait, flags, settings, build in rows:
+    if run in slowed:
+        continue
     w.writerow([run, started, key, phase, round(qps, 1), round(steal or 0, 2),
                 "" if wait is None else round(wait, 2), int("busy-machine:" in flags),
                 fp.get((run, "bench"), ""), settings, build])

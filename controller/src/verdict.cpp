@@ -49,26 +49,39 @@ namespace {
 
 struct Band {
   uint32_t nights = 0;
-  double mean = 0, sd = 0;  // of the log figures
-  double half = 0;          // the band's half-width (log): t(1 - alpha) · prediction sd
-  double mdc = 0;           // the minimum detectable change (log)
+  uint32_t spread_nights = 0;  // > nights: the spread is that of this many nights (noise_nights)
+  double mean = 0, sd = 0;     // of the log figures
+  double half = 0;             // the band's half-width (log): t(1 - alpha) · prediction sd
+  double mdc = 0;              // the minimum detectable change (log)
 };
 
 // The band of the baseline nights `logs` at level `alpha`, and its minimum detectable change
 // for a threshold of `threshold_log`.
+// The sample sd of `logs` (at least two).
+double sd_of(const std::vector<double>& logs, double* mean_out = nullptr) {
+  double mean = 0;
+  for (double y : logs) mean += y;
+  mean /= static_cast<double>(logs.size());
+  double ss = 0;
+  for (double y : logs) ss += (y - mean) * (y - mean);
+  if (mean_out) *mean_out = mean;
+  return std::sqrt(ss / static_cast<double>(logs.size() - 1));
+}
+
+// The half-width and minimum detectable change of a band around the mean of `n_mean` nights,
+// for a spread `sd` estimated with `df` degrees of freedom.
+void set_width(Band& b, double sd, double df, size_t n_mean, double alpha, double threshold_log) {
+  const double pred_sd = sd * std::sqrt(1 + 1.0 / static_cast<double>(n_mean));
+  b.half = t_quantile(1 - alpha, df) * pred_sd;
+  b.mdc = std::max(b.half, threshold_log) + detect_quantile(df, kPowerPerMeasurement) * pred_sd;
+}
+
 Band band_of(const std::vector<double>& logs, double alpha, double threshold_log) {
   Band b;
   b.nights = static_cast<uint32_t>(logs.size());
   if (logs.size() < 2) return b;
-  for (double y : logs) b.mean += y;
-  b.mean /= static_cast<double>(logs.size());
-  double ss = 0;
-  for (double y : logs) ss += (y - b.mean) * (y - b.mean);
-  b.sd = std::sqrt(ss / static_cast<double>(logs.size() - 1));
-  const double df = static_cast<double>(logs.size() - 1);
-  const double pred_sd = b.sd * std::sqrt(1 + 1.0 / static_cast<double>(logs.size()));
-  b.half = t_quantile(1 - alpha, df) * pred_sd;
-  b.mdc = std::max(b.half, threshold_log) + detect_quantile(df, kPowerPerMeasurement) * pred_sd;
+  b.sd = sd_of(logs, &b.mean);
+  set_width(b, b.sd, static_cast<double>(logs.size() - 1), logs.size(), alpha, threshold_log);
   return b;
 }
 
@@ -148,6 +161,19 @@ class SeriesJudge {
     double threshold_log = 0;
   };
 
+  // The wider of the band of the K newest nights and that of up to noise_nights nights: the K
+  // nights give the level, the longer stretch the spread a night can show.
+  static Band wider(const Band& k, const std::vector<double>& long_logs, double alpha, double threshold_log) {
+    if (long_logs.size() <= k.nights) return k;
+    Band l = k;  // around the K nights' mean, with the longer stretch's spread
+    l.sd = sd_of(long_logs);
+    set_width(l, l.sd, static_cast<double>(long_logs.size() - 1), k.nights, alpha, threshold_log);
+    if (l.half <= k.half) return k;
+    l.mdc = std::max(l.mdc, k.mdc);
+    l.spread_nights = static_cast<uint32_t>(long_logs.size());
+    return l;
+  }
+
   void judge(size_t i) {
     NightVerdict& v = out_[i];
     const Night& n = s_[i];
@@ -199,13 +225,16 @@ class SeriesJudge {
   Context context(size_t i) {
     NightVerdict& v = out_[i];
     Context c;
-    for (size_t j = i; j-- > level_ && v.baseline_index.size() < o_.baseline_nights;) {
+    std::vector<double> long_logs;  // up to noise_nights of them, newest first
+    const size_t longest = std::max(o_.baseline_nights, o_.noise_nights);
+    for (size_t j = i; j-- > level_ && long_logs.size() < longest;) {
       if (out_[j].verdict == "failed" || out_[j].disturbed || s_[j].fingerprint != s_[i].fingerprint)
         continue;
       // A change judged against this level stays out of it; one judged against an older level,
       // now accepted, is this level's.
       if (excluded(out_[j].verdict) && judged_level_[j] == level_) continue;
-      v.baseline_index.push_back(j);
+      if (v.baseline_index.size() < o_.baseline_nights) v.baseline_index.push_back(j);
+      long_logs.push_back(std::log(out_[j].band_value));
     }
     std::reverse(v.baseline_index.begin(), v.baseline_index.end());
     for (size_t j : v.baseline_index) {
@@ -217,6 +246,7 @@ class SeriesJudge {
     c.threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
                                           : std::log1p(o_.threshold_pct / 100);
     c.band = band_of(c.logs, o_.alpha, c.threshold_log);
+    if (c.logs.size() >= o_.min_nights) c.band = wider(c.band, long_logs, o_.alpha, c.threshold_log);
     return c;
   }
 
@@ -232,7 +262,9 @@ class SeriesJudge {
   // confirmation.
   void decide(const Night& n, const Context& c, NightVerdict& v) {
     const Band& b = c.band;
-    const std::string band_text = "the band of " + std::to_string(b.nights) + " nights (" +
+    const std::string spread =
+        b.spread_nights > b.nights ? ", the spread of " + std::to_string(b.spread_nights) : "";
+    const std::string band_text = "the band of " + std::to_string(b.nights) + " nights" + spread + " (" +
                                   pct(change_pct_of(b.mean - b.half, b.mean)) + " .. " +
                                   pct(change_pct_of(b.mean + b.half, b.mean)) + ")";
     const int first = side(v.value, c);

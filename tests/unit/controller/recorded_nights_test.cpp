@@ -36,12 +36,17 @@ std::vector<std::string> fields(const std::string& line) {
 std::map<std::string, std::vector<Night>> recorded() {
   std::ifstream in(std::string(LOADLAB_SOURCE_DIR) + "/tests/data/verdicts/nights.csv");
   std::string line;
-  std::getline(in, line);
+  auto next_line = [&] {
+    if (!std::getline(in, line)) return false;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // the CSV's line ends are \r\n
+    return true;
+  };
+  next_line();
   EXPECT_EQ(line,
             "night,started_at,cell,phase,qps,steal_pct,wait_pct,busy,fingerprint,settings,target_build");
   std::map<std::string, std::vector<Night>> cells;
   std::map<std::string, std::vector<std::vector<double>>> waits, steals;
-  while (std::getline(in, line)) {
+  while (next_line()) {
     auto f = fields(line);
     if (f.size() != 11) continue;
     auto& nights = cells[f[2]];
@@ -84,7 +89,7 @@ VerdictOptions options(size_t cells) {
 TEST(RecordedNights, UnchangedCodeIsNeverARegressionWhateverTheNightsDrift) {
   auto cells = recorded();
   ASSERT_EQ(cells.size(), 4u);
-  size_t judged = 0, inconclusive = 0, busy = 0;
+  size_t judged = 0, inconclusive = 0, busy = 0, first = 0;
   for (auto& [key, nights] : cells) {
     ASSERT_GE(nights.size(), 60u) << key;
     auto v = judge_series(nights, options(cells.size()));
@@ -97,14 +102,21 @@ TEST(RecordedNights, UnchangedCodeIsNeverARegressionWhateverTheNightsDrift) {
         ++busy;
         continue;
       }
+      // A cell's first nights are inconclusive by design (fewer than min_nights to judge by):
+      // the share is the nightly's once it has them.
+      if (i < options(cells.size()).min_nights) {
+        ++first;
+        continue;
+      }
       ++judged;
       inconclusive += v[i].verdict == kInconclusive;
       if (std::isfinite(v[i].mdc_pct)) mdc.push_back(v[i].mdc_pct);
     }
     EXPECT_GT(mdc.size(), nights.size() / 2) << key << ": every judged night says what it could show";
   }
-  std::cout << judged + busy << " cell-nights: " << busy << " on a busy machine, " << inconclusive
-            << " of the other " << judged << " inconclusive\n";
+  std::cout << judged + busy + first << " cell-nights: " << first << " before their cell had 5 nights, "
+            << busy << " on a busy machine, " << inconclusive << " of the other " << judged
+            << " inconclusive\n";
   EXPECT_LE(inconclusive, judged / 10) << inconclusive << " of " << judged << " cell-nights inconclusive";
 }
 

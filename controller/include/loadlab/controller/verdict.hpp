@@ -44,8 +44,12 @@ struct VerdictOptions {
   // side); the run's budget (regression.false_alarm_pct) split over its cells.
   double alpha = 0.0025;
   uint32_t baseline_nights = 10;  // K: the most recent baseline nights used
-  uint32_t min_nights = 5;        // fewer: the verdict is at most inconclusive, but for a change
-                                  // beyond even the few nights' wide band
+  // The nights (of the same level and machines) whose spread the band takes when it is wider
+  // than the K nights': real noise drifts and comes in spells, and K calm nights in a row would
+  // make a band too narrow for the next spell (measured: docs/nightly.md).
+  uint32_t noise_nights = 30;
+  uint32_t min_nights = 5;  // fewer: the verdict is at most inconclusive, but for a change
+                            // beyond even the few nights' wide band
   // A level is accepted by itself once this many nights in a row were judged a regression (or
   // an improvement) the same way: they start the new level. 0 = only `loadlab history accept`.
   uint32_t accept_after_nights = 0;
