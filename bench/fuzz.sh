@@ -6,7 +6,8 @@
 #   bench/fuzz.sh SECONDS [TARGET...]        each target for SECONDS (e.g. 60)
 #   bench/fuzz.sh --runs N [TARGET...]       each target for N executions (e.g. 1000000)
 #
-# TARGETs: scenario lab agent_spec request response (default: all).
+# TARGETs: scenario lab agent_spec request response h2 h3 (default: all). A target with a
+# dictionary (tests/fuzz/TARGET.dict) gets it with -dict.
 # Environment:
 #   BUILD_DIR  the clang build tree (default: build-fuzz; configured here when missing)
 #   WORK       where the growing corpora, logs and findings go (default: $BUILD_DIR/fuzz-work)
@@ -15,6 +16,8 @@
 #   FUZZ_ARGS  more libFuzzer flags, e.g. "-max_len=65536"
 # A finding (crash, leak, UB, timeout, out of memory) is kept as WORK/artifacts/TARGET/*;
 # replay it with `BUILD_DIR/bin/fuzz_TARGET FILE`. Exit status 1 when anything was found.
+# The table gives per target the executions, exec/s, and the coverage reached: `cov` (edges of
+# instrumented code covered) and `ft` (features: edges by hit count), from libFuzzer's last line.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +26,7 @@ WORK=${WORK:-$BUILD_DIR/fuzz-work}
 NICE=${NICE:-10}
 JOBS=${JOBS:-1}
 FUZZ_ARGS=${FUZZ_ARGS:-}
-all_targets=(scenario lab agent_spec request response)
+all_targets=(scenario lab agent_spec request response h2 h3)
 
 usage() {
   echo "usage: $0 SECONDS [TARGET...] | $0 --runs N [TARGET...]  (targets: ${all_targets[*]})" >&2
@@ -61,11 +64,15 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   echo "fuzz.sh: $t (log: $log)" >&2
   rc=0
+  dict=()
+  [[ -f $here/tests/fuzz/$t.dict ]] && dict=(-dict="$here/tests/fuzz/$t.dict")
   # shellcheck disable=SC2086  # FUZZ_ARGS is a list of flags
-  nice -n "$NICE" "$BUILD_DIR/bin/fuzz_$t" "${limit[@]}" -timeout=10 -print_final_stats=1 \
+  nice -n "$NICE" "$BUILD_DIR/bin/fuzz_$t" "${limit[@]}" -timeout=10 -print_final_stats=1 "${dict[@]}" \
     -artifact_prefix="$artifacts/" $FUZZ_ARGS "$corpus" "$here/tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(sed -n 's/.* cov: \([0-9]*\) ft: \([0-9]*\).*/\1/p' "$log" | tail -1)
+  ft=$(sed -n 's/.* cov: \([0-9]*\) ft: \([0-9]*\).*/\2/p' "$log" | tail -1)
   finding=$(sed -n 's/.*Test unit written to //p' "$log" | head -1)
   result=ok
   if [[ $rc -ne 0 || -n $finding ]]; then
@@ -73,9 +80,9 @@ for t in "${targets[@]}"; do
     what=$(grep -m1 -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$log" || echo "exit status $rc")
     result="FOUND: ${what} ${finding:+($finding)}"
   fi
-  rows+=("$(printf '%-11s %12s %9s  %s' "$t" "${execs:-?}" "${rate:-?}" "$result")")
+  rows+=("$(printf '%-11s %12s %9s %7s %7s  %s' "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result")")
 done
 
-printf '%-11s %12s %9s  %s\n' target executions exec/s result
+printf '%-11s %12s %9s %7s %7s  %s\n' target executions exec/s cov ft result
 printf '%s\n' "${rows[@]}"
 exit $found

@@ -31,6 +31,18 @@ inline std::uint64_t random_seed(const void* self) {
          static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+// The most one turn of a connection spends answering requests that ask for CPU work before the
+// rest waits a turn posted behind what other connections have waiting (HTTP/2 and HTTP/3, which
+// carry many requests per read): with requests of at most limits::kMaxRequestWorkUs each, another
+// connection on the same io thread waits at most about 60 ms for one that asks much of many
+// streams. Requests are still answered in the order they came, each costing the work it asks.
+inline constexpr auto kTurnBudget = std::chrono::milliseconds(10);
+
+// The request asks for CPU work (its knob, else the server's default).
+inline bool asks_work(const RequestKnobs& knobs, const SessionEnv& env) {
+  return knobs.work_us ? *knobs.work_us > 0 : env.work.count() > 0;
+}
+
 // On the io thread, once a request is whole: notes it for the stall, burns the CPU work asked
 // (on this thread, as the knob means) and samples the delay. `stats`: GET of kStatsPath.
 Answer decide_answer(bool stats, const RequestKnobs& knobs, const SessionEnv& env, Random& random);

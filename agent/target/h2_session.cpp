@@ -49,10 +49,6 @@ constexpr std::uint64_t kResetRate = 33;     // ... and per second after
 constexpr std::size_t kMaxContinuations = 8;
 constexpr std::size_t kMaxSettings = 32;
 constexpr std::size_t kMaxOutboundAck = 1000;
-// The most one turn of a connection spends on the bytes it read before the rest waits its
-// next turn (see pending_): with requests of at most limits::kMaxRequestWorkUs each, another
-// connection waits at most about 60 ms for one that asks much work of many streams.
-constexpr auto kTurnBudget = std::chrono::milliseconds(10);
 
 // A header list past this many times the limit is no request but a flood: decoding stops
 // and the connection ends (below it, the stream is answered 431).

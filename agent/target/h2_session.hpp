@@ -35,6 +35,8 @@ struct nghttp2_session;
 
 namespace loadlab::target {
 
+struct H2FuzzPeer;  // tests/fuzz/h2_fuzz.cpp: seeds a session's Random and moves its clock
+
 // One request/response exchange of an H2Session. Slots are reused (a pool per session), so a
 // stream allocates nothing once the session has warmed up, unless a knob asks for a body
 // built per request.
@@ -76,6 +78,7 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   void start(boost::asio::const_buffer received);
 
  private:
+  friend struct H2FuzzPeer;
   struct Glue;  // nghttp2's callbacks (h2_session.cpp)
   using std::enable_shared_from_this<H2Session<Stream>>::shared_from_this;
   using std::enable_shared_from_this<H2Session<Stream>>::weak_from_this;

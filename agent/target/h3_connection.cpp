@@ -174,7 +174,8 @@ struct H3Connection::Glue {
     auto& c = self(conn_user_data);
     if (auto* s = static_cast<H3Stream*>(stream_user_data)) c.end_stream(*s);
     // A request stream is done: the client may open another.
-    if (ngtcp2_is_bidi_stream(stream_id)) ngtcp2_conn_extend_max_streams_bidi(c.conn_, 1);
+    if (c.conn_ != nullptr && ngtcp2_is_bidi_stream(stream_id))
+      ngtcp2_conn_extend_max_streams_bidi(c.conn_, 1);
     return 0;
   }
 
@@ -235,13 +236,13 @@ struct H3Connection::Glue {
 
   static int http_stop_sending(nghttp3_conn*, std::int64_t stream_id, std::uint64_t app_error_code,
                                void* conn_user_data, void*) {
-    ngtcp2_conn_shutdown_stream_read(self(conn_user_data).conn_, stream_id, app_error_code);
+    self(conn_user_data).shut_stream(stream_id, app_error_code, true, false);
     return 0;
   }
 
   static int http_reset_stream(nghttp3_conn*, std::int64_t stream_id, std::uint64_t app_error_code,
                                void* conn_user_data, void*) {
-    ngtcp2_conn_shutdown_stream_write(self(conn_user_data).conn_, stream_id, app_error_code);
+    self(conn_user_data).shut_stream(stream_id, app_error_code, false, true);
     return 0;
   }
 
@@ -286,11 +287,7 @@ H3Connection::~H3Connection() {
   if (tls_ != nullptr) gnutls_deinit(tls_);
 }
 
-bool H3Connection::start(const ngtcp2_pkt_hd& initial, const ngtcp2_cid& scid, const QuicTlsContext& tls,
-                         const udp::endpoint& local, const udp::endpoint& remote, const std::uint8_t* data,
-                         std::size_t size, const ngtcp2_cid* odcid) {
-  local_ = local;
-  remote_ = remote;
+ngtcp2_callbacks H3Connection::quic_callbacks() {
   ngtcp2_callbacks callbacks{};
   callbacks.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
   callbacks.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
@@ -314,6 +311,15 @@ bool H3Connection::start(const ngtcp2_pkt_hd& initial, const ngtcp2_cid& scid, c
   callbacks.get_new_connection_id = Glue::get_new_connection_id;
   callbacks.remove_connection_id = Glue::remove_connection_id;
   callbacks.recv_tx_key = Glue::recv_tx_key;
+  return callbacks;
+}
+
+bool H3Connection::start(const ngtcp2_pkt_hd& initial, const ngtcp2_cid& scid, const QuicTlsContext& tls,
+                         const udp::endpoint& local, const udp::endpoint& remote, const std::uint8_t* data,
+                         std::size_t size, const ngtcp2_cid* odcid) {
+  local_ = local;
+  remote_ = remote;
+  const ngtcp2_callbacks callbacks = quic_callbacks();
 
   ngtcp2_settings settings;
   ngtcp2_settings_default(&settings);
@@ -367,6 +373,16 @@ bool H3Connection::start(const ngtcp2_pkt_hd& initial, const ngtcp2_cid& scid, c
 
 bool H3Connection::setup_http() {
   if (http_ != nullptr) return true;
+  if (!make_http(ngtcp2_conn_get_local_transport_params(conn_)->initial_max_streams_bidi)) return false;
+  std::int64_t control = -1, encoder = -1, decoder = -1;
+  if (ngtcp2_conn_open_uni_stream(conn_, &control, nullptr) != 0) return false;
+  if (nghttp3_conn_bind_control_stream(http_, control) != 0) return false;
+  if (ngtcp2_conn_open_uni_stream(conn_, &encoder, nullptr) != 0) return false;
+  if (ngtcp2_conn_open_uni_stream(conn_, &decoder, nullptr) != 0) return false;
+  return nghttp3_conn_bind_qpack_streams(http_, encoder, decoder) == 0;
+}
+
+bool H3Connection::make_http(std::uint64_t max_streams) {
   nghttp3_callbacks callbacks{};
   callbacks.stream_close = Glue::http_stream_close;
   callbacks.recv_data = Glue::http_recv_data;
@@ -381,19 +397,13 @@ bool H3Connection::setup_http() {
   settings.qpack_max_dtable_capacity = 4096;
   settings.qpack_blocked_streams = 100;
   if (nghttp3_conn_server_new(&http_, &callbacks, &settings, nullptr, this) != 0) return false;
-  const auto max_streams = ngtcp2_conn_get_local_transport_params(conn_)->initial_max_streams_bidi;
   nghttp3_conn_set_max_client_streams_bidi(http_, max_streams);
   // The QPACK decoder queues a Section Acknowledgement per request that used the dynamic table
   // until the next flush; it fails the connection (ERR_QPACK_FATAL) once that queue outgrows
   // what it thinks the client's streams need: 100 streams' worth unless told how many may be
   // open at once (a batch of datagrams carries the requests of up to MAX_STREAMS streams).
   nghttp3_conn_set_max_concurrent_streams(http_, static_cast<std::size_t>(max_streams));
-  std::int64_t control = -1, encoder = -1, decoder = -1;
-  if (ngtcp2_conn_open_uni_stream(conn_, &control, nullptr) != 0) return false;
-  if (nghttp3_conn_bind_control_stream(http_, control) != 0) return false;
-  if (ngtcp2_conn_open_uni_stream(conn_, &encoder, nullptr) != 0) return false;
-  if (ngtcp2_conn_open_uni_stream(conn_, &decoder, nullptr) != 0) return false;
-  return nghttp3_conn_bind_qpack_streams(http_, encoder, decoder) == 0;
+  return true;
 }
 
 void H3Connection::on_handshake_completed() {
@@ -479,7 +489,7 @@ void H3Connection::on_read_error(int rv) {
 }
 
 void H3Connection::consume(std::int64_t stream_id, std::size_t bytes) {
-  if (bytes == 0) return;
+  if (bytes == 0 || conn_ == nullptr) return;  // detached: no QUIC flow control to credit
   ngtcp2_conn_extend_max_stream_offset(conn_, stream_id, bytes);
   ngtcp2_conn_extend_max_offset(conn_, bytes);
 }
@@ -615,6 +625,7 @@ void H3Connection::initiate_shutdown() {
 void H3Connection::start_closing() {
   if (closed_ || closing_ || draining_) return;
   if (!handshake_done_ && http_ == nullptr && !error_set_) return close_now();
+  if (conn_ == nullptr) return close_now();  // detached: no QUIC connection to close
   std::array<std::uint8_t, NGTCP2_MAX_UDP_PAYLOAD_SIZE> packet;
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
@@ -705,7 +716,7 @@ void H3Connection::begin_stream(std::int64_t id) {
   free_.pop_back();
   s.id = id;
   s.state = H3Stream::State::receiving;
-  s.get = s.head = s.stats_path = s.counted = false;
+  s.get = s.head = s.stats_path = s.counted = s.queued = false;
   s.error = 0;
   s.header_bytes = s.body_bytes = s.read = 0;
   if (s.knobs.any()) s.knobs = RequestKnobs{};
@@ -727,14 +738,63 @@ void H3Connection::complete_request(H3Stream& s) {
   ++in_flight_here_;
   env_.in_flight->fetch_add(1, std::memory_order_relaxed);
   if (s.error != 0) return respond(s);
+  // First come, first answered: behind requests already queued, or once this turn is spent.
+  if (!queued_.empty() || (asks_work(s.knobs, env_) && turn_spent())) return queue_for_turn(s);
+  answer(s);
+}
+
+void H3Connection::answer(H3Stream& s) {
   s.answer = decide_answer(s.get && s.stats_path, s.knobs, env_, random_);
   if (s.answer.kind != Answer::Kind::regular) return respond(s);
   if (s.answer.delay.count() == 0) {
     if (!env_.stall->enabled()) return respond(s);
     return hold_or_respond(s, Clock::now());
   }
-  set_state(s, H3Stream::State::waiting);
+  if (s.state != H3Stream::State::waiting) set_state(s, H3Stream::State::waiting);
   schedule(s, Clock::now() + s.answer.delay);
+}
+
+// Whether this turn has spent its budget. A turn is the run of one handler: its start is noted
+// at the first request asking work, and its end is a posted handler that runs after it.
+bool H3Connection::turn_spent() {
+  if (!in_turn_) {
+    in_turn_ = true;
+    turn_start_ = Clock::now();
+    net::post(worker_.ioc, [self = shared_from_this()] { self->in_turn_ = false; });
+    return false;
+  }
+  return Clock::now() - turn_start_ >= kTurnBudget;
+}
+
+void H3Connection::queue_for_turn(H3Stream& s) {
+  set_state(s, H3Stream::State::waiting);
+  s.queued = true;
+  queued_.push_back(Queued{s.id, &s});
+  if (turn_posted_) return;
+  turn_posted_ = true;
+  net::post(worker_.ioc, [self = shared_from_this()] { self->on_turn(); });
+}
+
+// A turn of the queue: requests answered in order until the budget is spent (at least one), the
+// rest left for the next turn. A stream reset meanwhile is skipped (its slot is free or reused).
+void H3Connection::on_turn() {
+  turn_posted_ = false;
+  if (closed_ || closing_ || draining_) return;
+  const auto start = Clock::now();
+  for (bool first = true; !queued_.empty(); first = false) {
+    if (!first && Clock::now() - start >= kTurnBudget) {
+      turn_posted_ = true;
+      net::post(worker_.ioc, [self = shared_from_this()] { self->on_turn(); });
+      break;
+    }
+    const Queued next = queued_.front();
+    queued_.pop_front();
+    H3Stream& s = *next.stream;
+    if (s.id != next.id || !s.queued) continue;
+    s.queued = false;
+    answer(s);
+  }
+  flush();
 }
 
 void H3Connection::hold_or_respond(H3Stream& s, Clock::time_point now) {
@@ -781,7 +841,18 @@ void H3Connection::answered(H3Stream& s) {
   if (s.error != 0 || s.answer.kind != Answer::Kind::stats) ++counted_pending_;
   if (s.error == 413) {
     // The client may still be sending its body: refuse the rest (RFC 9114 §4.1).
-    ngtcp2_conn_shutdown_stream_read(conn_, s.id, NGHTTP3_H3_NO_ERROR);
+    shut_stream(s.id, NGHTTP3_H3_NO_ERROR, true, false);
+  }
+}
+
+void H3Connection::shut_stream(std::int64_t id, std::uint64_t code, bool read, bool write) {
+  if (conn_ == nullptr) return detached_shuts_.push_back({id, code, read, write});
+  if (read && write) {
+    ngtcp2_conn_shutdown_stream(conn_, id, code);
+  } else if (read) {
+    ngtcp2_conn_shutdown_stream_read(conn_, id, code);
+  } else {
+    ngtcp2_conn_shutdown_stream_write(conn_, id, code);
   }
 }
 
@@ -848,7 +919,7 @@ void H3Connection::on_watchdog(beast::error_code ec) {
     if (s.id < 0 || s.state != H3Stream::State::receiving || s.started + env_.read_timeout > now) continue;
     env_.log->debug("h3 timeout: resetting stream {}", s.id);
     set_state(s, H3Stream::State::responding);  // never answered
-    ngtcp2_conn_shutdown_stream(conn_, s.id, NGHTTP3_H3_REQUEST_INCOMPLETE);
+    shut_stream(s.id, NGHTTP3_H3_REQUEST_INCOMPLETE, true, true);
     reset = true;
   }
   auto oldest = Clock::time_point::max();  // of the requests still incomplete (a scan per wake)

@@ -23,6 +23,7 @@
 #include <boost/beast/core/error.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <queue>
 #include <string>
@@ -40,6 +41,7 @@ struct nghttp3_conn;
 namespace loadlab::target {
 
 class H3Server;
+struct H3FuzzPeer;  // tests/fuzz/h3_fuzz.cpp: drives a connection's HTTP/3 layer without QUIC
 
 // One request/response exchange. Slots are reused, as H2Stream's are. A slot is freed when
 // nghttp3 closes the stream, which is after the client acknowledged the whole response: the
@@ -52,6 +54,7 @@ struct H3Stream {
   bool head = false;
   bool stats_path = false;
   bool counted = false;  // in env.in_flight, until its FIN is sent or the stream ends
+  bool queued = false;   // whole, waiting in the connection's queue for a turn to be answered
   unsigned error = 0;    // 413 or 431, decided while the request arrived
   std::chrono::steady_clock::time_point started;  // its first bytes arrived (read timeout)
   std::uint64_t header_bytes = 0;
@@ -91,6 +94,7 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   void initiate_shutdown();
 
  private:
+  friend struct H3FuzzPeer;
   struct Glue;  // ngtcp2's and nghttp3's callbacks (h3_connection.cpp)
 
   struct Wake {
@@ -101,7 +105,11 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   };
 
   // QUIC.
+  static ngtcp2_callbacks quic_callbacks();  // ngtcp2 copies them into each connection
   bool setup_http();
+  // The nghttp3 connection with our callbacks and settings, `max_streams` the client may open at
+  // once; setup_http() makes it, then binds the unidirectional streams QUIC opens for it.
+  bool make_http(std::uint64_t max_streams);
   void on_read_error(int rv);
   void on_handshake_completed();
   void note_0rtt(const std::uint8_t* data, std::size_t size);
@@ -122,11 +130,17 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   void begin_stream(std::int64_t id);
   void set_state(H3Stream& s, H3Stream::State state);
   void complete_request(H3Stream& s);
+  void answer(H3Stream& s);
+  bool turn_spent();
+  void queue_for_turn(H3Stream& s);
+  void on_turn();
   void hold_or_respond(H3Stream& s, Clock::time_point now);
   void respond(H3Stream& s);
   void answered(H3Stream& s);
   void end_stream(H3Stream& s);
   void consume(std::int64_t stream_id, std::size_t bytes);
+  // STOP_SENDING (read), RESET_STREAM (write) or both for a stream, asked of QUIC.
+  void shut_stream(std::int64_t id, std::uint64_t code, bool read, bool write);
 
   // Delays and the read timeout.
   void schedule(H3Stream& s, Clock::time_point at);
@@ -154,6 +168,17 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   Clock::time_point timer_at_ = Clock::time_point::max();
   Clock::time_point watchdog_at_ = Clock::time_point::max();
   std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
+  // Work turns (answer.hpp's kTurnBudget): one batch of datagrams can complete a thousand
+  // requests. Once a turn has spent the budget on requests asking CPU work, the requests that
+  // complete after it wait here, in order, for turns posted behind what the io thread has waiting.
+  struct Queued {
+    std::int64_t id;
+    H3Stream* stream;
+  };
+  std::deque<Queued> queued_;
+  Clock::time_point turn_start_;
+  bool in_turn_ = false;      // a turn's start is noted, and its end posted
+  bool turn_posted_ = false;  // on_turn() is posted
 
   std::vector<std::unique_ptr<H3Stream>> slots_;
   std::vector<H3Stream*> free_;
@@ -177,6 +202,14 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   bool draining_ = false;       // the client's CONNECTION_CLOSE came
   bool closed_ = false;         // gone from the server's map
   bool flush_posted_ = false;
+  // A connection never start()ed has no QUIC connection (conn_ null: the h3 fuzz target's). What
+  // HTTP/3 asked of QUIC's streams is noted here instead, for the test to play QUIC's part.
+  struct DetachedShut {
+    std::int64_t id;
+    std::uint64_t code;
+    bool read, write;
+  };
+  std::vector<DetachedShut> detached_shuts_;
 };
 
 }  // namespace loadlab::target

@@ -494,6 +494,38 @@ TEST(TargetH3Knobs, StallHoldsStreams) {
   EXPECT_LT(client.response(held).closed_at - t0, 600ms);
 }
 
+// One batch of datagrams can complete many requests that each ask CPU work: the connection
+// answers them in turns of at most kTurnBudget (10 ms, at least one request each) posted behind
+// what the io thread has waiting, so a second client is answered meanwhile, and every request of
+// the flood is still answered, each costing the work it asked.
+TEST(TargetH3Floods, AWorkFloodOnOneConnectionDoesNotStopASecondClient) {
+  RunningServer srv(h3_options());  // one io thread
+  H3Client flood(srv.port());
+  ASSERT_TRUE(flood.connected());
+  const auto flood_start = Clock::now();
+  flood.submit_together(150, {{"x-loadlab-work-us", "20000"}});  // 3 s of work
+  // The client sends what pacing held back; the target is then busy with them all.
+  flood.run_until([] { return false; }, 100ms);
+  // A second client connects (a handshake of a few round trips, each behind up to a turn of the
+  // flood) and is answered within 250 ms, not after the flood's 3 s (2.9 s without turns).
+  const auto start = Clock::now();
+  H3Client other(srv.port());
+  ASSERT_TRUE(other.connected());
+  const auto id = other.submit();
+  ASSERT_TRUE(other.run_all(2s));
+  EXPECT_EQ(other.response(id).body, kBody);
+  const double answered_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  EXPECT_LT(answered_ms, 250.0) << "the flood held the io thread";
+  const auto over = other.submit({{"x-loadlab-work-us", "50001"}});
+  ASSERT_TRUE(other.run_all(2s));
+  EXPECT_EQ(other.response(over).status, 400);
+  ASSERT_TRUE(flood.run_all(20s));
+  for (auto& [stream, res] : flood.responses()) EXPECT_EQ(res.body, kBody) << stream;
+  EXPECT_EQ(flood.responses().size(), 150u);
+  // Each request cost the 20 ms it asked: 150 of them one after another on the one io thread.
+  EXPECT_GE(std::chrono::duration<double>(Clock::now() - flood_start).count(), 2.9);
+}
+
 TEST(TargetH3Knobs, UploadOverTheBodyLimitGets413) {
   auto options = h3_options();
   options.body_limit = 10000;

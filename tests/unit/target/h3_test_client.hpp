@@ -102,8 +102,17 @@ class H3Client {
     const bool has_body = body_size != 0 || open;
     nghttp3_conn_submit_request(http_, id, nva.data(), nva.size(), has_body ? &reader : nullptr, &upload);
     responses_[id];
-    flush();
+    if (!holding_) flush();
     return id;
+  }
+
+  // `count` requests sent together: packets full of HEADERS frames, which one batch of the
+  // server's reads completes at once.
+  void submit_together(int count, const Headers& extra) {
+    holding_ = true;
+    for (int i = 0; i < count; ++i) submit(extra);
+    holding_ = false;
+    flush();
   }
 
   // Runs the connection until `done()` or `timeout`; false at the deadline or on failure.
@@ -165,6 +174,8 @@ class H3Client {
         ngtcp2_conn_write_connection_close(conn_, nullptr, &pi, packet.data(), packet.size(), &error, now());
     if (n > 0) send(fd_, packet.data(), static_cast<std::size_t>(n), 0);
   }
+
+  bool holding_ = false;  // submit() leaves the sending to submit_together()
 
   struct Upload {
     std::uint64_t left = 0;
