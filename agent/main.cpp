@@ -1,5 +1,6 @@
 // loadlab-agent: the daemon on each lab machine. Parses flags, serves, stops on a signal.
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -9,6 +10,7 @@
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/job_processes.hpp"
+#include "loadlab/agent/job_user.hpp"
 #include "loadlab/agent/pids_limit.hpp"
 #include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/build_info.hpp"
@@ -51,6 +53,10 @@ int main(int argc, char** argv) {
   app.add_flag("--allow-readable-credentials", allow_readable_credentials,
                "use a --token-file or --tls-key that other users can read, or that another user owns "
                "(warned); refused otherwise");
+  std::string job_user;
+  app.add_option("--job-user", job_user,
+                 "run the jobs (targets, load workers, clients) as this user, who cannot read the agent's "
+                 "credentials or files; needs root, or CAP_SETUID and CAP_SETGID");
   std::vector<std::string> allow_load_to;
   app.add_option("--allow-load-to", allow_load_to,
                  "CIDRs load may be sent to (default: loopback, 127.0.0.0/8 ::1/128)");
@@ -129,6 +135,23 @@ int main(int argc, char** argv) {
     if (!tls.key.empty()) loadlab::agent::check_secret_file(tls.key, "--tls-key", allow_readable_credentials);
     if (!allow_load_to.empty())
       options.allow_load_to = loadlab::agent::NetworkList::parse(allow_load_to, "--allow-load-to");
+    if (!job_user.empty()) {
+      if (!loadlab::agent::can_switch_users())
+        throw loadlab::InputError("--job-user",
+                                  "the agent runs as uid " + std::to_string(geteuid()) +
+                                      " without CAP_SETUID and CAP_SETGID; start it as root (or with those "
+                                      "capabilities) to run its jobs as another user");
+      options.job_user = loadlab::agent::resolve_job_user(job_user, "--job-user");
+      const auto bin_dir = options.bin_dir.empty() ? loadlab::agent::executable_dir() : options.bin_dir;
+      for (const char* program : {"loadlab-target", "loadlab-load"}) {
+        if (auto why = loadlab::agent::check_job_user_runs(*options.job_user, bin_dir + "/" + program);
+            !why.empty())
+          throw loadlab::InputError(
+              "--job-user", why +
+                                " (every folder above it must be searchable by that user: install the "
+                                "agent where they are, e.g. /usr/bin, or give --bin-dir)");
+      }
+    }
   } catch (const loadlab::InputError& e) {
     std::cerr << "loadlab-agent: " << e.what() << "\n";
     return 2;
@@ -165,6 +188,9 @@ int main(int argc, char** argv) {
   log->info("agent {} serving on {} ({}{}); load may go to {}", options.name, bound,
             tls.enabled() ? (tls.client_ca.empty() ? "TLS" : "mutual TLS") : "no TLS",
             options.token.empty() ? "" : ", token required", options.allow_load_to.to_string());
+  if (options.job_user)
+    log->info("jobs run as user {} (uid {}), who cannot read this agent's credentials",
+              options.job_user->name, options.job_user->uid);
   if (options.insecure)
     log->warn("--insecure: {} is reachable from the network {}; anyone who can reach it can run jobs{}",
               bound, tls.enabled() ? "with TLS but no proof of its callers" : "without TLS",

@@ -1,6 +1,7 @@
 #include "loadlab/agent/child_process.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -81,7 +82,7 @@ Launcher& launcher() {
 }
 
 // Where the child failed between fork and exec, sent up the CLOEXEC pipe with errno.
-enum class Stage : int { kCgroup, kCpuset, kPids, kAffinity, kChdir, kExec };
+enum class Stage : int { kCgroup, kCpuset, kPids, kAffinity, kUser, kChdir, kExec };
 struct ExecFailure {
   Stage stage;
   int error;
@@ -98,6 +99,7 @@ struct ExecPlan {
   int pids_procs_fd;          // -1 = no v1 job pids cgroup
   const cpu_set_t* affinity;  // nullptr = the agent's
   size_t affinity_size;
+  const JobUser* user;  // nullptr = the agent's
   int out_w, err_w, report_w;
   pid_t parent;
 };
@@ -121,6 +123,11 @@ struct ExecPlan {
   if (plan.affinity && sched_setaffinity(0, plan.affinity_size, plan.affinity) != 0)
     fail_in_child(plan.report_w, Stage::kAffinity);
   setpgid(0, 0);
+  // The job's user, once the cgroups are joined (as the agent: the job cannot write them). Before
+  // the parent-death signal, which a change of user clears.
+  if (plan.user != nullptr && (setgroups(plan.user->groups.size(), plan.user->groups.data()) != 0 ||
+                               setgid(plan.user->gid) != 0 || setuid(plan.user->uid) != 0))
+    fail_in_child(plan.report_w, Stage::kUser);
   // Dies with the agent (the forking thread is the launcher, which lives as long).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != plan.parent) _exit(127);
@@ -137,7 +144,7 @@ struct ExecPlan {
 }
 
 std::string describe_failure(const ExecFailure& f, const std::string& path, const char* cwd,
-                             const JobCgroup* job) {
+                             const JobCgroup* job, const JobUser* user) {
   switch (f.stage) {
     case Stage::kCgroup:
       return "cannot move " + path + " into job cgroup " + (job ? job->path() : "") + ": " +
@@ -148,6 +155,9 @@ std::string describe_failure(const ExecFailure& f, const std::string& path, cons
       return "cannot move " + path + " into its job pids cgroup: " + strerror(f.error);
     case Stage::kAffinity:
       return "cannot set the CPU affinity of " + path + ": " + strerror(f.error);
+    case Stage::kUser:
+      return "cannot run " + path + " as user " + (user ? user->name : "") +
+             " (loadlab-agent --job-user): " + strerror(f.error);
     case Stage::kChdir:
       return "cannot execute " + path + " in " + (cwd ? cwd : ".") + ": " + strerror(f.error);
     case Stage::kExec:
@@ -204,7 +214,7 @@ Forked fork_exec(ExecPlan plan, const std::string& path, const JobCgroup* job, i
     if (f.pidfd >= 0) close(f.pidfd);
     close(out[0]);
     close(err[0]);
-    throw std::runtime_error(describe_failure(failure, path, plan.cwd, job));
+    throw std::runtime_error(describe_failure(failure, path, plan.cwd, job, plan.user));
   }
   return f;
 }
@@ -258,6 +268,16 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
   for (auto& [k, v] : options.env)
     if (k != mark_name) env_strings.push_back(k + "=" + v);
   env_strings.push_back(child->mark_);
+  if (options.user != nullptr) {  // who the job runs as (unless options.env says otherwise)
+    const std::pair<std::string, std::string> who[] = {
+        {"HOME", options.user->home}, {"USER", options.user->name}, {"LOGNAME", options.user->name}};
+    for (const auto& [k, v] : who) {
+      if (std::any_of(options.env.begin(), options.env.end(), [&](const auto& e) { return e.first == k; }))
+        continue;
+      std::erase_if(env_strings, [&](const std::string& e) { return e.rfind(k + "=", 0) == 0; });
+      env_strings.push_back(k + "=" + v);
+    }
+  }
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
@@ -279,6 +299,7 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
                 child->pids_ ? child->pids_->procs_fd() : -1,
                 mask ? mask->set() : nullptr,
                 mask ? mask->size() : 0,
+                options.user,
                 -1,
                 -1,
                 -1,

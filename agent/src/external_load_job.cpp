@@ -20,7 +20,7 @@ Status ExternalLoadJob::run(const v1::LoadSpec& spec, const ClientEntry& client,
   try {
     std::vector<JobFile> files;
     for (auto& f : clients::aux_files(client.tool, spec)) files.push_back({f.name, f.content});
-    aux = std::make_unique<AuxFolder>(files);
+    aux = std::make_unique<AuxFolder>(files, options_.job_user_or_null());
     argv = clients::command_line(client.tool, client.path, spec, aux->path());
   } catch (const InputError& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());
@@ -40,6 +40,7 @@ Status ExternalLoadJob::launch(const std::vector<std::string>& argv, const std::
     SpawnOptions spawn;
     spawn.cpus = job_cpus(cpus);  // checked by the service
     spawn.max_tasks = options_.limits.tasks;
+    spawn.user = options_.job_user_or_null();
     child_ = ChildProcess::spawn(argv, spawn);
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, "cannot start " + argv[0] + ": " + e.what());

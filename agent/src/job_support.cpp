@@ -1,27 +1,36 @@
 #include "job_support.hpp"
 
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
 namespace loadlab::agent {
 
-AuxFolder::AuxFolder(const std::vector<JobFile>& files) {
+AuxFolder::AuxFolder(const std::vector<JobFile>& files, const JobUser* owner) {
   if (files.empty()) return;
   char tmpl[] = "/tmp/loadlab-job-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("cannot make a folder for the job's files");
   path_ = tmpl;
+  auto fail = [&](const std::string& what) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);  // no destructor runs for a constructor that throws
+    throw std::runtime_error(what);
+  };
   for (auto& f : files) {
-    std::ofstream out(std::filesystem::path(path_) / f.name, std::ios::binary);
+    const auto file = std::filesystem::path(path_) / f.name;
+    std::ofstream out(file, std::ios::binary);
     out << f.content;
-    if (!out.flush()) {
-      std::error_code ec;
-      std::filesystem::remove_all(path_, ec);  // no destructor runs for a constructor that throws
-      throw std::runtime_error("cannot write " + f.name + " into " + path_);
-    }
+    if (!out.flush()) fail("cannot write " + f.name + " into " + path_);
+    if (owner != nullptr && chown(file.c_str(), owner->uid, owner->gid) != 0)
+      fail("cannot give " + file.string() + " to user " + owner->name + ": " + std::strerror(errno));
   }
+  if (owner != nullptr && chown(path_.c_str(), owner->uid, owner->gid) != 0)
+    fail("cannot give " + path_ + " to user " + owner->name + ": " + std::strerror(errno));
 }
 
 AuxFolder::~AuxFolder() {

@@ -17,12 +17,15 @@ Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
   std::vector<std::string> argv;
   std::unique_ptr<AuxFolder> body;  // the request body, in a file: execve takes 128 KiB per argument
   try {
-    if (!spec.body().empty()) body = std::make_unique<AuxFolder>(std::vector<JobFile>{{"body", spec.body()}});
+    if (!spec.body().empty())
+      body = std::make_unique<AuxFolder>(std::vector<JobFile>{{"body", spec.body()}},
+                                         options_.job_user_or_null());
     argv = load::command_line(options_.bin_dir + "/loadlab-load", load::options_from_spec(spec),
                               body ? body->path() + "/body" : "");
     SpawnOptions spawn;
     spawn.cpus = job_cpus(spec.cpus());  // checked by the service
     spawn.max_tasks = options_.limits.tasks;
+    spawn.user = options_.job_user_or_null();
     child_ = ChildProcess::spawn(argv, spawn);
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, std::string("cannot start load worker: ") + e.what());

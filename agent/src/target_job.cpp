@@ -87,6 +87,7 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
   try {
     spawn_options_.cpus = job_cpus(spec.cpus());  // checked by the service
     spawn_options_.max_tasks = options_.limits.tasks;
+    spawn_options_.user = options_.job_user_or_null();
     // Threads 0: one per CPU the target may use.
     threads_ = spec.threads()                 ? spec.threads()
                : !spawn_options_.cpus.empty() ? spawn_options_.cpus.size()
@@ -118,7 +119,8 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
       auto pair = target::make_self_signed_cert(std::chrono::system_clock::now(), error);
       if (!pair) throw std::runtime_error("cannot make a certificate: " + error);
       files_ = std::make_unique<AuxFolder>(std::vector<JobFile>{{"cert.pem", pair->credentials.cert_pem},
-                                                                {"key.pem", pair->credentials.key_pem}});
+                                                                {"key.pem", pair->credentials.key_pem}},
+                                           options_.job_user_or_null());
       ph.tls_cert = files_->path() + "/cert.pem";
       ph.tls_key = files_->path() + "/key.pem";
     }

@@ -811,6 +811,73 @@ TEST(Item5Credentials, AWorldReadableOrShortTokenIsRefused) {
   EXPECT_THAT(agent.proc->output_tail(), HasSubstr("used because of --allow-readable-credentials"));
 }
 
+// Item 5: jobs run as the agent's user can read its credentials; with --job-user they run as
+// another user, who cannot. A catalog target (a shell, then loadlab-target) notes its uid and
+// whether it could read the token; a load with a body (a file the agent gives the job's user)
+// is answered whole. The binaries are copied into a folder every user can reach, as an
+// installed agent's are.
+TEST(Item5Credentials, JobsRunAsTheJobUserCannotReadTheAgentsToken) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run jobs as another user (CI is root)";
+  TempDir dir;
+  std::filesystem::permissions(dir.path(), std::filesystem::perms(0755));
+  const auto bin_dir = dir.path() / "bin";
+  const auto out = dir.path() / "out";
+  std::filesystem::create_directories(bin_dir);
+  std::filesystem::create_directories(out);
+  std::filesystem::permissions(out, std::filesystem::perms(0777));
+  for (const char* b : {"loadlab-target", "loadlab-load"}) std::filesystem::copy_file(bin(b), bin_dir / b);
+  const std::string token = "job-user-token-0123456789";
+  const auto token_file = dir.secret("token", token + "\n");
+  const auto catalog =
+      dir.file("catalog.json",
+               nlohmann::json{
+                   {"targets",
+                    {{"probe",
+                      {{"argv",
+                        {"/bin/sh", "-c",
+                         "id -un > " + (out / "user").string() + "; (cat " + token_file +
+                             " || echo refused) > " + (out / "read").string() + " 2>/dev/null; exec " +
+                             (bin_dir / "loadlab-target").string() + " --listen {host}:{port} --threads 1"}},
+                       {"readiness", {{"type", "http"}, {"path", "/"}}}}}}}}
+                   .dump());
+  auto read = [&](const char* name) {
+    std::ifstream f(out / name);
+    std::string line;
+    std::getline(f, line);
+    return line;
+  };
+  for (bool job_user : {false, true}) {
+    for (const char* name : {"user", "read"}) std::filesystem::remove(out / name);
+    std::vector<std::string> args = {"--token-file", token_file,  "--catalog",
+                                     catalog,        "--bin-dir", bin_dir.string()};
+    if (job_user) args.insert(args.end(), {"--job-user", "nobody"});
+    AgentProcess agent("u", "127.0.0.1:0", args);
+    ASSERT_NE(agent.address, "") << agent.proc->output_tail();
+    auto stub = stub_for(agent.address, grpc::InsecureChannelCredentials());
+    v1::TargetSpec spec;
+    spec.set_catalog("probe");
+    Hosted h(*stub, spec, token);
+    ASSERT_NE(h.endpoint, "") << agent.proc->output_tail();
+    EXPECT_EQ(read("user"), job_user ? "nobody" : "root");
+    EXPECT_EQ(read("read"), job_user ? "refused" : token) << "the job read the agent's token";
+    auto load = load_to(h.endpoint, 5);
+    load.set_method("POST");
+    load.set_body("a body in a file of the job's user");
+    auto r = run_load(*stub, load, token);
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message() << agent.proc->output_tail();
+    EXPECT_EQ(r.requests, 5u);
+    EXPECT_TRUE(h.close().ok());
+  }
+  // An agent that could not run the jobs as the user says so at start.
+  auto r = run_command({bin("loadlab-agent"), "--job-user", "no-such-user-of-loadlab"}, 10s);
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_THAT(r.output_tail,
+              HasSubstr("--job-user: \"no-such-user-of-loadlab\" is not a user of this machine"));
+  r = run_command({bin("loadlab-agent"), "--job-user", "root"}, 10s);
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_THAT(r.output_tail, HasSubstr("is root"));
+}
+
 // Item 6: a body over 128 KiB (one argument of execve at most) reaches the server whole: the
 // agent hands it to the worker in a file.
 TEST_F(SecureAgentTest, Item6ABodyOver128KiBIsSentWhole) {

@@ -1,7 +1,9 @@
 #include "loadlab/agent/child_process.hpp"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include "loadlab/agent/job_user.hpp"
+#include "loadlab/shared/input_error.hpp"
 #include "proc_control_paths.hpp"
 
 namespace loadlab::agent {
@@ -56,6 +60,58 @@ TEST_P(ChildProcessTest, ReadsStdoutLinesAndExitStatus) {
   EXPECT_EQ(st->code, 3);
   EXPECT_EQ(c->terminate().code, 3);  // the same status once reaped
   EXPECT_NE(c->output_tail().find("err"), std::string::npos);
+}
+
+// SpawnOptions.user (loadlab-agent --job-user): the child runs as that user, in its job's
+// cgroup (joined as the agent), with HOME and USER its own, and cannot read a file only the
+// agent's user can; the agent still stops it.
+TEST_P(ChildProcessTest, AJobUserRunsTheChildAsThatUserWhoCannotReadTheAgentsFiles) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another user (CI is root)";
+  char folder[] = "/tmp/loadlab-user-test-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  chmod(folder, 0755);
+  const std::string secret = std::string(folder) + "/secret";
+  std::ofstream(secret) << "the agent's\n";
+  chmod(secret.c_str(), 0600);
+  const JobUser user = resolve_job_user("nobody", "--job-user");
+  SpawnOptions options;
+  options.user = &user;
+  auto c = ChildProcess::spawn(
+      {"/bin/sh", "-c",
+       "id -u; id -g; echo $HOME $USER; cat " + secret + " 2>/dev/null || echo refused; sleep 30"},
+      options);
+  std::string line;
+  for (const std::string& expected :
+       {std::to_string(user.uid), std::to_string(user.gid), user.home + " nobody", std::string("refused")}) {
+    ASSERT_EQ(c->next_line(line, 5s), ChildProcess::LineStatus::kLine);
+    EXPECT_EQ(line, expected);
+  }
+  if (!c->cgroup_path().empty()) {
+    std::ifstream procs(c->cgroup_path() + "/cgroup.procs");
+    std::string text((std::istreambuf_iterator<char>(procs)), {});
+    EXPECT_NE(text.find(std::to_string(c->pid())), std::string::npos) << "the child left its job cgroup";
+  }
+  c->terminate(1s);
+  EXPECT_TRUE(gone_soon(c->pid()));
+  std::filesystem::remove_all(folder);
+}
+
+TEST(JobUser, UnknownUsersRootAndTheAgentsOwnUserAreRefusedNamingTheFlag) {
+  try {
+    resolve_job_user("no-such-user-of-loadlab", "--job-user");
+    ADD_FAILURE() << "an unknown user was taken";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--job-user: \"no-such-user-of-loadlab\" is not a user of this machine (getent passwd "
+                 "no-such-user-of-loadlab)");
+  }
+  EXPECT_THROW(resolve_job_user("root", "--job-user"), InputError);
+  if (geteuid() != 0) {
+    const auto own = getpwuid(geteuid());
+    ASSERT_NE(own, nullptr);
+    EXPECT_THROW(resolve_job_user(own->pw_name, "--job-user"), InputError);
+  }
+  if (geteuid() == 0) EXPECT_TRUE(can_switch_users());
 }
 
 TEST_P(ChildProcessTest, TerminateStopsTheWholeProcessGroup) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "loadlab/agent/agent_limits.hpp"
@@ -13,6 +14,7 @@
 #include "loadlab/agent/catalog.hpp"
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/agent/job_slot.hpp"
+#include "loadlab/agent/job_user.hpp"
 #include "loadlab/agent/load_destinations.hpp"
 #include "loadlab/agent/proc_reader.hpp"
 #include "loadlab/agent/target_spec_check.hpp"
@@ -30,7 +32,9 @@ struct AgentOptions {
   AgentLimits limits;                                   // what a job may ask for
   NetworkList allow_load_to = NetworkList::loopback();  // where its load may go
   std::string token;                                    // required of every call when not empty
-  bool insecure = false;  // serves a network without proving its callers: warned at every Describe
+  bool insecure = false;            // serves a network without proving its callers: warned at every Describe
+  std::optional<JobUser> job_user;  // jobs run as this user (--job-user); none: as the agent's
+  const JobUser* job_user_or_null() const { return job_user ? &*job_user : nullptr; }
 };
 
 // The folder of the running executable (from /proc/self/exe).

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "loadlab/agent/job_user.hpp"
 #include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/cpu_list.hpp"
 
@@ -55,6 +56,9 @@ struct SpawnOptions {
   // pids controller where there is one (pids_limit.hpp): a fork loop fails in the job instead
   // of filling the machine between two samples. 0 = no ceiling.
   int64_t max_tasks = 0;
+  // Runs the child as this user (loadlab-agent --job-user), switched to after it joined its
+  // cgroups and before exec; nullptr = the agent's user.
+  const JobUser* user = nullptr;
 };
 
 class ChildProcess {

@@ -1,0 +1,69 @@
+#include "loadlab/agent/job_user.hpp"
+
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include "loadlab/agent/child_process.hpp"
+#include "loadlab/shared/input_error.hpp"
+
+namespace loadlab::agent {
+
+JobUser resolve_job_user(const std::string& name, const std::string& flag) {
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  const int rc = getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found);
+  if (rc != 0 || found == nullptr)
+    throw InputError(flag, "\"" + name + "\" is not a user of this machine (getent passwd " + name + ")");
+  JobUser user;
+  user.name = name;
+  user.uid = found->pw_uid;
+  user.gid = found->pw_gid;
+  user.home = found->pw_dir != nullptr ? found->pw_dir : "/";
+  if (user.uid == 0)
+    throw InputError(flag, "\"" + name + "\" is root; jobs must run as a user without privileges");
+  if (user.uid == geteuid())
+    throw InputError(
+        flag, "\"" + name + "\" is the agent's own user; name another, which cannot read the agent's files");
+  int count = 64;
+  user.groups.resize(static_cast<std::size_t>(count));
+  while (getgrouplist(name.c_str(), user.gid, user.groups.data(), &count) < 0)
+    user.groups.resize(static_cast<std::size_t>(count));
+  user.groups.resize(static_cast<std::size_t>(count));
+  return user;
+}
+
+bool can_switch_users() {
+  if (geteuid() == 0) return true;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    const auto caps = std::stoull(line.substr(7), nullptr, 16);
+    constexpr unsigned long long kSetgid = 1ULL << 6, kSetuid = 1ULL << 7;
+    return (caps & kSetgid) != 0 && (caps & kSetuid) != 0;
+  }
+  return false;
+}
+
+std::string check_job_user_runs(const JobUser& user, const std::string& program) {
+  SpawnOptions options;
+  options.user = &user;
+  try {
+    auto child = ChildProcess::spawn({program, "--version"}, options);
+    const auto status = child->wait_exit(std::chrono::seconds(10));
+    if (status && status->code == 0) return "";
+    std::string line, output;
+    while (child->next_line(line, std::chrono::milliseconds(100)) == ChildProcess::LineStatus::kLine)
+      output = line;
+    return user.name + " cannot run " + program + (output.empty() ? "" : ": " + output);
+  } catch (const std::exception& e) {
+    return "as " + user.name + ", " + e.what();
+  }
+}
+
+}  // namespace loadlab::agent
