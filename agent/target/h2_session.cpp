@@ -147,6 +147,7 @@ struct H2Session<Stream>::Glue {
   }
 
   static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_RST_STREAM) self(user_data).note_stream(frame->hd.stream_id, true);
     if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
       auto& session = self(user_data);
@@ -292,7 +293,7 @@ void H2Session<Stream>::on_read(beast::error_code ec, std::size_t bytes) {
     return close_now();
   }
   read_at_ = Clock::now();
-  if (!receive(read_buffer_.data(), bytes)) return;
+  if (!refused_ && !receive(read_buffer_.data(), bytes)) return;
   flush();
   if (!finishing_ && nghttp2_session_want_read(session_) != 0) do_read();
 }
@@ -304,7 +305,15 @@ bool H2Session<Stream>::receive(const std::uint8_t* data, std::size_t size) {
   const auto turn_start = Clock::now();
   for (std::size_t at = 0; at < size;) {
     const std::size_t n = next_unit(data + at, size - at);
+    if (refused_with_ != 0) {
+      refuse(refused_with_);
+      return true;
+    }
     const auto rv = nghttp2_session_mem_recv(session_, data + at, n);
+    if (rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC) {  // RFC 9113 §3.4: GOAWAY, then the connection ends
+      refuse(NGHTTP2_PROTOCOL_ERROR);
+      return true;
+    }
     if (rv < 0) {
       env_.log->debug("h2: {}: closing", nghttp2_strerror(static_cast<int>(rv)));
       close_now();
@@ -337,9 +346,56 @@ std::size_t H2Session<Stream>::next_unit(const std::uint8_t* data, std::size_t s
   frame_header_have_ = 0;
   unit_left_ =
       (std::size_t{frame_header_[0]} << 16) | (std::size_t{frame_header_[1]} << 8) | frame_header_[2];
+  refused_with_ = frame_error();
   const auto n = std::min(size - take, unit_left_);
   unit_left_ -= n;
   return take + n;
+}
+
+// The connection error a frame (its header just read) is, where nghttp2 could not tell without
+// closed streams (see seen_streams_); 0 when it is nghttp2's to judge.
+template <class Stream>
+std::uint32_t H2Session<Stream>::frame_error() const {
+  const auto type = frame_header_[3];
+  if (type != NGHTTP2_DATA && type != NGHTTP2_HEADERS) return 0;
+  const std::int32_t id = static_cast<std::int32_t>((std::uint32_t{frame_header_[5]} & 0x7f) << 24 |
+                                                    std::uint32_t{frame_header_[6]} << 16 |
+                                                    std::uint32_t{frame_header_[7]} << 8 | frame_header_[8]);
+  if (id == 0 || id % 2 == 0 || id > nghttp2_session_get_last_proc_stream_id(session_)) return 0;
+  if (nghttp2_session_find_stream(session_, id) != nullptr) return 0;  // open: nghttp2's
+  const auto it = std::lower_bound(seen_streams_.begin(), seen_streams_.end(), id,
+                                   [](const SeenStream& s, std::int32_t v) { return s.id < v; });
+  if (it != seen_streams_.end() && it->id == id) return it->reset_by_us ? 0 : NGHTTP2_STREAM_CLOSED;
+  if (seen_all_ || (!seen_streams_.empty() && id > seen_streams_.front().id)) return NGHTTP2_PROTOCOL_ERROR;
+  return 0;  // older than what is remembered: ignored, as nghttp2 does
+}
+
+// A stream began (or was reset by us before it could): remembered for frame_error().
+template <class Stream>
+void H2Session<Stream>::note_stream(std::int32_t id, bool reset_by_us) {
+  constexpr std::size_t kSeenStreams = 256;
+  const auto it = std::lower_bound(seen_streams_.begin(), seen_streams_.end(), id,
+                                   [](const SeenStream& s, std::int32_t v) { return s.id < v; });
+  if (it != seen_streams_.end() && it->id == id) {
+    it->reset_by_us |= reset_by_us;
+    return;
+  }
+  seen_streams_.insert(it, SeenStream{id, reset_by_us});
+  if (seen_streams_.size() > kSeenStreams) {
+    seen_streams_.pop_front();
+    seen_all_ = false;
+  }
+}
+
+// A connection error: GOAWAY with `error_code` is queued (flush() writes it, then the session
+// finishes), and nothing more the client sends is given to nghttp2.
+template <class Stream>
+void H2Session<Stream>::refuse(std::uint32_t error_code) {
+  refused_with_ = 0;
+  if (refused_) return;
+  refused_ = true;
+  env_.log->debug("h2: connection error {}: GOAWAY", nghttp2_http2_strerror(error_code));
+  nghttp2_session_terminate_session(session_, error_code);
 }
 
 template <class Stream>
@@ -539,6 +595,7 @@ void H2Session<Stream>::begin_stream(std::int32_t id) {
   s.started = read_at_;
   ++in_state_[0];
   ++open_streams_;
+  note_stream(id, false);
 }
 
 template <class Stream>

@@ -20,6 +20,7 @@
 #include <boost/beast/core/error.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <queue>
 #include <string>
@@ -98,6 +99,9 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   void on_read(boost::beast::error_code ec, std::size_t bytes);
   bool receive(const std::uint8_t* data, std::size_t size);
   std::size_t next_unit(const std::uint8_t* data, std::size_t size);
+  std::uint32_t frame_error() const;
+  void note_stream(std::int32_t id, bool reset_by_us);
+  void refuse(std::uint32_t error_code);
   void resume();
   void flush();
   bool serialize();
@@ -159,6 +163,20 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   std::size_t unit_left_ = 24;  // bytes left of the client's preface, then of the current frame
   std::array<std::uint8_t, 9> frame_header_{};
   std::size_t frame_header_have_ = 0;
+  // RFC 9113 §5.1 and §5.1.1 for the frames nghttp2 cannot judge: it keeps no closed streams
+  // here (no_closed_streams: they would cost memory per connection for a priority tree a
+  // benchmark target ignores), so a DATA or HEADERS frame for a stream that has closed would be
+  // ignored. The streams opened lately (by id, ascending) and whether we reset them tell: a frame
+  // for one that closed is a connection error STREAM_CLOSED, unless we reset it (what the client
+  // had in flight is ignored, §5.1); one for a lower id never opened is a PROTOCOL_ERROR.
+  struct SeenStream {
+    std::int32_t id;
+    bool reset_by_us;
+  };
+  std::deque<SeenStream> seen_streams_;  // at most kSeenStreams
+  bool seen_all_ = true;                 // none forgotten yet: an id not among them was never opened
+  std::uint32_t refused_with_ = 0;       // a connection error found in the input (refuse())
+  bool refused_ = false;                 // our GOAWAY is queued: nothing more is read into nghttp2
   // A DATA payload written from where it is, after the first `at` bytes of out_.
   struct Payload {
     std::size_t at;

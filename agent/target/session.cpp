@@ -23,16 +23,19 @@ namespace {
 
 constexpr std::size_t kReadChunk = 16 * 1024;
 
-// What a client speaking HTTP/2 with prior knowledge sends first (RFC 9113 §3.4).
-constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+// What a client speaking HTTP/2 with prior knowledge sends first (RFC 9113 §3.4) begins with
+// this line, which no HTTP/1.1 request can be (method PRI, version 2.0). Once it is seen, the
+// connection is HTTP/2's: a preface that goes wrong after it gets HTTP/2's answer (GOAWAY
+// PROTOCOL_ERROR, from H2Session), not an HTTP/1.1 400.
+constexpr std::string_view kH2PrefaceLine = "PRI * HTTP/2.0\r\n";
 
 enum class Preface { absent, partial, whole };
 
 Preface match_preface(net::const_buffer bytes) {
   const std::string_view seen(static_cast<const char*>(bytes.data()),
-                              std::min(bytes.size(), kH2Preface.size()));
-  if (!kH2Preface.starts_with(seen)) return Preface::absent;
-  return seen.size() == kH2Preface.size() ? Preface::whole : Preface::partial;
+                              std::min(bytes.size(), kH2PrefaceLine.size()));
+  if (!kH2PrefaceLine.starts_with(seen)) return Preface::absent;
+  return seen.size() == kH2PrefaceLine.size() ? Preface::whole : Preface::partial;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "h2_frames.hpp"
 #include "h2_test_client.hpp"
 #include "running_server.hpp"
 #include "self_signed_cert.hpp"
@@ -34,7 +35,9 @@ namespace loadlab::target {
 namespace {
 
 namespace net = boost::asio;
+using testing::frame;
 using testing::H2Client;
+using testing::literal;
 using testing::test_cert;
 using testing::TlsClient;
 using namespace std::chrono_literals;
@@ -407,23 +410,9 @@ TEST(TargetH2Lifecycle, GracefulShutdownAnswersStreamsInFlightThenExits) {
 
 // ---- Clients that break the rules on purpose: raw frames ----
 
-// One HTTP/2 frame.
-std::string frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
-  std::string f;
-  for (int shift : {16, 8, 0}) f += static_cast<char>((payload.size() >> shift) & 0xff);
-  f += static_cast<char>(type);
-  f += static_cast<char>(flags);
-  for (int shift : {24, 16, 8, 0}) f += static_cast<char>((stream >> shift) & (shift == 24 ? 0x7f : 0xff));
-  return f + payload;
-}
 constexpr uint8_t kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4, kGoaway = 0x7, kContinuation = 0x9;
 constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4;
 
-// An HPACK literal header without indexing, new name (short names and values).
-std::string literal(const std::string& name, const std::string& value) {
-  return std::string(1, '\0') + static_cast<char>(name.size()) + name + static_cast<char>(value.size()) +
-         value;
-}
 // GET / from the static table (:method GET, :scheme http, :path /) and :authority.
 const std::string kGetBlock = std::string("\x82\x86\x84\x41\x09", 5) + "127.0.0.1";
 
