@@ -93,6 +93,8 @@ class Server {
   std::uint64_t requests() const;
   // All the stats endpoint's counts. Any thread.
   ServerStats stats() const;
+  // Requests read whole and not yet answered (what a shutdown waits for). Any thread.
+  std::int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
   boost::beast::error_code listen_on(const boost::asio::ip::tcp::endpoint& endpoint);

@@ -219,8 +219,10 @@ TEST_P(AgentTruthTest, AChildHolding200MiBMeasuresItsRss) {
 TEST_P(AgentTruthTest, CancellingTheStreamLeavesNoProcessOfTheJob) {
   auto h = host("tree30");
   ASSERT_TRUE(h.stream);
-  std::this_thread::sleep_for(200ms);
   auto pids = tree_pids(h.pid);
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       pids.size() < 3 && std::chrono::steady_clock::now() < until; pids = tree_pids(h.pid))
+    std::this_thread::sleep_for(10ms);  // its shell starts the other two
   ASSERT_EQ(pids.size(), 3u);
   h.ctx->TryCancel();
   h.stream->Finish();

@@ -128,7 +128,7 @@ TEST(PythonCatalogTarget, ItsOwnCountDelayAndRssAgreeWithTheMeasurement) {
   EXPECT_GE(result.latency().p50_us(), kDelayMs * 1000.0);
   const double bound = kThreads * 1000.0 / kDelayMs;
   EXPECT_LE(result.qps(), bound * 1.02);
-  EXPECT_GE(result.qps(), bound * 0.75);
+  EXPECT_GE(result.qps(), bound * 0.5);  // half of it: a serializing server gives a quarter
   // The server's figures: one process, some CPU, and the RSS its own /proc says.
   EXPECT_GT(usage.cpu_pct(), 0);
   EXPECT_EQ(usage.processes(), 1u);

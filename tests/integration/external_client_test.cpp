@@ -134,7 +134,7 @@ TEST(ExternalClient, WrkThroughTheAgentGivesWhatWrkGivesRunDirectly) {
   const auto& r = run.result;
   EXPECT_NEAR(r.qps(), direct_qps, direct_qps * 0.10) << "through the agent vs direct";
   EXPECT_LE(r.qps(), 4000 * 1.02);
-  EXPECT_GE(r.qps(), 4000 * 0.6);
+  EXPECT_GE(r.qps(), 4000 * 0.5);  // half of connections ÷ delay: serialized would be far less
   // wrk counts completed responses; the server also answered the ones in flight at the end.
   EXPECT_GE(served, r.requests());
   EXPECT_LE(served, r.requests() + 8);
@@ -233,7 +233,7 @@ TEST(ExternalClient, ClientIsAMatrixAxis) {
     EXPECT_EQ(cells[i].cell().axes(0).axis(), "client");
     // 8 connections on a 2 ms server, whichever client loads it.
     EXPECT_LE(cells[i].median().qps(), 4000 * 1.02);
-    EXPECT_GE(cells[i].median().qps(), 4000 * 0.6);
+    EXPECT_GE(cells[i].median().qps(), 4000 * 0.5);  // half of connections ÷ delay
     EXPECT_GT(cells[i].median().client().cpu_pct(), 0);
   }
   // The table names the axes in the scenario's order, and says n/a for what h2load lacks.
@@ -264,7 +264,7 @@ TEST(ExternalClient, H2loadSpeaksHttp2WithItsStreams) {
     EXPECT_EQ(c.cell().streams(), 4u);
     EXPECT_EQ(c.median().errors(), 0u);
     EXPECT_LE(c.median().qps(), 800 * 1.05);
-    EXPECT_GE(c.median().qps(), 800 * 0.6);
+    EXPECT_GE(c.median().qps(), 800 * 0.5);  // half of streams ÷ delay
   }
   EXPECT_TRUE(std::regex_search(r.stdout_text, std::regex("target +client +protocol +streams +conns")))
       << r.stdout_text;

@@ -212,7 +212,7 @@ TEST(ProtocolAxis, Http2CellsKeepTheirStreamsInFlightTogether) {
     EXPECT_EQ(m.requests(), 160u);
     EXPECT_EQ(m.errors(), 0u);
     const double truth = 2.0 * c.cell().streams() * 1000 / 20;  // 100 or 800 requests/s
-    EXPECT_GT(m.qps(), 0.75 * truth);
+    EXPECT_GT(m.qps(), 0.5 * truth);  // half of it: streams that do not overlap give far less
     EXPECT_LT(m.qps(), 1.05 * truth);
     EXPECT_GE(m.latency().p50_us(), 20000u);
     // Two connections, so two TLS handshakes over TLS and none in cleartext; over QUIC the

@@ -251,7 +251,7 @@ TEST(H3Truth, TheStreamsOfAConnectionAreInFlightTogether) {
   expect_all_ok(r, 200);
   EXPECT_EQ(r.connects, 1);
   // 10 requests every 20 ms: 500 requests/s, only if the 10 streams really overlap.
-  EXPECT_GT(r.qps, 0.75 * 500);
+  EXPECT_GT(r.qps, 0.5 * 500);  // one stream at a time would give 50
   EXPECT_LT(r.qps, 1.05 * 500);
   EXPECT_GE(r.histogram.value_at_percentile(50), 20000);
   EXPECT_EQ(target.stop(), 200);
