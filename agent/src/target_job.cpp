@@ -11,9 +11,9 @@
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/self_signed_cert.hpp"
 #include "loadlab/shared/sha256.hpp"
 #include "periodic_sampler.hpp"
-#include "self_signed_cert.hpp"
 
 namespace loadlab::agent {
 
@@ -116,7 +116,7 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
       // A pair of its own for each job (the load workers do not verify it: a lab's targets
       // make their own), in a private folder removed with the job.
       std::string error;
-      auto pair = target::make_self_signed_cert(std::chrono::system_clock::now(), error);
+      auto pair = loadlab::make_self_signed_cert(std::chrono::system_clock::now(), error);
       if (!pair) throw std::runtime_error("cannot make a certificate: " + error);
       files_ = std::make_unique<AuxFolder>(std::vector<JobFile>{{"cert.pem", pair->credentials.cert_pem},
                                                                 {"key.pem", pair->credentials.key_pem}},

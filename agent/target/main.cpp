@@ -18,7 +18,7 @@
 #include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/logging.hpp"
-#include "self_signed_cert.hpp"
+#include "loadlab/shared/self_signed_cert.hpp"
 #include "server.hpp"
 #include "tls_context.hpp"
 
@@ -81,7 +81,7 @@ std::optional<target::TlsCredentials> tls_credentials(const TlsFlags& flags, Tls
     if (!key) return error.flag = "--tls-key", std::nullopt;
     return target::TlsCredentials{std::move(*cert), std::move(*key)};
   }
-  auto generated = target::make_self_signed_cert(std::chrono::system_clock::now(), error.message);
+  auto generated = loadlab::make_self_signed_cert(std::chrono::system_clock::now(), error.message);
   if (!generated) return std::nullopt;
   loadlab::component_logger("target")->info(
       "tls: generated a self-signed certificate for localhost, 127.0.0.1 and ::1, valid 30 days, "

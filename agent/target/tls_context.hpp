@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "loadlab/shared/self_signed_cert.hpp"
+
 namespace loadlab::target {
 
 // The application protocols offered over TLS, in the server's order of preference: a client
@@ -16,11 +18,7 @@ namespace loadlab::target {
 inline constexpr std::string_view kAlpnH2 = "h2";
 inline constexpr std::array<std::string_view, 2> kAlpnProtocols = {kAlpnH2, "http/1.1"};
 
-// PEM text: a certificate (chain, leaf first) and its private key.
-struct TlsCredentials {
-  std::string cert_pem;
-  std::string key_pem;
-};
+using loadlab::TlsCredentials;  // PEM text: a certificate (chain, leaf first) and its key
 
 struct TlsContextResult {
   enum class Bad { none, cert, key };

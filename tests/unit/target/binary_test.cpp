@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "h3_test_client.hpp"
-#include "self_signed_cert.hpp"
+#include "loadlab/shared/self_signed_cert.hpp"
 #include "tls_test_client.hpp"
 
 extern char** environ;
@@ -428,7 +428,7 @@ TEST(TargetBinaryH3, AFloodOfInitialsStaysWithinItsMemoryBoundAndARealClientIsSe
 TEST(TargetBinaryTls, CertificateAndKeyFilesAreServed) {
   TempDir dir;
   std::string error;
-  auto pair = loadlab::target::make_self_signed_cert(std::chrono::system_clock::now(), error);
+  auto pair = loadlab::make_self_signed_cert(std::chrono::system_clock::now(), error);
   ASSERT_TRUE(pair) << error;
   const auto cert = dir.file("cert.pem", pair->credentials.cert_pem);
   const auto key = dir.file("key.pem", pair->credentials.key_pem);
@@ -444,8 +444,8 @@ TEST(TargetBinaryTls, CertificateAndKeyFilesAreServed) {
 TEST(TargetBinaryTls, KeyNotMatchingTheCertificateIsAnError) {
   TempDir dir;
   std::string error;
-  auto a = loadlab::target::make_self_signed_cert(std::chrono::system_clock::now(), error);
-  auto b = loadlab::target::make_self_signed_cert(std::chrono::system_clock::now(), error);
+  auto a = loadlab::make_self_signed_cert(std::chrono::system_clock::now(), error);
+  auto b = loadlab::make_self_signed_cert(std::chrono::system_clock::now(), error);
   ASSERT_TRUE(a && b) << error;
   const auto cert = dir.file("cert.pem", a->credentials.cert_pem);
   struct Case {

@@ -23,8 +23,8 @@
 
 #include "h2_frames.hpp"
 #include "h2_test_client.hpp"
+#include "loadlab/shared/self_signed_cert.hpp"
 #include "running_server.hpp"
-#include "self_signed_cert.hpp"
 #include "test_cert.hpp"
 #include "tls_context.hpp"
 #include "tls_test_client.hpp"

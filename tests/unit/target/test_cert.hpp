@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "self_signed_cert.hpp"
+#include "loadlab/shared/self_signed_cert.hpp"
 
 namespace loadlab::target::testing {
 

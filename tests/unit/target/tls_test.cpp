@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "loadlab/shared/self_signed_cert.hpp"
 #include "running_server.hpp"
-#include "self_signed_cert.hpp"
 #include "test_cert.hpp"
 #include "tls_context.hpp"
 #include "tls_test_client.hpp"

@@ -1,4 +1,4 @@
-#include "self_signed_cert.hpp"
+#include "loadlab/shared/self_signed_cert.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <memory>
 
-namespace loadlab::target {
+namespace loadlab {
 
 namespace {
 
@@ -116,4 +116,4 @@ std::optional<SelfSignedCert> make_self_signed_cert(std::chrono::system_clock::t
   return SelfSignedCert{{std::move(*cert_pem), std::move(*key_pem)}, std::move(*sha256)};
 }
 
-}  // namespace loadlab::target
+}  // namespace loadlab

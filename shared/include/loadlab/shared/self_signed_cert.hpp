@@ -6,9 +6,13 @@
 #include <optional>
 #include <string>
 
-#include "tls_context.hpp"
+namespace loadlab {
 
-namespace loadlab::target {
+// PEM text: a certificate (chain, leaf first) and its private key.
+struct TlsCredentials {
+  std::string cert_pem;
+  std::string key_pem;
+};
 
 struct SelfSignedCert {
   TlsCredentials credentials;
@@ -19,4 +23,4 @@ struct SelfSignedCert {
 std::optional<SelfSignedCert> make_self_signed_cert(std::chrono::system_clock::time_point now,
                                                     std::string& error);
 
-}  // namespace loadlab::target
+}  // namespace loadlab
