@@ -1,8 +1,12 @@
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/logging.hpp"
 #include "loadlab/shared/timing.hpp"
 
 namespace loadlab::agent {
@@ -18,8 +22,11 @@ std::string AgentServer::start(const std::string& listen, const TlsFiles& tls) {
   // measure the agent's soft limit of open files.
   rlimit nofile{};
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    const auto soft = nofile.rlim_cur;
     nofile.rlim_cur = nofile.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &nofile);
+    if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
+      component_logger("agent")->warn("cannot raise the open-file limit to {}: {}; jobs inherit {}",
+                                      nofile.rlim_max, std::strerror(errno), soft);
   }
   grpc::ServerBuilder builder;
   int port = 0;

@@ -82,7 +82,7 @@ Launcher& launcher() {
 }
 
 // Where the child failed between fork and exec, sent up the CLOEXEC pipe with errno.
-enum class Stage : int { kCgroup, kCpuset, kPids, kAffinity, kUser, kChdir, kExec };
+enum class Stage : int { kCgroup, kCpuset, kPids, kAffinity, kUser, kStdio, kChdir, kExec };
 struct ExecFailure {
   Stage stage;
   int error;
@@ -135,9 +135,9 @@ struct ExecPlan {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull >= 0) dup2(devnull, 0);  // dup2's copy does not inherit O_CLOEXEC
-  dup2(plan.out_w, 1);
-  dup2(plan.err_w, 2);
+  // dup2's copies do not inherit O_CLOEXEC. Output nobody reads would be a job without a voice.
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(plan.out_w, 1) < 0 || dup2(plan.err_w, 2) < 0)
+    fail_in_child(plan.report_w, Stage::kStdio);
   if (plan.cwd && chdir(plan.cwd) != 0) fail_in_child(plan.report_w, Stage::kChdir);
   execve(plan.argv[0], plan.argv, plan.envp);
   fail_in_child(plan.report_w, Stage::kExec);
@@ -158,6 +158,8 @@ std::string describe_failure(const ExecFailure& f, const std::string& path, cons
     case Stage::kUser:
       return "cannot run " + path + " as user " + (user ? user->name : "") +
              " (loadlab-agent --job-user): " + strerror(f.error);
+    case Stage::kStdio:
+      return "cannot give " + path + " its stdin, stdout and stderr: " + strerror(f.error);
     case Stage::kChdir:
       return "cannot execute " + path + " in " + (cwd ? cwd : ".") + ": " + strerror(f.error);
     case Stage::kExec:
@@ -291,19 +293,23 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
     child->bind_cpus(options.cpus);
     mask.emplace(options.cpus);
   }
-  ExecPlan plan{args.data(),
-                envp.data(),
-                options.cwd.empty() ? nullptr : options.cwd.c_str(),
-                child->job_ ? child->job_->procs_fd() : -1,
-                child->cpuset_ ? child->cpuset_->procs_fd() : -1,
-                child->pids_ ? child->pids_->procs_fd() : -1,
-                mask ? mask->set() : nullptr,
-                mask ? mask->size() : 0,
-                options.user,
-                -1,
-                -1,
-                -1,
-                0};
+  ExecPlan plan{.argv = args.data(),
+                .envp = envp.data(),
+                .cwd = options.cwd.empty() ? nullptr : options.cwd.c_str(),
+                .cgroup_procs_fd = child->job_ ? child->job_->procs_fd() : -1,
+                .cpuset_procs_fd = child->cpuset_ ? child->cpuset_->procs_fd() : -1,
+                .pids_procs_fd = child->pids_ ? child->pids_->procs_fd() : -1,
+                .affinity = mask ? mask->set() : nullptr,
+                .affinity_size = mask ? mask->size() : 0,
+                .user = options.user,
+                .out_w = -1,  // fork_exec's pipes
+                .err_w = -1,
+                .report_w = -1,
+                .parent = 0};
+  // The reader's wake-up, made before the fork: a child is never started without a way to
+  // stop its reader.
+  child->wake_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (child->wake_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + strerror(errno));
   int out[2], err[2];
   Forked forked;
   try {
@@ -316,7 +322,6 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
   }
   child->pid_ = forked.pid;
   child->pidfd_ = forked.pidfd;
-  child->wake_fd_ = eventfd(0, EFD_CLOEXEC);
   child->reader_ = std::thread([c = child.get(), o = out[0], r = err[0]] { c->reader_loop(o, r); });
   return child;
 }

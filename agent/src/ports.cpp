@@ -85,7 +85,9 @@ PortReservation::PortReservation(const std::string& host, const std::string& loc
     uint16_t port = kernel_free_port(host);
     std::string file = lock_dir + "/" + std::to_string(port);
     int fd = open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) continue;
+    if (fd < 0 && errno != EACCES && errno != ELOOP)  // not this file's: the folder's (read-only, full...)
+      throw std::runtime_error("cannot write a port lock in " + lock_dir + ": " + strerror(errno));
+    if (fd < 0) continue;  // another user's lock file, or a link: another port
     // The reservation is the lock itself: held while this object lives, released by the
     // kernel if the agent dies, so there are no stale reservations to judge.
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
