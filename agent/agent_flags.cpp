@@ -1,0 +1,139 @@
+#include "agent_flags.hpp"
+
+#include <unistd.h>
+
+#include "loadlab/agent/job_user.hpp"
+#include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/flag_ranges.hpp"
+#include "loadlab/shared/input_error.hpp"
+#include "loadlab/shared/limits.hpp"
+
+namespace loadlab::agent {
+
+namespace {
+
+// On an address other machines can reach, callers must be proven: by a client certificate
+// (--tls-client-ca) or a token, and the token only over TLS. Server-only TLS proves who the agent
+// is, not who calls it. Returns whether the agent serves a network without proving its callers
+// (--insecure).
+bool check_callers_proven(const AgentFlags& flags) {
+  const auto& tls = flags.tls;
+  if (!parse_endpoint(flags.listen) && flags.listen.rfind("unix:", 0) != 0)
+    throw InputError("--listen", "must be HOST:PORT or unix:PATH, got \"" + flags.listen + "\"");
+  if (tls.cert.empty() != tls.key.empty() || (!tls.client_ca.empty() && tls.cert.empty()))
+    throw InputError("--tls-cert, --tls-key", "give both (and --tls-client-ca only with them)");
+  const bool loopback = is_loopback_address(flags.listen);
+  const bool insecure = flags.options.insecure;
+  if (!loopback && !tls.enabled() && !insecure)
+    throw InputError("--listen",
+                     flags.listen +
+                         " can be reached from the network: give --tls-cert, --tls-key and "
+                         "--tls-client-ca (mutual TLS) and/or --token-file, or --insecure to serve "
+                         "it without TLS");
+  if (!loopback && tls.enabled() && tls.client_ca.empty() && flags.token_file.empty() && !insecure)
+    throw InputError("--listen",
+                     flags.listen +
+                         " can be reached from the network, and TLS without --tls-client-ca proves "
+                         "who this agent is, not who calls it: add --tls-client-ca (callers need a "
+                         "certificate it signed) and/or --token-file (callers need the token), or "
+                         "--insecure to serve anyone who can reach it");
+  return !loopback && (!tls.enabled() || (tls.client_ca.empty() && flags.token_file.empty()));
+}
+
+// --job-user: a user this agent can switch to, who can run the agent's programs.
+JobUser checked_job_user(const std::string& name, const std::string& bin_dir) {
+  if (!can_switch_users())
+    throw InputError("--job-user", "the agent runs as uid " + std::to_string(geteuid()) +
+                                       " without CAP_SETUID and CAP_SETGID; start it as root (or with "
+                                       "those capabilities) to run its jobs as another user");
+  auto user = resolve_job_user(name, "--job-user");
+  const auto dir = bin_dir.empty() ? executable_dir() : bin_dir;
+  for (const char* program : {"loadlab-target", "loadlab-load"}) {
+    if (auto why = check_job_user_runs(user, dir + "/" + program); !why.empty())
+      throw InputError("--job-user", why +
+                                         " (every folder above it must be searchable by that user: install "
+                                         "the agent where they are, e.g. /usr/bin, or give --bin-dir)");
+  }
+  return user;
+}
+
+}  // namespace
+
+void add_agent_flags(CLI::App& app, AgentFlags& flags) {
+  app.add_option("--listen", flags.listen, "HOST:PORT to serve gRPC on (port 0: any free port)");
+  app.add_option("--name", flags.options.name, "agent name shown to the controller");
+  app.add_option("--bin-dir", flags.options.bin_dir, "folder holding loadlab-target and loadlab-load")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--advertise", flags.options.target_host, "address targets bind and hand to load agents");
+  app.add_option("--sample-interval-ms", flags.options.sample_interval_ms, "RSS sampling period")
+      ->check(loadlab::number_in(10, 10000));
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, off");
+  app.add_option("--catalog", flags.catalog_file, "JSON file naming the external targets this agent may run");
+  app.add_option("--tls-cert", flags.tls.cert, "PEM certificate chain: serve gRPC over TLS")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", flags.tls.key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
+  app.add_option("--tls-client-ca", flags.tls.client_ca,
+                 "PEM CA: callers must present a client certificate it signed (mutual TLS)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--token-file", flags.token_file,
+                 "file holding a token every call must carry (authorization: Bearer TOKEN)")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--insecure", flags.options.insecure,
+               "serve a non-loopback --listen without proven callers: no TLS, or TLS with neither "
+               "--tls-client-ca nor --token-file (warned at start and at every Describe)");
+  app.add_flag("--allow-readable-credentials", flags.allow_readable_credentials,
+               "use a --token-file or --tls-key that other users can read, or that another user owns "
+               "(warned); refused otherwise");
+  app.add_option("--job-user", flags.job_user,
+                 "run the jobs (targets, load workers, clients) as this user, who cannot read the agent's "
+                 "credentials or files; needs root, or CAP_SETUID and CAP_SETGID");
+  app.add_option("--allow-load-to", flags.allow_load_to,
+                 "CIDRs load may be sent to (default: loopback, 127.0.0.0/8 ::1/128)");
+  namespace lim = loadlab::limits;
+  auto& l = flags.options.limits;
+  app.add_option("--max-threads", l.threads, "most threads a load or target may ask for")
+      ->check(loadlab::number_in(1, lim::kMaxThreads));
+  app.add_option("--max-connections", l.connections, "most connections a load may ask for")
+      ->check(loadlab::number_in(1, static_cast<double>(lim::kMaxConnections)));
+  app.add_option("--max-duration-s", l.duration_s, "longest load (seconds); also caps a load's whole run")
+      ->check(loadlab::number_in(0.001, lim::kMaxDurationS));
+  app.add_option("--max-rate", l.rate, "highest open-loop rate (requests/s) a load may ask for")
+      ->check(loadlab::number_in(lim::kMinRatePerThread, lim::kMaxRate));
+  app.add_option("--max-body-bytes", l.body_bytes, "largest request body or target body_size")
+      ->check(loadlab::number_in(0, static_cast<double>(lim::kMaxResponseBodyBytes)));
+  app.add_option("--max-processes", l.processes,
+                 "most processes of one target (a target that forks is stopped past it; orphans and "
+                 "daemons of the target count)")
+      ->check(loadlab::number_in(1, lim::kMaxJobProcesses));
+  app.add_option("--max-tasks", l.tasks,
+                 "most processes and threads of one job, held by the kernel's pids controller where "
+                 "there is one (a fork fails past it)")
+      ->check(loadlab::number_in(16, lim::kMaxJobTasks));
+  app.add_option(
+         "--idle-timeout-s", l.idle_timeout_s,
+         "end a call whose peer keeps it waiting this long (the controller sends a heartbeat every 5 s)")
+      ->check(loadlab::number_in(lim::kMinIdleTimeoutS, lim::kMaxIdleTimeoutS));
+}
+
+AgentOptions agent_options(const AgentFlags& flags) {
+  AgentOptions options = flags.options;
+  options.insecure = check_callers_proven(flags);
+  if (!flags.token_file.empty()) {
+    check_secret_file(flags.token_file, "--token-file", flags.allow_readable_credentials);
+    options.token = read_token_file(flags.token_file, "--token-file");
+  }
+  if (!flags.tls.key.empty()) check_secret_file(flags.tls.key, "--tls-key", flags.allow_readable_credentials);
+  if (!flags.allow_load_to.empty())
+    options.allow_load_to = NetworkList::parse(flags.allow_load_to, "--allow-load-to");
+  if (!flags.job_user.empty()) options.job_user = checked_job_user(flags.job_user, options.bin_dir);
+  if (!flags.catalog_file.empty()) {
+    try {
+      options.catalog = Catalog::load_file(flags.catalog_file);
+    } catch (const InputError& e) {
+      throw InputError("--catalog " + flags.catalog_file, e.what());
+    }
+  }
+  return options;
+}
+
+}  // namespace loadlab::agent

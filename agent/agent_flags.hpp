@@ -1,0 +1,31 @@
+#pragma once
+// loadlab-agent's command line: its flags, and their check into AgentOptions (callers proven on
+// a network address, credential files, --allow-load-to, --job-user, the catalog). Bad values
+// throw InputError naming the flag (exit status 2).
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "loadlab/agent/agent_service.hpp"
+#include "loadlab/agent/caller_auth.hpp"
+
+namespace loadlab::agent {
+
+struct AgentFlags {
+  AgentOptions options;  // the flags that map straight onto it
+  std::string listen = "127.0.0.1:7700";
+  std::string log_level = "info";
+  std::string catalog_file;
+  TlsFiles tls;
+  std::string token_file;
+  bool allow_readable_credentials = false;
+  std::string job_user;
+  std::vector<std::string> allow_load_to;
+};
+
+void add_agent_flags(CLI::App& app, AgentFlags& flags);
+
+// The agent's options from the flags, checked (files read: the token, the catalog).
+AgentOptions agent_options(const AgentFlags& flags);
+
+}  // namespace loadlab::agent
