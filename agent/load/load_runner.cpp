@@ -67,61 +67,34 @@ void judge_rate(const RunPlan& plan, const std::vector<std::unique_ptr<Worker>>&
   result.achieved_rate = s > 0 ? static_cast<double>(begun) / s : 0;
 }
 
-}  // namespace
-
-LoadRunner::LoadRunner(LoadOptions options, RunCallbacks callbacks)
-    : options_(std::move(options)), callbacks_(std::move(callbacks)) {
-  try {
-    validate(options_);
-  } catch (const InputError& e) {
-    invalid_ = e.what();
-  }
-}
-
-LoadRunner::~LoadRunner() = default;
-
-LoadResult LoadRunner::run() {
-  auto log = component_logger("load");
-  const LoadOptions& o = options_;
-  LoadResult result;
-  result.threads = o.threads;
-  result.connections = o.connections;
-  result.rate = o.rate.value_or(0);
-  if (!invalid_.empty()) {
-    result.error = invalid_;
-    return result;
-  }
-
-  Url url = parse_url(o.url);
-  std::string host_port = url.authority.find(':') != std::string::npos && url.authority.back() != ']'
-                              ? url.authority
-                              : url.authority + ":" + std::to_string(url.port);
-  RunPlan plan;
-  std::string resolve_error;
-  plan.endpoints = resolve(url, resolve_error);
-  if (plan.endpoints.empty()) {
-    result.error = "cannot connect to " + host_port + ": " + resolve_error;
-    return result;
-  }
+// The TLS or QUIC client of a run, made once and shared by its threads.
+struct Clients {
   std::unique_ptr<TlsClient> tls;
   std::unique_ptr<QuicTlsClient> quic;
+};
+
+std::string host_port_of(const Url& url) {
+  return url.authority.find(':') != std::string::npos && url.authority.back() != ']'
+             ? url.authority
+             : url.authority + ":" + std::to_string(url.port);
+}
+
+// The plan of a run: the URL resolved, its TLS or QUIC client made, the request serialized. ""
+// when it can run, else why not.
+std::string make_plan(const LoadOptions& o, const Url& url, RunPlan& plan, Clients& clients,
+                      LoadResult& result) {
+  std::string error;
+  plan.endpoints = resolve(url, error);
+  if (plan.endpoints.empty()) return "cannot connect to " + host_port_of(url) + ": " + error;
   if (uses_h3(o)) {
-    std::string tls_error;
-    quic = QuicTlsClient::create(o, url, tls_error);
-    if (!quic) {
-      result.error = tls_error;
-      return result;
-    }
-    plan.quic = quic.get();
+    clients.quic = QuicTlsClient::create(o, url, error);
+    if (!clients.quic) return error;
+    plan.quic = clients.quic.get();
     result.tls = true;
   } else if (url.tls) {
-    std::string tls_error;
-    tls = TlsClient::create(o, url, tls_error);
-    if (!tls) {
-      result.error = tls_error;
-      return result;
-    }
-    plan.tls = tls.get();
+    clients.tls = TlsClient::create(o, url, error);
+    if (!clients.tls) return error;
+    plan.tls = clients.tls.get();
     result.tls = true;
   }
   plan.request = serialize_request(o, url);
@@ -138,21 +111,32 @@ LoadResult LoadRunner::run() {
   plan.total_connections = o.connections;
   plan.rate_per_thread = o.rate ? *o.rate / o.threads : 0;
   plan.log_requests = !o.csv_requests.empty();
-  // Descriptors: one per connection, plus stdio, epoll and eventfds per thread and a margin.
-  int64_t fd_limit = raise_open_files_limit();
-  int64_t fds_needed = int64_t{o.connections} + 3 * int64_t{o.threads} + 16;
-  if (fd_limit >= 0 && fd_limit < fds_needed)
-    log->warn("open-files limit {} is below the {} descriptors {} connections need: connects will fail",
-              fd_limit, fds_needed, o.connections);
-  auto start = Clock::now();
+  return "";
+}
+
+// The run's clock: pacing from `start`, the measured window after the warm-up.
+void place_windows(const LoadOptions& o, Clock::time_point start, RunPlan& plan) {
   plan.pace_start = start;
   plan.measure_start =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_s));
   if (o.duration_s)
     plan.measure_end = plan.measure_start + std::chrono::duration_cast<Clock::duration>(
                                                 std::chrono::duration<double>(*o.duration_s));
+}
 
-  RunState state;
+// Descriptors: one per connection, plus stdio, epoll and eventfds per thread and a margin.
+void check_open_files(const LoadOptions& o) {
+  const int64_t fd_limit = raise_open_files_limit();
+  const int64_t fds_needed = int64_t{o.connections} + 3 * int64_t{o.threads} + 16;
+  if (fd_limit >= 0 && fd_limit < fds_needed)
+    component_logger("load")->warn(
+        "open-files limit {} is below the {} descriptors {} connections need: connects will fail", fd_limit,
+        fds_needed, o.connections);
+}
+
+// One worker per thread, the connections and any request budget spread over them.
+std::vector<std::unique_ptr<Worker>> make_workers(const LoadOptions& o, const RunPlan& plan,
+                                                  RunState& state) {
   std::vector<std::unique_ptr<Worker>> workers;
   for (int t = 0; t < o.threads; ++t) {
     int conns = o.connections / o.threads + (t < o.connections % o.threads ? 1 : 0);
@@ -162,96 +146,56 @@ LoadResult LoadRunner::run() {
       budget = *o.total_requests / o.threads + (t < *o.total_requests % o.threads ? 1 : 0);
     workers.push_back(std::make_unique<Worker>(plan, state, conns, budget));
   }
-  log->info("{} threads, {} connections, target {} ({} bytes per request)", o.threads, o.connections,
-            host_port, plan.request.size());
+  return workers;
+}
 
-  // Without warm-up the window opens now: say so before the first request, so the target's
-  // usage window (opened by the controller on this event) covers the whole load.
-  bool measure_started = false;
-  if (o.warmup_s <= 0) {
-    measure_started = true;
-    if (callbacks_.on_measure_start) callbacks_.on_measure_start();
-  }
-  std::mutex mutex;
-  std::condition_variable cv;
-  int finished = 0;
-  std::vector<std::thread> threads;
-  threads.reserve(workers.size());
-  for (auto& w : workers) {
-    threads.emplace_back([&, worker = w.get()] {
-      worker->run();
-      std::lock_guard lock(mutex);
-      ++finished;
-      cv.notify_one();
-    });
+// The progress figures at `now`, each interval's rate from the previous one's count (the first
+// interval after warm-up from the start of the measured window).
+class ProgressMeter {
+ public:
+  ProgressMeter(Clock::time_point start, Clock::duration interval)
+      : start_(start), interval_(interval), next_(start + interval), last_time_(start) {}
+
+  std::optional<Progress> tick(Clock::time_point now, const std::vector<std::unique_ptr<Worker>>& workers,
+                               Clock::time_point measure_start) {
+    if (now < next_) return std::nullopt;
+    const bool warmup = now < measure_start;
+    Progress p;
+    p.elapsed_s = seconds(now - start_);
+    p.warmup = warmup;
+    for (const auto& w : workers) {
+      p.requests += warmup ? w->completed() : w->measured();
+      p.errors += warmup ? w->failed() : w->measured_failed();
+    }
+    const int64_t base = warmup == last_warmup_ ? last_count_ : 0;
+    const auto since = warmup == last_warmup_ ? last_time_ : measure_start;
+    const double dt = seconds(now - since);
+    p.qps = dt > 0 ? (p.requests - base) / dt : 0;
+    last_count_ = p.requests;
+    last_warmup_ = warmup;
+    last_time_ = now;
+    while (next_ <= now) next_ += interval_;
+    return p;
   }
 
-  // Control loop: progress, the measure-start event, and stop requests. Polls the
-  // shutdown flag because a signal handler cannot notify a condition variable.
-  bool stop_posted = false;
-  std::optional<Clock::time_point> stopped_at;
-  auto next_progress = start + progress_interval;
-  int64_t last_count = 0;
-  bool last_warmup = true;
-  auto last_progress_time = start;
-  for (;;) {
-    {
-      std::unique_lock lock(mutex);
-      // Wakes at the end of warm-up exactly, else every 20 ms for progress and the signal flag.
-      auto wake = Clock::now() + 20ms;
-      if (!measure_started) wake = std::min(wake, plan.measure_start);
-      if (cv.wait_until(lock, wake, [&] { return finished == o.threads; })) break;
-    }
-    auto now = Clock::now();
-    if (!measure_started && now >= plan.measure_start) {
-      measure_started = true;
-      if (callbacks_.on_measure_start) callbacks_.on_measure_start();
-    }
-    if (now >= next_progress) {
-      bool warmup = now < plan.measure_start;
-      Progress p;
-      p.elapsed_s = seconds(now - start);
-      p.warmup = warmup;
-      for (const auto& w : workers) {
-        p.requests += warmup ? w->completed() : w->measured();
-        p.errors += warmup ? w->failed() : w->measured_failed();
-      }
-      // The first interval after warm-up counts from the start of the measured window.
-      int64_t base = warmup == last_warmup ? last_count : 0;
-      auto since = warmup == last_warmup ? last_progress_time : plan.measure_start;
-      double dt = seconds(now - since);
-      p.qps = dt > 0 ? (p.requests - base) / dt : 0;
-      last_count = p.requests;
-      last_warmup = warmup;
-      last_progress_time = now;
-      if (callbacks_.on_progress) callbacks_.on_progress(p);
-      while (next_progress <= now) next_progress += progress_interval;
-    }
-    bool interrupted = shutdown_.load(std::memory_order_relaxed);
-    if (!stop_posted && (interrupted || state.stop.load())) {
-      stop_posted = true;
-      stopped_at = now;
-      result.interrupted = interrupted;
-      state.stop.store(true);
-      for (auto& w : workers) w->post_stop();
-    }
-  }
-  for (auto& t : threads) t.join();
-  auto end = Clock::now();
-  // Workers may have stopped (target unreachable) before the loop above saw the flag.
-  if (!stopped_at && (state.stop.load() || shutdown_.load(std::memory_order_relaxed))) {
-    stopped_at = end;
-    result.interrupted = shutdown_.load(std::memory_order_relaxed);
-  }
-  if (!measure_started && end >= plan.measure_start && !stopped_at && callbacks_.on_measure_start)
-    callbacks_.on_measure_start();
+ private:
+  Clock::time_point start_;
+  Clock::duration interval_;
+  Clock::time_point next_;
+  int64_t last_count_ = 0;
+  bool last_warmup_ = true;
+  Clock::time_point last_time_;
+};
 
+// Every thread's totals into the result; the latest measured completion of any.
+std::optional<Clock::time_point> merge_totals(const std::vector<std::unique_ptr<Worker>>& workers,
+                                              bool open_loop, LoadResult& result) {
   std::array<int64_t, 1000> status{};
   std::optional<Clock::time_point> last_completion;
   for (const auto& w : workers) {
     const WorkerTotals& t = w->totals();
     result.histogram.merge(t.histogram);
-    result.histogram_uncorrected.merge(plan.rate_per_thread > 0 ? t.histogram_uncorrected : t.histogram);
+    result.histogram_uncorrected.merge(open_loop ? t.histogram_uncorrected : t.histogram);
     result.connect_histogram.merge(t.connect_histogram);
     result.connects += t.connects;
     result.tls_histogram.merge(t.tls_histogram);
@@ -271,7 +215,13 @@ LoadResult LoadRunner::run() {
   }
   for (size_t s = 0; s < status.size(); ++s)
     if (status[s]) result.status[static_cast<int>(s)] = status[s];
+  return last_completion;
+}
 
+// The measured window, the rate over it, and (open loop) whether the pacing held.
+void measure_window(const RunPlan& plan, const std::vector<std::unique_ptr<Worker>>& workers,
+                    std::optional<Clock::time_point> stopped_at,
+                    std::optional<Clock::time_point> last_completion, LoadResult& result) {
   if (plan.measure_end) {
     // Open loop: connections end after their last slot, a little before the window does;
     // the window is still the whole of it unless a stop cut it short.
@@ -282,30 +232,130 @@ LoadResult LoadRunner::run() {
   }
   result.qps = result.duration_s > 0 ? result.requests / result.duration_s : 0;
   if (plan.rate_per_thread > 0) judge_rate(plan, workers, stopped_at, result);
+}
 
-  if (plan.log_requests) {
-    std::vector<RequestLog*> logs;
-    for (auto& w : workers) logs.push_back(&w->log());
-    RequestCsvRun run;
-    if (plan.h2) run.protocol = tls ? "h2" : "h2c";
-    if (tls) run.tls_version = tls->version();
-    if (plan.h3) {
-      run.protocol = "h3";
-      run.tls_version = "1.3";
-    }
-    write_request_csv(o.csv_requests, std::move(logs), run, &result.csv_error);
+// --csv-requests: every measured request of every thread, one row each.
+void write_csv(const LoadOptions& o, const RunPlan& plan, const Clients& clients,
+               std::vector<std::unique_ptr<Worker>>& workers, LoadResult& result) {
+  std::vector<RequestLog*> logs;
+  for (auto& w : workers) logs.push_back(&w->log());
+  RequestCsvRun run;
+  if (plan.h2) run.protocol = clients.tls ? "h2" : "h2c";
+  if (clients.tls) run.tls_version = clients.tls->version();
+  if (plan.h3) {
+    run.protocol = "h3";
+    run.tls_version = "1.3";
   }
-  {
-    std::lock_guard lock(state.error_mutex);
-    result.tls_error = state.first_tls_error;
-  }
+  write_request_csv(o.csv_requests, std::move(logs), run, &result.csv_error);
+}
 
-  if (!state.any_connected.load()) {
-    std::lock_guard lock(state.error_mutex);
-    if (!state.first_connect_error.empty())
-      result.error = "cannot connect to " + host_port + ": " + state.first_connect_error;
+}  // namespace
+
+LoadRunner::LoadRunner(LoadOptions options, RunCallbacks callbacks)
+    : options_(std::move(options)), callbacks_(std::move(callbacks)) {
+  try {
+    validate(options_);
+  } catch (const InputError& e) {
+    invalid_ = e.what();
   }
+}
+
+LoadRunner::~LoadRunner() = default;
+
+LoadResult LoadRunner::run() {
+  const LoadOptions& o = options_;
+  LoadResult result;
+  result.threads = o.threads;
+  result.connections = o.connections;
+  result.rate = o.rate.value_or(0);
+  if (!invalid_.empty()) {
+    result.error = invalid_;
+    return result;
+  }
+  const Url url = parse_url(o.url);
+  RunPlan plan;
+  Clients clients;
+  if (auto error = make_plan(o, url, plan, clients, result); !error.empty()) {
+    result.error = error;
+    return result;
+  }
+  check_open_files(o);
+  place_windows(o, Clock::now(), plan);
+  RunState state;
+  auto workers = make_workers(o, plan, state);
+  component_logger("load")->info("{} threads, {} connections, target {} ({} bytes per request)", o.threads,
+                                 o.connections, host_port_of(url), plan.request.size());
+  const auto stopped_at = run_workers(plan, state, workers, result);
+  const auto last_completion = merge_totals(workers, plan.rate_per_thread > 0, result);
+  measure_window(plan, workers, stopped_at, last_completion, result);
+  if (plan.log_requests) write_csv(o, plan, clients, workers, result);
+  std::lock_guard lock(state.error_mutex);
+  result.tls_error = state.first_tls_error;
+  if (!state.any_connected.load() && !state.first_connect_error.empty())
+    result.error = "cannot connect to " + host_port_of(url) + ": " + state.first_connect_error;
   return result;
+}
+
+// The threads run their workers; this one reports progress and the measure start, and passes a
+// stop on. Returns when the stop came (a signal, or the workers' own: the target unreachable),
+// none when the load ran out by itself.
+std::optional<Clock::time_point> LoadRunner::run_workers(const RunPlan& plan, RunState& state,
+                                                         std::vector<std::unique_ptr<Worker>>& workers,
+                                                         LoadResult& result) {
+  // Without warm-up the window opens now: say so before the first request, so the target's
+  // usage window (opened by the controller on this event) covers the whole load.
+  bool measure_started = false;
+  auto open_window = [&] {
+    measure_started = true;
+    if (callbacks_.on_measure_start) callbacks_.on_measure_start();
+  };
+  if (options_.warmup_s <= 0) open_window();
+  std::mutex mutex;
+  std::condition_variable cv;
+  size_t finished = 0;
+  std::vector<std::thread> threads;
+  threads.reserve(workers.size());
+  for (auto& w : workers) {
+    threads.emplace_back([&, worker = w.get()] {
+      worker->run();
+      std::lock_guard lock(mutex);
+      ++finished;
+      cv.notify_one();
+    });
+  }
+  // Polls the shutdown flag because a signal handler cannot notify a condition variable.
+  ProgressMeter progress(plan.pace_start, progress_interval);
+  std::optional<Clock::time_point> stopped_at;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex);
+      // Wakes at the end of warm-up exactly, else every 20 ms for progress and the signal flag.
+      auto wake = Clock::now() + 20ms;
+      if (!measure_started) wake = std::min(wake, plan.measure_start);
+      if (cv.wait_until(lock, wake, [&] { return finished == workers.size(); })) break;
+    }
+    const auto now = Clock::now();
+    if (!measure_started && now >= plan.measure_start) open_window();
+    if (auto p = progress.tick(now, workers, plan.measure_start); p && callbacks_.on_progress)
+      callbacks_.on_progress(*p);
+    const bool interrupted = shutdown_.load(std::memory_order_relaxed);
+    if (!stopped_at && (interrupted || state.stop.load())) {
+      stopped_at = now;
+      result.interrupted = interrupted;
+      state.stop.store(true);
+      for (auto& w : workers) w->post_stop();
+    }
+  }
+  for (auto& t : threads) t.join();
+  const auto end = Clock::now();
+  // Workers may have stopped (target unreachable) before the loop above saw the flag.
+  if (!stopped_at && (state.stop.load() || shutdown_.load(std::memory_order_relaxed))) {
+    stopped_at = end;
+    result.interrupted = shutdown_.load(std::memory_order_relaxed);
+  }
+  if (!measure_started && end >= plan.measure_start && !stopped_at && callbacks_.on_measure_start)
+    callbacks_.on_measure_start();
+  return stopped_at;
 }
 
 }  // namespace loadlab::load

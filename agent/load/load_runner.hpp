@@ -2,13 +2,20 @@
 // Runs one closed-loop load test: one thread per -t with its own io_context, connections,
 // histogram and counters; merges the per-thread figures at the end.
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "load_options.hpp"
 #include "load_result.hpp"
 
 namespace loadlab::load {
+
+struct RunPlan;
+struct RunState;
+class Worker;
 
 struct Progress {
   double elapsed_s = 0;  // since the start of the run (warm-up included)
@@ -44,6 +51,10 @@ class LoadRunner {
   std::chrono::milliseconds progress_interval{500};
 
  private:
+  std::optional<std::chrono::steady_clock::time_point> run_workers(
+      const RunPlan& plan, RunState& state, std::vector<std::unique_ptr<Worker>>& workers,
+      LoadResult& result);
+
   LoadOptions options_;
   std::string invalid_;  // validate()'s message, empty when usable
   RunCallbacks callbacks_;
