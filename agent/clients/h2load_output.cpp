@@ -55,112 +55,132 @@ std::array<double, 3> min_max_mean(Tool t, std::string_view line) {
   return v;
 }
 
-}  // namespace
+// "traffic: 21.09KB (21600) total, ... 3.71KB (3800) data" or 1.0's "21600 bytes total, ...
+// 3800 bytes data": the exact count before `what`.
+std::optional<uint64_t> traffic_count(std::string_view line, std::string_view what) {
+  auto pos = line.find(what);
+  if (pos == std::string_view::npos) return std::nullopt;
+  auto w = words(line.substr(0, pos));
+  if (w.empty()) return std::nullopt;
+  auto last = w.back();
+  if (last == "bytes" && w.size() >= 2) return count(w[w.size() - 2]);
+  if (last.size() > 2 && last.front() == '(' && last.back() == ')')
+    return count(last.substr(1, last.size() - 2));
+  return std::nullopt;
+}
 
-Figures parse_h2load(std::string_view out) {
-  const Tool t = Tool::kH2load;
-  Figures f;
-  f.run.format = "h2load";
-  uint32_t threads = 0;
-  uint64_t clients = 0;
-  std::optional<double> main_duration_us, finished_us;
-  std::map<std::string, uint64_t> requests, codes;
-  std::optional<std::array<double, 3>> request_time, connect_time;
-  std::optional<uint64_t> traffic_total, traffic_data;
+// Sets min_us, max_us and mean_us of `prefix` from a "time for ...:" line's figures.
+void set_min_max_mean(Figures& f, const std::string& prefix, const std::array<double, 3>& v) {
+  set_latency(f, prefix, "min_us", v[0]);
+  set_latency(f, prefix, "max_us", v[1]);
+  set_latency(f, prefix, "mean_us", v[2]);
+}
 
-  for (auto raw : lines(out)) {
-    auto line = trim(raw);
+// h2load's summary read line by line, then the figures.
+class H2loadParser {
+ public:
+  Figures parse(std::string_view out) {
+    f_.run.format = "h2load";
+    for (auto raw : lines(out)) read_line(trim(raw));
+    return finish();
+  }
+
+ private:
+  void read_line(std::string_view line) {
     if (starts_with(line, "spawning thread #")) {
-      auto colon = line.find(": ");
-      auto w =
-          colon == std::string_view::npos ? std::vector<std::string_view>{} : words(line.substr(colon + 2));
-      auto n = w.size() >= 2 ? count(w[0]) : std::nullopt;
-      if (!n) not_recognised(t, "bad \"" + std::string(line) + "\"");
-      if (w[1] == "concurrent") f.run.format = "h2load-1.0";
-      ++threads;
-      clients += *n;
-      auto of_main = line.find(" of main duration");
-      if (of_main != std::string_view::npos) {
-        auto before = line.substr(0, of_main);
-        auto d = duration_us(before.substr(before.rfind(' ') + 1));
-        if (!d) not_recognised(t, "bad \"" + std::string(line) + "\"");
-        main_duration_us = *d;
-      }
+      spawning_line(line);
     } else if (starts_with(line, "finished in ")) {
       auto w = words(line.substr(12));
       auto d = !w.empty() && w[0].back() == ',' ? duration_us(w[0].substr(0, w[0].size() - 1)) : std::nullopt;
-      if (!d) not_recognised(t, "bad \"" + std::string(line) + "\"");
-      finished_us = *d;
+      if (!d) not_recognised(kTool, "bad \"" + std::string(line) + "\"");
+      finished_us_ = *d;
     } else if (starts_with(line, "requests:")) {
-      requests = counted(t, line.substr(9));
+      requests_ = counted(kTool, line.substr(9));
     } else if (starts_with(line, "status codes:")) {
-      codes = counted(t, line.substr(13));
+      codes_ = counted(kTool, line.substr(13));
     } else if (starts_with(line, "traffic:")) {
-      // "21.09KB (21600) total, ... 3.71KB (3800) data" or 1.0's "21600 bytes total, ... 3800 bytes data".
-      auto exact = [&](std::string_view what) -> std::optional<uint64_t> {
-        auto pos = line.find(what);
-        if (pos == std::string_view::npos) return std::nullopt;
-        auto w = words(line.substr(0, pos));
-        if (w.empty()) return std::nullopt;
-        auto last = w.back();
-        if (last == "bytes" && w.size() >= 2) return count(w[w.size() - 2]);
-        if (last.size() > 2 && last.front() == '(' && last.back() == ')')
-          return count(last.substr(1, last.size() - 2));
-        return std::nullopt;
-      };
-      traffic_total = exact(" total");
-      traffic_data = exact(" data");
-      if (!traffic_total) not_recognised(t, "bad \"" + std::string(line) + "\"");
+      traffic_total_ = traffic_count(line, " total");
+      traffic_data_ = traffic_count(line, " data");
+      if (!traffic_total_) not_recognised(kTool, "bad \"" + std::string(line) + "\"");
     } else if (starts_with(line, "time for request:")) {
-      request_time = min_max_mean(t, line);
+      request_time_ = min_max_mean(kTool, line);
     } else if (starts_with(line, "time for connect:")) {
-      connect_time = min_max_mean(t, line);
+      connect_time_ = min_max_mean(kTool, line);
     }
   }
-  for (const char* key : {"total", "done", "succeeded", "failed", "errored"})
-    if (!requests.count(key)) not_recognised(t, std::string("no \"requests: ...\" line with ") + key);
-  for (const char* key : {"2xx", "3xx", "4xx", "5xx"})
-    if (!codes.count(key)) not_recognised(t, std::string("no \"status codes: ...\" line with ") + key);
-  if (!finished_us || threads == 0) not_recognised(t, "no \"spawning thread\" or \"finished in\" line");
 
-  f.r().set_threads(threads);
-  f.r().set_connections(static_cast<uint32_t>(clients));
-  f.r().set_duration_s((main_duration_us ? *main_duration_us : *finished_us) / 1e6);
-  // Each request ends as a response (any status) or in h2load's "errored" (never sent, or
-  // lost to a failed connect, a reset or a timeout); "total" counts both in every version.
-  uint64_t responses = codes["2xx"] + codes["3xx"] + codes["4xx"] + codes["5xx"];
-  f.r().set_requests(requests["total"]);
-  f.r().set_responses(responses);
-  f.r().set_errors(requests["failed"]);
-  auto& kinds = *f.r().mutable_error_kinds();
-  if (codes["4xx"] + codes["5xx"]) kinds["status"] = codes["4xx"] + codes["5xx"];
-  uint64_t timeouts = requests.count("timeout") ? requests["timeout"] : 0;
-  if (timeouts) kinds["timeout"] = timeouts;
-  if (requests["errored"] > timeouts) kinds["errored"] = requests["errored"] - timeouts;
-  for (const char* g :
-       {"threads", "connections", "duration_s", "requests", "responses", "errors", "error_kinds"})
-    f.give(g);
-  if (f.r().duration_s() > 0) {
-    f.r().set_qps(static_cast<double>(f.r().requests()) / f.r().duration_s());
-    f.give("qps");
+  // "spawning thread #0: 2 total client(s). ..." (with -D: "... Xs of main duration ...").
+  void spawning_line(std::string_view line) {
+    auto colon = line.find(": ");
+    auto w =
+        colon == std::string_view::npos ? std::vector<std::string_view>{} : words(line.substr(colon + 2));
+    auto n = w.size() >= 2 ? count(w[0]) : std::nullopt;
+    if (!n) not_recognised(kTool, "bad \"" + std::string(line) + "\"");
+    if (w[1] == "concurrent") f_.run.format = "h2load-1.0";
+    ++threads_;
+    clients_ += *n;
+    auto of_main = line.find(" of main duration");
+    if (of_main != std::string_view::npos) {
+      auto before = line.substr(0, of_main);
+      auto d = duration_us(before.substr(before.rfind(' ') + 1));
+      if (!d) not_recognised(kTool, "bad \"" + std::string(line) + "\"");
+      main_duration_us_ = *d;
+    }
   }
-  // h2load's byte count restarts with each connection and is lost when a server closes it
-  // (Connection: close): "0B (0) total" beside a non-zero data count is no figure.
-  if (!(*traffic_total == 0 && traffic_data.value_or(0) > 0)) {
-    f.r().set_bytes_read(*traffic_total);
-    f.give("bytes_read");
+
+  Figures finish() {
+    for (const char* key : {"total", "done", "succeeded", "failed", "errored"})
+      if (!requests_.count(key)) not_recognised(kTool, std::string("no \"requests: ...\" line with ") + key);
+    for (const char* key : {"2xx", "3xx", "4xx", "5xx"})
+      if (!codes_.count(key)) not_recognised(kTool, std::string("no \"status codes: ...\" line with ") + key);
+    if (!finished_us_ || threads_ == 0)
+      not_recognised(kTool, "no \"spawning thread\" or \"finished in\" line");
+    auto& r = f_.r();
+    r.set_threads(threads_);
+    r.set_connections(static_cast<uint32_t>(clients_));
+    r.set_duration_s((main_duration_us_ ? *main_duration_us_ : *finished_us_) / 1e6);
+    // Each request ends as a response (any status) or in h2load's "errored" (never sent, or
+    // lost to a failed connect, a reset or a timeout); "total" counts both in every version.
+    const uint64_t responses = codes_["2xx"] + codes_["3xx"] + codes_["4xx"] + codes_["5xx"];
+    r.set_requests(requests_["total"]);
+    r.set_responses(responses);
+    r.set_errors(requests_["failed"]);
+    auto& kinds = *r.mutable_error_kinds();
+    if (codes_["4xx"] + codes_["5xx"]) kinds["status"] = codes_["4xx"] + codes_["5xx"];
+    const uint64_t timeouts = requests_.count("timeout") ? requests_["timeout"] : 0;
+    if (timeouts) kinds["timeout"] = timeouts;
+    if (requests_["errored"] > timeouts) kinds["errored"] = requests_["errored"] - timeouts;
+    for (const char* g :
+         {"threads", "connections", "duration_s", "requests", "responses", "errors", "error_kinds"})
+      f_.give(g);
+    if (r.duration_s() > 0) {
+      r.set_qps(static_cast<double>(r.requests()) / r.duration_s());
+      f_.give("qps");
+    }
+    // h2load's byte count restarts with each connection and is lost when a server closes it
+    // (Connection: close): "0B (0) total" beside a non-zero data count is no figure.
+    if (!(*traffic_total_ == 0 && traffic_data_.value_or(0) > 0)) {
+      r.set_bytes_read(*traffic_total_);
+      f_.give("bytes_read");
+    }
+    if (request_time_ && responses > 0 && (*request_time_)[1] > 0)
+      set_min_max_mean(f_, "latency", *request_time_);
+    if (connect_time_ && (*connect_time_)[1] > 0) set_min_max_mean(f_, "connect", *connect_time_);
+    return std::move(f_);
   }
-  if (request_time && responses > 0 && (*request_time)[1] > 0) {
-    set_latency(f, "latency", "min_us", (*request_time)[0]);
-    set_latency(f, "latency", "max_us", (*request_time)[1]);
-    set_latency(f, "latency", "mean_us", (*request_time)[2]);
-  }
-  if (connect_time && (*connect_time)[1] > 0) {
-    set_latency(f, "connect", "min_us", (*connect_time)[0]);
-    set_latency(f, "connect", "max_us", (*connect_time)[1]);
-    set_latency(f, "connect", "mean_us", (*connect_time)[2]);
-  }
-  return f;
-}
+
+  static constexpr Tool kTool = Tool::kH2load;
+  Figures f_;
+  uint32_t threads_ = 0;
+  uint64_t clients_ = 0;
+  std::optional<double> main_duration_us_, finished_us_;
+  std::map<std::string, uint64_t> requests_, codes_;
+  std::optional<std::array<double, 3>> request_time_, connect_time_;
+  std::optional<uint64_t> traffic_total_, traffic_data_;
+};
+
+}  // namespace
+
+Figures parse_h2load(std::string_view out) { return H2loadParser().parse(out); }
 
 }  // namespace loadlab::clients::detail

@@ -49,134 +49,158 @@ std::string error_kind(std::string_view message) {
   return "other";
 }
 
-}  // namespace
+// hey's summary read line by line: each block's lines (the summary's "Key: value", the
+// latency distribution, status codes, errors), then the figures.
+class HeyParser {
+ public:
+  explicit HeyParser(std::string_view out) : out_(out) { f_.run.format = "hey"; }
 
-Figures parse_hey(std::string_view out) {
-  const Tool t = Tool::kHey;
-  Figures f;
-  f.run.format = "hey";
-  enum class Block { kNone, kSummary, kLatency, kStatus, kErrors } block = Block::kNone;
-  std::map<std::string, std::string_view> summary;
-  std::map<int, double> pct;
-  bool seen_summary = false, seen_status = false, seen_errors = false, seen_details = false;
-  uint64_t responses = 0, failed_status = 0, errors = 0;
-  auto& status = *f.r().mutable_status();
-  auto& kinds = *f.r().mutable_error_kinds();
+  Figures parse() {
+    for (auto raw : lines(out_)) {
+      const auto line = trim(raw);
+      if (heading(line)) continue;
+      if (line.empty()) {
+        if (block_ != Block::kSummary) block_ = Block::kNone;  // the template leaves a blank in the summary
+        continue;
+      }
+      switch (block_) {
+        case Block::kSummary:
+          summary_line(line);
+          break;
+        case Block::kLatency:
+          latency_line(line);
+          break;
+        case Block::kStatus:
+          status_line(line);
+          break;
+        case Block::kErrors:
+          error_line(line);
+          break;
+        case Block::kNone:
+          break;
+      }
+    }
+    return finish();
+  }
 
-  for (auto raw : lines(out)) {
-    auto line = trim(raw);
+ private:
+  enum class Block { kNone, kSummary, kLatency, kStatus, kErrors };
+
+  // A block's heading line (it starts the block); false for any other line.
+  bool heading(std::string_view line) {
     if (line == "Summary:") {
-      block = Block::kSummary;
-      seen_summary = true;
-      continue;
+      block_ = Block::kSummary;
+      seen_summary_ = true;
+    } else if (line == "Latency distribution:") {
+      block_ = Block::kLatency;
+    } else if (line == "Status code distribution:") {
+      block_ = Block::kStatus;
+      seen_status_ = true;
+    } else if (line == "Error distribution:") {
+      block_ = Block::kErrors;
+      seen_errors_ = true;
+    } else if (starts_with(line, "Response time histogram:")) {
+      block_ = Block::kNone;
+    } else if (starts_with(line, "Details (average, fastest, slowest):")) {
+      block_ = Block::kNone;
+      seen_details_ = true;
+    } else {
+      return false;
     }
-    if (line == "Latency distribution:") {
-      block = Block::kLatency;
-      continue;
-    }
-    if (line == "Status code distribution:") {
-      block = Block::kStatus;
-      seen_status = true;
-      continue;
-    }
-    if (line == "Error distribution:") {
-      block = Block::kErrors;
-      seen_errors = true;
-      continue;
-    }
-    if (starts_with(line, "Response time histogram:")) {
-      block = Block::kNone;
-      continue;
-    }
-    if (starts_with(line, "Details (average, fastest, slowest):")) {
-      block = Block::kNone;
-      seen_details = true;
-      continue;
-    }
-    if (line.empty()) {
-      if (block != Block::kSummary) block = Block::kNone;  // the template leaves a blank in the summary
-      continue;
-    }
-    switch (block) {
-      case Block::kSummary: {
-        auto colon = line.find(':');
-        if (colon == std::string_view::npos)
-          not_recognised(t, "bad summary line \"" + std::string(line) + "\"");
-        summary[std::string(line.substr(0, colon))] = trim(line.substr(colon + 1));
-        break;
-      }
-      case Block::kLatency: {
-        // "50% in 0.0012 secs"
-        auto w = words(line);
-        if (w.size() != 4 || w[1] != "in" || w[0].back() != '%')
-          not_recognised(t, "bad latency line \"" + std::string(line) + "\"");
-        auto p = count(w[0].substr(0, w[0].size() - 1));
-        auto us = secs(std::string(w[2]) + " " + std::string(w[3]));
-        if (!p || !us) not_recognised(t, "bad latency line \"" + std::string(line) + "\"");
-        if (*p > 0) pct[static_cast<int>(*p)] = *us;  // "0% in 0.0000 secs": percentile not reached
-        break;
-      }
-      case Block::kStatus: {
-        // "[200]	200 responses"
-        auto w = words(line);
-        if (w.size() != 3 || w[0].front() != '[' || w[0].back() != ']' || w[2] != "responses")
-          not_recognised(t, "bad status line \"" + std::string(line) + "\"");
-        auto code = count(w[0].substr(1, w[0].size() - 2));
-        auto n = count(w[1]);
-        if (!code || !n || *code > 999) not_recognised(t, "bad status line \"" + std::string(line) + "\"");
-        status[static_cast<uint32_t>(*code)] += *n;
-        responses += *n;
-        if (*code >= 400) failed_status += *n;
-        break;
-      }
-      case Block::kErrors: {
-        // "[4]	Get "http://...": message"
-        auto close = line.find(']');
-        auto n = line.front() == '[' && close != std::string_view::npos ? count(line.substr(1, close - 1))
-                                                                        : std::nullopt;
-        if (!n) not_recognised(t, "bad error line \"" + std::string(line) + "\"");
-        kinds[error_kind(line.substr(close + 1))] += *n;
-        errors += *n;
-        break;
-      }
-      case Block::kNone:
-        break;
-    }
+    return true;
   }
-  if (!seen_status && !seen_errors)
-    not_recognised(t, "no \"Status code distribution:\" or \"Error distribution:\"");
-  if (seen_summary && !summary.count("Total")) not_recognised(t, "a summary without \"Total:\"");
-  if (seen_summary && f.run.format == "hey" && !seen_details) not_recognised(t, "a summary without details");
-  if (!out.empty() && out.front() != '\n' && seen_summary) f.run.format = "hey-printf";
 
-  if (seen_summary) {
-    auto total = secs(summary["Total"]);
-    if (!total) not_recognised(t, "bad \"Total:\" " + std::string(summary["Total"]));
-    f.r().set_duration_s(*total / 1e6);
-    f.give("duration_s");
+  void summary_line(std::string_view line) {
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos)
+      not_recognised(kTool, "bad summary line \"" + std::string(line) + "\"");
+    summary_[std::string(line.substr(0, colon))] = trim(line.substr(colon + 1));
   }
-  if (failed_status) kinds["status"] = failed_status;
-  f.r().set_responses(responses);
-  f.r().set_requests(responses + errors);
-  f.r().set_errors(failed_status + errors);
-  for (const char* g : {"responses", "requests", "errors", "error_kinds"}) f.give(g);
-  if (seen_status) f.give("status");
-  if (f.r().duration_s() > 0) {
-    f.r().set_qps(static_cast<double>(f.r().requests()) / f.r().duration_s());
-    f.give("qps");
+
+  // "50% in 0.0012 secs"
+  void latency_line(std::string_view line) {
+    auto w = words(line);
+    if (w.size() != 4 || w[1] != "in" || w[0].back() != '%')
+      not_recognised(kTool, "bad latency line \"" + std::string(line) + "\"");
+    auto p = count(w[0].substr(0, w[0].size() - 1));
+    auto us = secs(std::string(w[2]) + " " + std::string(w[3]));
+    if (!p || !us) not_recognised(kTool, "bad latency line \"" + std::string(line) + "\"");
+    if (*p > 0) pct_[static_cast<int>(*p)] = *us;  // "0% in 0.0000 secs": percentile not reached
   }
-  if (responses > 0) {
+
+  // "[200]	200 responses"
+  void status_line(std::string_view line) {
+    auto w = words(line);
+    if (w.size() != 3 || w[0].front() != '[' || w[0].back() != ']' || w[2] != "responses")
+      not_recognised(kTool, "bad status line \"" + std::string(line) + "\"");
+    auto code = count(w[0].substr(1, w[0].size() - 2));
+    auto n = count(w[1]);
+    if (!code || !n || *code > 999) not_recognised(kTool, "bad status line \"" + std::string(line) + "\"");
+    (*f_.r().mutable_status())[static_cast<uint32_t>(*code)] += *n;
+    responses_ += *n;
+    if (*code >= 400) failed_status_ += *n;
+  }
+
+  // "[4]	Get "http://...": message"
+  void error_line(std::string_view line) {
+    auto close = line.find(']');
+    auto n = line.front() == '[' && close != std::string_view::npos ? count(line.substr(1, close - 1))
+                                                                    : std::nullopt;
+    if (!n) not_recognised(kTool, "bad error line \"" + std::string(line) + "\"");
+    (*f_.r().mutable_error_kinds())[error_kind(line.substr(close + 1))] += *n;
+    errors_ += *n;
+  }
+
+  Figures finish() {
+    if (!seen_status_ && !seen_errors_)
+      not_recognised(kTool, "no \"Status code distribution:\" or \"Error distribution:\"");
+    if (seen_summary_ && !summary_.count("Total")) not_recognised(kTool, "a summary without \"Total:\"");
+    if (seen_summary_ && !seen_details_) not_recognised(kTool, "a summary without details");
+    if (!out_.empty() && out_.front() != '\n' && seen_summary_) f_.run.format = "hey-printf";
+    if (seen_summary_) {
+      auto total = secs(summary_["Total"]);
+      if (!total) not_recognised(kTool, "bad \"Total:\" " + std::string(summary_["Total"]));
+      f_.r().set_duration_s(*total / 1e6);
+      f_.give("duration_s");
+    }
+    if (failed_status_) (*f_.r().mutable_error_kinds())["status"] = failed_status_;
+    f_.r().set_responses(responses_);
+    f_.r().set_requests(responses_ + errors_);
+    f_.r().set_errors(failed_status_ + errors_);
+    for (const char* g : {"responses", "requests", "errors", "error_kinds"}) f_.give(g);
+    if (seen_status_) f_.give("status");
+    if (f_.r().duration_s() > 0) {
+      f_.r().set_qps(static_cast<double>(f_.r().requests()) / f_.r().duration_s());
+      f_.give("qps");
+    }
+    if (responses_ > 0) latencies();
+    return std::move(f_);
+  }
+
+  void latencies() {
     for (auto [key, name] : {std::pair<const char*, const char*>{"Slowest", "max_us"},
                              {"Fastest", "min_us"},
                              {"Average", "mean_us"}}) {
-      auto us = secs(summary[key]);
-      if (!us) not_recognised(t, std::string("bad \"") + key + ":\" " + std::string(summary[key]));
-      set_latency(f, "latency", name, *us);
+      auto us = secs(summary_[key]);
+      if (!us) not_recognised(kTool, std::string("bad \"") + key + ":\" " + std::string(summary_[key]));
+      set_latency(f_, "latency", name, *us);
     }
     for (auto [p, name] : {std::pair<int, const char*>{50, "p50_us"}, {90, "p90_us"}, {99, "p99_us"}})
-      if (pct.count(p)) set_latency(f, "latency", name, pct[p]);
+      if (pct_.count(p)) set_latency(f_, "latency", name, pct_[p]);
   }
-  return f;
-}
+
+  static constexpr Tool kTool = Tool::kHey;
+  std::string_view out_;
+  Figures f_;
+  Block block_ = Block::kNone;
+  std::map<std::string, std::string_view> summary_;
+  std::map<int, double> pct_;
+  bool seen_summary_ = false, seen_status_ = false, seen_errors_ = false, seen_details_ = false;
+  uint64_t responses_ = 0, failed_status_ = 0, errors_ = 0;
+};
+
+}  // namespace
+
+Figures parse_hey(std::string_view out) { return HeyParser(out).parse(); }
 
 }  // namespace loadlab::clients::detail

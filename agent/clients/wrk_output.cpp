@@ -48,131 +48,164 @@ void take_distribution(Figures& f, const std::string& prefix, const std::map<dou
 
 }  // namespace
 
-Figures parse_wrk(std::string_view out) {
-  const Tool t = Tool::kWrk;
-  Figures f;
-  f.run.format = "wrk";
-  enum class Block { kNone, kDistribution, kSpectrum } block = Block::kNone;
-  std::string dist_prefix = "latency";
-  std::map<double, double> recorded, uncorrected;
-  bool have_summary = false, have_threads = false, spectrum_first_row = false;
-  double mean_us = -1, max_us = -1;
-  uint64_t connect = 0, read = 0, write = 0, timeout = 0, status = 0;
+namespace {
 
-  for (auto raw : lines(out)) {
-    auto line = trim(raw);
-    auto w = words(line);
-    if (block == Block::kDistribution) {
-      if (w.size() == 2 && percent(w[0])) {
-        auto us = duration_us(w[1]);
-        if (!us) not_recognised(t, "bad latency in \"" + std::string(line) + "\"");
-        (dist_prefix == "latency" ? recorded : uncorrected)[*percent(w[0])] = *us;
-        continue;
-      }
-      block = Block::kNone;
+// wrk's summary read line by line: the blocks (a latency distribution, wrk2's detailed
+// spectrum) and the lines between them, then the figures.
+class WrkParser {
+ public:
+  Figures parse(std::string_view out) {
+    f_.run.format = "wrk";
+    for (auto raw : lines(out)) {
+      const auto line = trim(raw);
+      const auto w = words(line);
+      if (block_ == Block::kDistribution && distribution_row(line, w)) continue;
+      if (block_ == Block::kSpectrum && spectrum_row(line, w)) continue;
+      summary_line(line, w);
     }
-    if (block == Block::kSpectrum) {
-      if (starts_with(line, "#[Mean")) {
-        // "#[Mean    =        1.077, StdDeviation   =        0.357]" in ms (wrk2 scales by 1000).
-        auto eq = line.find('=');
-        auto comma = line.find(',');
-        auto v = eq != std::string_view::npos && comma != std::string_view::npos
-                     ? number(line.substr(eq + 1, comma - eq - 1))
-                     : std::nullopt;
-        if (v && dist_prefix == "latency") mean_us = *v * 1000;
-        continue;
-      }
-      if (starts_with(line, "#[") || line.empty() || starts_with(line, "Value")) continue;
-      if (starts_with(line, "---")) {
-        block = Block::kNone;
-        continue;
-      }
-      if (w.size() == 4 && number(w[0]) && number(w[1])) {
-        if (spectrum_first_row && dist_prefix == "latency" && *number(w[1]) == 0)
-          set_latency(f, "latency", "min_us", *number(w[0]) * 1000);
-        spectrum_first_row = false;
-        continue;
-      }
-      block = Block::kNone;
+    return finish();
+  }
+
+ private:
+  enum class Block { kNone, kDistribution, kSpectrum };
+
+  // A row of "Latency Distribution" ("50%    1.07ms"); false when the block has ended.
+  bool distribution_row(std::string_view line, const std::vector<std::string_view>& w) {
+    if (w.size() == 2 && percent(w[0])) {
+      auto us = duration_us(w[1]);
+      if (!us) not_recognised(kTool, "bad latency in \"" + std::string(line) + "\"");
+      (dist_prefix_ == "latency" ? recorded_ : uncorrected_)[*percent(w[0])] = *us;
+      return true;
     }
-    if (starts_with(line, "Running ") && line.find(" test @ ") != std::string_view::npos) continue;
+    block_ = Block::kNone;
+    return false;
+  }
+
+  // A line of wrk2's "Detailed Percentile spectrum"; false when the block has ended.
+  bool spectrum_row(std::string_view line, const std::vector<std::string_view>& w) {
+    if (starts_with(line, "#[Mean")) {
+      // "#[Mean    =        1.077, StdDeviation   =        0.357]" in ms (wrk2 scales by 1000).
+      auto eq = line.find('=');
+      auto comma = line.find(',');
+      auto v = eq != std::string_view::npos && comma != std::string_view::npos
+                   ? number(line.substr(eq + 1, comma - eq - 1))
+                   : std::nullopt;
+      if (v && dist_prefix_ == "latency") mean_us_ = *v * 1000;
+      return true;
+    }
+    if (starts_with(line, "#[") || line.empty() || starts_with(line, "Value")) return true;
+    if (starts_with(line, "---")) {
+      block_ = Block::kNone;
+      return true;
+    }
+    if (w.size() == 4 && number(w[0]) && number(w[1])) {
+      if (spectrum_first_row_ && dist_prefix_ == "latency" && *number(w[1]) == 0)
+        set_latency(f_, "latency", "min_us", *number(w[0]) * 1000);
+      spectrum_first_row_ = false;
+      return true;
+    }
+    block_ = Block::kNone;
+    return false;
+  }
+
+  void summary_line(std::string_view line, const std::vector<std::string_view>& w) {
+    if (starts_with(line, "Running ") && line.find(" test @ ") != std::string_view::npos) return;
     if (w.size() == 5 && w[1] == "threads" && w[2] == "and" && w[4] == "connections") {
       auto th = count(w[0]), co = count(w[3]);
-      if (!th || !co) not_recognised(t, "bad \"" + std::string(line) + "\"");
-      f.r().set_threads(static_cast<uint32_t>(*th));
-      f.r().set_connections(static_cast<uint32_t>(*co));
-      f.give("threads");
-      f.give("connections");
-      have_threads = true;
+      if (!th || !co) not_recognised(kTool, "bad \"" + std::string(line) + "\"");
+      f_.r().set_threads(static_cast<uint32_t>(*th));
+      f_.r().set_connections(static_cast<uint32_t>(*co));
+      f_.give("threads");
+      f_.give("connections");
+      have_threads_ = true;
     } else if (starts_with(line, "Thread calibration:")) {
-      f.run.format = "wrk2";
+      f_.run.format = "wrk2";
     } else if (w.size() == 5 && w[0] == "Latency") {
       auto mean = duration_us(w[1]), max = duration_us(w[3]);
-      if (!mean || !max) not_recognised(t, "bad latency line \"" + std::string(line) + "\"");
-      mean_us = *mean;
-      max_us = *max;
+      if (!mean || !max) not_recognised(kTool, "bad latency line \"" + std::string(line) + "\"");
+      mean_us_ = *mean;
+      max_us_ = *max;
     } else if (starts_with(line, "Latency Distribution")) {
-      block = Block::kDistribution;
-      dist_prefix = line.find("Uncorrected") != std::string_view::npos ? "latency_uncorrected" : "latency";
-      if (line.find("HdrHistogram") != std::string_view::npos) f.run.format = "wrk2";
+      block_ = Block::kDistribution;
+      dist_prefix_ = line.find("Uncorrected") != std::string_view::npos ? "latency_uncorrected" : "latency";
+      if (line.find("HdrHistogram") != std::string_view::npos) f_.run.format = "wrk2";
     } else if (starts_with(line, "Detailed Percentile spectrum")) {
-      block = Block::kSpectrum;
-      spectrum_first_row = true;
+      block_ = Block::kSpectrum;
+      spectrum_first_row_ = true;
     } else if (w.size() == 6 && w[1] == "requests" && w[2] == "in" && w[5] == "read") {
-      auto n = count(w[0]);
-      auto d =
-          w[3].size() > 1 && w[3].back() == ',' ? duration_us(w[3].substr(0, w[3].size() - 1)) : std::nullopt;
-      auto b = binary_bytes(w[4]);
-      if (!n || !d || !b) not_recognised(t, "bad summary \"" + std::string(line) + "\"");
-      f.r().set_responses(*n);
-      f.r().set_duration_s(*d / 1e6);
-      f.r().set_bytes_read(*b);
-      f.give("responses");
-      f.give("duration_s");
-      f.give("bytes_read");
-      have_summary = true;
+      requests_line(line, w);
     } else if (starts_with(line, "Socket errors:")) {
       auto c = after(line, "connect "), r = after(line, "read "), wr = after(line, "write "),
            to = after(line, "timeout ");
-      if (!c || !r || !wr || !to) not_recognised(t, "bad \"" + std::string(line) + "\"");
-      connect = *c, read = *r, write = *wr, timeout = *to;
+      if (!c || !r || !wr || !to) not_recognised(kTool, "bad \"" + std::string(line) + "\"");
+      connect_ = *c, read_ = *r, write_ = *wr, timeout_ = *to;
     } else if (starts_with(line, "Non-2xx or 3xx responses:")) {
       auto n = count(line.substr(25));
-      if (!n) not_recognised(t, "bad \"" + std::string(line) + "\"");
-      status = *n;
+      if (!n) not_recognised(kTool, "bad \"" + std::string(line) + "\"");
+      status_ = *n;
     }
   }
-  if (!have_threads || !have_summary)
-    not_recognised(t, "no \"N threads and M connections\" or \"N requests in T, B read\" line");
 
-  // wrk records only latencies within its timeout: an empty distribution prints zeros.
-  if (max_us > 0) {
-    set_latency(f, "latency", "mean_us", mean_us);
-    set_latency(f, "latency", "max_us", max_us);
-    take_distribution(f, "latency", recorded);
-    take_distribution(f, "latency_uncorrected", uncorrected);
+  // "7076 requests in 2.00s, 746.30KB read"
+  void requests_line(std::string_view line, const std::vector<std::string_view>& w) {
+    auto n = count(w[0]);
+    auto d =
+        w[3].size() > 1 && w[3].back() == ',' ? duration_us(w[3].substr(0, w[3].size() - 1)) : std::nullopt;
+    auto b = binary_bytes(w[4]);
+    if (!n || !d || !b) not_recognised(kTool, "bad summary \"" + std::string(line) + "\"");
+    f_.r().set_responses(*n);
+    f_.r().set_duration_s(*d / 1e6);
+    f_.r().set_bytes_read(*b);
+    f_.give("responses");
+    f_.give("duration_s");
+    f_.give("bytes_read");
+    have_summary_ = true;
   }
-  if (f.run.format == "wrk2" && !recorded.empty()) f.r().set_latency_corrected(true);
 
-  auto& kinds = *f.r().mutable_error_kinds();
-  for (auto [k, v] : {std::pair<const char*, uint64_t>{"connect", connect},
-                      {"read", read},
-                      {"write", write},
-                      {"timeout", timeout},
-                      {"status", status}})
-    if (v) kinds[k] = v;
-  // A failed connect, read or write ends an attempt without a response; a timeout in wrk is a
-  // response slower than --timeout, already among the responses (see docs/clients.md).
-  f.r().set_requests(f.r().responses() + connect + read + write);
-  f.r().set_errors(connect + read + write + timeout + status);
-  f.give("requests");
-  f.give("errors");
-  f.give("error_kinds");
-  if (f.r().duration_s() > 0) {
-    f.r().set_qps(static_cast<double>(f.r().requests()) / f.r().duration_s());
-    f.give("qps");
+  Figures finish() {
+    if (!have_threads_ || !have_summary_)
+      not_recognised(kTool, "no \"N threads and M connections\" or \"N requests in T, B read\" line");
+    // wrk records only latencies within its timeout: an empty distribution prints zeros.
+    if (max_us_ > 0) {
+      set_latency(f_, "latency", "mean_us", mean_us_);
+      set_latency(f_, "latency", "max_us", max_us_);
+      take_distribution(f_, "latency", recorded_);
+      take_distribution(f_, "latency_uncorrected", uncorrected_);
+    }
+    if (f_.run.format == "wrk2" && !recorded_.empty()) f_.r().set_latency_corrected(true);
+    auto& kinds = *f_.r().mutable_error_kinds();
+    for (auto [k, v] : {std::pair<const char*, uint64_t>{"connect", connect_},
+                        {"read", read_},
+                        {"write", write_},
+                        {"timeout", timeout_},
+                        {"status", status_}})
+      if (v) kinds[k] = v;
+    // A failed connect, read or write ends an attempt without a response; a timeout in wrk is a
+    // response slower than --timeout, already among the responses (see docs/clients.md).
+    f_.r().set_requests(f_.r().responses() + connect_ + read_ + write_);
+    f_.r().set_errors(connect_ + read_ + write_ + timeout_ + status_);
+    f_.give("requests");
+    f_.give("errors");
+    f_.give("error_kinds");
+    if (f_.r().duration_s() > 0) {
+      f_.r().set_qps(static_cast<double>(f_.r().requests()) / f_.r().duration_s());
+      f_.give("qps");
+    }
+    return std::move(f_);
   }
-  return f;
-}
+
+  static constexpr Tool kTool = Tool::kWrk;
+  Figures f_;
+  Block block_ = Block::kNone;
+  std::string dist_prefix_ = "latency";
+  std::map<double, double> recorded_, uncorrected_;
+  bool have_summary_ = false, have_threads_ = false, spectrum_first_row_ = false;
+  double mean_us_ = -1, max_us_ = -1;
+  uint64_t connect_ = 0, read_ = 0, write_ = 0, timeout_ = 0, status_ = 0;
+};
+
+}  // namespace
+
+Figures parse_wrk(std::string_view out) { return WrkParser().parse(out); }
 
 }  // namespace loadlab::clients::detail
