@@ -13,7 +13,7 @@
 
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/describe_agents.hpp"
-#include "loadlab/controller/folder_run.hpp"
+#include "loadlab/controller/scenario_folder.hpp"
 #include "loadlab/controller/history_cli.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/report_cli.hpp"

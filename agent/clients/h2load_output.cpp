@@ -135,7 +135,7 @@ class H2loadParser {
       if (!codes_.count(key)) not_recognised(kTool, std::string("no \"status codes: ...\" line with ") + key);
     if (!finished_us_ || threads_ == 0)
       not_recognised(kTool, "no \"spawning thread\" or \"finished in\" line");
-    auto& r = f_.r();
+    auto& r = f_.result();
     r.set_threads(threads_);
     r.set_connections(static_cast<uint32_t>(clients_));
     r.set_duration_s((main_duration_us_ ? *main_duration_us_ : *finished_us_) / 1e6);
@@ -152,16 +152,16 @@ class H2loadParser {
     if (requests_["errored"] > timeouts) kinds["errored"] = requests_["errored"] - timeouts;
     for (const char* g :
          {"threads", "connections", "duration_s", "requests", "responses", "errors", "error_kinds"})
-      f_.give(g);
+      f_.mark_given(g);
     if (r.duration_s() > 0) {
       r.set_qps(static_cast<double>(r.requests()) / r.duration_s());
-      f_.give("qps");
+      f_.mark_given("qps");
     }
     // h2load's byte count restarts with each connection and is lost when a server closes it
     // (Connection: close): "0B (0) total" beside a non-zero data count is no figure.
     if (!(*traffic_total_ == 0 && traffic_data_.value_or(0) > 0)) {
       r.set_bytes_read(*traffic_total_);
-      f_.give("bytes_read");
+      f_.mark_given("bytes_read");
     }
     if (request_time_ && responses > 0 && (*request_time_)[1] > 0)
       set_min_max_mean(f_, "latency", *request_time_);

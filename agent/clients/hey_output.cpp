@@ -136,7 +136,7 @@ class HeyParser {
     auto code = count(w[0].substr(1, w[0].size() - 2));
     auto n = count(w[1]);
     if (!code || !n || *code > 999) not_recognised(kTool, "bad status line \"" + std::string(line) + "\"");
-    (*f_.r().mutable_status())[static_cast<uint32_t>(*code)] += *n;
+    (*f_.result().mutable_status())[static_cast<uint32_t>(*code)] += *n;
     responses_ += *n;
     if (*code >= 400) failed_status_ += *n;
   }
@@ -147,7 +147,7 @@ class HeyParser {
     auto n = line.front() == '[' && close != std::string_view::npos ? count(line.substr(1, close - 1))
                                                                     : std::nullopt;
     if (!n) not_recognised(kTool, "bad error line \"" + std::string(line) + "\"");
-    (*f_.r().mutable_error_kinds())[error_kind(line.substr(close + 1))] += *n;
+    (*f_.result().mutable_error_kinds())[error_kind(line.substr(close + 1))] += *n;
     errors_ += *n;
   }
 
@@ -160,18 +160,18 @@ class HeyParser {
     if (seen_summary_) {
       auto total = secs(summary_["Total"]);
       if (!total) not_recognised(kTool, "bad \"Total:\" " + std::string(summary_["Total"]));
-      f_.r().set_duration_s(*total / 1e6);
-      f_.give("duration_s");
+      f_.result().set_duration_s(*total / 1e6);
+      f_.mark_given("duration_s");
     }
-    if (failed_status_) (*f_.r().mutable_error_kinds())["status"] = failed_status_;
-    f_.r().set_responses(responses_);
-    f_.r().set_requests(responses_ + errors_);
-    f_.r().set_errors(failed_status_ + errors_);
-    for (const char* g : {"responses", "requests", "errors", "error_kinds"}) f_.give(g);
-    if (seen_status_) f_.give("status");
-    if (f_.r().duration_s() > 0) {
-      f_.r().set_qps(static_cast<double>(f_.r().requests()) / f_.r().duration_s());
-      f_.give("qps");
+    if (failed_status_) (*f_.result().mutable_error_kinds())["status"] = failed_status_;
+    f_.result().set_responses(responses_);
+    f_.result().set_requests(responses_ + errors_);
+    f_.result().set_errors(failed_status_ + errors_);
+    for (const char* g : {"responses", "requests", "errors", "error_kinds"}) f_.mark_given(g);
+    if (seen_status_) f_.mark_given("status");
+    if (f_.result().duration_s() > 0) {
+      f_.result().set_qps(static_cast<double>(f_.result().requests()) / f_.result().duration_s());
+      f_.mark_given("qps");
     }
     if (responses_ > 0) latencies();
     return std::move(f_);

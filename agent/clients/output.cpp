@@ -45,9 +45,9 @@ std::vector<std::string_view> words(std::string_view s) {
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 void set_latency(Figures& f, const std::string& prefix, const std::string& name, double us) {
-  v1::Latency* l = prefix == "latency_uncorrected" ? f.r().mutable_latency_uncorrected()
-                   : prefix == "connect"           ? f.r().mutable_connect()
-                                                   : f.r().mutable_latency();
+  v1::Latency* l = prefix == "latency_uncorrected" ? f.result().mutable_latency_uncorrected()
+                   : prefix == "connect"           ? f.result().mutable_connect()
+                                                   : f.result().mutable_latency();
   if (name == "p50_us") l->set_p50_us(us);
   if (name == "p90_us") l->set_p90_us(us);
   if (name == "p99_us") l->set_p99_us(us);
@@ -55,7 +55,7 @@ void set_latency(Figures& f, const std::string& prefix, const std::string& name,
   if (name == "max_us") l->set_max_us(us);
   if (name == "mean_us") l->set_mean_us(us);
   if (name == "min_us") l->set_min_us(us);
-  f.give(prefix + "." + name);
+  f.mark_given(prefix + "." + name);
 }
 
 }  // namespace detail
@@ -138,7 +138,7 @@ ParsedRun parse_output(Tool tool, const std::string& stdout_text, const std::str
   // only, which is all the field promises besides percentiles).
   for (const char* group : {"latency_uncorrected", "connect"})
     for (const auto& g : std::set<std::string>(f.given))
-      if (g.rfind(std::string(group) + ".", 0) == 0) f.give(group);
+      if (g.rfind(std::string(group) + ".", 0) == 0) f.mark_given(group);
   for (const auto& figure : all_figures())
     if (!f.given.count(figure)) {
       f.run.unavailable.push_back(figure);

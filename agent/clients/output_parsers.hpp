@@ -11,11 +11,13 @@
 namespace loadlab::clients::detail {
 
 // A result being filled, with the names of the figures set so far.
+// What a parser read: the figures, and which of them the output gave (the rest are unknown,
+// not zero: output.cpp lists them).
 struct Figures {
   ParsedRun run;
   std::set<std::string> given;
-  v1::LoadResult& r() { return run.result; }
-  void give(const std::string& name) { given.insert(name); }
+  v1::LoadResult& result() { return run.result; }
+  void mark_given(const std::string& name) { given.insert(name); }
 };
 
 // Throws ToolFailed("<tool> output not recognised: <why>").

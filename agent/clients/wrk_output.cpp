@@ -113,10 +113,10 @@ class WrkParser {
     if (w.size() == 5 && w[1] == "threads" && w[2] == "and" && w[4] == "connections") {
       auto th = count(w[0]), co = count(w[3]);
       if (!th || !co) not_recognised(kTool, "bad \"" + std::string(line) + "\"");
-      f_.r().set_threads(static_cast<uint32_t>(*th));
-      f_.r().set_connections(static_cast<uint32_t>(*co));
-      f_.give("threads");
-      f_.give("connections");
+      f_.result().set_threads(static_cast<uint32_t>(*th));
+      f_.result().set_connections(static_cast<uint32_t>(*co));
+      f_.mark_given("threads");
+      f_.mark_given("connections");
       have_threads_ = true;
     } else if (starts_with(line, "Thread calibration:")) {
       f_.run.format = "wrk2";
@@ -153,12 +153,12 @@ class WrkParser {
         w[3].size() > 1 && w[3].back() == ',' ? duration_us(w[3].substr(0, w[3].size() - 1)) : std::nullopt;
     auto b = binary_bytes(w[4]);
     if (!n || !d || !b) not_recognised(kTool, "bad summary \"" + std::string(line) + "\"");
-    f_.r().set_responses(*n);
-    f_.r().set_duration_s(*d / 1e6);
-    f_.r().set_bytes_read(*b);
-    f_.give("responses");
-    f_.give("duration_s");
-    f_.give("bytes_read");
+    f_.result().set_responses(*n);
+    f_.result().set_duration_s(*d / 1e6);
+    f_.result().set_bytes_read(*b);
+    f_.mark_given("responses");
+    f_.mark_given("duration_s");
+    f_.mark_given("bytes_read");
     have_summary_ = true;
   }
 
@@ -172,8 +172,8 @@ class WrkParser {
       take_distribution(f_, "latency", recorded_);
       take_distribution(f_, "latency_uncorrected", uncorrected_);
     }
-    if (f_.run.format == "wrk2" && !recorded_.empty()) f_.r().set_latency_corrected(true);
-    auto& kinds = *f_.r().mutable_error_kinds();
+    if (f_.run.format == "wrk2" && !recorded_.empty()) f_.result().set_latency_corrected(true);
+    auto& kinds = *f_.result().mutable_error_kinds();
     for (auto [k, v] : {std::pair<const char*, uint64_t>{"connect", connect_},
                         {"read", read_},
                         {"write", write_},
@@ -182,14 +182,14 @@ class WrkParser {
       if (v) kinds[k] = v;
     // A failed connect, read or write ends an attempt without a response; a timeout in wrk is a
     // response slower than --timeout, already among the responses (see docs/clients.md).
-    f_.r().set_requests(f_.r().responses() + connect_ + read_ + write_);
-    f_.r().set_errors(connect_ + read_ + write_ + timeout_ + status_);
-    f_.give("requests");
-    f_.give("errors");
-    f_.give("error_kinds");
-    if (f_.r().duration_s() > 0) {
-      f_.r().set_qps(static_cast<double>(f_.r().requests()) / f_.r().duration_s());
-      f_.give("qps");
+    f_.result().set_requests(f_.result().responses() + connect_ + read_ + write_);
+    f_.result().set_errors(connect_ + read_ + write_ + timeout_ + status_);
+    f_.mark_given("requests");
+    f_.mark_given("errors");
+    f_.mark_given("error_kinds");
+    if (f_.result().duration_s() > 0) {
+      f_.result().set_qps(static_cast<double>(f_.result().requests()) / f_.result().duration_s());
+      f_.mark_given("qps");
     }
     return std::move(f_);
   }

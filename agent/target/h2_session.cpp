@@ -593,7 +593,7 @@ void H2Session<Stream>::begin_stream(std::int32_t id) {
   if (s.knobs.any()) s.knobs = RequestKnobs{};
   nghttp2_session_set_stream_user_data(session_, id, &s);
   s.started = read_at_;
-  ++in_state_[0];
+  ++in_state_[static_cast<int>(H2Stream::State::receiving)];
   ++open_streams_;
   note_stream(id, false);
 }
@@ -733,7 +733,7 @@ typename H2Session<Stream>::Clock::time_point H2Session<Stream>::deadline() cons
   if (finishing_) return written_at_ + env_.linger_timeout;
   if (writing_) return written_at_ + env_.write_timeout;
   if (!preface_done_) return started_ + env_.read_timeout;
-  if (in_state_[0] != 0) {
+  if (in_state_[static_cast<int>(H2Stream::State::receiving)] != 0) {
     // Each request must arrive whole within the read timeout from its first frame, however
     // many others overlap it: the oldest incomplete one decides (a scan, once per wake).
     auto oldest = Clock::time_point::max();

@@ -723,7 +723,7 @@ void H3Connection::begin_stream(std::int64_t id) {
   streams_[id] = &s;
   nghttp3_conn_set_stream_user_data(http_, id, &s);
   s.started = read_at_;
-  ++in_state_[0];
+  ++in_state_[static_cast<int>(H3Stream::State::receiving)];
   if (watchdog_at_ == Clock::time_point::max()) arm_watchdog(s.started + env_.read_timeout);
 }
 

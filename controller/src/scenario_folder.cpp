@@ -1,4 +1,4 @@
-#include "loadlab/controller/folder_run.hpp"
+#include "loadlab/controller/scenario_folder.hpp"
 
 #include <algorithm>
 #include <filesystem>
