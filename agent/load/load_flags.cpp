@@ -88,7 +88,7 @@ LoadOptions load_options_from(const LoadFlags& flags) {
   o.output = flags.json          ? OutputMode::kJson
              : flags.json_events ? OutputMode::kJsonEvents
                                  : OutputMode::kHuman;
-  validate(o);
+  complete_and_validate(o);
   if (!o.csv_requests.empty()) {
     // Fail now rather than after a long run; the file is written once, at the end.
     std::FILE* f = std::fopen(o.csv_requests.c_str(), "w");

@@ -138,7 +138,7 @@ void validate_protocol(const LoadOptions& o) {
 
 }  // namespace
 
-void validate(LoadOptions& o) {
+void complete_and_validate(LoadOptions& o) {
   validate_tls(o, parse_url(o.url));
   validate_protocol(o);
   if (o.threads < 1 || o.threads > kMaxThreads)

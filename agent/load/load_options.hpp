@@ -63,7 +63,7 @@ Url parse_url(std::string_view text);
 // Fills the derived defaults (connections = threads, -d 10 when no stop condition is
 // given) and checks every field; throws InputError naming the flag and what is allowed at
 // the first that is not.
-void validate(LoadOptions& options);
+void complete_and_validate(LoadOptions& options);
 
 // The bytes of one request, serialised once and written as is for every request.
 std::string serialize_request(const LoadOptions& options, const Url& url);

@@ -254,7 +254,7 @@ void write_csv(const LoadOptions& o, const RunPlan& plan, const Clients& clients
 LoadRunner::LoadRunner(LoadOptions options, RunCallbacks callbacks)
     : options_(std::move(options)), callbacks_(std::move(callbacks)) {
   try {
-    validate(options_);
+    complete_and_validate(options_);
   } catch (const InputError& e) {
     invalid_ = e.what();
   }

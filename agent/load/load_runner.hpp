@@ -56,7 +56,7 @@ class LoadRunner {
       LoadResult& result);
 
   LoadOptions options_;
-  std::string invalid_;  // validate()'s message, empty when usable
+  std::string invalid_;  // complete_and_validate()'s message, empty when usable
   RunCallbacks callbacks_;
   std::atomic<bool> shutdown_{false};
   static_assert(std::atomic<bool>::is_always_lock_free, "initiate_shutdown must be signal-safe");

@@ -78,7 +78,7 @@ void validate_spec(const v1::LoadSpec& s) {
                          " (header names are compared ignoring case: give it once)");
   LoadOptions o = options_from_spec(s);
   try {
-    validate(o);
+    complete_and_validate(o);
   } catch (const InputError& e) {
     throw e.within("LoadSpec (as loadlab-load flags)");
   }

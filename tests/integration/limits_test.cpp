@@ -44,7 +44,7 @@ std::string check_all_layers(const json& s) {
         load::validate_spec(spec);
         auto options = load::options_from_spec(spec);
         layer = "worker: ";
-        load::validate(options);
+        load::complete_and_validate(options);
       }
     }
   } catch (const InputError& e) {

@@ -209,7 +209,9 @@ TEST(H3Load, NothingListeningOnTheUdpPortIsUnreachable) {
 }
 
 TEST(H3Load, FlagsThatQuicCannotHonourAreRefusedByName) {
-  auto error_of = [](LoadOptions o) { return loadlab::testing::input_error_of([&] { validate(o); }); };
+  auto error_of = [](LoadOptions o) {
+    return loadlab::testing::input_error_of([&] { complete_and_validate(o); });
+  };
   LoadOptions o;
   o.url = "http://127.0.0.1:8080/";
   o.protocol = "h3";

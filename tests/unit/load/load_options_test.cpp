@@ -28,7 +28,7 @@ LoadOptions valid() {
 TEST(LoadOptionsTest, DefaultsAreFilledIn) {
   LoadOptions o = valid();
   o.threads = 3;
-  ASSERT_EQ(input_error_of([&] { validate(o); }), "");
+  ASSERT_EQ(input_error_of([&] { complete_and_validate(o); }), "");
   EXPECT_EQ(o.connections, 3);
   ASSERT_TRUE(o.duration_s.has_value());
   EXPECT_EQ(*o.duration_s, 10.0);
@@ -40,7 +40,7 @@ TEST(LoadOptionsTest, DefaultsAreFilledIn) {
 TEST(LoadOptionsTest, CountStopConditionKeepsNoDuration) {
   LoadOptions o = valid();
   o.requests_per_thread = 5;
-  ASSERT_EQ(input_error_of([&] { validate(o); }), "");
+  ASSERT_EQ(input_error_of([&] { complete_and_validate(o); }), "");
   EXPECT_FALSE(o.duration_s.has_value());
 }
 
@@ -55,7 +55,7 @@ class LoadOptionsRejectTest : public ::testing::TestWithParam<BadCase> {};
 TEST_P(LoadOptionsRejectTest, MessageNamesTheFlag) {
   LoadOptions o = valid();
   GetParam().mutate(o);
-  std::string error = input_error_of([&] { validate(o); });
+  std::string error = input_error_of([&] { complete_and_validate(o); });
   EXPECT_NE(error.find(GetParam().flag), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos);
 }

@@ -223,7 +223,7 @@ TEST(LoadRunnerTest, ShutdownStopsEarlyAndKeepsWhatWasMeasured) {
   TestServer server;
   LoadOptions o = options_for(server);
   o.duration_s = 30;
-  ASSERT_EQ(input_error_of([&] { validate(o); }), "");
+  ASSERT_EQ(input_error_of([&] { complete_and_validate(o); }), "");
   LoadRunner runner(o);
   auto future = std::async(std::launch::async, [&] { return runner.run(); });
   std::this_thread::sleep_for(300ms);
@@ -250,7 +250,7 @@ TEST(LoadRunnerTest, SlowestRateKeepsTheDeadlineAndTheShutdown) {
 
   o.duration_s.reset();
   o.requests_per_thread = 5;  // 4000 s of schedule
-  ASSERT_EQ(input_error_of([&] { validate(o); }), "");
+  ASSERT_EQ(input_error_of([&] { complete_and_validate(o); }), "");
   LoadRunner runner(o);
   auto future = std::async(std::launch::async, [&] { return runner.run(); });
   std::this_thread::sleep_for(300ms);
@@ -296,7 +296,7 @@ TEST(LoadRunnerTest, ProgressIsReported) {
   std::vector<Progress> seen;
   RunCallbacks callbacks;
   callbacks.on_progress = [&](const Progress& p) { seen.push_back(p); };
-  ASSERT_EQ(input_error_of([&] { validate(o); }), "");
+  ASSERT_EQ(input_error_of([&] { complete_and_validate(o); }), "");
   LoadRunner runner(o, callbacks);
   runner.progress_interval = 100ms;
   LoadResult r = runner.run();

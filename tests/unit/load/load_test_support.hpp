@@ -19,7 +19,7 @@ namespace loadlab::load::testing {
 // Runs to completion, failing (and stopping the run) if it takes longer than `limit`.
 inline LoadResult run_bounded(LoadOptions o, std::chrono::seconds limit = std::chrono::seconds(20),
                               RunCallbacks callbacks = {}) {
-  std::string error = loadlab::testing::input_error_of([&] { validate(o); });
+  std::string error = loadlab::testing::input_error_of([&] { complete_and_validate(o); });
   EXPECT_EQ(error, "");
   LoadRunner runner(o, std::move(callbacks));
   auto future = std::async(std::launch::async, [&] { return runner.run(); });
