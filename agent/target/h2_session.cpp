@@ -374,13 +374,17 @@ std::uint32_t H2Session<Stream>::frame_error() const {
 template <class Stream>
 void H2Session<Stream>::note_stream(std::int32_t id, bool reset_by_us) {
   constexpr std::size_t kSeenStreams = 256;
-  const auto it = std::lower_bound(seen_streams_.begin(), seen_streams_.end(), id,
-                                   [](const SeenStream& s, std::int32_t v) { return s.id < v; });
-  if (it != seen_streams_.end() && it->id == id) {
-    it->reset_by_us |= reset_by_us;
-    return;
+  if (seen_streams_.empty() || id > seen_streams_.back().id) {  // a new stream: the usual case
+    seen_streams_.push_back(SeenStream{id, reset_by_us});
+  } else {
+    const auto it = std::lower_bound(seen_streams_.begin(), seen_streams_.end(), id,
+                                     [](const SeenStream& s, std::int32_t v) { return s.id < v; });
+    if (it != seen_streams_.end() && it->id == id) {
+      it->reset_by_us |= reset_by_us;
+      return;
+    }
+    seen_streams_.insert(it, SeenStream{id, reset_by_us});
   }
-  seen_streams_.insert(it, SeenStream{id, reset_by_us});
   if (seen_streams_.size() > kSeenStreams) {
     seen_streams_.pop_front();
     seen_all_ = false;
