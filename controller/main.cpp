@@ -13,12 +13,12 @@
 
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/describe_agents.hpp"
-#include "loadlab/controller/scenario_folder.hpp"
 #include "loadlab/controller/history_cli.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/report_cli.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
+#include "loadlab/controller/scenario_folder.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/exit_status.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
