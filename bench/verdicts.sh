@@ -26,7 +26,9 @@
 #
 # Knobs: BUILD_DIR (build), GAP_S (pause between nights, default 60: nights spread over hours;
 # AA_BETWEEN=1 runs an A/A run of the `ab` part instead of the pause, AB_BETWEEN=1 an A/B run),
-# SLOW_WORK_US (1000), AB_WORK_US (1), WINDOW_S (3), REPS (3), AB_PAIRS (20), AB_WINDOW_S (0.5),
+# SLOW_WORK_US (1000), AB_WORK_US (1), AB_B_ARGS (more argv for B's target, as JSON strings:
+# '"--body-size", "2048"' makes B slower by a body rather than CPU work), WINDOW_S (3), REPS (3),
+# AB_PAIRS (20), AB_WINDOW_S (0.5),
 # AB_THRESHOLD_PCT (2), AB_CPUS (the A/B runs' placement.cpus: target and load both on CPU 1,
 # which removes the VM's cross-CPU wake-ups from a ping-pong cell's spread). The machine may do
 # other work meanwhile: that is the noise a nightly on a shared machine sees.
@@ -61,11 +63,12 @@ write_scenario() {
 EOF
 }
 
-# catalog_entry NAME WORK_US: a loadlab-target that burns WORK_US of CPU per request.
+# catalog_entry NAME WORK_US [EXTRA]: a loadlab-target that burns WORK_US of CPU per request;
+# EXTRA: more of its argv, as JSON strings ("--body-size", "4096").
 catalog_entry() {
   cat <<EOF
 "$1": {"argv": ["$BIN/loadlab-target", "--listen", "{host}:{port}", "--threads", "{threads}",
-                "--delay-ms", "{delay_ms}", "--work-us", "$2"],
+                "--delay-ms", "{delay_ms}", "--work-us", "$2"${3:+, $3}],
        "readiness": {"type": "http", "path": "/"}}
 EOF
 }
@@ -129,7 +132,7 @@ record() {
 ab_run() {
   local out=$1 name=$2
   [[ -f $out/$name/result.json ]] && return 0
-  start_agent "$out" "{\"targets\": {$(catalog_entry server-a "$3"), $(catalog_entry server-b "$4")}}"
+  start_agent "$out" "{\"targets\": {$(catalog_entry server-a "$3"), $(catalog_entry server-b "$4" "${AB_B_ARGS:-}")}}"
   cat >"$out/ab.json" <<EOF
 {"name": "verdict-ab", "targets": [{"name": "a", "catalog": "server-a", "server_threads": 1},
                                    {"name": "b", "catalog": "server-b", "server_threads": 1}],

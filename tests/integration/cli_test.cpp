@@ -375,11 +375,13 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   EXPECT_EQ(r.code, 1) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("REGRESSION"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("beast/d10/t4"), std::string::npos);
-  // The other way round it is an improvement, and p99 agrees with qps.
+  // The other way round it is an improvement, and the latency agrees with qps (the median: a
+  // p99 of 2 × 160 requests moves with one scheduling hiccup of a busy machine, and its spread
+  // then makes the change noise, as it should).
   r = run_command({bin("loadlab"), "compare", slow, base});
   EXPECT_EQ(r.code, 0) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("improvement"), std::string::npos) << r.stdout_text;
-  r = run_command({bin("loadlab"), "compare", base, slow, "--metric", "p99_ms"});
+  r = run_command({bin("loadlab"), "compare", base, slow, "--metric", "p50_ms"});
   EXPECT_EQ(r.code, 1) << r.stdout_text;
   r = run_command({bin("loadlab"), "compare", base, slow, "--metric", "rps"});
   EXPECT_EQ(r.code, 2);

@@ -92,8 +92,10 @@ TEST_F(LabTest, TwoLoadAgentsShareACellAndTheirCountsAdd) {
   double cpu = 0;
   for (auto& p : rep.load_parts()) cpu += p.client().cpu_pct();
   EXPECT_NEAR(rep.client().cpu_pct(), cpu, 1e-6);
-  // Four closed loops on a 2 ms server: ~2000 req/s, whatever the split.
-  EXPECT_NEAR(rep.qps(), 2000, 400);
+  // Four closed loops on a 2 ms server: at most 4 / 2 ms = 2000 req/s, whatever the split, and at
+  // least half of it (a server or a client that serialized them would give 500).
+  EXPECT_GT(rep.qps(), 1000);
+  EXPECT_LT(rep.qps(), 2050);
 }
 
 TEST_F(LabTest, LabelsSelectTheLoadAgent) {
