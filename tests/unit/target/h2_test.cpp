@@ -501,7 +501,8 @@ TEST(TargetH2Floods, AHeaderListFarPastTheLimitEndsTheConnection) {
 }
 
 // A work flood on one connection (issue 24, item 4): 200 streams asking 20 ms of CPU each,
-// 4 s of the only io thread, and a second client asks meanwhile. It is answered within 100 ms:
+// 4 s of the only io thread, and a second client asks meanwhile. It is answered within 250 ms
+// (a turn of 10 ms and the request in it, plus a busy machine's scheduling; 4 s without turns):
 // the flooding connection gives the thread up after each 10 ms of its turn (its frames wait
 // their next turn). A request asking more CPU than one request may (50 ms) gets 400.
 TEST(TargetH2Floods, AWorkFloodOnOneConnectionDoesNotStopASecondClient) {
@@ -514,7 +515,7 @@ TEST(TargetH2Floods, AWorkFloodOnOneConnectionDoesNotStopASecondClient) {
   ASSERT_TRUE(other.connected());
   const auto start = Clock::now();
   EXPECT_EQ(other.request().body, kBody);
-  EXPECT_LT(ms_between(start, Clock::now()), 100.0) << "the flood held the io thread";
+  EXPECT_LT(ms_between(start, Clock::now()), 250.0) << "the flood held the io thread";
   auto over = other.request({{"x-loadlab-work-us", "50001"}});
   EXPECT_EQ(over.status, 400);
   EXPECT_NE(over.body.find("the most CPU one request may ask for"), std::string::npos) << over.body;
