@@ -37,20 +37,26 @@ load_args() {
 # The total instructions (Ir) of a callgrind output file.
 total_ir() { sed -n 's/^totals: *\([0-9]*\).*/\1/p;s/^summary: *\([0-9]*\).*/\1/p' "$1" | tail -1; }
 
-# run_target BIN PROTO N: the target under callgrind answers N requests; prints its Ir.
-run_target() {
-  local bin=$1 proto=$2 n=$3 out=$WORK/t.$RANDOM port line
-  # shellcheck disable=SC2046
-  taskset -c "$CPU" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin/loadlab-target" --listen 127.0.0.1:0 \
-    --threads 1 $(target_flags "$proto") >"$WORK/target.out" 2>"$WORK/target.err" &
-  local pid=$!
-  PIDS+=("$pid")
+# The port the target started in the background announced (at most 60 s: callgrind is slow).
+listening_port() {
+  local line=""
   for _ in $(seq 600); do
     line=$(grep -m1 '^listening on ' "$WORK/target.out" || true)
     [[ -n $line ]] && break
     sleep 0.1
   done
-  port=${line##*:}
+  echo "${line##*:}"
+}
+
+# run_target BIN PROTO N: the target under callgrind answers N requests; prints its Ir.
+run_target() {
+  local bin=$1 proto=$2 n=$3 out=$WORK/t.$RANDOM port
+  # shellcheck disable=SC2046
+  taskset -c "$CPU" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin/loadlab-target" --listen 127.0.0.1:0 \
+    --threads 1 $(target_flags "$proto") >"$WORK/target.out" 2>"$WORK/target.err" &
+  local pid=$!
+  PIDS+=("$pid")
+  port=$(listening_port)
   # shellcheck disable=SC2046
   taskset -c "$CPU" "$bin/loadlab-load" $(load_args "$port" "$proto") -t 1 -c 1 -n "$n" --timeout 30000 >/dev/null
   kill -TERM "$pid"
@@ -60,18 +66,13 @@ run_target() {
 
 # run_load BIN PROTO N: loadlab-load under callgrind sends N requests; prints its Ir.
 run_load() {
-  local bin=$1 proto=$2 n=$3 out=$WORK/l.$RANDOM port line
+  local bin=$1 proto=$2 n=$3 out=$WORK/l.$RANDOM port
   # shellcheck disable=SC2046
   taskset -c "$CPU" "$bin/loadlab-target" --listen 127.0.0.1:0 --threads 1 $(target_flags "$proto") \
     >"$WORK/target.out" 2>"$WORK/target.err" &
   local pid=$!
   PIDS+=("$pid")
-  for _ in $(seq 100); do
-    line=$(grep -m1 '^listening on ' "$WORK/target.out" || true)
-    [[ -n $line ]] && break
-    sleep 0.05
-  done
-  port=${line##*:}
+  port=$(listening_port)
   # shellcheck disable=SC2046
   taskset -c "$CPU" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin/loadlab-load" $(load_args "$port" "$proto") \
     -t 1 -c 1 -n "$n" --timeout 30000 >/dev/null 2>"$WORK/load.err"
