@@ -12,9 +12,11 @@
 #                                           as the nightly would: false alarms per 100 nights,
 #                                           inconclusive share, each cell's minimum detectable
 #                                           change, the slowed nights caught
-#   bench/verdicts.sh ab OUT [RUNS]         RUNS A/A runs (one build twice) and RUNS/3 A/B runs (a
-#                                           build AB_WORK_US slower) of the delay-0 cells, each 20
-#                                           pairs A B, B A, ... : runs that alarm, each cell's change
+#   bench/verdicts.sh ab OUT [RUNS] [AB_RUNS]
+#                                           RUNS A/A runs (one build twice) and AB_RUNS (RUNS/3) A/B
+#                                           runs (a build AB_WORK_US slower), alternating, of the
+#                                           delay-0 cells, each AB_PAIRS pairs A B, B A, ... : runs
+#                                           that alarm, each cell's change
 #   bench/verdicts.sh export OUT FILE       the nights of unchanged code as CSV for the tests
 #                                           (tests/data/verdicts)
 #
@@ -132,7 +134,10 @@ record() {
 ab_run() {
   local out=$1 name=$2
   [[ -f $out/$name/result.json ]] && return 0
-  start_agent "$out" "{\"targets\": {$(catalog_entry server-a "$3"), $(catalog_entry server-b "$4" "${AB_B_ARGS:-}")}}"
+  # B's extra argv only where B is another build (an A/A run is the same build twice).
+  local b_args=${AB_B_ARGS:-}
+  [[ $name != aa-* ]] || b_args=
+  start_agent "$out" "{\"targets\": {$(catalog_entry server-a "$3"), $(catalog_entry server-b "$4" "$b_args")}}"
   cat >"$out/ab.json" <<EOF
 {"name": "verdict-ab", "targets": [{"name": "a", "catalog": "server-a", "server_threads": 1},
                                    {"name": "b", "catalog": "server-b", "server_threads": 1}],
@@ -261,8 +266,12 @@ case $cmd in
     ;;
   ab)
     runs=${3:-100}
-    for i in $(seq "$runs"); do ab_run "$out" "aa-$(printf '%03d' "$i")" 0 0; done
-    for i in $(seq $(((runs + 2) / 3))); do ab_run "$out" "ab-$(printf '%03d' "$i")" 0 "$AB_WORK_US"; done
+    ab_runs=${4:-$(((runs + 2) / 3))}
+    # Alternating, so that both kinds see the same hours of the machine.
+    for i in $(seq "$((runs > ab_runs ? runs : ab_runs))"); do
+      ((i > ab_runs)) || ab_run "$out" "ab-$(printf '%03d' "$i")" 0 "$AB_WORK_US"
+      ((i > runs)) || ab_run "$out" "aa-$(printf '%03d' "$i")" 0 0
+    done
     ab_summary "$out" aa
     ab_summary "$out" ab
     ;;

@@ -21,13 +21,7 @@ Connection::Connection(Worker& worker, int index)
       dialer_(worker_, transport_) {}
 
 void Connection::start() {
-  // Open loop with keep-alive: connect before the first slot (as wrk2 does), so the first
-  // requests do not pay for the handshake and an unreachable target shows at once rather
-  // than at each connection's first slot.
-  if (worker_.open_loop() && worker_.plan().keep_alive) {
-    preconnect_ = true;
-    return do_connect();
-  }
+  if ((preconnect_ = connects_first(worker_))) return do_connect();
   next();
 }
 

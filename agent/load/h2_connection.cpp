@@ -64,22 +64,14 @@ const nghttp2_session_callbacks* H2Connection::callbacks() {
 }
 
 void H2Connection::start() {
-  // Open loop with keep-alive: connect before the first slot, as Connection does.
-  if (worker_.open_loop() && worker_.plan().keep_alive) {
-    preconnect_ = true;
-    return do_connect();
-  }
+  if ((preconnect_ = connects_first(worker_))) return do_connect();
   pump();
 }
 
 void H2Connection::stop() {
   if (stopped_) return;
   stopped_ = true;
-  slots_.done = true;
-  slots_.waiting = false;
-  // A stop discards the requests queued and in flight: cut short by us, not by the target.
-  for (int i : slots_.queued) slots_.release(slots_[i]);
-  slots_.queued.clear();
+  slots_.discard_queued();  // and those in flight, below
   switch (state_) {
     case State::kIdle:
       return end();

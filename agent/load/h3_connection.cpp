@@ -1,15 +1,17 @@
 #include "h3_connection.hpp"
 
-#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <string>
 
+#include "loadlab/quic/packets.hpp"
 #include "quic_tls_client.hpp"
 
 namespace loadlab::load {
@@ -29,16 +31,7 @@ constexpr uint64_t kConnectionWindow = 64 * 1024 * 1024;
 constexpr std::size_t kScidLength = 17;
 constexpr std::size_t kDcidLength = 18;
 
-ngtcp2_tstamp to_ts(Clock::time_point t) {
-  return static_cast<ngtcp2_tstamp>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-}
-
-Clock::time_point from_ts(ngtcp2_tstamp ts) {
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ts)));
-}
-
-void random_bytes(uint8_t* dest, size_t length) { gnutls_rnd(GNUTLS_RND_NONCE, dest, length); }
+using quic::random_bytes;
 
 }  // namespace
 
@@ -51,15 +44,6 @@ struct H3Connection::Glue {
   static Slot* slot(void* stream_user_data) { return static_cast<Slot*>(stream_user_data); }
 
   static ngtcp2_conn* get_conn(ngtcp2_crypto_conn_ref* ref) { return self(ref->user_data)->conn_; }
-
-  static void rand(uint8_t* dest, size_t length, const ngtcp2_rand_ctx*) { random_bytes(dest, length); }
-
-  static int get_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t length, void*) {
-    random_bytes(cid->data, length);
-    cid->datalen = length;
-    random_bytes(token, NGTCP2_STATELESS_RESET_TOKENLEN);
-    return 0;
-  }
 
   static int handshake_completed(ngtcp2_conn* conn, void* user_data) {
     H3Connection* c = self(user_data);
@@ -222,20 +206,8 @@ struct H3Connection::Glue {
 
   static const ngtcp2_callbacks& quic_callbacks() {
     static const ngtcp2_callbacks callbacks = [] {
-      ngtcp2_callbacks cb{};
-      cb.client_initial = ngtcp2_crypto_client_initial_cb;
-      cb.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-      cb.encrypt = ngtcp2_crypto_encrypt_cb;
-      cb.decrypt = ngtcp2_crypto_decrypt_cb;
-      cb.hp_mask = ngtcp2_crypto_hp_mask_cb;
-      cb.recv_retry = ngtcp2_crypto_recv_retry_cb;
-      cb.update_key = ngtcp2_crypto_update_key_cb;
-      cb.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
-      cb.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
-      cb.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
-      cb.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
-      cb.rand = rand;
-      cb.get_new_connection_id = get_new_connection_id;
+      ngtcp2_callbacks cb = quic::crypto_callbacks(quic::Role::client);
+      cb.get_new_connection_id = quic::random_connection_id;
       cb.handshake_completed = handshake_completed;
       cb.early_data_rejected = early_data_rejected;
       cb.recv_rx_key = recv_rx_key;
@@ -295,23 +267,17 @@ H3Connection::H3Connection(Worker& worker, int index)
 
 H3Connection::~H3Connection() { free_quic(); }
 
-uint64_t H3Connection::now_ts() const { return to_ts(Clock::now()); }
+uint64_t H3Connection::now_ts() const { return quic::timestamp(Clock::now()); }
 
 void H3Connection::start() {
-  if (worker_.open_loop() && worker_.plan().keep_alive) {
-    preconnect_ = true;
-    return do_connect();
-  }
+  if ((preconnect_ = connects_first(worker_))) return do_connect();
   pump();
 }
 
 void H3Connection::stop() {
   if (stopped_) return;
   stopped_ = true;
-  slots_.done = true;
-  slots_.waiting = false;
-  for (int i : slots_.queued) slots_.release(slots_[i]);
-  slots_.queued.clear();
+  slots_.discard_queued();  // and those in flight, below
   switch (state_) {
     case State::kIdle:
       return end();
@@ -580,7 +546,7 @@ void H3Connection::on_readable(const error_code& ec) {
 }
 
 bool H3Connection::read_packets() {
-  const ngtcp2_tstamp ts = to_ts(read_time_);
+  const ngtcp2_tstamp ts = quic::timestamp(read_time_);
   for (;;) {
     error_code ec;
     std::size_t n = socket_.receive(asio::buffer(read_buffer_.get(), kReadSize), 0, ec);
@@ -608,50 +574,23 @@ void H3Connection::write_packets() {
     if (!send_packet(packet_.data(), packet_size_)) return;
     packet_size_ = 0;
   }
-  const ngtcp2_tstamp ts = now_ts();
-  const std::size_t max = ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_);
-  for (;;) {
-    int64_t stream_id = -1;
-    int fin = 0;
-    nghttp3_vec vec[16];
-    nghttp3_ssize count = 0;
-    if (h3_ && ngtcp2_conn_get_max_data_left(conn_) > 0) {
-      count = nghttp3_conn_writev_stream(h3_, &stream_id, &fin, vec, std::size(vec));
-      if (count < 0) return connection_failed(NGTCP2_ERR_INTERNAL);
-    }
-    ngtcp2_ssize taken = -1;
-    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE | (fin ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0);
-    ngtcp2_pkt_info pi;
-    ngtcp2_ssize n =
-        ngtcp2_conn_writev_stream(conn_, &path_.path, &pi, out_.data(), max, &taken, flags, stream_id,
-                                  reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(count), ts);
-    if (n < 0) {
-      switch (n) {
-        case NGTCP2_ERR_STREAM_DATA_BLOCKED:  // flow control: nghttp3 waits for extend_max_stream_data
-          nghttp3_conn_block_stream(h3_, stream_id);
-          continue;
-        case NGTCP2_ERR_STREAM_SHUT_WR:
-          nghttp3_conn_shutdown_stream_write(h3_, stream_id);
-          continue;
-        case NGTCP2_ERR_WRITE_MORE:  // the packet has room for more streams' frames
-          nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(taken));
-          continue;
-        default:
-          return connection_failed(static_cast<int>(n));
+  // A packet the socket cannot take now is kept, and goes first once it is writable.
+  struct Sink final : quic::PacketSink {
+    H3Connection& c;
+    explicit Sink(H3Connection& c) : c(c) {}
+    bool send(const ngtcp2_path&, const uint8_t* data, std::size_t size) override {
+      if (c.send_packet(data, size)) return true;
+      if (c.write_waiting_) {  // else the socket failed: the connection is being torn down
+        c.packet_.assign(data, data + size);
+        c.packet_size_ = size;
       }
+      return false;
     }
-    if (taken >= 0 && stream_id >= 0)
-      nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(taken));
-    if (n == 0) break;
-    if (!send_packet(out_.data(), static_cast<std::size_t>(n))) {
-      if (!write_waiting_) return;  // the socket failed: the connection is being torn down
-      packet_.assign(out_.begin(), out_.begin() + n);
-      packet_size_ = static_cast<std::size_t>(n);
-      ngtcp2_conn_update_pkt_tx_time(conn_, ts);
-      return;
-    }
-  }
-  ngtcp2_conn_update_pkt_tx_time(conn_, ts);
+  } sink(*this);
+  const auto result = quic::write_packets(conn_, h3_, out_, &path_.path, now_ts(), INT_MAX, sink);
+  if (result.end == quic::WriteResult::End::http_failed) return connection_failed(NGTCP2_ERR_INTERNAL);
+  if (result.end == quic::WriteResult::End::quic_failed) return connection_failed(result.error);
+  if (result.end == quic::WriteResult::End::stopped) return;
   arm_timer();
 }
 
@@ -692,7 +631,7 @@ void H3Connection::arm_timer() {
     }
     return;
   }
-  Clock::time_point at = from_ts(expiry);
+  Clock::time_point at = quic::time_point(expiry);
   if (armed_ && *armed_ == at) return;
   armed_ = at;
   timer_.expires_at(at);  // cancels a wait for an older expiry

@@ -92,6 +92,15 @@ struct StreamSlots {
     queued.push_back(index_of(s));
   }
 
+  // A stop: nothing more is begun, and the requests queued are discarded (cut short by us, not
+  // by the target).
+  void discard_queued() {
+    done = true;
+    waiting = false;
+    for (int i : queued) release(slots_[static_cast<std::size_t>(i)]);
+    queued.clear();
+  }
+
   void release(Slot& s) {
     if (s.state == Slot::State::kOpen) --open;
     s.state = Slot::State::kFree;

@@ -161,4 +161,9 @@ class Worker {
   std::atomic<int64_t> pub_measured_failed_{0};
 };
 
+// Open loop with keep-alive: a connection connects before its first slot (as wrk2 does), so the
+// first requests do not pay for the handshake and an unreachable target shows at once rather
+// than at each connection's first slot.
+inline bool connects_first(const Worker& worker) { return worker.open_loop() && worker.plan().keep_alive; }
+
 }  // namespace loadlab::load

@@ -32,7 +32,6 @@ constexpr std::size_t kMaxWriteBatch = 256 * 1024;
 // and keep uploads from waiting for WINDOW_UPDATEs.
 constexpr std::int32_t kStreamWindow = 1 << 20;
 constexpr std::int32_t kConnectionWindow = 16 << 20;
-constexpr std::size_t kPoolReserve = 16;
 // DATA payloads from this size on skip nghttp2's copy (NGHTTP2_DATA_FLAG_NO_COPY); smaller ones
 // are cheaper copied than written as a buffer of their own.
 constexpr std::size_t kNoCopyMin = 4096;
@@ -93,37 +92,22 @@ struct H2Session<Stream>::Glue {
                        std::size_t name_size, const std::uint8_t* value, std::size_t value_size, std::uint8_t,
                        void* user_data) {
     auto& session = self(user_data);
-    H2Stream* s = session.stream(frame->hd.stream_id);
-    if (s == nullptr || s->state != H2Stream::State::receiving) return 0;
-    // RFC 9113 §6.5.2's measure of a header list, the one SETTINGS_MAX_HEADER_LIST_SIZE counts.
-    s->header_bytes += name_size + value_size + 32;
-    if (s->header_bytes > session.env_.header_limit) s->error = 431;
-    if (s->header_bytes > kHeaderFloodFactor * std::size_t{session.env_.header_limit})
-      return NGHTTP2_ERR_CALLBACK_FAILURE;  // ends the session: nothing more of it is decoded
-    if (s->error != 0 || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers: ignored
+    RequestStream* s = session.stream(frame->hd.stream_id);
+    if (s == nullptr || s->state != RequestStream::State::receiving) return 0;
     const std::string_view n(reinterpret_cast<const char*>(name), name_size);
     const std::string_view v(reinterpret_cast<const char*>(value), value_size);
-    if (n.empty() || n.front() != ':') {
-      s->knobs.apply(n, v);
-    } else if (n == ":method") {
-      s->get = v == "GET";
-      s->head = v == "HEAD";
-    } else if (n == ":path") {
-      s->stats_path = v == kStatsPath;
-    }
+    const bool trailer = frame->headers.cat != NGHTTP2_HCAT_REQUEST;  // ignored but for their size
+    if (session.responder_.take_header(*s, n, v, trailer) >
+        kHeaderFloodFactor * std::size_t{session.env_.header_limit})
+      return NGHTTP2_ERR_CALLBACK_FAILURE;  // ends the session: nothing more of it is decoded
     return 0;
   }
 
   static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id, const std::uint8_t*,
                            std::size_t size, void* user_data) {
     auto& session = self(user_data);
-    H2Stream* s = session.stream(stream_id);
-    if (s == nullptr || s->state != H2Stream::State::receiving) return 0;  // discarded
-    s->body_bytes += size;
-    if (s->body_bytes > session.env_.body_limit && s->error == 0) {
-      s->error = 413;
-      session.complete_request(*s);  // answered at once; the rest of the upload is refused
-    }
+    RequestStream* s = session.stream(stream_id);
+    if (s != nullptr && s->state == RequestStream::State::receiving) session.responder_.take_body(*s, size);
     return 0;
   }
 
@@ -136,8 +120,9 @@ struct H2Session<Stream>::Glue {
       case NGHTTP2_HEADERS:
       case NGHTTP2_DATA:
         if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
-          H2Stream* s = session.stream(frame->hd.stream_id);
-          if (s != nullptr && s->state == H2Stream::State::receiving) session.complete_request(*s);
+          RequestStream* s = session.stream(frame->hd.stream_id);
+          if (s != nullptr && s->state == RequestStream::State::receiving)
+            session.responder_.complete_request(*s);
         }
         break;
       default:
@@ -151,14 +136,14 @@ struct H2Session<Stream>::Glue {
     if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
       auto& session = self(user_data);
-      if (H2Stream* s = session.stream(frame->hd.stream_id)) session.answered(*s);
+      if (RequestStream* s = session.stream(frame->hd.stream_id)) session.answered(*s);
     }
     return 0;
   }
 
   static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t, void* user_data) {
     auto& session = self(user_data);
-    if (H2Stream* s = session.stream(stream_id)) session.end_stream(*s);
+    if (RequestStream* s = session.stream(stream_id)) session.end_stream(*s);
     return 0;
   }
 
@@ -169,7 +154,7 @@ struct H2Session<Stream>::Glue {
   // stream's slot, which may be reused before the write ends: those are copied into out_.
   static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
                            std::uint32_t* flags, nghttp2_data_source* source, void*) {
-    auto& s = *static_cast<H2Stream*>(source->ptr);
+    auto& s = *static_cast<RequestStream*>(source->ptr);
     const std::uint64_t total = s.content.length.value_or(0);
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(length, total - s.read));
     if (n >= kNoCopyMin) {
@@ -186,7 +171,7 @@ struct H2Session<Stream>::Glue {
   static int send_data(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* frame_head,
                        std::size_t length, nghttp2_data_source* source, void* user_data) {
     auto& session = self(user_data);
-    auto& s = *static_cast<H2Stream*>(source->ptr);
+    auto& s = *static_cast<RequestStream*>(source->ptr);
     if (frame->data.padlen != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;  // never asked for
     session.out_.append(reinterpret_cast<const char*>(frame_head), 9);
     if (kTls || !s.immutable_body) {
@@ -201,7 +186,7 @@ struct H2Session<Stream>::Glue {
 
   // Where the stream's next body bytes are. Filler is the same byte everywhere: any payload
   // (at most a frame, 16 KiB) is the start of the block.
-  static const char* payload(const H2Stream& s) {
+  static const char* payload(const RequestStream& s) {
     return s.content.filler ? Filler::block().data() : s.content.bytes.data() + s.sent;
   }
 
@@ -236,19 +221,13 @@ H2Session<Stream>::H2Session(Stream&& stream, const SessionEnv& env, IoWorker& w
       env_(env),
       worker_(worker),
       random_(random_seed(this)),
-      timer_(stream_.get_executor()),
       watchdog_(stream_.get_executor()),
-      watchdog_period_(std::min({env.read_timeout, env.idle_timeout, env.write_timeout})) {
-  slots_.reserve(kPoolReserve);
-  free_.reserve(kPoolReserve);
-}
+      watchdog_period_(std::min({env.read_timeout, env.idle_timeout, env.write_timeout})),
+      responder_(*this, env, worker, worker.h2_streams, random_) {}
 
 template <class Stream>
 H2Session<Stream>::~H2Session() {
-  // Streams never answered (the peer left, a timeout, the io_context torn down) must not hold
-  // the shutdown drain forever.
-  if (in_flight_here_ != 0) env_.in_flight->fetch_sub(in_flight_here_, std::memory_order_relaxed);
-  nghttp2_session_del(session_);
+  nghttp2_session_del(session_);  // the responder gives back the streams never answered
 }
 
 template <class Stream>
@@ -429,7 +408,7 @@ void H2Session<Stream>::flush() {
   payloads_.clear();
   payload_bytes_ = 0;
   if (!serialize()) return;
-  if (notice_sent_ && !goaway_sent_ && open_streams_ == 0 && batch_bytes() < kMaxWriteBatch) {
+  if (notice_sent_ && !goaway_sent_ && responder_.open() == 0 && batch_bytes() < kMaxWriteBatch) {
     nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);  // the final GOAWAY
     goaway_sent_ = true;
     if (!serialize()) return;
@@ -441,8 +420,7 @@ void H2Session<Stream>::flush() {
   }
   writing_ = true;
   written_at_ = Clock::now();
-  answered_in_write_ = std::exchange(answered_pending_, 0);
-  counted_in_write_ = std::exchange(counted_pending_, 0);
+  answered_in_write_ = responder_.take_answered();
   auto handler = beast::bind_front_handler(&H2Session::on_write, shared_from_this());
   if (payloads_.empty()) return net::async_write(stream_, net::buffer(out_), std::move(handler));
   // Frame bytes and payloads in order; a span, so the write copies no vector.
@@ -482,23 +460,14 @@ void H2Session<Stream>::on_write(beast::error_code ec, std::size_t) {
     return close_now();
   }
   written_at_ = Clock::now();
-  worker_.responses_sent.fetch_add(counted_in_write_, std::memory_order_relaxed);
-  worker_.h2_streams.fetch_add(counted_in_write_, std::memory_order_relaxed);
-  env_.in_flight->fetch_sub(static_cast<std::int64_t>(answered_in_write_), std::memory_order_relaxed);
-  in_flight_here_ -= static_cast<std::int64_t>(answered_in_write_);
-  answered_in_write_ = counted_in_write_ = 0;
+  responder_.credit(std::exchange(answered_in_write_, AnsweredCounts{}));
   flush();
   if (!closed_ && !finishing_ && nghttp2_session_want_read(session_) != 0) do_read();
 }
 
 template <class Stream>
 void H2Session<Stream>::credit_answered() {
-  if (answered_pending_ == 0) return;
-  worker_.responses_sent.fetch_add(counted_pending_, std::memory_order_relaxed);
-  worker_.h2_streams.fetch_add(counted_pending_, std::memory_order_relaxed);
-  env_.in_flight->fetch_sub(static_cast<std::int64_t>(answered_pending_), std::memory_order_relaxed);
-  in_flight_here_ -= static_cast<std::int64_t>(answered_pending_);
-  answered_pending_ = counted_pending_ = 0;
+  responder_.credit(responder_.take_answered());
 }
 
 // Nothing more to say (after the final GOAWAY): over TLS our close_notify (not waiting for the
@@ -568,7 +537,7 @@ void H2Session<Stream>::close_now() {
   closed_ = true;
   beast::error_code ignored;
   socket().close(ignored);  // pending operations complete with operation_aborted
-  timer_.cancel();
+  responder_.stop();
   watchdog_.cancel();
 }
 
@@ -580,154 +549,46 @@ void H2Session<Stream>::fail(beast::error_code ec, const char* what) {
 // --- streams -----------------------------------------------------------------------------
 
 template <class Stream>
-H2Stream* H2Session<Stream>::stream(std::int32_t id) {
-  return static_cast<H2Stream*>(nghttp2_session_get_stream_user_data(session_, id));
+RequestStream* H2Session<Stream>::stream(std::int32_t id) {
+  return static_cast<RequestStream*>(nghttp2_session_get_stream_user_data(session_, id));
 }
 
 template <class Stream>
 void H2Session<Stream>::begin_stream(std::int32_t id) {
-  if (free_.empty()) free_.push_back(slots_.emplace_back(std::make_unique<H2Stream>()).get());
-  H2Stream& s = *free_.back();
-  free_.pop_back();
-  s.id = id;
-  s.state = H2Stream::State::receiving;
-  s.get = s.head = s.stats_path = s.counted = false;
-  s.error = 0;
-  s.header_bytes = s.body_bytes = s.read = s.sent = 0;
-  if (s.knobs.any()) s.knobs = RequestKnobs{};
-  nghttp2_session_set_stream_user_data(session_, id, &s);
-  s.started = read_at_;
-  ++in_state_[static_cast<int>(H2Stream::State::receiving)];
-  ++open_streams_;
+  nghttp2_session_set_stream_user_data(session_, id, &responder_.begin(id, read_at_));
   note_stream(id, false);
 }
 
 template <class Stream>
-void H2Session<Stream>::set_state(H2Stream& s, H2Stream::State state) {
-  --in_state_[static_cast<int>(s.state)];
-  ++in_state_[static_cast<int>(state)];
-  s.state = state;
-}
-
-template <class Stream>
-void H2Session<Stream>::complete_request(H2Stream& s) {
-  s.counted = true;
-  ++in_flight_here_;
-  env_.in_flight->fetch_add(1, std::memory_order_relaxed);
-  if (s.error != 0) return respond(s);
-  s.answer = decide_answer(s.get && s.stats_path, s.knobs, env_, random_);
-  if (s.answer.kind != Answer::Kind::regular) return respond(s);
-  if (s.answer.delay.count() == 0) {
-    if (!env_.stall->enabled()) return respond(s);
-    return hold_or_respond(s, Clock::now());
-  }
-  set_state(s, H2Stream::State::waiting);
-  schedule(s, Clock::now() + s.answer.delay);
-}
-
-template <class Stream>
-void H2Session<Stream>::hold_or_respond(H2Stream& s, Clock::time_point now) {
-  if (auto until = env_.stall->hold_until(now)) {
-    if (s.state != H2Stream::State::waiting) set_state(s, H2Stream::State::waiting);
-    return schedule(s, *until);
-  }
-  respond(s);
-}
-
-template <class Stream>
-void H2Session<Stream>::respond(H2Stream& s) {
-  set_state(s, H2Stream::State::responding);
-  if (s.error != 0) {
-    const auto body = env_.responses->error_body(static_cast<boost::beast::http::status>(s.error));
-    s.content = AnswerContent{s.error, "text/plain", body.size(), body, false};
-  } else {
-    s.content = answer_content(s.answer, s.knobs, env_, s.text);
-  }
-  s.immutable_body = s.error == 0 && s.answer.kind == Answer::Kind::regular;
-  char status[4];
-  std::to_chars(status, status + 3, s.content.status);
-  char length[24];
-  std::size_t length_size = 0;
+void H2Session<Stream>::submit_response(RequestStream& s, const ResponseHead& head) {
   nghttp2_nv headers[4] = {
-      header(":status", std::string_view(status, 3), false),
+      header(":status", head.status_text(), false),
       header("server", "loadlab-target", true),
       header("content-type", s.content.content_type, true),
   };
   std::size_t count = 3;
-  if (s.content.length) {
-    length_size = static_cast<std::size_t>(
-        std::to_chars(length, length + sizeof length, *s.content.length).ptr - length);
-    headers[count++] = header("content-length", std::string_view(length, length_size), false);
-  }
-  const bool body = !s.head && s.content.length.value_or(0) != 0;
+  if (head.length_size != 0) headers[count++] = header("content-length", head.length_text(), false);
   nghttp2_data_provider provider{};
   provider.source.ptr = &s;
   provider.read_callback = Glue::read_body;
-  const int rv = nghttp2_submit_response(session_, s.id, headers, count, body ? &provider : nullptr);
-  if (rv != 0) env_.log->debug("h2: response to stream {}: {}", s.id, nghttp2_strerror(rv));
+  const auto id = static_cast<std::int32_t>(s.id);
+  const int rv = nghttp2_submit_response(session_, id, headers, count, head.body ? &provider : nullptr);
+  if (rv != 0) env_.log->debug("h2: response to stream {}: {}", id, nghttp2_strerror(rv));
 }
 
 // The stream's last frame is serialized: its response counts once the write carrying it ends.
 template <class Stream>
-void H2Session<Stream>::answered(H2Stream& s) {
-  if (!s.counted) return;
-  s.counted = false;
-  ++answered_pending_;
-  if (s.error != 0 || s.answer.kind != Answer::Kind::stats) ++counted_pending_;
-  if (s.error == 413 && s.state == H2Stream::State::responding) {
+void H2Session<Stream>::answered(RequestStream& s) {
+  if (responder_.answered(s)) {
     // The client may still be sending its body: refuse the rest (RFC 9113 §8.1).
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_NO_ERROR);
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, static_cast<std::int32_t>(s.id), NGHTTP2_NO_ERROR);
   }
 }
 
 template <class Stream>
-void H2Session<Stream>::end_stream(H2Stream& s) {
-  if (s.counted) {  // reset or abandoned before its response went out
-    s.counted = false;
-    --in_flight_here_;
-    env_.in_flight->fetch_sub(1, std::memory_order_relaxed);
-  }
-  --in_state_[static_cast<int>(s.state)];
-  nghttp2_session_set_stream_user_data(session_, s.id, nullptr);
-  s.id = 0;  // a pending Wake for it is skipped
-  free_.push_back(&s);
-  if (--open_streams_ == 0) idle_since_ = Clock::now();
-}
-
-// --- the timer of delays and stalls --------------------------------------------------------
-
-template <class Stream>
-void H2Session<Stream>::schedule(H2Stream& s, Clock::time_point at) {
-  wakes_.push(Wake{at, s.id, &s});
-  if (at < timer_at_) arm_timer(at);
-}
-
-template <class Stream>
-void H2Session<Stream>::arm_timer(Clock::time_point at) {
-  timer_at_ = at;
-  timer_.expires_at(at);  // cancels a later wait, whose handler sees operation_aborted
-  timer_.async_wait(beast::bind_front_handler(&H2Session::on_timer, shared_from_this()));
-}
-
-template <class Stream>
-void H2Session<Stream>::on_timer(beast::error_code ec) {
-  if (ec || closed_) return;  // re-armed sooner (another wait is pending), or closed
-  timer_at_ = Clock::time_point::max();
-  const auto now = Clock::now();
-  while (!wakes_.empty() && wakes_.top().at <= now) {
-    const Wake wake = wakes_.top();
-    wakes_.pop();
-    H2Stream& s = *wake.stream;
-    // The slot may be free (the stream was reset) or hold a newer stream: skip it then.
-    if (s.id != wake.id || s.state != H2Stream::State::waiting) continue;
-    if (env_.stall->enabled()) {
-      hold_or_respond(s, now);
-    } else {
-      respond(s);
-    }
-  }
-  if (!wakes_.empty()) arm_timer(wakes_.top().at);
-  flush();
+void H2Session<Stream>::end_stream(RequestStream& s) {
+  nghttp2_session_set_stream_user_data(session_, static_cast<std::int32_t>(s.id), nullptr);
+  if (responder_.end(s)) idle_since_ = Clock::now();
 }
 
 // --- timeouts ----------------------------------------------------------------------------
@@ -737,19 +598,14 @@ typename H2Session<Stream>::Clock::time_point H2Session<Stream>::deadline() cons
   if (finishing_) return written_at_ + env_.linger_timeout;
   if (writing_) return written_at_ + env_.write_timeout;
   if (!preface_done_) return started_ + env_.read_timeout;
-  if (in_state_[static_cast<int>(H2Stream::State::receiving)] != 0) {
+  if (responder_.in_state(RequestStream::State::receiving) != 0) {
     // Each request must arrive whole within the read timeout from its first frame, however
     // many others overlap it: the oldest incomplete one decides (a scan, once per wake).
-    auto oldest = Clock::time_point::max();
-    for (const auto& slot : slots_) {
-      if (slot->id != 0 && slot->state == H2Stream::State::receiving)
-        oldest = std::min(oldest, slot->started);
-    }
-    return oldest + env_.read_timeout;
+    return responder_.oldest_receiving() + env_.read_timeout;
   }
-  if (open_streams_ == 0) return idle_since_ + env_.idle_timeout;
+  if (responder_.open() == 0) return idle_since_ + env_.idle_timeout;
   // Responses submitted but nothing being written: the client's flow-control window is shut.
-  if (in_state_[static_cast<int>(H2Stream::State::responding)] != 0) return written_at_ + env_.write_timeout;
+  if (responder_.in_state(RequestStream::State::responding) != 0) return written_at_ + env_.write_timeout;
   return Clock::time_point::max();  // streams waiting for their delay
 }
 

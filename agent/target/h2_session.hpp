@@ -5,10 +5,8 @@
 // this class does the I/O: one read at a time, and one write at a time carrying every frame
 // pending, so a read that completes ten requests is answered with one write.
 //
-// Each stream is answered like an HTTP/1.1 request (answer.hpp): the CPU work when its
-// request is whole, then the delay and any stall on the session's one timer. The timer's queue
-// names a stream by id and slot, and a stream reset or closed meanwhile frees its slot, so
-// its turn is skipped rather than touching a closed stream.
+// Each stream is answered by the session's StreamResponder (stream_responder.hpp), as
+// H3Connection's are: the CPU work when its request is whole, then the delay and any stall.
 //
 // All handlers run on the io thread of the stream's io_context: no strand and no lock.
 // Timeouts use a lazy watchdog as Session does; the deadline is derived from the state when it
@@ -22,7 +20,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <queue>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -31,36 +28,13 @@
 #include "knobs.hpp"
 #include "session.hpp"
 #include "session_env.hpp"
+#include "stream_responder.hpp"
 
 struct nghttp2_session;
 
 namespace loadlab::target {
 
 struct H2FuzzPeer;  // tests/fuzz/h2_fuzz.cpp: seeds a session's Random and moves its clock
-
-// One request/response exchange of an H2Session. Slots are reused (a pool per session), so a
-// stream allocates nothing once the session has warmed up, unless a knob asks for a body
-// built per request.
-struct H2Stream {
-  enum class State : std::uint8_t { receiving, waiting, responding };
-  std::int32_t id = 0;  // 0: the slot is free
-  State state = State::receiving;
-  bool get = false;
-  bool head = false;
-  bool stats_path = false;
-  bool counted = false;  // in env.in_flight, until its response is written or the stream ends
-  unsigned error = 0;    // 413 or 431, decided while the request arrived
-  std::chrono::steady_clock::time_point started;  // its first frame arrived (read timeout)
-  std::uint64_t header_bytes = 0;
-  std::uint64_t body_bytes = 0;
-  bool immutable_body = false;  // the configured body or filler, not a per-request text
-  std::uint64_t read = 0;       // response body bytes framed by nghttp2
-  std::uint64_t sent = 0;       // of those, serialized for a write
-  RequestKnobs knobs;
-  Answer answer;
-  AnswerContent content;
-  std::string text;  // a body built per request (stats, a bad knob's message)
-};
 
 template <class Stream>
 class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
@@ -83,14 +57,6 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   struct Glue;  // nghttp2's callbacks (h2_session.cpp)
   using std::enable_shared_from_this<H2Session<Stream>>::shared_from_this;
   using std::enable_shared_from_this<H2Session<Stream>>::weak_from_this;
-
-  // A stream's turn on the timer: after its delay, or at the end of a stall.
-  struct Wake {
-    Clock::time_point at;
-    std::int32_t id;
-    H2Stream* stream;
-    bool operator>(const Wake& other) const { return at > other.at; }
-  };
 
   boost::asio::ip::tcp::socket& socket() { return boost::beast::get_lowest_layer(stream_); }
 
@@ -115,20 +81,16 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   void close_now();
   void fail(boost::beast::error_code ec, const char* what);
 
-  // Streams.
-  H2Stream* stream(std::int32_t id);
+  // Streams: the responder answers them; these hand them over from nghttp2 and back.
+  friend class StreamResponder<H2Session, false>;
+  RequestStream* stream(std::int32_t id);
   void begin_stream(std::int32_t id);
-  void set_state(H2Stream& s, H2Stream::State state);
-  void complete_request(H2Stream& s);
-  void hold_or_respond(H2Stream& s, Clock::time_point now);
-  void respond(H2Stream& s);
-  void answered(H2Stream& s);
-  void end_stream(H2Stream& s);
+  void submit_response(RequestStream& s, const ResponseHead& head);
+  void answered(RequestStream& s);
+  void end_stream(RequestStream& s);
+  bool responder_stopped() const { return closed_; }
 
-  // Timer and watchdog.
-  void schedule(H2Stream& s, Clock::time_point at);
-  void arm_timer(Clock::time_point at);
-  void on_timer(boost::beast::error_code ec);
+  // Watchdog.
   Clock::time_point deadline() const;
   void arm_watchdog(Clock::time_point at);
   void on_watchdog(boost::beast::error_code ec);
@@ -138,20 +100,11 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   IoWorker& worker_;
   nghttp2_session* session_ = nullptr;
   Random random_;
-  boost::asio::steady_timer timer_;     // delays and stalls of every stream
   boost::asio::steady_timer watchdog_;  // timeouts
   Clock::duration watchdog_period_;
-  std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
-  Clock::time_point timer_at_ = Clock::time_point::max();  // when the pending wait ends
-
-  std::vector<std::unique_ptr<H2Stream>> slots_;  // every slot made, open or free
-  std::vector<H2Stream*> free_;
-  std::array<int, 3> in_state_{};  // open streams by H2Stream::State
-  int open_streams_ = 0;
-  std::int64_t in_flight_here_ = 0;  // this session's share of env.in_flight
-  // Streams whose last frame is serialized, not yet known written (credited after the write).
-  std::uint64_t answered_pending_ = 0, counted_pending_ = 0;
-  std::uint64_t answered_in_write_ = 0, counted_in_write_ = 0;
+  StreamResponder<H2Session, false> responder_;  // HTTP/2 pauses its input instead of turns
+  // Streams whose last frame is in the write in progress (credited after it).
+  AnsweredCounts answered_in_write_;
 
   std::array<std::uint8_t, 16 * 1024> read_buffer_;
   // Bytes read but not yet given to nghttp2. Bytes go to nghttp2 one frame at a time, and a

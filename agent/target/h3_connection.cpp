@@ -1,6 +1,5 @@
 #include "h3_connection.hpp"
 
-#include <gnutls/crypto.h>
 #include <nghttp3/nghttp3.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 
 #include "canned_responses.hpp"
 #include "h3_server.hpp"
+#include "loadlab/quic/packets.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "request_parser.hpp"
 
@@ -33,10 +33,7 @@ constexpr int kMaxPacketsPerFlush = 64;
 // CONNECTION_CLOSE is repeated at most this often in the closing period (RFC 9000 §10.2.1).
 constexpr unsigned kMaxCloseRepeats = 8;
 
-ngtcp2_tstamp timestamp(std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now()) {
-  return static_cast<ngtcp2_tstamp>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-}
+using quic::timestamp;
 
 ngtcp2_duration nanoseconds(std::chrono::steady_clock::duration d) {
   return static_cast<ngtcp2_duration>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
@@ -69,14 +66,10 @@ struct H3Connection::Glue {
 
   static ngtcp2_conn* get_conn(ngtcp2_crypto_conn_ref* ref) { return self(ref->user_data).conn_; }
 
-  static void rand(std::uint8_t* dest, std::size_t size, const ngtcp2_rand_ctx*) {
-    gnutls_rnd(GNUTLS_RND_RANDOM, dest, size);
-  }
-
   static int get_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, std::uint8_t* token, std::size_t size,
                                    void* user_data) {
     auto& c = self(user_data);
-    gnutls_rnd(GNUTLS_RND_RANDOM, cid->data, size);
+    quic::random_bytes(cid->data, size);
     cid->datalen = size;
     const auto& secret = c.server_.static_secret();
     if (ngtcp2_crypto_generate_stateless_reset_token(token, secret.data(), secret.size(), cid) != 0)
@@ -172,7 +165,7 @@ struct H3Connection::Glue {
   static int http_stream_close(nghttp3_conn*, std::int64_t stream_id, std::uint64_t, void* conn_user_data,
                                void* stream_user_data) {
     auto& c = self(conn_user_data);
-    if (auto* s = static_cast<H3Stream*>(stream_user_data)) c.end_stream(*s);
+    if (auto* s = static_cast<RequestStream*>(stream_user_data)) c.end_stream(*s);
     // A request stream is done: the client may open another.
     if (c.conn_ != nullptr && ngtcp2_is_bidi_stream(stream_id))
       ngtcp2_conn_extend_max_streams_bidi(c.conn_, 1);
@@ -183,13 +176,8 @@ struct H3Connection::Glue {
                             void* conn_user_data, void* stream_user_data) {
     auto& c = self(conn_user_data);
     c.consume(stream_id, size);  // discarded as it arrives
-    auto* s = static_cast<H3Stream*>(stream_user_data);
-    if (s == nullptr || s->state != H3Stream::State::receiving) return 0;
-    s->body_bytes += size;
-    if (s->body_bytes > c.env_.body_limit && s->error == 0) {
-      s->error = 413;
-      c.complete_request(*s);  // answered at once; the rest of the upload is refused
-    }
+    auto* s = static_cast<RequestStream*>(stream_user_data);
+    if (s != nullptr && s->state == RequestStream::State::receiving) c.responder_.take_body(*s, size);
     return 0;
   }
 
@@ -209,28 +197,16 @@ struct H3Connection::Glue {
                               nghttp3_rcbuf* value, std::uint8_t, void* conn_user_data,
                               void* stream_user_data) {
     auto& c = self(conn_user_data);
-    auto* s = static_cast<H3Stream*>(stream_user_data);
-    if (s == nullptr || s->state != H3Stream::State::receiving) return 0;
-    const auto n = view(name);
-    const auto v = view(value);
-    // The measure SETTINGS_MAX_FIELD_SECTION_SIZE counts (RFC 9114 §4.2.2), as HTTP/2's.
-    s->header_bytes += n.size() + v.size() + 32;
-    if (s->header_bytes > c.env_.header_limit) s->error = 431;
-    if (s->error != 0) return 0;
-    if (n.empty() || n.front() != ':') {
-      s->knobs.apply(n, v);
-    } else if (n == ":method") {
-      s->get = v == "GET";
-      s->head = v == "HEAD";
-    } else if (n == ":path") {
-      s->stats_path = v == kStatsPath;
-    }
+    auto* s = static_cast<RequestStream*>(stream_user_data);
+    if (s != nullptr && s->state == RequestStream::State::receiving)
+      c.responder_.take_header(*s, view(name), view(value), false);  // trailers come to recv_trailer
     return 0;
   }
 
   static int http_end_stream(nghttp3_conn*, std::int64_t, void* conn_user_data, void* stream_user_data) {
-    auto* s = static_cast<H3Stream*>(stream_user_data);
-    if (s != nullptr && s->state == H3Stream::State::receiving) self(conn_user_data).complete_request(*s);
+    auto* s = static_cast<RequestStream*>(stream_user_data);
+    if (s != nullptr && s->state == RequestStream::State::receiving)
+      self(conn_user_data).responder_.complete_request(*s);
     return 0;
   }
 
@@ -251,7 +227,7 @@ struct H3Connection::Glue {
   // closes. Filler is the same byte everywhere: any run of it is a prefix of the block.
   static nghttp3_ssize read_body(nghttp3_conn*, std::int64_t, nghttp3_vec* vec, std::size_t count,
                                  std::uint32_t* flags, void*, void* stream_user_data) {
-    auto& s = *static_cast<H3Stream*>(stream_user_data);
+    auto& s = *static_cast<RequestStream*>(stream_user_data);
     const std::uint64_t total = s.content.length.value_or(0);
     std::size_t i = 0;
     for (; i < count && s.read < total; ++i) {
@@ -276,8 +252,8 @@ H3Connection::H3Connection(H3Server& server, const SessionEnv& env, IoWorker& wo
       worker_(worker),
       random_(random_seed(this)),
       expiry_timer_(worker.ioc),
-      timer_(worker.ioc),
-      watchdog_(worker.ioc) {
+      watchdog_(worker.ioc),
+      responder_(*this, env, worker, worker.h3_streams, random_) {
   ngtcp2_connection_close_error_default(&last_error_);
 }
 
@@ -288,17 +264,7 @@ H3Connection::~H3Connection() {
 }
 
 ngtcp2_callbacks H3Connection::quic_callbacks() {
-  ngtcp2_callbacks callbacks{};
-  callbacks.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
-  callbacks.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-  callbacks.encrypt = ngtcp2_crypto_encrypt_cb;
-  callbacks.decrypt = ngtcp2_crypto_decrypt_cb;
-  callbacks.hp_mask = ngtcp2_crypto_hp_mask_cb;
-  callbacks.update_key = ngtcp2_crypto_update_key_cb;
-  callbacks.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
-  callbacks.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
-  callbacks.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
-  callbacks.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+  ngtcp2_callbacks callbacks = quic::crypto_callbacks(quic::Role::server);
   callbacks.handshake_completed = Glue::handshake_completed;
   callbacks.recv_stream_data = Glue::recv_stream_data;
   callbacks.acked_stream_data_offset = Glue::acked_stream_data_offset;
@@ -307,7 +273,6 @@ ngtcp2_callbacks H3Connection::quic_callbacks() {
   callbacks.stream_stop_sending = Glue::stream_stop_sending;
   callbacks.extend_max_remote_streams_bidi = Glue::extend_max_remote_streams_bidi;
   callbacks.extend_max_stream_data = Glue::extend_max_stream_data;
-  callbacks.rand = Glue::rand;
   callbacks.get_new_connection_id = Glue::get_new_connection_id;
   callbacks.remove_connection_id = Glue::remove_connection_id;
   callbacks.recv_tx_key = Glue::recv_tx_key;
@@ -502,70 +467,40 @@ void H3Connection::flush() {
     nghttp3_conn_shutdown(http_);  // the final GOAWAY: no stream is left to answer
     goaway_sent_ = true;
   }
+  // Each packet goes to the server's socket, and the responses it ends count once it has.
+  struct Sink final : quic::PacketSink {
+    H3Connection& c;
+    explicit Sink(H3Connection& c) : c(c) {}
+    bool stream_written(std::int64_t stream_id, bool fin_sent) override {
+      c.stream_written(stream_id, fin_sent);
+      return true;
+    }
+    bool send(const ngtcp2_path& path, const std::uint8_t* data, std::size_t size) override {
+      c.send(path, data, size);
+      c.credit_answered();
+      return true;
+    }
+  } sink(*this);
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
-  ngtcp2_pkt_info info{};
-  const auto ts = timestamp();
-  const auto max_size = std::min(ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_), packet_.size());
-  int packets = 0;
-  for (;;) {
-    std::int64_t stream_id = -1;
-    int fin = 0;
-    nghttp3_vec vec[16];
-    nghttp3_ssize count = 0;
-    if (http_ != nullptr && ngtcp2_conn_get_max_data_left(conn_) > 0) {
-      count = nghttp3_conn_writev_stream(http_, &stream_id, &fin, vec, std::size(vec));
-      if (count < 0) {
-        Glue::fail_http(*this, count);
-        return start_closing();
-      }
-    }
-    std::size_t vec_bytes = 0;
-    for (nghttp3_ssize i = 0; i < count; ++i) vec_bytes += vec[i].len;
-    ngtcp2_ssize accepted = -1;
-    const std::uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE | (fin != 0 ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0);
-    const auto n = ngtcp2_conn_writev_stream(conn_, &ps.path, &info, packet_.data(), max_size, &accepted,
-                                             flags, stream_id, reinterpret_cast<const ngtcp2_vec*>(vec),
-                                             static_cast<std::size_t>(count), ts);
-    if (n < 0) {
-      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
-        nghttp3_conn_block_stream(http_, stream_id);
-        continue;
-      }
-      if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
-        nghttp3_conn_shutdown_stream_write(http_, stream_id);
-        continue;
-      }
-      if (n == NGTCP2_ERR_WRITE_MORE) {  // room left in the packet for more streams' data
-        if (!wrote(stream_id, accepted, fin != 0 && static_cast<std::size_t>(accepted) == vec_bytes)) return;
-        continue;
-      }
-      if (!error_set_) {
-        ngtcp2_connection_close_error_set_transport_error_liberr(&last_error_, static_cast<int>(n), nullptr,
-                                                                 0);
-        error_set_ = true;
-      }
-      return start_closing();
-    }
-    if (accepted >= 0 &&
-        !wrote(stream_id, accepted, fin != 0 && static_cast<std::size_t>(accepted) == vec_bytes))
-      return;
-    if (n == 0) break;  // nothing more, or the congestion window is full
-    send(ps.path, packet_.data(), static_cast<std::size_t>(n));
-    credit_answered();
-    if (++packets == kMaxPacketsPerFlush) {
-      if (!flush_posted_) {
-        flush_posted_ = true;
-        net::post(worker_.ioc, [self = shared_from_this()] {
-          self->flush_posted_ = false;
-          self->flush();
-        });
-      }
-      break;
-    }
-  }
+  const auto result =
+      quic::write_packets(conn_, http_, packet_, &ps.path, timestamp(), kMaxPacketsPerFlush, sink);
   credit_answered();
-  ngtcp2_conn_update_pkt_tx_time(conn_, ts);
+  if (result.end == quic::WriteResult::End::http_failed) return http_write_failed(result.error);
+  if (result.end == quic::WriteResult::End::quic_failed) {
+    if (!error_set_) {
+      ngtcp2_connection_close_error_set_transport_error_liberr(&last_error_, result.error, nullptr, 0);
+      error_set_ = true;
+    }
+    return start_closing();
+  }
+  if (result.end == quic::WriteResult::End::more && !flush_posted_) {
+    flush_posted_ = true;
+    net::post(worker_.ioc, [self = shared_from_this()] {
+      self->flush_posted_ = false;
+      self->flush();
+    });
+  }
   if (goaway_sent_) {
     // All answered and the GOAWAY written: CONNECTION_CLOSE says the rest.
     ngtcp2_connection_close_error_set_application_error(&last_error_, NGHTTP3_H3_NO_ERROR, nullptr, 0);
@@ -575,17 +510,16 @@ void H3Connection::flush() {
   arm_expiry();
 }
 
-// `accepted` bytes of the stream went into a packet; `fin_sent`: its last byte with them.
-bool H3Connection::wrote(std::int64_t stream_id, ngtcp2_ssize accepted, bool fin_sent) {
-  if (int rv = nghttp3_conn_add_write_offset(http_, stream_id, static_cast<std::size_t>(accepted)); rv != 0) {
-    Glue::fail_http(*this, rv);
-    start_closing();
-    return false;
-  }
+// Bytes of the stream went into a packet; `fin_sent`: its last byte with them.
+void H3Connection::stream_written(std::int64_t stream_id, bool fin_sent) {
   if (fin_sent) {
-    if (H3Stream* s = stream(stream_id)) answered(*s);
+    if (RequestStream* s = stream(stream_id)) answered(*s);
   }
-  return true;
+}
+
+void H3Connection::http_write_failed(int rv) {
+  Glue::fail_http(*this, rv);
+  start_closing();
 }
 
 void H3Connection::send(const ngtcp2_path& path, const std::uint8_t* data, std::size_t size) {
@@ -598,14 +532,7 @@ void H3Connection::send(const ngtcp2_path& path, const std::uint8_t* data, std::
   server_.send(to, data, size);
 }
 
-void H3Connection::credit_answered() {
-  if (answered_pending_ == 0) return;
-  worker_.responses_sent.fetch_add(counted_pending_, std::memory_order_relaxed);
-  worker_.h3_streams.fetch_add(counted_pending_, std::memory_order_relaxed);
-  env_.in_flight->fetch_sub(static_cast<std::int64_t>(answered_pending_), std::memory_order_relaxed);
-  in_flight_here_ -= static_cast<std::int64_t>(answered_pending_);
-  answered_pending_ = counted_pending_ = 0;
-}
+void H3Connection::credit_answered() { responder_.credit(responder_.take_answered()); }
 
 // --- closing -----------------------------------------------------------------------------
 
@@ -649,17 +576,12 @@ void H3Connection::start_draining() {
 
 // The connection says nothing more: requests read and not answered leave env.in_flight now, so
 // a shutdown does not wait for the closing period.
-void H3Connection::abandon_requests() {
-  if (in_flight_here_ != 0) env_.in_flight->fetch_sub(in_flight_here_, std::memory_order_relaxed);
-  in_flight_here_ = 0;
-  answered_pending_ = counted_pending_ = 0;
-  for (auto& [id, s] : streams_) s->counted = false;
-}
+void H3Connection::abandon_requests() { responder_.abandon(); }
 
 // The closing or draining period: three PTOs (RFC 9000 §10.2), then the ids are forgotten.
 void H3Connection::wait_then_close() {
   abandon_requests();
-  timer_.cancel();
+  responder_.stop();
   watchdog_.cancel();
   expiry_at_ = Clock::time_point::max();
   expiry_timer_.expires_after(std::chrono::nanoseconds(3 * ngtcp2_conn_get_pto(conn_)));
@@ -675,7 +597,7 @@ void H3Connection::close_now() {
   closing_ = draining_ = false;
   abandon_requests();
   expiry_timer_.cancel();
-  timer_.cancel();
+  responder_.stop();
   watchdog_.cancel();
   server_.remove(*this);  // may drop the last reference but the caller's
 }
@@ -684,7 +606,7 @@ void H3Connection::arm_expiry() {
   if (closed_ || closing_ || draining_) return;
   const auto expiry = ngtcp2_conn_get_expiry(conn_);
   if (expiry == UINT64_MAX) return;
-  const Clock::time_point at(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(expiry)));
+  const Clock::time_point at = quic::time_point(expiry);
   if (at == expiry_at_) return;
   expiry_at_ = at;
   expiry_timer_.expires_at(at);  // cancels a later wait, whose handler sees operation_aborted
@@ -705,141 +627,34 @@ void H3Connection::on_expiry(beast::error_code ec) {
 
 // --- streams -----------------------------------------------------------------------------
 
-H3Stream* H3Connection::stream(std::int64_t id) {
+RequestStream* H3Connection::stream(std::int64_t id) {
   auto it = streams_.find(id);
   return it == streams_.end() ? nullptr : it->second;
 }
 
 void H3Connection::begin_stream(std::int64_t id) {
-  if (free_.empty()) free_.push_back(slots_.emplace_back(std::make_unique<H3Stream>()).get());
-  H3Stream& s = *free_.back();
-  free_.pop_back();
-  s.id = id;
-  s.state = H3Stream::State::receiving;
-  s.get = s.head = s.stats_path = s.counted = s.queued = false;
-  s.error = 0;
-  s.header_bytes = s.body_bytes = s.read = 0;
-  if (s.knobs.any()) s.knobs = RequestKnobs{};
+  RequestStream& s = responder_.begin(id, read_at_);
   streams_[id] = &s;
   nghttp3_conn_set_stream_user_data(http_, id, &s);
-  s.started = read_at_;
-  ++in_state_[static_cast<int>(H3Stream::State::receiving)];
   if (watchdog_at_ == Clock::time_point::max()) arm_watchdog(s.started + env_.read_timeout);
 }
 
-void H3Connection::set_state(H3Stream& s, H3Stream::State state) {
-  --in_state_[static_cast<int>(s.state)];
-  ++in_state_[static_cast<int>(state)];
-  s.state = state;
-}
-
-void H3Connection::complete_request(H3Stream& s) {
-  s.counted = true;
-  ++in_flight_here_;
-  env_.in_flight->fetch_add(1, std::memory_order_relaxed);
-  if (s.error != 0) return respond(s);
-  // First come, first answered: behind requests already queued, or once this turn is spent.
-  if (!queued_.empty() || (asks_work(s.knobs, env_) && turn_spent())) return queue_for_turn(s);
-  answer(s);
-}
-
-void H3Connection::answer(H3Stream& s) {
-  s.answer = decide_answer(s.get && s.stats_path, s.knobs, env_, random_);
-  if (s.answer.kind != Answer::Kind::regular) return respond(s);
-  if (s.answer.delay.count() == 0) {
-    if (!env_.stall->enabled()) return respond(s);
-    return hold_or_respond(s, Clock::now());
-  }
-  if (s.state != H3Stream::State::waiting) set_state(s, H3Stream::State::waiting);
-  schedule(s, Clock::now() + s.answer.delay);
-}
-
-// Whether this turn has spent its budget. A turn is the run of one handler: its start is noted
-// at the first request asking work, and its end is a posted handler that runs after it.
-bool H3Connection::turn_spent() {
-  if (!in_turn_) {
-    in_turn_ = true;
-    turn_start_ = Clock::now();
-    net::post(worker_.ioc, [self = shared_from_this()] { self->in_turn_ = false; });
-    return false;
-  }
-  return Clock::now() - turn_start_ >= kTurnBudget;
-}
-
-void H3Connection::queue_for_turn(H3Stream& s) {
-  set_state(s, H3Stream::State::waiting);
-  s.queued = true;
-  queued_.push_back(Queued{s.id, &s});
-  if (turn_posted_) return;
-  turn_posted_ = true;
-  net::post(worker_.ioc, [self = shared_from_this()] { self->on_turn(); });
-}
-
-// A turn of the queue: requests answered in order until the budget is spent (at least one), the
-// rest left for the next turn. A stream reset meanwhile is skipped (its slot is free or reused).
-void H3Connection::on_turn() {
-  turn_posted_ = false;
-  if (closed_ || closing_ || draining_) return;
-  const auto start = Clock::now();
-  for (bool first = true; !queued_.empty(); first = false) {
-    if (!first && Clock::now() - start >= kTurnBudget) {
-      turn_posted_ = true;
-      net::post(worker_.ioc, [self = shared_from_this()] { self->on_turn(); });
-      break;
-    }
-    const Queued next = queued_.front();
-    queued_.pop_front();
-    H3Stream& s = *next.stream;
-    if (s.id != next.id || !s.queued) continue;
-    s.queued = false;
-    answer(s);
-  }
-  flush();
-}
-
-void H3Connection::hold_or_respond(H3Stream& s, Clock::time_point now) {
-  if (auto until = env_.stall->hold_until(now)) {
-    if (s.state != H3Stream::State::waiting) set_state(s, H3Stream::State::waiting);
-    return schedule(s, *until);
-  }
-  respond(s);
-}
-
-void H3Connection::respond(H3Stream& s) {
-  set_state(s, H3Stream::State::responding);
-  if (s.error != 0) {
-    const auto body = env_.responses->error_body(static_cast<boost::beast::http::status>(s.error));
-    s.content = AnswerContent{s.error, "text/plain", body.size(), body, false};
-  } else {
-    s.content = answer_content(s.answer, s.knobs, env_, s.text);
-  }
-  char status[4];
-  std::to_chars(status, status + 3, s.content.status);
-  char length[24];
+void H3Connection::submit_response(RequestStream& s, const ResponseHead& head) {
   nghttp3_nv headers[4] = {
-      header(":status", std::string_view(status, 3), false),
+      header(":status", head.status_text(), false),
       header("server", "loadlab-target", true),
       header("content-type", s.content.content_type, true),
   };
   std::size_t count = 3;
-  if (s.content.length) {
-    const auto size = static_cast<std::size_t>(
-        std::to_chars(length, length + sizeof length, *s.content.length).ptr - length);
-    headers[count++] = header("content-length", std::string_view(length, size), false);
-  }
-  const bool body = !s.head && s.content.length.value_or(0) != 0;
+  if (head.length_size != 0) headers[count++] = header("content-length", head.length_text(), false);
   nghttp3_data_reader reader{Glue::read_body};
-  const int rv = nghttp3_conn_submit_response(http_, s.id, headers, count, body ? &reader : nullptr);
+  const int rv = nghttp3_conn_submit_response(http_, s.id, headers, count, head.body ? &reader : nullptr);
   if (rv != 0) env_.log->debug("h3: response to stream {}: {}", s.id, nghttp3_strerror(rv));
 }
 
 // The stream's FIN is in a packet about to be sent: its response counts once it is.
-void H3Connection::answered(H3Stream& s) {
-  if (!s.counted) return;
-  s.counted = false;
-  ++answered_pending_;
-  if (s.error != 0 || s.answer.kind != Answer::Kind::stats) ++counted_pending_;
-  if (s.error == 413) {
+void H3Connection::answered(RequestStream& s) {
+  if (responder_.answered(s)) {
     // The client may still be sending its body: refuse the rest (RFC 9114 §4.1).
     shut_stream(s.id, NGHTTP3_H3_NO_ERROR, true, false);
   }
@@ -856,49 +671,12 @@ void H3Connection::shut_stream(std::int64_t id, std::uint64_t code, bool read, b
   }
 }
 
-void H3Connection::end_stream(H3Stream& s) {
-  if (s.counted) {  // reset or abandoned before its response went out
-    s.counted = false;
-    --in_flight_here_;
-    env_.in_flight->fetch_sub(1, std::memory_order_relaxed);
-  }
-  --in_state_[static_cast<int>(s.state)];
+void H3Connection::end_stream(RequestStream& s) {
   streams_.erase(s.id);
-  s.id = -1;  // a pending Wake for it is skipped
-  free_.push_back(&s);
+  responder_.end(s);
 }
 
-// --- the timer of delays and stalls, and the watchdog -------------------------------------
-
-void H3Connection::schedule(H3Stream& s, Clock::time_point at) {
-  wakes_.push(Wake{at, s.id, &s});
-  if (at < timer_at_) arm_timer(at);
-}
-
-void H3Connection::arm_timer(Clock::time_point at) {
-  timer_at_ = at;
-  timer_.expires_at(at);
-  timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->on_timer(ec); });
-}
-
-void H3Connection::on_timer(beast::error_code ec) {
-  if (ec || closed_ || closing_ || draining_) return;
-  timer_at_ = Clock::time_point::max();
-  const auto now = Clock::now();
-  while (!wakes_.empty() && wakes_.top().at <= now) {
-    const Wake wake = wakes_.top();
-    wakes_.pop();
-    H3Stream& s = *wake.stream;
-    if (s.id != wake.id || s.state != H3Stream::State::waiting) continue;
-    if (env_.stall->enabled()) {
-      hold_or_respond(s, now);
-    } else {
-      respond(s);
-    }
-  }
-  if (!wakes_.empty()) arm_timer(wakes_.top().at);
-  flush();
-}
+// --- the watchdog --------------------------------------------------------------------------
 
 // Armed for the oldest incomplete request. A stream beginning while a wait is pending is newer
 // than the one waited for: the wake finds it later. A request completed meanwhile leaves the
@@ -914,18 +692,15 @@ void H3Connection::on_watchdog(beast::error_code ec) {
   watchdog_at_ = Clock::time_point::max();
   const auto now = Clock::now();
   bool reset = false;
-  for (const auto& slot : slots_) {
-    H3Stream& s = *slot;
-    if (s.id < 0 || s.state != H3Stream::State::receiving || s.started + env_.read_timeout > now) continue;
+  responder_.for_each_open([&](RequestStream& s) {
+    if (s.state != RequestStream::State::receiving || s.started + env_.read_timeout > now) return;
     env_.log->debug("h3 timeout: resetting stream {}", s.id);
-    set_state(s, H3Stream::State::responding);  // never answered
+    responder_.set_state(s, RequestStream::State::responding);  // never answered
     shut_stream(s.id, NGHTTP3_H3_REQUEST_INCOMPLETE, true, true);
     reset = true;
-  }
-  auto oldest = Clock::time_point::max();  // of the requests still incomplete (a scan per wake)
-  for (const auto& slot : slots_) {
-    if (slot->id >= 0 && slot->state == H3Stream::State::receiving) oldest = std::min(oldest, slot->started);
-  }
+  });
+  // Of the requests still incomplete (a scan per wake).
+  const auto oldest = responder_.oldest_receiving();
   if (oldest != Clock::time_point::max()) arm_watchdog(oldest + env_.read_timeout);
   if (reset) flush();
 }

@@ -23,9 +23,7 @@
 #include <boost/beast/core/error.hpp>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <queue>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +33,7 @@
 #include "knobs.hpp"
 #include "quic_tls.hpp"
 #include "session_env.hpp"
+#include "stream_responder.hpp"
 
 struct nghttp3_conn;
 
@@ -42,29 +41,6 @@ namespace loadlab::target {
 
 class H3Server;
 struct H3FuzzPeer;  // tests/fuzz/h3_fuzz.cpp: drives a connection's HTTP/3 layer without QUIC
-
-// One request/response exchange. Slots are reused, as H2Stream's are. A slot is freed when
-// nghttp3 closes the stream, which is after the client acknowledged the whole response: the
-// body nghttp3 sends from (the text of a per-request body) must live until then.
-struct H3Stream {
-  enum class State : std::uint8_t { receiving, waiting, responding };
-  std::int64_t id = -1;  // -1: the slot is free
-  State state = State::receiving;
-  bool get = false;
-  bool head = false;
-  bool stats_path = false;
-  bool counted = false;  // in env.in_flight, until its FIN is sent or the stream ends
-  bool queued = false;   // whole, waiting in the connection's queue for a turn to be answered
-  unsigned error = 0;    // 413 or 431, decided while the request arrived
-  std::chrono::steady_clock::time_point started;  // its first bytes arrived (read timeout)
-  std::uint64_t header_bytes = 0;
-  std::uint64_t body_bytes = 0;
-  std::uint64_t read = 0;  // response body bytes handed to nghttp3
-  RequestKnobs knobs;
-  Answer answer;
-  AnswerContent content;
-  std::string text;  // a body built per request (stats, a bad knob's message)
-};
 
 class H3Connection : public std::enable_shared_from_this<H3Connection> {
  public:
@@ -97,13 +73,6 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   friend struct H3FuzzPeer;
   struct Glue;  // ngtcp2's and nghttp3's callbacks (h3_connection.cpp)
 
-  struct Wake {
-    Clock::time_point at;
-    std::int64_t id;
-    H3Stream* stream;
-    bool operator>(const Wake& other) const { return at > other.at; }
-  };
-
   // QUIC.
   static ngtcp2_callbacks quic_callbacks();  // ngtcp2 copies them into each connection
   bool setup_http();
@@ -122,30 +91,25 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   void arm_expiry();
   void on_expiry(boost::beast::error_code ec);
   void send(const ngtcp2_path& path, const std::uint8_t* data, std::size_t size);
-  bool wrote(std::int64_t stream_id, ngtcp2_ssize accepted, bool fin_sent);
+  void stream_written(std::int64_t stream_id, bool fin_sent);
+  void http_write_failed(int rv);
   void credit_answered();
 
-  // Streams.
-  H3Stream* stream(std::int64_t id);
+  // Streams: the responder answers them; these hand them over from nghttp3 and back. A slot is
+  // freed when nghttp3 closes the stream, which is after the client acknowledged the whole
+  // response: the body nghttp3 sends from (the text of a per-request body) must live until then.
+  friend class StreamResponder<H3Connection, true>;
+  RequestStream* stream(std::int64_t id);
   void begin_stream(std::int64_t id);
-  void set_state(H3Stream& s, H3Stream::State state);
-  void complete_request(H3Stream& s);
-  void answer(H3Stream& s);
-  bool turn_spent();
-  void queue_for_turn(H3Stream& s);
-  void on_turn();
-  void hold_or_respond(H3Stream& s, Clock::time_point now);
-  void respond(H3Stream& s);
-  void answered(H3Stream& s);
-  void end_stream(H3Stream& s);
+  void submit_response(RequestStream& s, const ResponseHead& head);
+  void answered(RequestStream& s);
+  void end_stream(RequestStream& s);
+  bool responder_stopped() const { return closed_ || closing_ || draining_; }
   void consume(std::int64_t stream_id, std::size_t bytes);
   // STOP_SENDING (read), RESET_STREAM (write) or both for a stream, asked of QUIC.
   void shut_stream(std::int64_t id, std::uint64_t code, bool read, bool write);
 
-  // Delays and the read timeout.
-  void schedule(H3Stream& s, Clock::time_point at);
-  void arm_timer(Clock::time_point at);
-  void on_timer(boost::beast::error_code ec);
+  // The read timeout.
   void arm_watchdog(Clock::time_point at);
   void on_watchdog(boost::beast::error_code ec);
 
@@ -162,31 +126,13 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   udp::endpoint remote_;
   Random random_;
   boost::asio::steady_timer expiry_timer_;  // QUIC's timers; then the closing or draining period
-  boost::asio::steady_timer timer_;         // delays and stalls of every stream
   boost::asio::steady_timer watchdog_;      // read timeouts
   Clock::time_point expiry_at_ = Clock::time_point::max();
-  Clock::time_point timer_at_ = Clock::time_point::max();
   Clock::time_point watchdog_at_ = Clock::time_point::max();
-  std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
-  // Work turns (answer.hpp's kTurnBudget): one batch of datagrams can complete a thousand
-  // requests. Once a turn has spent the budget on requests asking CPU work, the requests that
-  // complete after it wait here, in order, for turns posted behind what the io thread has waiting.
-  struct Queued {
-    std::int64_t id;
-    H3Stream* stream;
-  };
-  std::deque<Queued> queued_;
-  Clock::time_point turn_start_;
-  bool in_turn_ = false;      // a turn's start is noted, and its end posted
-  bool turn_posted_ = false;  // on_turn() is posted
-
-  std::vector<std::unique_ptr<H3Stream>> slots_;
-  std::vector<H3Stream*> free_;
-  std::unordered_map<std::int64_t, H3Stream*> streams_;  // open request streams by id
-  std::array<int, 3> in_state_{};
-  // Streams whose FIN is in a packet not yet sent (credited after the send).
-  std::uint64_t answered_pending_ = 0, counted_pending_ = 0;
-  std::int64_t in_flight_here_ = 0;
+  // Requests asking CPU work are answered in turns (answer.hpp's kTurnBudget): one batch of
+  // datagrams can complete a thousand of them.
+  StreamResponder<H3Connection, true> responder_;
+  std::unordered_map<std::int64_t, RequestStream*> streams_;  // open request streams by id
 
   std::array<std::uint8_t, NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE> packet_;
   std::string close_packet_;  // CONNECTION_CLOSE, repeated in the closing period

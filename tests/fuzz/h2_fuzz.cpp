@@ -29,31 +29,22 @@ struct H2FuzzPeer {
   static void seed(S& s, std::uint64_t seed) { s.random_ = Random(seed); }
 
   // How far time must move for the last pending delay to be due.
-  static Clock::duration until_last_wake(const S& s) { return fuzz::until_last_wake(s.wakes_); }
+  static Clock::duration until_last_wake(const S& s) {
+    return StreamResponderPeer::until_last_wake(s.responder_);
+  }
 
   // `d` passes with nothing said: every stored time point moves back by d, then the timer (at its
   // earliest wake) and the watchdog (now) are armed again; their handlers, production's, decide.
   static void jump(S& s, Clock::duration d) {
     if (s.closed_ || s.session_ == nullptr) return;
     for (auto* t : {&s.started_, &s.read_at_, &s.idle_since_, &s.written_at_}) *t -= d;
-    for (auto& slot : s.slots_) slot->started -= d;
-    fuzz::move_wakes_back(s.wakes_, d);
-    if (!s.wakes_.empty()) s.arm_timer(s.wakes_.top().at);
+    StreamResponderPeer::jump(s.responder_, d);
     s.arm_watchdog(Clock::now());
   }
 
   // Each open stream is in exactly one state; every slot is open or free.
   static void check(const S& s) {
-    int open = 0;
-    for (int n : s.in_state_) {
-      if (n < 0) std::abort();
-      open += n;
-    }
-    int used = 0;
-    for (const auto& slot : s.slots_) used += slot->id != 0;
-    if (open != s.open_streams_ || used != s.open_streams_ ||
-        s.free_.size() + static_cast<std::size_t>(s.open_streams_) != s.slots_.size())
-      std::abort();
+    if (!s.responder_.consistent()) std::abort();
   }
 };
 

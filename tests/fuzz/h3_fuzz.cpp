@@ -4,7 +4,8 @@
 // streams 7 and 11). The harness then plays ngtcp2: it calls the connection's own ngtcp2 callbacks
 // with the input's stream events (data, FIN, RESET_STREAM, STOP_SENDING, acknowledgements, stream
 // close), keeping to what QUIC can deliver, and takes what nghttp3 writes as flush() would
-// (wrote(), credit_answered()). Time passes by moving the stored time points (H3FuzzPeer::jump).
+// (what quic::write_packets() does, then stream_written() and credit_answered()). Time passes by moving the
+// stored time points (H3FuzzPeer::jump).
 //
 // Input: records `op sel body`. op & 3: 0 STREAM, 1 STREAM+FIN, 2 RESET_STREAM, 3 STOP_SENDING;
 // op & 4: a client unidirectional stream 2 + 4 * (sel % 8), else the request stream 4 * sel;
@@ -78,7 +79,11 @@ struct H3FuzzPeer {
   }
   // flush()'s bookkeeping for a packet carrying `accepted` bytes of the stream, then its send.
   static bool wrote(C& c, std::int64_t id, std::size_t accepted, bool fin_sent) {
-    if (!c.wrote(id, static_cast<ngtcp2_ssize>(accepted), fin_sent)) return false;
+    if (int rv = nghttp3_conn_add_write_offset(c.http_, id, accepted); rv != 0) {
+      c.http_write_failed(rv);
+      return false;
+    }
+    c.stream_written(id, fin_sent);
     c.credit_answered();
     return true;
   }
@@ -87,35 +92,21 @@ struct H3FuzzPeer {
   static void close(C& c) { c.close_now(); }
 
   // How far time must move for the last pending delay to be due.
-  static Clock::duration until_last_wake(const C& c) { return fuzz::until_last_wake(c.wakes_); }
+  static Clock::duration until_last_wake(const C& c) {
+    return StreamResponderPeer::until_last_wake(c.responder_);
+  }
 
   // `d` passes with nothing said: stored time points move back by d, then the timer (at its
   // earliest wake) and, with a request incomplete, the watchdog (now) are armed again.
   static void jump(C& c, Clock::duration d) {
     if (c.closed_) return;
     c.read_at_ -= d;
-    bool receiving = false;
-    for (auto& slot : c.slots_) {
-      slot->started -= d;
-      receiving |= slot->id >= 0 && slot->state == H3Stream::State::receiving;
-    }
-    fuzz::move_wakes_back(c.wakes_, d);
-    if (!c.wakes_.empty()) c.arm_timer(c.wakes_.top().at);
-    if (receiving) c.arm_watchdog(Clock::now());
+    if (StreamResponderPeer::jump(c.responder_, d)) c.arm_watchdog(Clock::now());
   }
 
   // Each open request stream is in exactly one state; every slot is open or free.
   static void check(const C& c) {
-    int open = 0;
-    for (int n : c.in_state_) {
-      if (n < 0) std::abort();
-      open += n;
-    }
-    int used = 0;
-    for (const auto& slot : c.slots_) used += slot->id >= 0;
-    if (static_cast<std::size_t>(open) != c.streams_.size() ||
-        static_cast<std::size_t>(used) != c.streams_.size() ||
-        c.free_.size() + c.streams_.size() != c.slots_.size())
+    if (!c.responder_.consistent() || static_cast<std::size_t>(c.responder_.open()) != c.streams_.size())
       std::abort();
   }
 };

@@ -15,6 +15,43 @@
 #include "io_worker.hpp"
 #include "session_env.hpp"
 #include "stall.hpp"
+#include "stream_responder.hpp"
+
+namespace loadlab::target {
+
+// The fuzz targets' way into a connection's StreamResponder (its friend): time moved on without
+// waiting for it.
+struct StreamResponderPeer {
+  using Clock = std::chrono::steady_clock;
+
+  // How far time must move for the last pending delay to be due (zero when none is pending).
+  template <class Responder>
+  static Clock::duration until_last_wake(const Responder& r) {
+    auto copy = r.wakes_;
+    auto last = Clock::time_point::min();
+    for (; !copy.empty(); copy.pop()) last = std::max(last, copy.top().at);
+    if (last == Clock::time_point::min()) return Clock::duration::zero();
+    return std::max(Clock::duration::zero(), last - Clock::now()) + std::chrono::microseconds(1);
+  }
+
+  // `d` passes: every stream's start and every wake move back by d, and the timer is armed again
+  // at the earliest wake (its handler, production's, decides). True: a request is incomplete.
+  template <class Responder>
+  static bool jump(Responder& r, Clock::duration d) {
+    for (auto& slot : r.slots_) slot->started -= d;
+    decltype(r.wakes_) moved;
+    for (; !r.wakes_.empty(); r.wakes_.pop()) {
+      auto w = r.wakes_.top();
+      w.at -= d;
+      moved.push(w);
+    }
+    r.wakes_ = std::move(moved);
+    if (!r.wakes_.empty()) r.arm_timer(r.wakes_.top().at);
+    return r.in_state(RequestStream::State::receiving) != 0;
+  }
+};
+
+}  // namespace loadlab::target
 
 namespace loadlab::fuzz {
 
@@ -70,29 +107,6 @@ struct TargetEnv {
     if (in_flight.load() != 0) std::abort();
   }
 };
-
-// A session's queue of wakes (a min-heap of {at, ...}): how far time must move for the last one to
-// be due (zero when none is pending), and every wake moved back by `d`, as if d had passed.
-template <class Heap>
-std::chrono::steady_clock::duration until_last_wake(const Heap& wakes) {
-  using Clock = std::chrono::steady_clock;
-  auto copy = wakes;
-  auto last = Clock::time_point::min();
-  for (; !copy.empty(); copy.pop()) last = std::max(last, copy.top().at);
-  if (last == Clock::time_point::min()) return Clock::duration::zero();
-  return std::max(Clock::duration::zero(), last - Clock::now()) + std::chrono::microseconds(1);
-}
-
-template <class Heap>
-void move_wakes_back(Heap& wakes, std::chrono::steady_clock::duration d) {
-  Heap moved;
-  for (; !wakes.empty(); wakes.pop()) {
-    auto w = wakes.top();
-    w.at -= d;
-    moved.push(w);
-  }
-  wakes = std::move(moved);
-}
 
 // Never destroyed: no teardown order at exit.
 inline TargetEnv& target_env() {

@@ -5,7 +5,6 @@
 // status, headers, body, reset code and the time it ended. Blocking, on the test's thread; every
 // run is bounded by a deadline.
 #include <arpa/inet.h>
-#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <nghttp3/nghttp3.h>
@@ -18,6 +17,7 @@
 
 #include <array>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,6 +25,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "loadlab/quic/packets.hpp"
 
 namespace loadlab::target::testing {
 
@@ -123,9 +125,7 @@ class H3Client {
       auto wait = deadline;
       const auto expiry = conn_ != nullptr ? ngtcp2_conn_get_expiry(conn_) : UINT64_MAX;
       if (expiry != UINT64_MAX) {
-        wait = std::min(
-            wait,
-            Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(expiry))));
+        wait = std::min(wait, quic::time_point(expiry));
       }
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait - Clock::now()).count();
       pollfd pfd{fd_, POLLIN, 0};
@@ -182,10 +182,7 @@ class H3Client {
     bool open = false;
   };
 
-  static ngtcp2_tstamp now() {
-    return static_cast<ngtcp2_tstamp>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
-  }
+  static ngtcp2_tstamp now() { return quic::timestamp(); }
   static H3Client& self(void* p) { return *static_cast<H3Client*>(p); }
 
   ngtcp2_path path() {
@@ -195,27 +192,8 @@ class H3Client {
   }
 
   bool make_connection() {
-    ngtcp2_callbacks cb{};
-    cb.client_initial = ngtcp2_crypto_client_initial_cb;
-    cb.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-    cb.encrypt = ngtcp2_crypto_encrypt_cb;
-    cb.decrypt = ngtcp2_crypto_decrypt_cb;
-    cb.hp_mask = ngtcp2_crypto_hp_mask_cb;
-    cb.recv_retry = ngtcp2_crypto_recv_retry_cb;
-    cb.update_key = ngtcp2_crypto_update_key_cb;
-    cb.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
-    cb.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
-    cb.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
-    cb.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
-    cb.rand = [](std::uint8_t* dest, std::size_t n, const ngtcp2_rand_ctx*) {
-      gnutls_rnd(GNUTLS_RND_RANDOM, dest, n);
-    };
-    cb.get_new_connection_id = [](ngtcp2_conn*, ngtcp2_cid* cid, std::uint8_t* token, std::size_t n, void*) {
-      gnutls_rnd(GNUTLS_RND_RANDOM, cid->data, n);
-      cid->datalen = n;
-      gnutls_rnd(GNUTLS_RND_RANDOM, token, NGTCP2_STATELESS_RESET_TOKENLEN);
-      return 0;
-    };
+    ngtcp2_callbacks cb = quic::crypto_callbacks(quic::Role::client);
+    cb.get_new_connection_id = quic::random_connection_id;
     cb.handshake_completed = [](ngtcp2_conn*, void* p) {
       return self(p).setup_http() ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
     };
@@ -263,8 +241,8 @@ class H3Client {
     ngtcp2_cid dcid, scid;
     dcid.datalen = 18;
     scid.datalen = 17;
-    gnutls_rnd(GNUTLS_RND_RANDOM, dcid.data, dcid.datalen);
-    gnutls_rnd(GNUTLS_RND_RANDOM, scid.data, scid.datalen);
+    quic::random_bytes(dcid.data, dcid.datalen);
+    quic::random_bytes(scid.data, scid.datalen);
     auto p = path();
     if (ngtcp2_conn_client_new(&conn_, &dcid, &scid, &p, NGTCP2_PROTO_VER_V1, &cb, &settings, &params,
                                nullptr, this) != 0)
@@ -379,42 +357,19 @@ class H3Client {
 
   void flush() {
     if (conn_ == nullptr || failed_ || draining_) return;
+    struct Sink final : quic::PacketSink {
+      int fd;
+      explicit Sink(int fd) : fd(fd) {}
+      bool send(const ngtcp2_path&, const std::uint8_t* data, std::size_t size) override {
+        ::send(fd, data, size, 0);
+        return true;
+      }
+    } sink(fd_);
     std::array<std::uint8_t, 1500> packet;
-    for (;;) {
-      std::int64_t id = -1;
-      int fin = 0;
-      nghttp3_vec vec[16];
-      nghttp3_ssize count = 0;
-      if (http_ != nullptr) {
-        count = nghttp3_conn_writev_stream(http_, &id, &fin, vec, 16);
-        if (count < 0) return void(failed_ = true);
-      }
-      ngtcp2_ssize accepted = -1;
-      ngtcp2_pkt_info pi{};
-      const auto n = ngtcp2_conn_writev_stream(
-          conn_, nullptr, &pi, packet.data(), ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_), &accepted,
-          NGTCP2_WRITE_STREAM_FLAG_MORE | (fin != 0 ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0), id,
-          reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<std::size_t>(count), now());
-      if (n < 0) {
-        if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
-          nghttp3_conn_block_stream(http_, id);
-          continue;
-        }
-        if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
-          nghttp3_conn_shutdown_stream_write(http_, id);
-          continue;
-        }
-        if (n == NGTCP2_ERR_WRITE_MORE) {
-          nghttp3_conn_add_write_offset(http_, id, static_cast<std::size_t>(accepted));
-          continue;
-        }
-        return void(failed_ = true);
-      }
-      if (accepted >= 0) nghttp3_conn_add_write_offset(http_, id, static_cast<std::size_t>(accepted));
-      if (n == 0) break;
-      send(fd_, packet.data(), static_cast<std::size_t>(n), 0);
-    }
-    ngtcp2_conn_update_pkt_tx_time(conn_, now());
+    const auto result = quic::write_packets(conn_, http_, packet, nullptr, now(), INT_MAX, sink);
+    if (result.end == quic::WriteResult::End::http_failed ||
+        result.end == quic::WriteResult::End::quic_failed)
+      failed_ = true;
   }
 
   int fd_ = -1;
