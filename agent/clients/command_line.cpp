@@ -1,8 +1,9 @@
 #include "command_line.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
@@ -318,9 +319,7 @@ std::string wrk_script(const v1::LoadSpec& spec) {
       if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
         out += static_cast<char>(c);
       } else {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\%03u", c);  // Lua's decimal escape: any byte, exactly
-        out += buf;
+        out += fmt::format("\\{:03}", c);  // Lua's decimal escape: any byte, exactly
       }
     }
     return out + "\"";

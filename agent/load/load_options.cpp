@@ -1,9 +1,10 @@
 #include "load_options.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 
 #include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/endpoint.hpp"
@@ -168,12 +169,10 @@ void complete_and_validate(LoadOptions& o) {
     throw InputError("--warmup", "must be in 0..3600 seconds, got " + std::to_string(o.warmup_s));
   if (o.rate && (!std::isfinite(*o.rate) || *o.rate < kMinRatePerThread * o.threads ||
                  *o.rate > kMaxRatePerThread * o.threads)) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "must be in %g..%g requests per second with %d threads (%g..%g per thread), got %g",
-                  kMinRatePerThread * o.threads, kMaxRatePerThread * o.threads, o.threads, kMinRatePerThread,
-                  kMaxRatePerThread, *o.rate);
-    throw InputError("--rate", buf);
+    throw InputError("--rate", fmt::format("must be in {:g}..{:g} requests per second with {} threads "
+                                           "({:g}..{:g} per thread), got {:g}",
+                                           kMinRatePerThread * o.threads, kMaxRatePerThread * o.threads,
+                                           o.threads, kMinRatePerThread, kMaxRatePerThread, *o.rate));
   }
   if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
     throw InputError("--timeout", "must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms));

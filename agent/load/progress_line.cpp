@@ -1,7 +1,8 @@
 #include "progress_line.hpp"
 
 #include <cmath>
-#include <cstdio>
+
+#include "loadlab/shared/format.hpp"
 
 namespace loadlab::load {
 
@@ -16,10 +17,7 @@ std::string group_thousands(int64_t n) {
 }
 
 std::string format_progress_line(const Progress& p) {
-  char elapsed[32];
-  std::snprintf(elapsed, sizeof elapsed, "%.1f s", p.elapsed_s);
-  std::string line = "\r  ";
-  line += elapsed;
+  std::string line = "\r  " + seconds_text(p.elapsed_s);
   if (p.warmup) line += "  warm-up";
   line += "  " + group_thousands(std::llround(p.qps)) + " req/s  errors " + group_thousands(p.errors);
   line += "\x1b[K";

@@ -1,4 +1,6 @@
-#include <cstdio>
+#include <fmt/format.h>
+
+#include <iterator>
 
 #include "load_result.hpp"
 #include "loadlab/proto/histogram_proto.hpp"
@@ -65,72 +67,57 @@ v1::LoadResult to_proto(const LoadResult& r) {
 namespace {
 
 std::string format_us(int64_t us) {
-  char buf[32];
-  if (us < 1000)
-    std::snprintf(buf, sizeof buf, "%lldus", static_cast<long long>(us));
-  else if (us < 1'000'000)
-    std::snprintf(buf, sizeof buf, "%.2fms", us / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.2fs", us / 1e6);
-  return buf;
+  if (us < 1000) return fmt::format("{}us", us);
+  if (us < 1'000'000) return fmt::format("{:.2f}ms", us / 1e3);
+  return fmt::format("{:.2f}s", us / 1e6);
 }
 
 std::string format_bytes(int64_t bytes) {
-  char buf[32];
-  if (bytes < 1024)
-    std::snprintf(buf, sizeof buf, "%lldB", static_cast<long long>(bytes));
-  else if (bytes < (1 << 20))
-    std::snprintf(buf, sizeof buf, "%.2fKB", bytes / 1024.0);
-  else if (bytes < (int64_t{1} << 30))
-    std::snprintf(buf, sizeof buf, "%.2fMB", bytes / 1048576.0);
-  else
-    std::snprintf(buf, sizeof buf, "%.2fGB", bytes / 1073741824.0);
-  return buf;
+  if (bytes < 1024) return fmt::format("{}B", bytes);
+  if (bytes < (1 << 20)) return fmt::format("{:.2f}KB", bytes / 1024.0);
+  if (bytes < (int64_t{1} << 30)) return fmt::format("{:.2f}MB", bytes / 1048576.0);
+  return fmt::format("{:.2f}GB", bytes / 1073741824.0);
 }
 
 }  // namespace
 
 std::string rate_not_held_message(const LoadResult& r) {
   if (r.rate <= 0 || r.rate_held || !r.error.empty()) return {};
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "rate not held: achieved %.0f of %.0f req/s", r.achieved_rate, r.rate);
-  return buf;
+  return fmt::format("rate not held: achieved {:.0f} of {:.0f} req/s", r.achieved_rate, r.rate);
 }
 
 std::string format_summary(const LoadResult& r, const LoadOptions& o) {
   const Histogram& h = r.histogram;
   std::string out;
-  char line[256];
-  auto add = [&](const char* fmt, auto... args) {
-    std::snprintf(line, sizeof line, fmt, args...);
-    out += line;
-  };
-  add("loadlab-load %s\n", o.url.c_str());
-  add("  %d threads and %d connections", r.threads, r.connections);
-  if (uses_h2(o)) add(" (HTTP/2, %d streams each)", streams_of(o));
-  if (uses_h3(o)) add(" (HTTP/3 over QUIC, %d streams each)", streams_of(o));
+  auto append = std::back_inserter(out);  // fmt::format_to(append, ...) adds to `out`
+  fmt::format_to(append, "loadlab-load {}\n", o.url);
+  fmt::format_to(append, "  {} threads and {} connections", r.threads, r.connections);
+  if (uses_h2(o)) fmt::format_to(append, " (HTTP/2, {} streams each)", streams_of(o));
+  if (uses_h3(o)) fmt::format_to(append, " (HTTP/3 over QUIC, {} streams each)", streams_of(o));
   if (o.warmup_s > 0)
-    add(", %.1fs warm-up (%lld requests excluded)", o.warmup_s, (long long)r.warmup_requests);
+    fmt::format_to(append, ", {:.1f}s warm-up ({} requests excluded)", o.warmup_s, r.warmup_requests);
   out += r.interrupted ? " (interrupted)\n" : "\n";
-  add("  Latency   p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  mean %s\n",
-      format_us(h.value_at_percentile(50)).c_str(), format_us(h.value_at_percentile(90)).c_str(),
-      format_us(h.value_at_percentile(99)).c_str(), format_us(h.value_at_percentile(99.9)).c_str(),
-      format_us(h.count() ? h.max() : 0).c_str(),
-      format_us(h.count() ? static_cast<int64_t>(h.mean()) : 0).c_str());
+  fmt::format_to(append, "  Latency   p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  mean {}\n",
+                 format_us(h.value_at_percentile(50)), format_us(h.value_at_percentile(90)),
+                 format_us(h.value_at_percentile(99)), format_us(h.value_at_percentile(99.9)),
+                 format_us(h.count() ? h.max() : 0),
+                 format_us(h.count() ? static_cast<int64_t>(h.mean()) : 0));
   if (r.rate > 0) {
     const Histogram& u = r.histogram_uncorrected;
-    add("  (latency from intended send times, --rate %.0f/s; uncorrected from the write:)\n", r.rate);
-    add("  Uncorr.   p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
-        format_us(u.value_at_percentile(50)).c_str(), format_us(u.value_at_percentile(90)).c_str(),
-        format_us(u.value_at_percentile(99)).c_str(), format_us(u.value_at_percentile(99.9)).c_str(),
-        format_us(u.count() ? u.max() : 0).c_str());
+    fmt::format_to(append,
+                   "  (latency from intended send times, --rate {:.0f}/s; uncorrected from the write:)\n",
+                   r.rate);
+    fmt::format_to(append, "  Uncorr.   p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
+                   format_us(u.value_at_percentile(50)), format_us(u.value_at_percentile(90)),
+                   format_us(u.value_at_percentile(99)), format_us(u.value_at_percentile(99.9)),
+                   format_us(u.count() ? u.max() : 0));
   }
   // Connect, TLS and first byte: p50/p90/p99/max/mean of the requests that paid them.
   auto phase = [&](const char* name, const Histogram& x, const std::string& tail) {
-    add("  %-9s p50 %s  p90 %s  p99 %s  max %s  mean %s%s\n", name,
-        format_us(x.value_at_percentile(50)).c_str(), format_us(x.value_at_percentile(90)).c_str(),
-        format_us(x.value_at_percentile(99)).c_str(), format_us(x.count() ? x.max() : 0).c_str(),
-        format_us(x.count() ? static_cast<int64_t>(x.mean()) : 0).c_str(), tail.c_str());
+    fmt::format_to(append, "  {:<9} p50 {}  p90 {}  p99 {}  max {}  mean {}{}\n", name,
+                   format_us(x.value_at_percentile(50)), format_us(x.value_at_percentile(90)),
+                   format_us(x.value_at_percentile(99)), format_us(x.count() ? x.max() : 0),
+                   format_us(x.count() ? static_cast<int64_t>(x.mean()) : 0), tail);
   };
   if (r.connect_histogram.count() > 0)
     phase("Connect", r.connect_histogram, "  (" + std::to_string(r.connects) + " connects)");
@@ -140,22 +127,22 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
               " resumed" +
               (r.tls_early_data > 0 ? ", " + std::to_string(r.tls_early_data) + " with 0-RTT" : "") + ")");
   if (r.first_byte_histogram.count() > 0) phase("1st byte", r.first_byte_histogram, "");
-  add("  %lld requests in %.2fs, %s read\n", (long long)r.requests, r.duration_s,
-      format_bytes(r.bytes_read).c_str());
+  fmt::format_to(append, "  {} requests in {:.2f}s, {} read\n", r.requests, r.duration_s,
+                 format_bytes(r.bytes_read));
   if (r.errors > 0) {
-    add("  Errors: %lld (", (long long)r.errors);
+    fmt::format_to(append, "  Errors: {} (", r.errors);
     for (int k = 0; k < kErrorKindCount; ++k)
-      add("%s%s %lld", k ? ", " : "", error_kind_name(static_cast<ErrorKind>(k)).data(),
-          (long long)r.errors_by_kind[k]);
+      fmt::format_to(append, "{}{} {}", k ? ", " : "", error_kind_name(static_cast<ErrorKind>(k)),
+                     r.errors_by_kind[k]);
     out += ")\n";
   }
   if (!r.tls_error.empty()) out += "  TLS handshake failed: " + r.tls_error + "\n";
   if (!r.status.empty()) {
     out += "  Status:";
-    for (const auto& [code, n] : r.status) add(" %d=%lld", code, (long long)n);
+    for (const auto& [code, n] : r.status) fmt::format_to(append, " {}={}", code, n);
     out += "\n";
   }
-  add("Requests/sec: %.2f\n", r.qps);
+  fmt::format_to(append, "Requests/sec: {:.2f}\n", r.qps);
   if (r.rate > 0) out += rate_not_held_message(r).empty() ? "" : rate_not_held_message(r) + "\n";
   if (!r.error.empty()) out += "Error: " + r.error + "\n";
   return out;

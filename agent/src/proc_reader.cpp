@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -23,6 +24,13 @@
 namespace loadlab::agent {
 
 namespace {
+
+// Formats a path into `path`, cut to fit and NUL-terminated as snprintf would: the sampler
+// builds its paths ten times a second without allocating.
+template <size_t N, class... Args>
+void format_path(char (&path)[N], fmt::format_string<Args...> format, Args&&... args) {
+  *fmt::format_to_n(path, N - 1, format, std::forward<Args>(args)...).out = '\0';
+}
 
 // Reads a small /proc file into buf (NUL-terminated); the length, or -1. Plain syscalls:
 // the sampler reads a few files per process ten times a second, and iostreams cost more
@@ -110,7 +118,7 @@ std::vector<pid_t> ProcFsReader::list_pids() {
 std::optional<ProcStat> ProcFsReader::stat(pid_t pid) {
   char path[128];
   char buf[1024];
-  std::snprintf(path, sizeof path, "%s/%d/stat", root_.c_str(), pid);
+  format_path(path, "{}/{}/stat", root_, pid);
   if (read_cached(path, buf, sizeof buf) <= 0) return std::nullopt;
   // The command name (field 2) may hold spaces and parentheses: parse after the last ')'.
   char* rparen = std::strrchr(buf, ')');
@@ -160,7 +168,7 @@ std::optional<std::vector<pid_t>> ProcFsReader::children(pid_t pid, uint32_t thr
   };
   if (threads == 1) {
     // One thread: its children file is the whole answer, no directory listing needed.
-    std::snprintf(path, sizeof path, "%s/%d/task/%d/children", root_.c_str(), pid, pid);
+    format_path(path, "{}/{}/task/{}/children", root_, pid, pid);
     std::vector<pid_t> out;
     if (read_cached(path, buf, sizeof buf) < 0) {
       if (access(path, F_OK) != 0 && access((root_ + "/" + std::to_string(pid)).c_str(), F_OK) == 0)
@@ -172,14 +180,14 @@ std::optional<std::vector<pid_t>> ProcFsReader::children(pid_t pid, uint32_t thr
   }
   // Each thread lists the children it forked: read them all.
   char task_dir[128];
-  std::snprintf(task_dir, sizeof task_dir, "%s/%d/task", root_.c_str(), pid);
+  format_path(task_dir, "{}/{}/task", root_, pid);
   DIR* d = opendir(task_dir);
   if (!d) return std::vector<pid_t>{};  // gone
   std::vector<pid_t> out;
   bool supported = true;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    std::snprintf(path, sizeof path, "%s/%s/children", task_dir, e->d_name);
+    format_path(path, "{}/{}/children", task_dir, e->d_name);
     if (read_small(path, buf, sizeof buf) < 0) {
       // No such file on kernels without CONFIG_PROC_CHILDREN; a thread that just exited
       // also has none, so only the main thread's absence decides.
@@ -198,7 +206,7 @@ std::optional<JobCpu> ProcFsReader::job_cpu(pid_t pid) {
   if (!place) return std::nullopt;
   char path[128];
   char buf[4096];
-  std::snprintf(path, sizeof path, "%s/%d/cgroup", root_.c_str(), pid);
+  format_path(path, "{}/{}/cgroup", root_, pid);
   if (read_cached(path, buf, sizeof buf) <= 0) return std::nullopt;
   auto dir = job_cgroup_dir(buf, *place, getpid());
   if (!dir) return std::nullopt;
@@ -211,7 +219,7 @@ std::optional<JobCpu> ProcFsReader::job_cpu(pid_t pid) {
 
 std::optional<MachineCpu> ProcFsReader::machine_cpu() {
   char path[128];
-  std::snprintf(path, sizeof path, "%s/stat", root_.c_str());
+  format_path(path, "{}/stat", root_);
   thread_local std::vector<char> local(256 * 1024);  // one line per core and more: read whole
   if (read_small(path, local.data(), local.size()) <= 0) return std::nullopt;
   MachineCpu m;
@@ -277,13 +285,13 @@ bool irq_time_in_tasks() {
 std::vector<std::pair<pid_t, double>> ProcFsReader::run_delays_s(pid_t pid) {
   std::vector<std::pair<pid_t, double>> out;
   char dir_path[128];
-  std::snprintf(dir_path, sizeof dir_path, "%s/%d/task", root_.c_str(), static_cast<int>(pid));
+  format_path(dir_path, "{}/{}/task", root_, pid);
   DIR* dir = opendir(dir_path);
   if (!dir) return out;
   while (dirent* e = readdir(dir)) {
     if (e->d_name[0] == '.') continue;
     char path[256];
-    std::snprintf(path, sizeof path, "%s/%s/schedstat", dir_path, e->d_name);
+    format_path(path, "{}/{}/schedstat", dir_path, e->d_name);
     char buf[128];
     unsigned long long run_ns = 0, delay_ns = 0;
     if (read_small(path, buf, sizeof buf) > 0 && std::sscanf(buf, "%llu %llu", &run_ns, &delay_ns) == 2)
@@ -295,7 +303,7 @@ std::vector<std::pair<pid_t, double>> ProcFsReader::run_delays_s(pid_t pid) {
 
 std::optional<std::string> ProcFsReader::cpus_allowed(pid_t pid) {
   char path[128];
-  std::snprintf(path, sizeof path, "%s/%d/status", root_.c_str(), static_cast<int>(pid));
+  format_path(path, "{}/{}/status", root_, pid);
   char buf[8192];
   ssize_t n = read_small(path, buf, sizeof buf);
   if (n <= 0) return std::nullopt;

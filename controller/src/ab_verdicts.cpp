@@ -1,7 +1,8 @@
 #include "loadlab/controller/ab_verdicts.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
-#include <cstdio>
 #include <ostream>
 
 #include "loadlab/controller/verdict.hpp"
@@ -128,18 +129,14 @@ v1::Verdicts judge_ab(const std::vector<std::pair<const CellResult*, const CellR
 }
 
 void write_ab_pairs(std::ostream& out, const v1::Verdicts& v) {
-  char line[256];
   for (auto& c : v.cells()) {
     out << c.key() << " against " << c.a_key() << ":\n";
-    std::snprintf(line, sizeof line, "  %4s  %5s  %14s  %14s  %9s\n", "pair", "order",
-                  ("A " + v.metric()).c_str(), ("B " + v.metric()).c_str(), "B/A");
-    out << line;
+    out << fmt::format("  {:>4}  {:>5}  {:>14}  {:>14}  {:>9}\n", "pair", "order", "A " + v.metric(),
+                       "B " + v.metric(), "B/A");
     for (int i = 0; i < c.pairs_size(); ++i) {
       const auto& p = c.pairs(i);
-      std::snprintf(line, sizeof line, "  %4d  %5s  %14.2f  %14.2f  %9s\n", i + 1,
-                    p.b_first() ? "B A" : "A B", p.a(), p.b(),
-                    p.a() > 0 ? pct((p.b() / p.a() - 1) * 100).c_str() : "-");
-      out << line;
+      out << fmt::format("  {:4}  {:>5}  {:>14.2f}  {:>14.2f}  {:>9}\n", i + 1, p.b_first() ? "B A" : "A B",
+                         p.a(), p.b(), p.a() > 0 ? pct((p.b() / p.a() - 1) * 100) : "-");
     }
   }
 }

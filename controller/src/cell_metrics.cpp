@@ -1,8 +1,9 @@
 #include "loadlab/controller/cell_metrics.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <stdexcept>
+
+#include "loadlab/shared/format.hpp"
 
 namespace loadlab::controller {
 
@@ -60,9 +61,7 @@ std::string metric_text(const CellMetric& m, const CellResult& c) {
   if (!c.ok()) return "FAILED";
   auto v = m.value(c);
   if (!v) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", m.decimals, *v);
-  return buf;
+  return fixed_text(*v, m.decimals);
 }
 
 }  // namespace loadlab::controller

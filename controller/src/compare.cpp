@@ -1,12 +1,14 @@
 #include "loadlab/controller/compare.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "loadlab/controller/verdict.hpp"
 #include "loadlab/proto/json.hpp"
+#include "loadlab/shared/format.hpp"
 #include "loadlab/shared/limits.hpp"
 
 namespace loadlab::controller {
@@ -307,27 +309,21 @@ v1::Verdicts compare_results(const nlohmann::json& base, const nlohmann::json& c
 }
 
 void write_verdicts(std::ostream& out, const v1::Verdicts& v) {
-  char buf[512];
   const std::string metric = v.metric();
-  std::snprintf(buf, sizeof buf, "%-28s %12s %12s %9s %9s  %s\n", "cell", ("base " + metric).c_str(),
-                ("new " + metric).c_str(), "change", "mdc", "verdict");
-  out << buf;
-  auto val = [](bool has, double x) {
-    char b[32];
-    std::snprintf(b, sizeof b, has && std::isfinite(x) ? "%.2f" : "-", x);
-    return std::string(b);
-  };
+  out << fmt::format("{:<28} {:>12} {:>12} {:>9} {:>9}  {}\n", "cell", "base " + metric, "new " + metric,
+                     "change", "mdc", "verdict");
+  auto val = [](bool has, double x) { return has && std::isfinite(x) ? fixed_text(x, 2) : "-"; };
   for (auto& c : v.cells()) {
     std::string change = c.has_change_pct() ? pct(c.change_pct()) : "-";
     std::string mdc = c.has_mdc_pct() ? pct(c.mdc_pct(), false) : "-";
     std::string verdict = c.verdict() == kRegression ? "REGRESSION" : c.verdict();
-    std::snprintf(buf, sizeof buf, "%-28s %12s %12s %9s %9s  %s", c.key().c_str(),
-                  val(c.has_baseline(), c.baseline()).c_str(), val(c.has_value(), c.value()).c_str(),
-                  change.c_str(), mdc.c_str(), verdict.c_str());
-    out << buf << (c.reason().empty() ? "" : ": " + c.reason()) << "\n";
+    // The key padded by bytes, as printf did: a target name may hold UTF-8.
+    out << fmt::format("{} {:>12} {:>12} {:>9} {:>9}  {}", pad_right(c.key(), 28),
+                       val(c.has_baseline(), c.baseline()), val(c.has_value(), c.value()), change, mdc,
+                       verdict)
+        << (c.reason().empty() ? "" : ": " + c.reason()) << "\n";
   }
-  char level[64];
-  std::snprintf(level, sizeof level, "%.2g", v.cell_level());
+  const std::string level = fmt::format("{:.2g}", v.cell_level());
   out << "\n" << v.regressions() << " regression" << (v.regressions() == 1 ? "" : "s");
   if (v.failed()) out << ", " << v.failed() << " failed cell" << (v.failed() == 1 ? "" : "s");
   out << " (metric " << metric << ", threshold " << v.threshold_pct() << " %, at most " << v.false_alarm_pct()

@@ -1,7 +1,8 @@
 #include "loadlab/controller/describe_agents.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 #include "loadlab/controller/agent_pool.hpp"
@@ -33,16 +34,15 @@ Row agent_row(const ConnectedAgent& a) {
   for (auto& c : a.info.clients())
     clients += (clients.empty() ? "" : ", ") + with_protocols(c, a.client_protocols(c));
   if (!clients.empty()) catalog += "; clients: " + clients;
-  char mem[32];
-  std::snprintf(mem, sizeof mem, "%.1f GiB",
-                static_cast<double>(a.info.memory_bytes()) / (1024.0 * 1024 * 1024));
+  const std::string memory =
+      fmt::format("{:.1f} GiB", static_cast<double>(a.info.memory_bytes()) / (1024.0 * 1024 * 1024));
   return {def.name,
           def.address,
           roles,
           a.info.version() + (a.info.commit().empty() ? "" : " (git " + a.info.commit() + ")"),
           a.info.hostname(),
           std::to_string(a.info.cores()),
-          mem,
+          memory,
           a.info.busy() ? "yes" : "no",
           catalog};
 }

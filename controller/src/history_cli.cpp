@@ -1,9 +1,10 @@
 #include "loadlab/controller/history_cli.hpp"
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "loadlab/controller/change_points.hpp"
@@ -12,6 +13,7 @@
 #include "loadlab/controller/night_verdicts.hpp"
 #include "loadlab/controller/stats.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
+#include "loadlab/shared/format.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
 
@@ -31,11 +33,7 @@ std::string commit(const std::string& sha, bool dirty) {
   return sha.substr(0, 10) + (dirty ? "+dirty" : "");
 }
 
-std::string number(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, std::isfinite(v) ? "%.2f" : "-", v);
-  return b;
-}
+std::string number(double v) { return std::isfinite(v) ? fixed_text(v, 2) : "-"; }
 
 std::string joined(const std::vector<std::string>& items, size_t at_most = 12) {
   std::string out;
@@ -76,18 +74,12 @@ std::vector<CellPoint> newest(std::vector<CellPoint> points, size_t last) {
 void list_runs(const History& h, const HistoryCliOptions& o, std::ostream& out) {
   if (!o.scenario.empty()) selected_cells(h, o);  // an unknown --scenario is an error
   auto runs = h.runs(o.scenario);
-  char line[512];
-  std::snprintf(line, sizeof line, "%5s  %-16s  %-24s  %-16s  %6s  %6s  %s\n", "id", "started (UTC)",
-                "scenario", "commit", "ok", "failed", "result");
-  out << line;
-  for (auto& r : runs) {
-    std::snprintf(line, sizeof line, "%5lld  %-16s  %-24s  %-16s  %6lld  %6lld  %s%s\n",
-                  static_cast<long long>(r.id), when(r.started_at).c_str(), r.scenario.c_str(),
-                  commit(r.git_commit, r.git_dirty).c_str(), static_cast<long long>(r.cells_ok),
-                  static_cast<long long>(r.cells_failed), r.result_path.c_str(),
-                  r.finished_at.empty() ? "  (unfinished)" : "");
-    out << line;
-  }
+  out << fmt::format("{:>5}  {:<16}  {:<24}  {:<16}  {:>6}  {:>6}  {}\n", "id", "started (UTC)", "scenario",
+                     "commit", "ok", "failed", "result");
+  for (auto& r : runs)
+    out << fmt::format("{:5}  {:<16}  {:<24}  {:<16}  {:6}  {:6}  {}{}\n", r.id, when(r.started_at),
+                       r.scenario, commit(r.git_commit, r.git_dirty), r.cells_ok, r.cells_failed,
+                       r.result_path, r.finished_at.empty() ? "  (unfinished)" : "");
   out << runs.size() << " run" << (runs.size() == 1 ? "" : "s") << " in " << h.path() << "\n";
 }
 
@@ -96,10 +88,9 @@ void trend(const History& h, const HistoryCliOptions& o, std::ostream& out) {
   for (auto& [scenario, key] : selected_cells(h, o)) {
     out << scenario << "  " << key << "  " << m.name << " (" << (m.higher_is_better ? "higher" : "lower")
         << " is better; median and range over repetitions)\n";
-    char line[512];
-    std::snprintf(line, sizeof line, "  %-16s  %-16s  %12s  %25s\n", "started (UTC)", "commit", "median",
-                  "min – max");
-    out << line;
+    // The range column padded by bytes, as printf did: its "–" is 3 bytes, 1 column.
+    out << fmt::format("  {:<16}  {:<16}  {:>12}  {}\n", "started (UTC)", "commit", "median",
+                       pad_left("min – max", 25));
     for (auto& p : newest(h.series(scenario, key, m), o.last)) {
       std::string range = "-", median = p.ok ? "n/a" : "FAILED";
       if (p.ok && !p.values.empty()) {
@@ -107,9 +98,8 @@ void trend(const History& h, const HistoryCliOptions& o, std::ostream& out) {
         range = number(*lo) + " – " + number(*hi);
         median = number(p.median());
       }
-      std::snprintf(line, sizeof line, "  %-16s  %-16s  %12s  %25s\n", when(p.started_at).c_str(),
-                    commit(p.git_commit, p.git_dirty).c_str(), median.c_str(), range.c_str());
-      out << line;
+      out << fmt::format("  {:<16}  {:<16}  {:>12}  {}\n", when(p.started_at),
+                         commit(p.git_commit, p.git_dirty), median, pad_left(range, 25));
     }
   }
 }
@@ -148,12 +138,9 @@ void changes(const History& h, const HistoryCliOptions& o, std::ostream& out) {
         double before = level(medians, begin, at), after = level(medians, at, end);
         double shift = before != 0 ? (after - before) / before * 100 : 0;
         bool worse = m->higher_is_better ? shift < 0 : shift > 0;
-        char line[512];
-        std::snprintf(line, sizeof line, "  %-16s  commit %-16s  %12s → %-12s  %+6.1f %%  %-6s  (p %.3f)\n",
-                      when(points[at].started_at).c_str(),
-                      commit(points[at].git_commit, points[at].git_dirty).c_str(), number(before).c_str(),
-                      number(after).c_str(), shift, worse ? "worse" : "better", cps[i].p_value);
-        out << line;
+        out << fmt::format("  {:<16}  commit {:<16}  {:>12} → {:<12}  {:>+6.1f} %  {:<6}  (p {:.3f})\n",
+                           when(points[at].started_at), commit(points[at].git_commit, points[at].git_dirty),
+                           number(before), number(after), shift, worse ? "worse" : "better", cps[i].p_value);
         ++change_count;
         worse_count += worse;
       }
@@ -217,30 +204,26 @@ void verdicts(const History& h, const HistoryCliOptions& o, std::ostream& out) {
     if (o.csv) continue;
     size_t alarmed = 0;
     for (auto& [run, a] : night_alarmed) alarmed += a;
-    char line[512];
     out << scenario << ": " << night_started.size() << " nights of " << cells << " cells; metric " << r.metric
         << ", threshold " << r.threshold_pct << " %, at most " << r.false_alarm_pct
         << " % of nights may alarm (" << vo.alpha << " a cell), bands of " << r.baseline_nights
         << " nights (at least " << r.min_nights << ")\n";
-    std::snprintf(line, sizeof line, "  %-28s %6s %6s %6s %12s %10s %11s %6s %10s\n", "cell", "nights",
-                  "same", "noise", "inconclusive", "regression", "improvement", "failed", "mdc (med)");
-    out << line;
+    out << fmt::format("  {:<28} {:>6} {:>6} {:>6} {:>12} {:>10} {:>11} {:>6} {:>10}\n", "cell", "nights",
+                       "same", "noise", "inconclusive", "regression", "improvement", "failed", "mdc (med)");
     for (auto& key : keys) {
       auto& c = counts[key];
       size_t total = 0;
       for (auto& [verdict, n] : c) total += n;
-      std::snprintf(line, sizeof line, "  %-28s %6zu %6zu %6zu %12zu %10zu %11zu %6zu %9s%%\n", key.c_str(),
-                    total, c[kSame], c[kNoise], c[kInconclusive], c[kRegression], c[kImprovement],
-                    c["failed"], mdcs[key].empty() ? "-" : number(median(mdcs[key])).c_str());
-      out << line;
+      // The key padded by bytes, as printf did: a target name may hold UTF-8.
+      out << fmt::format("  {} {:6} {:6} {:6} {:12} {:10} {:11} {:6} {:>9}%\n", pad_right(key, 28), total,
+                         c[kSame], c[kNoise], c[kInconclusive], c[kRegression], c[kImprovement], c["failed"],
+                         mdcs[key].empty() ? "-" : number(median(mdcs[key])));
     }
-    std::snprintf(
-        line, sizeof line,
-        "  nights with a regression: %zu of %zu (%.1f per 100); inconclusive: %zu of %zu cell-nights "
-        "(%.1f %%)\n",
+    out << fmt::format(
+        "  nights with a regression: {} of {} ({:.1f} per 100); inconclusive: {} of {} cell-nights "
+        "({:.1f} %)\n",
         alarmed, night_started.size(), night_started.empty() ? 0.0 : 100.0 * alarmed / night_started.size(),
         inconclusive, judged, judged ? 100.0 * inconclusive / judged : 0.0);
-    out << line;
   }
 }
 

@@ -1,8 +1,10 @@
 #include "loadlab/controller/progress.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include "loadlab/controller/status_line.hpp"
+#include "loadlab/shared/format.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::controller {
@@ -11,12 +13,8 @@ namespace {
 std::string clock_text(double s) {
   if (s < 0) return "--:--";
   int t = static_cast<int>(s + 0.5);
-  char buf[32];
-  if (t >= 3600)
-    std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
-  return buf;
+  if (t >= 3600) return fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
+  return fmt::format("{}:{:02}", t / 60, t % 60);
 }
 }  // namespace
 
@@ -91,13 +89,10 @@ void ProgressReporter::draw() {
   bar.resize(width, '-');
   double elapsed = std::chrono::duration<double>(last_draw_ - start_).count();
   double eta = done_ > 0 ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : -1;
-  char qps[64] = "";
-  if (live_.elapsed_s > 0)
-    std::snprintf(qps, sizeof qps, "  %s%.0f req/s", live_.warmup ? "warm-up " : "", live_.qps);
-  char text[512];
-  std::snprintf(text, sizeof text, "[%s] %zu/%zu  %s%s  elapsed %s  ETA %s", bar.c_str(), done_, total_,
-                current_.c_str(), qps, clock_text(elapsed).c_str(), clock_text(eta).c_str());
-  line_->draw(text);
+  std::string qps;
+  if (live_.elapsed_s > 0) qps = std::string("  ") + (live_.warmup ? "warm-up " : "") + rate_text(live_.qps);
+  line_->draw(fmt::format("[{}] {}/{}  {}{}  elapsed {}  ETA {}", bar, done_, total_, current_, qps,
+                          clock_text(elapsed), clock_text(eta)));
 }
 
 }  // namespace loadlab::controller

@@ -1,7 +1,8 @@
 #include "loadlab/controller/report_html.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 
 #include "loadlab/controller/cell_metrics.hpp"
@@ -10,6 +11,7 @@
 #include "loadlab/controller/svg_chart.hpp"
 #include "loadlab/controller/verdict.hpp"
 #include "loadlab/proto/json.hpp"
+#include "loadlab/shared/format.hpp"
 #include "loadlab/shared/input_error.hpp"
 
 namespace loadlab::controller {
@@ -68,12 +70,6 @@ std::string text_at(const json& j, std::initializer_list<const char*> path) {
   return "";
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 void row(std::ostream& o, const char* name, const std::string& value) {
   if (!value.empty()) o << "<dt>" << name << "</dt><dd>" << html_escape(value) << "</dd>";
 }
@@ -103,8 +99,8 @@ void write_agents(std::ostream& o, const json& h) {
       << html_escape(text_at(a, {"address"})) << "</td><td>" << html_escape(roles) << "</td><td>"
       << html_escape(text_at(a, {"describe", "hostname"})) << "</td><td class=\"num\">"
       << html_escape(text_at(a, {"describe", "cores"})) << "</td><td class=\"num\">"
-      << (memory.empty() ? "" : fixed(std::strtod(memory.c_str(), nullptr) / (1 << 30), 1)) << "</td><td>"
-      << html_escape(text_at(a, {"describe", "kernel"})) << "</td><td>"
+      << (memory.empty() ? "" : fixed_text(std::strtod(memory.c_str(), nullptr) / (1 << 30), 1))
+      << "</td><td>" << html_escape(text_at(a, {"describe", "kernel"})) << "</td><td>"
       << html_escape(text_at(a, {"describe", "version"})) << "</td><td class=\"status\">"
       << html_escape(error.empty() ? "reachable" : "unreachable: " + error) << "</td></tr>";
   }
@@ -156,7 +152,7 @@ std::string verdict_text(const v1::CellVerdict& v) {
   return v.verdict() + (v.has_change_pct() ? " " + signed_pct(v.change_pct()) : "");
 }
 
-std::string figure(bool has, double v) { return has ? fixed(v, 2) : ""; }
+std::string figure(bool has, double v) { return has ? fixed_text(v, 2) : ""; }
 
 // The cell's earlier nights, its band and tonight, as a small chart.
 std::string band_chart(const v1::CellVerdict& v) {
@@ -164,18 +160,18 @@ std::string band_chart(const v1::CellVerdict& v) {
   for (auto& n : v.history()) {
     c.nights.push_back(n.value());
     c.night_titles.push_back(n.started_at() + " (run " + std::to_string(n.run_id()) +
-                             "): " + fixed(n.value(), 2));
+                             "): " + fixed_text(n.value(), 2));
   }
   if (v.has_band_low()) c.band_low = v.band_low();
   if (v.has_band_high()) c.band_high = v.band_high();
   if (v.has_value()) {
     c.tonight = v.value();
-    c.tonight_title = "tonight: " + fixed(v.value(), 2) +
+    c.tonight_title = "tonight: " + fixed_text(v.value(), 2) +
                       (v.has_change_pct() ? " (" + signed_pct(v.change_pct()) + ")" : "");
   }
   if (v.has_confirm_value()) {
     c.confirmation = v.confirm_value();
-    c.confirmation_title = "measured again: " + fixed(v.confirm_value(), 2);
+    c.confirmation_title = "measured again: " + fixed_text(v.confirm_value(), 2);
   }
   c.tonight_class = verdict_class(v.verdict());
   return svg_band_chart(c);
@@ -190,7 +186,7 @@ std::string pairs_table(const v1::CellVerdict& c) {
   for (int i = 0; i < c.pairs_size(); ++i) {
     const auto& p = c.pairs(i);
     t += "<tr><td>" + std::to_string(i + 1) + "</td><td>" + (p.b_first() ? "B A" : "A B") +
-         "</td><td class=\"num\">" + fixed(p.a(), 2) + "</td><td class=\"num\">" + fixed(p.b(), 2) +
+         "</td><td class=\"num\">" + fixed_text(p.a(), 2) + "</td><td class=\"num\">" + fixed_text(p.b(), 2) +
          "</td><td class=\"num\">" + (p.a() > 0 ? signed_pct((p.b() / p.a() - 1) * 100) : "") + "</td></tr>";
   }
   return t + "</tbody></table>";
@@ -198,14 +194,14 @@ std::string pairs_table(const v1::CellVerdict& c) {
 
 void write_verdicts(std::ostream& o, const v1::Verdicts& v, const std::vector<CellResult>& cells,
                     const char* id = "verdicts", const char* heading = "Against the baseline") {
-  char level[64];
-  std::snprintf(level, sizeof level, "%.2g", v.cell_level());
+  const std::string level = fmt::format("{:.2g}", v.cell_level());
   o << "<section id=\"" << id << "\"><h2>" << heading << "</h2><p class=\"note\">" << html_escape(v.metric())
     << " compared with " << html_escape(v.baseline()) << " (" << html_escape(v.method())
     << "): a regression is worse "
-    << "by more than " << fixed(v.threshold_pct(), 1)
+    << "by more than " << fixed_text(v.threshold_pct(), 1)
     << " % and outside the band a night of unchanged code falls in; "
-    << "at most " << fixed(v.false_alarm_pct(), 2) << " % of such nights alarm (" << level << " a cell). "
+    << "at most " << fixed_text(v.false_alarm_pct(), 2) << " % of such nights alarm (" << level
+    << " a cell). "
     << "mdc: the smallest change the cell could show 95 % of the time.";
   if (!v.note().empty()) o << " " << html_escape(v.note()) << ".";
   o << "</p><div class=\"scroll\"><table class=\"verdicts\"><thead><tr><th>cell</th><th>verdict</th>"
@@ -219,9 +215,10 @@ void write_verdicts(std::ostream& o, const v1::Verdicts& v, const std::vector<Ce
       << "</td><td class=\"num\">" << figure(c.has_baseline(), c.baseline()) << "</td><td class=\"num\">"
       << figure(c.has_value(), c.value()) << "</td><td class=\"num\">"
       << figure(c.has_confirm_value(), c.confirm_value()) << "</td><td class=\"num\">"
-      << (c.has_band_low() && c.has_band_high() ? fixed(c.band_low(), 2) + " .. " + fixed(c.band_high(), 2)
-                                                : "")
-      << "</td><td class=\"num\">" << (c.has_mdc_pct() ? fixed(c.mdc_pct(), 1) + " %" : "")
+      << (c.has_band_low() && c.has_band_high()
+              ? fixed_text(c.band_low(), 2) + " .. " + fixed_text(c.band_high(), 2)
+              : "")
+      << "</td><td class=\"num\">" << (c.has_mdc_pct() ? fixed_text(c.mdc_pct(), 1) + " %" : "")
       << "</td><td class=\"num\">" << c.nights() << "</td><td>" << band_chart(c) << pairs_table(c)
       << "</td><td class=\"why\">" << html_escape(c.reason()) << "</td></tr>";
   };
@@ -366,18 +363,15 @@ void write_trends(std::ostream& o, const TrendSection& t) {
     std::vector<std::string> titles;
     for (auto& p : points) {
       values.push_back(p.value);
-      titles.push_back(p.date + " " + p.commit.substr(0, 12) + ": " + fixed(p.value, 2));
+      titles.push_back(p.date + " " + p.commit.substr(0, 12) + ": " + fixed_text(p.value, 2));
     }
     std::string change;
-    if (values.size() > 1 && values.front() != 0) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%+.1f %%", (values.back() / values.front() - 1) * 100);
-      change = buf;
-    }
+    if (values.size() > 1 && values.front() != 0)
+      change = signed_pct((values.back() / values.front() - 1) * 100);
     o << "<tr class=\"trend\" data-key=\"" << html_escape(key) << "\"><td>" << html_escape(key)
       << "</td><td class=\"num\">" << points.size() << "</td><td>" << svg_sparkline(values, titles)
-      << "</td><td class=\"num\">" << (values.empty() ? "" : fixed(values.front(), 2))
-      << "</td><td class=\"num\">" << (values.empty() ? "" : fixed(values.back(), 2))
+      << "</td><td class=\"num\">" << (values.empty() ? "" : fixed_text(values.front(), 2))
+      << "</td><td class=\"num\">" << (values.empty() ? "" : fixed_text(values.back(), 2))
       << "</td><td class=\"num\">" << change << "</td><td>"
       << html_escape(points.empty() ? "" : points.back().commit.substr(0, 12)) << "</td></tr>";
   }

@@ -1,23 +1,18 @@
 #include "loadlab/controller/reporters.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 
 #include "loadlab/controller/cell_metrics.hpp"
 #include "loadlab/controller/matrix_pivot.hpp"
 #include "loadlab/controller/report_html.hpp"
 #include "loadlab/controller/verdict.hpp"
+#include "loadlab/shared/format.hpp"
 
 namespace loadlab::controller {
 
 namespace {
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-std::string ms(double us) { return fixed(us / 1000.0, 2); }
+std::string ms(double us) { return fixed_text(us / 1000.0, 2); }
 bool unavailable(const v1::Repetition& r, const char* figure) {
   return std::find(r.unavailable().begin(), r.unavailable().end(), figure) != r.unavailable().end();
 }
@@ -25,7 +20,7 @@ bool unavailable(const v1::Repetition& r, const char* figure) {
 std::string latency_ms(const v1::Repetition& r, const char* figure, double us) {
   return unavailable(r, figure) ? "n/a" : ms(us);
 }
-std::string mb(uint64_t kb) { return fixed(static_cast<double>(kb) / 1024.0, 1); }
+std::string mb(uint64_t kb) { return fixed_text(static_cast<double>(kb) / 1024.0, 1); }
 // "ok", or the saturation flags that make the row suspect.
 std::string flags_text(const std::vector<std::string>& flags) {
   if (flags.empty()) return "ok";
@@ -151,12 +146,12 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
     std::vector<std::string> row = cell_values(c.cell, true);
     if (c.ok()) {
       const auto& m = c.median();
-      row.insert(row.end(), {fixed(m.qps(), 0), latency_ms(m, "latency.p50_us", m.latency().p50_us()),
+      row.insert(row.end(), {fixed_text(m.qps(), 0), latency_ms(m, "latency.p50_us", m.latency().p50_us()),
                              latency_ms(m, "latency.p90_us", m.latency().p90_us()),
                              latency_ms(m, "latency.p99_us", m.latency().p99_us()),
                              latency_ms(m, "latency.max_us", m.latency().max_us()),
-                             std::to_string(m.errors()), fixed(m.server().cpu_pct(), 1),
-                             mb(m.server().rss_kb_peak()), fixed(m.client().cpu_pct(), 1),
+                             std::to_string(m.errors()), fixed_text(m.server().cpu_pct(), 1),
+                             mb(m.server().rss_kb_peak()), fixed_text(m.client().cpu_pct(), 1),
                              mb(m.client().rss_kb_peak()), cpus_text(m), flags_text(c.flags())});
     } else {
       for (int i = 0; i < 11; ++i) row.push_back("-");
@@ -259,15 +254,15 @@ void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
     for (auto& v : cell_values(c.cell, false)) out << csv_field(v) << ",";
     if (c.ok()) {
       const auto& m = c.median();
-      out << m.requests() << "," << m.errors() << "," << fixed(m.duration_s(), 4) << "," << fixed(m.qps(), 2)
-          << "," << fixed(c.qps_min(), 2) << "," << fixed(c.qps_max(), 2) << ","
-          << csv_us(m, "latency.p50_us", m.latency().p50_us()) << ","
+      out << m.requests() << "," << m.errors() << "," << fixed_text(m.duration_s(), 4) << ","
+          << fixed_text(m.qps(), 2) << "," << fixed_text(c.qps_min(), 2) << "," << fixed_text(c.qps_max(), 2)
+          << "," << csv_us(m, "latency.p50_us", m.latency().p50_us()) << ","
           << csv_us(m, "latency.p90_us", m.latency().p90_us()) << ","
           << csv_us(m, "latency.p99_us", m.latency().p99_us()) << ","
           << csv_us(m, "latency.p999_us", m.latency().p999_us()) << ","
-          << csv_us(m, "latency.max_us", m.latency().max_us()) << "," << fixed(m.latency().mean_us(), 1)
-          << "," << fixed(m.server().cpu_pct(), 2) << "," << m.server().rss_kb_mean() << ","
-          << m.server().rss_kb_peak() << "," << fixed(m.client().cpu_pct(), 2) << ","
+          << csv_us(m, "latency.max_us", m.latency().max_us()) << "," << fixed_text(m.latency().mean_us(), 1)
+          << "," << fixed_text(m.server().cpu_pct(), 2) << "," << m.server().rss_kb_mean() << ","
+          << m.server().rss_kb_peak() << "," << fixed_text(m.client().cpu_pct(), 2) << ","
           << m.client().rss_kb_mean() << "," << m.client().rss_kb_peak() << ",";
       auto [server_cpus, client_cpus] = cpu_sets(m);
       out << csv_field(server_cpus) << "," << csv_field(client_cpus) << "," << c.reps.size() << ",";
@@ -287,7 +282,7 @@ void markdown_verdicts(std::ostream& out, const std::string& heading, const v1::
       << markdown_cell(v.metric() + " against " + v.baseline() + " (" + v.method() + ")") << "\n\n";
   markdown_row(out, {"cell", "verdict", "change", "base", "new", "mdc", "nights", "why"});
   out << "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
-  auto num = [](bool has, double x) { return has ? fixed(x, 2) : std::string(); };
+  auto num = [](bool has, double x) { return has ? fixed_text(x, 2) : std::string(); };
   for (auto& c : v.cells())
     markdown_row(
         out, {c.key(), c.verdict(), c.has_change_pct() ? pct_text(c.change_pct()) : "",
@@ -300,8 +295,8 @@ void markdown_verdicts(std::ostream& out, const std::string& heading, const v1::
     out << "| ---: | --- | ---: | ---: | ---: |\n";
     for (int i = 0; i < c.pairs_size(); ++i) {
       const auto& p = c.pairs(i);
-      markdown_row(out, {std::to_string(i + 1), p.b_first() ? "B A" : "A B", fixed(p.a(), 2), fixed(p.b(), 2),
-                         p.a() > 0 ? pct_text((p.b() / p.a() - 1) * 100) : ""});
+      markdown_row(out, {std::to_string(i + 1), p.b_first() ? "B A" : "A B", fixed_text(p.a(), 2),
+                         fixed_text(p.b(), 2), p.a() > 0 ? pct_text((p.b() / p.a() - 1) * 100) : ""});
     }
   }
   if (!v.note().empty()) out << "\n" << markdown_cell(v.note()) << "\n";

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "loadlab/controller/errors.hpp"
+#include "loadlab/shared/format.hpp"
 
 namespace loadlab::controller {
 
@@ -18,12 +19,6 @@ class RealClock : public WaitClock {
 };
 
 bool stopping(const std::atomic<int>* stop) { return stop && stop->load() != 0; }
-
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", s);
-  return buf;
-}
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "loadlab/controller/runner.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -26,6 +28,7 @@
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/exit_status.hpp"
+#include "loadlab/shared/format.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
 
@@ -50,13 +53,9 @@ std::string cell_summary(const CellResult& c) {
   auto ms = [&](const char* figure, double us) {
     if (std::find(m.unavailable().begin(), m.unavailable().end(), figure) != m.unavailable().end())
       return std::string("n/a");
-    char b[32];
-    std::snprintf(b, sizeof b, "%.2f ms", us / 1000);
-    return std::string(b);
+    return fmt::format("{:.2f} ms", us / 1000);
   };
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f req/s", m.qps());
-  std::string s = std::string(buf) + ", p50 " + ms("latency.p50_us", m.latency().p50_us()) + ", p99 " +
+  std::string s = rate_text(m.qps()) + ", p50 " + ms("latency.p50_us", m.latency().p50_us()) + ", p99 " +
                   ms("latency.p99_us", m.latency().p99_us()) + ", " + std::to_string(m.errors()) + " errors";
   for (auto& f : c.flags()) s += " [" + f + "]";
   return s;

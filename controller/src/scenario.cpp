@@ -1,8 +1,9 @@
 #include "loadlab/controller/scenario.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -49,11 +50,7 @@ std::string tls_version_value(const nlohmann::json& v, const std::string& path) 
   throw InputError(path, "must be \"1.2\" or \"1.3\" (the TLS version the client forces), got " + v.dump());
 }
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.15g", v);
-  return buf;
-}
+std::string number_text(double v) { return fmt::format("{:.15g}", v); }
 
 TargetDef parse_target(const ObjectReader& t) {
   t.allow({"name", "builtin", "catalog", "body", "body_size", "server_threads", "delay_ms"});
@@ -378,12 +375,13 @@ void check_cells(const Scenario& s) {
       throw InputError("/load/total_requests", "must be at least the largest thread count" + at_threads);
     const double per_thread = c.rate / c.threads;
     if (c.rate > 0 && (per_thread < limits::kMinRatePerThread || per_thread > limits::kMaxRatePerThread)) {
-      char range[200];
-      std::snprintf(range, sizeof range,
-                    "must be %g..%g requests per second per thread (%g..%g at %u threads), ",
-                    limits::kMinRatePerThread, limits::kMaxRatePerThread,
-                    limits::kMinRatePerThread * c.threads, limits::kMaxRatePerThread * c.threads, c.threads);
-      throw InputError(path(Knob::kRate), std::string(range) + path(Knob::kThreads));
+      throw InputError(
+          path(Knob::kRate),
+          fmt::format("must be {:g}..{:g} requests per second per thread ({:g}..{:g} at {} threads), ",
+                      limits::kMinRatePerThread, limits::kMaxRatePerThread,
+                      limits::kMinRatePerThread * c.threads, limits::kMaxRatePerThread * c.threads,
+                      c.threads) +
+              path(Knob::kThreads));
     }
     if (c.streams > 1 && !proto::multiplexes(*proto::protocol_from_name(c.protocol)))
       throw InputError(path(Knob::kStreams),

@@ -1,11 +1,13 @@
 #include "loadlab/controller/svg_chart.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
 #include "loadlab/controller/report_html.hpp"
+#include "loadlab/shared/format.hpp"
 
 namespace loadlab::controller {
 
@@ -15,23 +17,14 @@ namespace {
 constexpr double kWidth = 480, kHeight = 300;
 constexpr double kLeft = 58, kRight = 14, kTop = 14, kBottom = 44;
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+std::string num(double v) { return fixed_text(v, 1); }
 
 // Tick labels: "12.5k", "0.25", "1.2M".
 std::string short_number(double v) {
-  char buf[32];
   const double a = std::fabs(v);
-  if (a >= 1e6)
-    std::snprintf(buf, sizeof buf, "%gM", std::round(v / 1e5) / 10);
-  else if (a >= 1e4)
-    std::snprintf(buf, sizeof buf, "%gk", std::round(v / 1e2) / 10);
-  else
-    std::snprintf(buf, sizeof buf, "%g", std::round(v * 1000) / 1000);
-  return buf;
+  if (a >= 1e6) return fmt::format("{:g}M", std::round(v / 1e5) / 10);
+  if (a >= 1e4) return fmt::format("{:g}k", std::round(v / 1e2) / 10);
+  return fmt::format("{:g}", std::round(v * 1000) / 1000);
 }
 
 // A round step (1, 2, 2.5 or 5 × 10^k) that splits [0, max] into about `parts`.

@@ -1,11 +1,12 @@
 #include "loadlab/controller/verdict.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -13,9 +14,7 @@
 namespace loadlab::controller {
 
 std::string pct_text(double v, bool sign) {
-  char b[32];
-  std::snprintf(b, sizeof b, sign ? "%+.1f %%" : "%.1f %%", v);
-  return b;
+  return sign ? fmt::format("{:+.1f} %", v) : fmt::format("{:.1f} %", v);
 }
 
 namespace {

@@ -1,5 +1,6 @@
 #include "loadlab/shared/self_signed_cert.hpp"
 
+#include <fmt/ranges.h>  // fmt::join
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -9,7 +10,6 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include <cstdio>
 #include <memory>
 
 namespace loadlab {
@@ -85,13 +85,7 @@ std::optional<std::string> fingerprint(X509* cert) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   if (X509_digest(cert, EVP_sha256(), digest, &size) != 1) return std::nullopt;
-  std::string text;
-  for (unsigned i = 0; i < size; ++i) {
-    char byte[4];
-    std::snprintf(byte, sizeof byte, i == 0 ? "%02X" : ":%02X", digest[i]);
-    text += byte;
-  }
-  return text;
+  return fmt::format("{:02X}", fmt::join(digest, digest + size, ":"));
 }
 
 }  // namespace

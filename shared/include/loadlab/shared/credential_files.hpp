@@ -2,10 +2,10 @@
 // The files that hold credentials, the agent's (--tls-*, --token-file) and the controller's
 // (lab.json's tls and token_file) alike: small regular files. A token file holds one token,
 // one line without spaces; white space around it is dropped.
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,7 +19,7 @@ namespace loadlab {
 
 // The content of `path`; nullopt unless it is a readable regular file of at most
 // `max_bytes` (a device such as /dev/zero would never end).
-inline std::optional<std::string> read_small_file(const std::filesystem::path& path, int64_t max_bytes) {
+[[nodiscard]] inline std::optional<std::string> read_small_file(const std::filesystem::path& path, int64_t max_bytes) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   const auto size = std::filesystem::file_size(path, ec);
@@ -30,7 +30,7 @@ inline std::optional<std::string> read_small_file(const std::filesystem::path& p
 }
 
 // read_small_file of at most limits::kMaxCredentialFileBytes.
-inline std::optional<std::string> read_credential_file(const std::filesystem::path& path) {
+[[nodiscard]] inline std::optional<std::string> read_credential_file(const std::filesystem::path& path) {
   return read_small_file(path, limits::kMaxCredentialFileBytes);
 }
 
@@ -39,11 +39,10 @@ inline std::optional<std::string> read_credential_file(const std::filesystem::pa
 // or root, and readable by no one else, except by its group when that group is this user's
 // own (a Kubernetes secret mounted root:fsGroup 0440 passes). Links are followed: the
 // permissions that matter are the file's.
-inline std::optional<std::string> readable_by_others(const std::filesystem::path& path) {
+[[nodiscard]] inline std::optional<std::string> readable_by_others(const std::filesystem::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;  // reading it will say why
-  char mode[8];
-  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  const std::string mode = fmt::format("{:04o}", st.st_mode & 07777);
   if (st.st_uid != ::geteuid() && st.st_uid != 0)
     return "is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
            std::to_string(::geteuid()) + ") or root";
