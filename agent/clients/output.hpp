@@ -42,8 +42,8 @@ struct ParsedRun {
 };
 
 // `exit_code`: the exit status (0..255), or a negative number when killed by a signal.
-ParsedRun parse_output(Tool tool, const std::string& stdout_text, const std::string& stderr_text,
-                       int exit_code);
+[[nodiscard]] ParsedRun parse_output(Tool tool, const std::string& stdout_text,
+                                     const std::string& stderr_text, int exit_code);
 
 // Every figure parse_output may list in `unavailable`, in LoadResult's field order.
 const std::vector<std::string>& all_figures();

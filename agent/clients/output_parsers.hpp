@@ -33,8 +33,8 @@ bool starts_with(std::string_view s, std::string_view prefix);
 void set_latency(Figures& f, const std::string& prefix, const std::string& name, double us);
 
 // Each parser fills what the output gives; output.cpp checks failure and lists the rest.
-Figures parse_wrk(std::string_view out);
+[[nodiscard]] Figures parse_wrk(std::string_view out);
 Figures parse_hey(std::string_view out);
-Figures parse_h2load(std::string_view out);
+[[nodiscard]] Figures parse_h2load(std::string_view out);
 
 }  // namespace loadlab::clients::detail

@@ -12,7 +12,7 @@ enum class Tool { kWrk, kHey, kH2load };
 std::string_view tool_name(Tool tool);
 
 // The tool for one of those names (exact, lower case); nullopt for any other text.
-std::optional<Tool> parse_tool(std::string_view name);
+[[nodiscard]] std::optional<Tool> parse_tool(std::string_view name);
 
 // The names, comma separated, for messages ("wrk, hey, h2load").
 std::string tool_names();

@@ -95,7 +95,7 @@ class H3Connection final : public ClientConnection {
   bool early_data_rejected();
   void do_wait_read();
   void on_readable(const boost::system::error_code& ec);
-  bool read_packets();
+  [[nodiscard]] bool read_packets();
   void write_packets();
   bool send_packet(const uint8_t* data, size_t size);
   void on_writable(const boost::system::error_code& ec);

@@ -28,6 +28,6 @@ struct LoadFlags {
 void add_load_flags(CLI::App& app, LoadFlags& flags);
 
 // The run's options from the flags, checked.
-LoadOptions load_options_from(const LoadFlags& flags);
+[[nodiscard]] LoadOptions load_options_from(const LoadFlags& flags);
 
 }  // namespace loadlab::load

@@ -58,7 +58,7 @@ struct Url {
 };
 
 // Parses http(s)://HOST[:PORT][/PATH]; throws InputError("URL", ...) when it is not one.
-Url parse_url(std::string_view text);
+[[nodiscard]] Url parse_url(std::string_view text);
 
 // Fills the derived defaults (connections = threads, -d 10 when no stop condition is
 // given) and checks every field; throws InputError naming the flag and what is allowed at

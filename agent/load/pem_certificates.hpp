@@ -8,6 +8,6 @@
 namespace loadlab::load {
 
 // The certificates the PEM text `pem` holds, each added to `store` when one is given.
-int read_pem_certificates(std::string_view pem, X509_STORE* store = nullptr);
+[[nodiscard]] int read_pem_certificates(std::string_view pem, X509_STORE* store = nullptr);
 
 }  // namespace loadlab::load

@@ -19,8 +19,8 @@ class QuicTlsClient {
   // The context for `options` (validated, https://, --protocol h3): verification against
   // --ca, the system store, or none (--insecure). Nullptr with `error` naming the flag when
   // the CA file holds no usable certificate.
-  static std::unique_ptr<QuicTlsClient> create(const LoadOptions& options, const Url& url,
-                                               std::string& error);
+  [[nodiscard]] static std::unique_ptr<QuicTlsClient> create(const LoadOptions& options, const Url& url,
+                                                             std::string& error);
   ~QuicTlsClient();
   QuicTlsClient(const QuicTlsClient&) = delete;
   QuicTlsClient& operator=(const QuicTlsClient&) = delete;

@@ -20,7 +20,8 @@ class TlsClient {
   // The context for `options` (validated, https://): the forced version, ALPN, and
   // verification against --ca, the system store, or none (--insecure). Nullptr with
   // `error` naming the flag when the CA file holds no usable certificate.
-  static std::unique_ptr<TlsClient> create(const LoadOptions& options, const Url& url, std::string& error);
+  [[nodiscard]] static std::unique_ptr<TlsClient> create(const LoadOptions& options, const Url& url,
+                                                         std::string& error);
 
   boost::asio::ssl::context& context() { return context_; }
   // Worker thread: SNI and the name or address the certificate must match, on the SSL

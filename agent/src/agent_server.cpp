@@ -6,6 +6,7 @@
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "loadlab/shared/timing.hpp"
 
@@ -44,7 +45,7 @@ std::string AgentServer::start(const std::string& listen, const TlsFiles& tls) {
                              timing::kMinPingIntervalMs);
   server_ = builder.BuildAndStart();
   if (!server_ || (port == 0 && listen.rfind("unix:", 0) != 0))
-    throw std::runtime_error("cannot listen on " + listen);
+    throw EnvironmentError("cannot listen on " + listen);
   if (listen.rfind("unix:", 0) == 0) return listen;
   auto ep = parse_endpoint(listen);
   return Endpoint{ep ? ep->host : "127.0.0.1", static_cast<uint16_t>(port)}.to_string();

@@ -41,7 +41,7 @@ class CallDeadlines {
    private:
     std::atomic<int64_t>& since_;
   };
-  Wait reading() { return Wait(reading_since_); }
+  [[nodiscard]] Wait reading() { return Wait(reading_since_); }
   Wait writing() { return Wait(writing_since_); }
 
  private:

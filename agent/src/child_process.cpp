@@ -25,6 +25,7 @@
 #include "loadlab/agent/pids_limit.hpp"
 #include "loadlab/agent/proc_reader.hpp"
 #include "loadlab/agent/usage_window.hpp"
+#include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::agent {
@@ -185,7 +186,7 @@ Forked fork_exec(ExecPlan plan, const std::string& path, const JobCgroup* job, i
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
     int e = errno;
     close_all();
-    throw std::runtime_error(std::string("pipe: ") + strerror(e));
+    throw system_failure("pipe", e);
   }
   plan.out_w = out[1];
   plan.err_w = err[1];
@@ -196,7 +197,7 @@ Forked fork_exec(ExecPlan plan, const std::string& path, const JobCgroup* job, i
   if (f.pid < 0) {
     int e = errno;
     close_all();
-    throw std::runtime_error(std::string("fork: ") + strerror(e));
+    throw system_failure("fork", e);
   }
   if (f.pid == 0) exec_child(plan);
   f.pidfd = open_pidfd(f.pid);
@@ -216,7 +217,7 @@ Forked fork_exec(ExecPlan plan, const std::string& path, const JobCgroup* job, i
     if (f.pidfd >= 0) close(f.pidfd);
     close(out[0]);
     close(err[0]);
-    throw std::runtime_error(describe_failure(failure, path, plan.cwd, job, plan.user));
+    throw EnvironmentError(describe_failure(failure, path, plan.cwd, job, plan.user));
   }
   return f;
 }
@@ -250,7 +251,7 @@ std::string ExitStatus::describe() const {
 
 std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
                                                   const SpawnOptions& options) {
-  if (argv.empty()) throw std::runtime_error("empty command line");
+  if (argv.empty()) throw std::invalid_argument("empty command line");  // the caller's bug
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -309,7 +310,7 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
   // The reader's wake-up, made before the fork: a child is never started without a way to
   // stop its reader.
   child->wake_fd_ = eventfd(0, EFD_CLOEXEC);
-  if (child->wake_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + strerror(errno));
+  if (child->wake_fd_ < 0) throw system_failure("eventfd");
   int out[2], err[2];
   Forked forked;
   try {
@@ -347,7 +348,7 @@ void ChildProcess::bind_cpus(const CpuList& cpus) {
   try {
     if (binding.mode == CpuBindingMode::kCpusetV2 && job_) {
       if (!write_cpuset_cpus(job_->path(), cpus))
-        throw std::runtime_error("cannot write " + job_->path() + "/cpuset.cpus: " + strerror(errno));
+        throw system_failure("cannot write " + job_->path() + "/cpuset.cpus");
       cpu_binding_ = "cpuset-v2";
     } else if (binding.mode == CpuBindingMode::kCpusetV1) {
       cpuset_ = create_cpuset_v1_job(binding, cpus);
@@ -364,7 +365,7 @@ void ChildProcess::limit_tasks(int64_t max) {
   try {
     if (place.mode == PidsLimitMode::kV2 && job_) {
       if (!write_pids_max(job_->path(), max))
-        throw std::runtime_error("cannot write " + job_->path() + "/pids.max: " + strerror(errno));
+        throw system_failure("cannot write " + job_->path() + "/pids.max");
       pids_limit_ = "pids-v2";
     } else if (place.mode == PidsLimitMode::kV1) {
       pids_ = create_pids_v1_job(place.v1_jobs_dir, max);

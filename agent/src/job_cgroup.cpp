@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "loadlab/agent/job_processes.hpp"
+#include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::agent {
@@ -165,20 +166,19 @@ std::unique_ptr<V1JobFolder> V1JobFolder::create(
   for (int attempt = 0;; ++attempt) {
     job->path_ = jobs_dir + "/job-" + std::to_string(getpid()) + "-" + std::to_string(next++);
     if (mkdir(job->path_.c_str(), 0755) == 0) break;
-    if (errno != EEXIST || attempt == 100)
-      throw std::runtime_error("cannot make " + kind + " " + job->path_ + ": " + std::strerror(errno));
+    if (errno != EEXIST || attempt == 100) throw system_failure("cannot make " + kind + " " + job->path_);
   }
   std::string what;
   if (!setup(job->path_, what)) {
     std::string why = std::strerror(errno);
     job->remove();
-    throw std::runtime_error("cannot " + what + ": " + why);
+    throw EnvironmentError("cannot " + what + ": " + why);
   }
   job->procs_fd_ = open((job->path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
   if (job->procs_fd_ < 0) {
     std::string why = std::strerror(errno);
     job->remove();
-    throw std::runtime_error("cannot open " + job->path_ + "/cgroup.procs: " + why);
+    throw EnvironmentError("cannot open " + job->path_ + "/cgroup.procs: " + why);
   }
   return job;
 }
@@ -227,8 +227,7 @@ std::unique_ptr<JobCgroup> JobCgroup::create(const ProcControl& control) {
   for (int attempt = 0;; ++attempt) {
     path = control.jobs_dir + "/job-" + std::to_string(getpid()) + "-" + std::to_string(next++);
     if (mkdir(path.c_str(), 0755) == 0) break;
-    if (errno != EEXIST || attempt == 100)
-      throw std::runtime_error("cannot make job cgroup " + path + ": " + std::strerror(errno));
+    if (errno != EEXIST || attempt == 100) throw system_failure("cannot make job cgroup " + path);
   }
   std::unique_ptr<JobCgroup> job;
   if (control.mode == ProcControlMode::kCgroup2)
@@ -239,7 +238,7 @@ std::unique_ptr<JobCgroup> JobCgroup::create(const ProcControl& control) {
   if (job->procs_fd_ < 0) {
     int e = errno;
     job->remove();
-    throw std::runtime_error("cannot open " + path + "/cgroup.procs: " + std::strerror(e));
+    throw system_failure("cannot open " + path + "/cgroup.procs", e);
   }
   return job;
 }

@@ -9,17 +9,19 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "loadlab/shared/environment_error.hpp"
+
 namespace loadlab::agent {
 
 AuxFolder::AuxFolder(const std::vector<JobFile>& files, const JobUser* owner) {
   if (files.empty()) return;
   char tmpl[] = "/tmp/loadlab-job-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("cannot make a folder for the job's files");
+  if (!mkdtemp(tmpl)) throw system_failure("cannot make a folder for the job's files");
   path_ = tmpl;
   auto fail = [&](const std::string& what) {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);  // no destructor runs for a constructor that throws
-    throw std::runtime_error(what);
+    throw EnvironmentError(what);
   };
   for (auto& f : files) {
     const auto file = std::filesystem::path(path_) / f.name;

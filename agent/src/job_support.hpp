@@ -22,7 +22,7 @@ struct JobFile {
 // A private folder (mode 0700, under /tmp) for the files a job's command line refers to (wrk's
 // Lua script, h2load's body, a catalog target's certificate and key), removed with the job.
 // No folder when there are no files. With `owner` (--job-user), the folder and files are that
-// user's, so that the job can read them and no other user can. Throws std::runtime_error when
+// user's, so that the job can read them and no other user can. Throws EnvironmentError when
 // it cannot be written.
 class AuxFolder {
  public:

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "loadlab/shared/environment_error.hpp"
+
 namespace loadlab::agent {
 
 namespace {
@@ -46,7 +48,7 @@ uint16_t kernel_free_port(const std::string& host) {
   hints.ai_flags = AI_PASSIVE;
   addrinfo* res = nullptr;
   if (getaddrinfo(host.c_str(), "0", &hints, &res) != 0 || !res)
-    throw std::runtime_error("cannot resolve target host " + host);
+    throw EnvironmentError("cannot resolve target host " + host);
   int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
   uint16_t port = 0;
   if (fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0) {
@@ -59,7 +61,7 @@ uint16_t kernel_free_port(const std::string& host) {
   int e = errno;
   if (fd >= 0) close(fd);
   freeaddrinfo(res);
-  if (port == 0) throw std::runtime_error("cannot bind a port on " + host + ": " + strerror(e));
+  if (port == 0) throw system_failure("cannot bind a port on " + host, e);
   return port;
 }
 
@@ -72,21 +74,20 @@ PortReservation::PortReservation(const std::string& host, const std::string& loc
   if (mkdir(lock_dir.c_str(), 01777) == 0) chmod(lock_dir.c_str(), 01777);  // past the umask
   struct stat st {};
   if (lstat(lock_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw std::runtime_error("the port lock folder " + lock_dir + " is not a folder (a link?)");
+    throw EnvironmentError("the port lock folder " + lock_dir + " is not a folder (a link?)");
   if (st.st_uid != geteuid() && st.st_uid != 0)
-    throw std::runtime_error("the port lock folder " + lock_dir + " belongs to uid " +
-                             std::to_string(st.st_uid) + ", not to this user (uid " +
-                             std::to_string(geteuid()) +
-                             ") or root: remove it, or run the agents as one user");
+    throw EnvironmentError("the port lock folder " + lock_dir + " belongs to uid " +
+                           std::to_string(st.st_uid) + ", not to this user (uid " +
+                           std::to_string(geteuid()) + ") or root: remove it, or run the agents as one user");
   if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
-    throw std::runtime_error("the port lock folder " + lock_dir +
-                             " can be written by every user but has no sticky bit (chmod 1777 it)");
+    throw EnvironmentError("the port lock folder " + lock_dir +
+                           " can be written by every user but has no sticky bit (chmod 1777 it)");
   for (int attempt = 0; attempt < 50; ++attempt) {
     uint16_t port = kernel_free_port(host);
     std::string file = lock_dir + "/" + std::to_string(port);
     int fd = open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0 && errno != EACCES && errno != ELOOP)  // not this file's: the folder's (read-only, full...)
-      throw std::runtime_error("cannot write a port lock in " + lock_dir + ": " + strerror(errno));
+      throw system_failure("cannot write a port lock in " + lock_dir);
     if (fd < 0) continue;  // another user's lock file, or a link: another port
     // The reservation is the lock itself: held while this object lives, released by the
     // kernel if the agent dies, so there are no stale reservations to judge.
@@ -103,7 +104,7 @@ PortReservation::PortReservation(const std::string& host, const std::string& loc
     lock_fd_ = fd;
     return;
   }
-  throw std::runtime_error("no free port could be reserved on " + host);
+  throw EnvironmentError("no free port could be reserved on " + host);
 }
 
 PortReservation::~PortReservation() {

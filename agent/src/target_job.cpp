@@ -10,6 +10,7 @@
 #include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/build_info.hpp"
+#include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "loadlab/shared/self_signed_cert.hpp"
 #include "loadlab/shared/sha256.hpp"
@@ -117,7 +118,7 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
       // make their own), in a private folder removed with the job.
       std::string error;
       auto pair = loadlab::make_self_signed_cert(std::chrono::system_clock::now(), error);
-      if (!pair) throw std::runtime_error("cannot make a certificate: " + error);
+      if (!pair) throw EnvironmentError("cannot make a certificate: " + error);
       files_ = std::make_unique<AuxFolder>(std::vector<JobFile>{{"cert.pem", pair->credentials.cert_pem},
                                                                 {"key.pem", pair->credentials.key_pem}},
                                            options_.job_user_or_null());

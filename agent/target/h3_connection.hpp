@@ -78,7 +78,7 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   bool setup_http();
   // The nghttp3 connection with our callbacks and settings, `max_streams` the client may open at
   // once; setup_http() makes it, then binds the unidirectional streams QUIC opens for it.
-  bool make_http(std::uint64_t max_streams);
+  [[nodiscard]] bool make_http(std::uint64_t max_streams);
   void on_read_error(int rv);
   void on_handshake_completed();
   void note_0rtt(const std::uint8_t* data, std::size_t size);

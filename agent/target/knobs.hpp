@@ -42,9 +42,9 @@ class Random {
 std::chrono::nanoseconds sample_delay(const DelaySpec& spec, Random& random);
 
 // Parsers return nullopt on a bad value; `expected_*` say what is allowed, for the messages.
-std::optional<DelaySpec> parse_delay(std::string_view text);
+[[nodiscard]] std::optional<DelaySpec> parse_delay(std::string_view text);
 std::optional<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max);
-std::optional<double> parse_ms(std::string_view text);  // a finite number in 0..kMaxDelayMs
+[[nodiscard]] std::optional<double> parse_ms(std::string_view text);  // a finite number in 0..kMaxDelayMs
 
 std::string expected_delay();  // "expected D, uniform:A-B or exp:MEAN in ms (0..60000)"
 std::string expected_range(std::uint64_t min, std::uint64_t max);

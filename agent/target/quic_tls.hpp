@@ -48,7 +48,8 @@ class AntiReplayStore {
 class QuicTlsContext {
  public:
   // Any thread, at start-up: nullptr (with `error` naming the part) if the PEM text is bad.
-  static std::shared_ptr<QuicTlsContext> make(const TlsCredentials& credentials, std::string& error);
+  [[nodiscard]] static std::shared_ptr<QuicTlsContext> make(const TlsCredentials& credentials,
+                                                            std::string& error);
   ~QuicTlsContext();
   QuicTlsContext(const QuicTlsContext&) = delete;
   QuicTlsContext& operator=(const QuicTlsContext&) = delete;

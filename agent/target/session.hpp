@@ -62,7 +62,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
   using std::enable_shared_from_this<Session<Stream>>::weak_from_this;
 
-  static Stream make_stream(boost::asio::ip::tcp::socket&& socket, const SessionEnv& env);
+  [[nodiscard]] static Stream make_stream(boost::asio::ip::tcp::socket&& socket, const SessionEnv& env);
   boost::asio::ip::tcp::socket& socket() { return boost::beast::get_lowest_layer(stream_); }
 
   void start();

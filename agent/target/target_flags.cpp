@@ -11,6 +11,7 @@
 #include "knobs.hpp"
 #include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/endpoint.hpp"
+#include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -56,7 +57,7 @@ TlsCredentials tls_credentials(const TargetFlags& flags) {
   }
   std::string error;
   auto generated = make_self_signed_cert(std::chrono::system_clock::now(), error);
-  if (!generated) throw std::runtime_error("cannot make a TLS certificate: " + error);
+  if (!generated) throw EnvironmentError("cannot make a TLS certificate: " + error);
   component_logger("target")->info(
       "tls: generated a self-signed certificate for localhost, 127.0.0.1 and ::1, valid 30 days, "
       "SHA-256 fingerprint {}",
@@ -77,7 +78,7 @@ void add_tls(const TargetFlags& flags, ServerOptions& options) {
   if (!result.context) {
     const bool cert = result.bad == TlsContextResult::Bad::cert;
     const std::string& path = cert ? flags.tls_cert : flags.tls_key;
-    if (path.empty()) throw std::runtime_error("cannot make a TLS certificate: " + result.error);  // ours
+    if (path.empty()) throw EnvironmentError("cannot make a TLS certificate: " + result.error);  // ours
     throw InputError(cert ? "--tls-cert" : "--tls-key", "'" + path + "': " + result.error);
   }
   options.tls = std::move(result.context);
@@ -85,7 +86,7 @@ void add_tls(const TargetFlags& flags, ServerOptions& options) {
   std::string error;
   options.h3 = QuicTlsContext::make(credentials, error);
   if (options.h3) return;
-  if (flags.tls_cert.empty()) throw std::runtime_error("cannot make a TLS certificate: " + error);
+  if (flags.tls_cert.empty()) throw EnvironmentError("cannot make a TLS certificate: " + error);
   throw InputError("--tls-cert", error);
 }
 

@@ -2,7 +2,7 @@
 // loadlab-target's command line: the flags (every value taken as text, so that each error names
 // its flag and the range allowed) and their check into the server's options. Bad values throw
 // InputError naming the flag (exit status 2); a certificate that cannot be made throws
-// std::runtime_error (exit status 1).
+// EnvironmentError (exit status 1).
 #include <CLI/CLI.hpp>
 #include <string>
 

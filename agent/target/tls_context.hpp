@@ -28,6 +28,6 @@ struct TlsContextResult {
 };
 
 // Any thread, at start-up.
-TlsContextResult make_tls_context(const TlsCredentials& credentials);
+[[nodiscard]] TlsContextResult make_tls_context(const TlsCredentials& credentials);
 
 }  // namespace loadlab::target

@@ -11,7 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    loadlab::controller::parse_lab(loadlab::parse_json_text(text, "lab.json"));
+    (void)loadlab::controller::parse_lab(loadlab::parse_json_text(text, "lab.json"));
   } catch (const loadlab::InputError&) {
   }
   return 0;

@@ -320,7 +320,7 @@ TEST_F(AgentTest, CatalogEnvAndWorkingDirectoryReachTheProgram) {
 TEST(Catalog, BadEntriesAreRejectedWithTheirPath) {
   auto err = [](const std::string& text) {
     try {
-      Catalog::parse(nlohmann::json::parse(text));
+      (void)Catalog::parse(nlohmann::json::parse(text));
       return std::string();
     } catch (const InputError& e) {
       return std::string(e.what());

@@ -98,7 +98,7 @@ TEST_P(ChildProcessTest, AJobUserRunsTheChildAsThatUserWhoCannotReadTheAgentsFil
 
 TEST(JobUser, UnknownUsersRootAndTheAgentsOwnUserAreRefusedNamingTheFlag) {
   try {
-    resolve_job_user("no-such-user-of-loadlab", "--job-user");
+    (void)resolve_job_user("no-such-user-of-loadlab", "--job-user");
     ADD_FAILURE() << "an unknown user was taken";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),

@@ -45,7 +45,7 @@ TEST(NetworkList, ParsesCidrsAndBareAddressesAndNamesTheFlagOfABadOne) {
   EXPECT_TRUE(NetworkList::parse({"0.0.0.0/0"}, "f").contains(ip::make_address("8.8.8.8")));
   for (const char* bad :
        {"10.0.0.0/33", "::/129", "10.0.0/8", "example.com", "10.0.0.0/", "10.0.0.0/x", ""}) {
-    auto e = input_error_of([&] { NetworkList::parse({bad}, "--allow-load-to"); });
+    auto e = input_error_of([&] { (void)NetworkList::parse({bad}, "--allow-load-to"); });
     EXPECT_THAT(e, StartsWith("--allow-load-to: "));
     EXPECT_THAT(e, HasSubstr("\"" + std::string(bad) + "\""));
   }

@@ -24,7 +24,7 @@ ParsedRun parse(Tool tool, const std::string& name) {
 std::string failure(Tool tool, const std::string& name) {
   auto r = recorded(std::string(tool_name(tool)), name);
   try {
-    parse_output(tool, r.out, r.err, r.exit_code);
+    (void)parse_output(tool, r.out, r.err, r.exit_code);
   } catch (const ToolFailed& e) {
     return e.what();
   }
@@ -316,7 +316,7 @@ TEST(Output, GarbageIsRejectedClearly) {
   for (Tool t : {Tool::kWrk, Tool::kHey, Tool::kH2load}) {
     for (const char* garbage : {"", "<html>502 Bad Gateway</html>\n", "Segmentation fault\n"}) {
       try {
-        parse_output(t, garbage, "", 0);
+        (void)parse_output(t, garbage, "", 0);
         ADD_FAILURE() << tool_name(t) << " accepted: " << garbage;
       } catch (const ToolFailed& e) {
         EXPECT_THAT(e.what(), HasSubstr(std::string(tool_name(t)) + " output not recognised"));
@@ -338,7 +338,7 @@ TEST(Output, TruncatedOutputIsRejected) {
 TEST(Output, KilledToolIsAFailure) {
   auto r = recorded("wrk", "latency");
   try {
-    parse_output(Tool::kWrk, r.out, "", -9);
+    (void)parse_output(Tool::kWrk, r.out, "", -9);
     ADD_FAILURE();
   } catch (const ToolFailed& e) {
     EXPECT_THAT(e.what(), HasSubstr("killed by a signal"));

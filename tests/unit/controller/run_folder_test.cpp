@@ -105,7 +105,8 @@ TEST_F(RunFolderTest, AJournalLineOfTheWrongJsonTypeIsAnErrorNamingTheLine) {
 TEST_F(RunFolderTest, ANewRunNeverWritesIntoAFolderThatIsNotEmpty) {
   fs::create_directories(dir / "old");
   std::ofstream(dir / "old" / "scenario.json") << R"({"name": "old"})";
-  std::string e = testing::input_error_of([&] { RunFolder::create(dir / "old", (dir / "s.json").string()); });
+  std::string e =
+      testing::input_error_of([&] { (void)RunFolder::create(dir / "old", (dir / "s.json").string()); });
   EXPECT_EQ(e.rfind("--out: " + (dir / "old").string() + " already exists and is not empty", 0), 0u) << e;
   EXPECT_NE(e.find("--resume"), std::string::npos) << e;
   EXPECT_EQ(read_json_file((dir / "old" / "scenario.json").string())["name"], "old");  // not overwritten
@@ -152,7 +153,7 @@ TEST_F(RunFolderTest, ResumeRefusesAResultJsonItCannotReadBack) {
   for (const char* result :
        {R"({"lab_path": 5})", R"({"resumed_at": "yesterday"})", "[]", R"({"run_scenario_sha256": 7})"}) {
     fs::remove_all(dir / "run");
-    RunFolder::create(dir / "run", (dir / "s.json").string());
+    (void)RunFolder::create(dir / "run", (dir / "s.json").string());
     std::ofstream(dir / "run" / "result.json") << result;
     try {
       RunFolder::resume(dir / "run");

@@ -41,7 +41,7 @@ struct TempFile {
 // The error message of parsing `text`, or "" if it parsed.
 std::string error_of(const std::string& text) {
   try {
-    parse_scenario(nlohmann::json::parse(text));
+    (void)parse_scenario(nlohmann::json::parse(text));
     return "";
   } catch (const InputError& e) {
     return e.what();
@@ -200,7 +200,7 @@ TEST(Scenario, RetryBackoffIsANumberOfSecondsWithARange) {
 TEST(Scenario, FileErrorsAreInputErrors) {
   EXPECT_THROW(load_scenario_file("/nonexistent/scenario.json"), InputError);
   try {
-    parse_scenario(nlohmann::json::parse("[1]"));
+    (void)parse_scenario(nlohmann::json::parse("[1]"));
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "/: must be an object, got an array");
   }
@@ -211,7 +211,7 @@ TEST(Scenario, DeepNestingIsAnInputErrorNotAStackOverflow) {
   // of the ordered copy; the nesting is now refused while parsing.
   const std::string deep = "{\"name\": " + std::string(200000, '[') + std::string(200000, ']') + "}";
   try {
-    parse_scenario_text(deep, "deep.json");
+    (void)parse_scenario_text(deep, "deep.json");
     ADD_FAILURE() << "accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.file(), "deep.json");
@@ -325,7 +325,7 @@ TEST(Overrides, SetReplacesOrAddsAValueBeforeTheCheck) {
   EXPECT_NE(s.source_text.find("\"duration_s\": 2.5"), std::string::npos) << s.source_text;
   auto message = [&](const std::vector<std::string>& o) {
     try {
-      load_scenario_file(f.path, o);
+      (void)load_scenario_file(f.path, o);
     } catch (const InputError& e) {
       return std::string(e.what());
     }

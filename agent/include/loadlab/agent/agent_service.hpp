@@ -70,7 +70,7 @@ class AgentServer {
   ~AgentServer();
   // Binds `listen` (HOST:PORT, port 0 = any free port, or unix:PATH) and starts serving,
   // with TLS when `tls` names a certificate. Returns the bound address; throws
-  // std::runtime_error if it cannot listen, InputError if a TLS file cannot be read.
+  // EnvironmentError if it cannot listen, InputError if a TLS file cannot be read.
   std::string start(const std::string& listen, const TlsFiles& tls = {});
   // Cancels running streams after `grace_ms` (their children are then stopped) and joins.
   void shutdown(int grace_ms = 1000);

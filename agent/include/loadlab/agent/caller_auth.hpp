@@ -22,7 +22,7 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& tls)
 // Reads a token file (one line; surrounding white space dropped). Throws InputError naming
 // `flag` when the file cannot be read, holds no token, or one shorter than
 // limits::kMinTokenBytes.
-std::string read_token_file(const std::string& path, const std::string& flag);
+[[nodiscard]] std::string read_token_file(const std::string& path, const std::string& flag);
 
 // A token or private key other users of the machine could read (readable_by_others) throws
 // InputError naming `flag`, or with `allow_readable` is logged as a warning.

@@ -69,10 +69,10 @@ class Catalog {
   Catalog();  // the built-in entries only
   // Throws loadlab::InputError naming the JSON path. `dir` is the absolute folder of the
   // catalog file, for {catalog_dir} and relative paths; "" (no file) makes them errors.
-  static Catalog parse(const nlohmann::json& j, const std::string& dir = "");
+  [[nodiscard]] static Catalog parse(const nlohmann::json& j, const std::string& dir = "");
   static Catalog load_file(const std::string& path);
 
-  const CatalogEntry* find(const std::string& name) const;
+  [[nodiscard]] const CatalogEntry* find(const std::string& name) const;
   const ClientEntry* find_client(const std::string& name) const;  // nullptr: unknown or "loadlab"
   std::vector<std::string> client_names() const;                  // "loadlab" first
   std::vector<std::string> names() const;                         // built-ins first, then the file's in order

@@ -64,7 +64,7 @@ struct SpawnOptions {
 class ChildProcess {
  public:
   // Starts argv[0] (a path) with argv, on the path proc_control() chose. Throws
-  // std::runtime_error with the reason if the process cannot be started (a failure between
+  // EnvironmentError with the reason if the process cannot be started (a failure between
   // fork and exec is reported through a CLOEXEC pipe).
   static std::unique_ptr<ChildProcess> spawn(const std::vector<std::string>& argv,
                                              const SpawnOptions& options = {});

@@ -27,7 +27,7 @@ enum class CpuBindingMode { kCpusetV2, kCpusetV1, kAffinity };
 // "cpuset-v2", "cpuset-v1", "affinity": the names Describe and Usage use.
 std::string_view to_string(CpuBindingMode mode);
 // Accepts those names; nullopt otherwise.
-std::optional<CpuBindingMode> parse_cpu_binding_mode(std::string_view text);
+[[nodiscard]] std::optional<CpuBindingMode> parse_cpu_binding_mode(std::string_view text);
 
 struct CpuBinding {
   CpuBindingMode mode = CpuBindingMode::kAffinity;
@@ -63,8 +63,9 @@ std::string enable_cpuset_v2(const std::string& own_dir, const std::string& jobs
 bool write_cpuset_cpus(const std::string& cgroup_dir, const CpuList& cpus, bool prefix = true);
 
 // One job's cpuset in the v1 hierarchy (cpuset-v1), with `cpus` and the jobs' memory nodes.
-// Throws std::runtime_error with the reason when it cannot be made.
-std::unique_ptr<V1JobFolder> create_cpuset_v1_job(const CpuBinding& binding, const CpuList& cpus);
+// Throws EnvironmentError with the reason when it cannot be made.
+[[nodiscard]] std::unique_ptr<V1JobFolder> create_cpuset_v1_job(const CpuBinding& binding,
+                                                                const CpuList& cpus);
 
 // An affinity mask for sched_setaffinity, built before a fork (the child only calls the
 // syscall).

@@ -27,7 +27,7 @@ struct CgroupCpu {
   double system_s() const { return static_cast<double>(usage_usec - std::min(user_usec, usage_usec)) / 1e6; }
 };
 // Parses cpu.stat's text; nullopt without usage_usec.
-std::optional<CgroupCpu> parse_cpu_stat(std::string_view text);
+[[nodiscard]] std::optional<CgroupCpu> parse_cpu_stat(std::string_view text);
 
 // The folder of the job cgroup that `proc_pid_cgroup` (the text of /proc/PID/cgroup) puts
 // the process in, if that cgroup is one agent process `agent_pid` made under `place`;
@@ -38,8 +38,8 @@ std::optional<std::string> job_cgroup_dir(std::string_view proc_pid_cgroup, cons
 class JobCgroup {
  public:
   // A fresh, empty job cgroup under control.jobs_dir; nullptr for pgroup. Throws
-  // std::runtime_error with the reason if it cannot be made.
-  static std::unique_ptr<JobCgroup> create(const ProcControl& control);
+  // EnvironmentError with the reason if it cannot be made.
+  [[nodiscard]] static std::unique_ptr<JobCgroup> create(const ProcControl& control);
   virtual ~JobCgroup();  // closes files; the cgroup stays until remove()
 
   JobCgroup(const JobCgroup&) = delete;
@@ -79,9 +79,9 @@ class JobCgroup {
 class V1JobFolder {
  public:
   // Makes the folder and lets `setup` write its control files (false with errno when one
-  // cannot be written; `setup` names it in `what`). Throws std::runtime_error with the reason
+  // cannot be written; `setup` names it in `what`). Throws EnvironmentError with the reason
   // when anything fails; `kind` names the folder in messages ("job cpuset").
-  static std::unique_ptr<V1JobFolder> create(
+  [[nodiscard]] static std::unique_ptr<V1JobFolder> create(
       const std::string& jobs_dir, const std::string& kind,
       const std::function<bool(const std::string& path, std::string& what)>& setup);
   ~V1JobFolder();
@@ -104,7 +104,7 @@ class V1JobFolder {
 std::string probe_join(int procs_fd, const std::string& path);
 
 // Reads a small cgroup or proc file whole; nullopt if it cannot be read.
-std::optional<std::string> read_text_file(const std::string& path);
+[[nodiscard]] std::optional<std::string> read_text_file(const std::string& path);
 // Writes `text` to an existing file (cgroup control files); false with errno on failure.
 bool write_text_file(const std::string& path, std::string_view text);
 

@@ -21,7 +21,7 @@ struct JobUser {
 
 // NAME (a user of this machine, not root and not the agent's own user) with its groups.
 // Throws InputError naming `flag` and what is wrong.
-JobUser resolve_job_user(const std::string& name, const std::string& flag);
+[[nodiscard]] JobUser resolve_job_user(const std::string& name, const std::string& flag);
 
 // Whether this process may run its children as another user: root, or CAP_SETUID and
 // CAP_SETGID in its effective set.
@@ -30,6 +30,6 @@ bool can_switch_users();
 // Whether `user` can run `program` (its --version, as a job would run it): "" if it can, else
 // why not ("as nobody, cannot execute /x/loadlab-target: Permission denied"). For the agent's start, so
 // that a folder the user cannot reach fails there and not at every job.
-std::string check_job_user_runs(const JobUser& user, const std::string& program);
+[[nodiscard]] std::string check_job_user_runs(const JobUser& user, const std::string& program);
 
 }  // namespace loadlab::agent

@@ -19,7 +19,7 @@ class NetworkList {
   static NetworkList loopback();
   // CIDRs ("10.1.0.0/16", "::1/128"; a bare address is a /32 or /128). Throws InputError
   // naming `flag` and the bad entry.
-  static NetworkList parse(const std::vector<std::string>& cidrs, const std::string& flag);
+  [[nodiscard]] static NetworkList parse(const std::vector<std::string>& cidrs, const std::string& flag);
 
   bool contains(const boost::asio::ip::address& a) const;
   std::string to_string() const;  // "127.0.0.0/8, ::1/128"
@@ -30,7 +30,7 @@ class NetworkList {
 
 // Resolves `host` (an address literal or a name) to all its addresses; empty when it does
 // not resolve.
-std::vector<boost::asio::ip::address> resolve_host(const std::string& host);
+[[nodiscard]] std::vector<boost::asio::ip::address> resolve_host(const std::string& host);
 
 // Throws InputError (path "endpoint" or "headers/Host") when the load of `spec` could reach
 // an address outside `allowed`: the endpoint's host, or a Host header naming another host

@@ -43,7 +43,7 @@ std::string enable_pids_v2(const std::string& own_dir, const std::string& jobs_d
 bool write_pids_max(const std::string& cgroup_dir, int64_t max);
 
 // One job's cgroup in the v1 pids hierarchy (pids-v1) with pids.max `max`. Throws
-// std::runtime_error with the reason when it cannot be made.
-std::unique_ptr<V1JobFolder> create_pids_v1_job(const std::string& v1_jobs_dir, int64_t max);
+// EnvironmentError with the reason when it cannot be made.
+[[nodiscard]] std::unique_ptr<V1JobFolder> create_pids_v1_job(const std::string& v1_jobs_dir, int64_t max);
 
 }  // namespace loadlab::agent

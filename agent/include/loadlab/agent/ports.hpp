@@ -13,7 +13,7 @@ namespace loadlab::agent {
 
 class PortReservation {
  public:
-  // Throws std::runtime_error if no port could be reserved on `host`.
+  // Throws EnvironmentError if no port could be reserved on `host`.
   explicit PortReservation(const std::string& host, const std::string& lock_dir = "/tmp/loadlab-ports");
   ~PortReservation();
   PortReservation(const PortReservation&) = delete;

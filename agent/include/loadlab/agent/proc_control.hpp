@@ -26,7 +26,7 @@ enum class ProcControlMode { kCgroup2, kCgroup1Freezer, kProcessGroup };
 // "cgroup2", "cgroup1-freezer", "pgroup": the names the log and Describe use.
 std::string_view to_string(ProcControlMode mode);
 // Accepts those names and "cgroup1"; nullopt otherwise.
-std::optional<ProcControlMode> parse_proc_control_mode(std::string_view text);
+[[nodiscard]] std::optional<ProcControlMode> parse_proc_control_mode(std::string_view text);
 
 struct ProcControl {
   ProcControlMode mode = ProcControlMode::kProcessGroup;

@@ -30,7 +30,7 @@ struct TreeReading {
 
 // Sums the tree rooted at `root` (nothing if the root is gone); its CPU is the job cgroup's
 // when the reader has one for `root` (ProcReader::job_cpu).
-TreeReading read_tree(ProcReader& reader, pid_t root);
+[[nodiscard]] TreeReading read_tree(ProcReader& reader, pid_t root);
 // The pids of the tree rooted at `root`, root first (empty if the root is gone).
 std::vector<pid_t> tree_pids(ProcReader& reader, pid_t root);
 

@@ -91,8 +91,8 @@ class AgentPool {
   // Eligible agents that host `target` (runs `client`), over `protocol` unless it is "".
   std::vector<const ConnectedAgent*> target_agents(const Scenario& s, const std::string& target,
                                                    const std::string& protocol = "") const;
-  std::vector<const ConnectedAgent*> load_agents(const Scenario& s, const std::string& client,
-                                                 const std::string& protocol = "") const;
+  [[nodiscard]] std::vector<const ConnectedAgent*> load_agents(const Scenario& s, const std::string& client,
+                                                               const std::string& protocol = "") const;
 
   StubFactory factory_;
   std::vector<std::unique_ptr<ConnectedAgent>> agents_;

@@ -22,7 +22,7 @@ struct CellOptions {
   RepetitionOptions repetition;  // its progress is the executor's own
   RetryOptions retry;
   // The scenario's deadlines, retries and backoff; `stop` ends repetitions and retry waits.
-  static CellOptions from(const Scenario& s, const std::atomic<int>* stop);
+  [[nodiscard]] static CellOptions from(const Scenario& s, const std::atomic<int>* stop);
 };
 
 class CellExecutor {

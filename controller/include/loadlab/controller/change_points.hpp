@@ -30,7 +30,7 @@ struct ChangePoint {
 // The change points of `series` (finite values, in time order), by index. Deterministic
 // for a given `options.seed`. O(permutations × n²) per change point found, plus one more
 // round to find that there are no further ones.
-std::vector<ChangePoint> find_change_points(const std::vector<double>& series,
-                                            const ChangePointOptions& options = {});
+[[nodiscard]] std::vector<ChangePoint> find_change_points(const std::vector<double>& series,
+                                                          const ChangePointOptions& options = {});
 
 }  // namespace loadlab::controller

@@ -33,7 +33,7 @@ struct RegressionDef {
 };
 // Reads a "regression" object (the scenario's, or a result.json's copy of it). InputError
 // naming the path of a bad value.
-RegressionDef parse_regression(const ObjectReader& r);
+[[nodiscard]] RegressionDef parse_regression(const ObjectReader& r);
 // The scenario copy's regression settings of a result.json; the defaults when it has none.
 RegressionDef regression_of_result(const nlohmann::json& result);
 

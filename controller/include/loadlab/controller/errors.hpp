@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "loadlab/shared/environment_error.hpp"
+
 namespace loadlab::controller {
 
 // A failed repetition; `phase` is one of start, ready, warmup, measure, usage, stop, or
@@ -29,10 +31,8 @@ inline std::string status_text(const grpc::Status& st) {
   return st.error_message().empty() ? "gRPC status " + std::to_string(st.error_code()) : st.error_message();
 }
 
-// The lab could not be used (no reachable agent for a role, ...): exit status 1.
-class EnvironmentError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// The lab could not be used (no reachable agent for a role, a folder that cannot be written, ...):
+// the exit status of a lab that cannot be used (README's table).
+using loadlab::EnvironmentError;
 
 }  // namespace loadlab::controller

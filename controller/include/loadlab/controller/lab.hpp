@@ -36,10 +36,11 @@ struct Lab {
 // the credentials are that file's, for every agent, and the lab may name none (a tls object
 // of the lab or of an agent may still give server_name). Either way a token is refused for
 // an agent other machines can reach unless it goes over TLS.
-Lab parse_lab(const nlohmann::json& j, const std::string& dir = ".",
-              const nlohmann::json* kept_apart = nullptr, const std::string& kept_apart_dir = ".");
+[[nodiscard]] Lab parse_lab(const nlohmann::json& j, const std::string& dir = ".",
+                            const nlohmann::json* kept_apart = nullptr,
+                            const std::string& kept_apart_dir = ".");
 // The lab file; with `credentials_path`, its credentials come from that file (errors in it
 // name it).
-Lab load_lab_file(const std::string& path, const std::string& credentials_path = "");
+[[nodiscard]] Lab load_lab_file(const std::string& path, const std::string& credentials_path = "");
 
 }  // namespace loadlab::controller

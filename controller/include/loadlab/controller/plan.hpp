@@ -42,7 +42,7 @@ template <class Fn>
 void for_each_cell(const Scenario& s, Fn&& fn);
 
 // The cell of target `t` at the given axis digits.
-Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits);
+[[nodiscard]] Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits);
 
 template <class Fn>
 void for_each_cell(const Scenario& s, Fn&& fn) {

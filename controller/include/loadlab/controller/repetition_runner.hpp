@@ -21,7 +21,7 @@ struct PhaseLimits {
   double warmup_extra_s = 30;  // beyond the scenario's warmup_s
   double measure_s = 0;        // 0 = duration_s + 60 s, or 24 h for request counts
   double stop_s = 15;          // usage answered and target stopped
-  static PhaseLimits from(const ExecutionDef& e) {
+  [[nodiscard]] static PhaseLimits from(const ExecutionDef& e) {
     return {e.ready_s, e.warmup_extra_s, e.measure_s, e.stop_s};
   }
 };

@@ -20,7 +20,7 @@ struct StoredRun {
 
 // result.json's cells, each read strictly as a loadlab.v1.CellResult. Throws InputError
 // naming the JSON path (e.g. "/cells/2") and the file when it is not a loadlab result.
-StoredRun read_stored_run(const std::string& result_json);
+[[nodiscard]] StoredRun read_stored_run(const std::string& result_json);
 
 // `dir`: a run folder or its result.json. Writes the derived files beside result.json and
 // names them on `out`; returns the exit status (0). Throws InputError (exit 2) or

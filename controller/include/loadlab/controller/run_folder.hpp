@@ -45,8 +45,8 @@ class RunFolder {
   // A new run's folder `dir`, created, with a copy of the scenario file, or `scenario_text`
   // when given (the scenario with --set overrides applied). Throws InputError when `dir`
   // exists and is not empty (check_free), EnvironmentError when it cannot be written.
-  static RunFolder create(const std::filesystem::path& dir, const std::string& scenario_path,
-                          const std::string& scenario_text = "");
+  [[nodiscard]] static RunFolder create(const std::filesystem::path& dir, const std::string& scenario_path,
+                                        const std::string& scenario_text = "");
   // The folder of an earlier run, to resume it. Throws InputError when it holds no
   // scenario, when its result.json is not one a run wrote, and when its scenario.json no
   // longer has the sha256 the run recorded (kScenarioDigest; not checked, with a warning,

@@ -102,7 +102,7 @@ struct KnobInfo {
 };
 // Every knob, in the order the docs list them.
 const std::vector<KnobInfo>& knobs();
-const KnobInfo* find_knob(const std::string& name);
+[[nodiscard]] const KnobInfo* find_knob(const std::string& name);
 
 // One axis of the matrix: a knob and its values, each as a JSON scalar (number, boolean
 // or name) and as keys and columns show it.
@@ -138,7 +138,8 @@ struct Scenario {
 // whose knobs do not go together (e.g. fewer connections than threads), named by the
 // paths of the values that make it. `matrix_order`: the matrix's keys as written (a
 // nlohmann::json object iterates in key order); empty = that order.
-Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order = {});
+[[nodiscard]] Scenario parse_scenario(const nlohmann::json& j,
+                                      const std::vector<std::string>& matrix_order = {});
 // Reads the file and keeps the matrix's axes in the order the file writes them. A file's
 // `include` (a path or an array of paths, relative to the file) names scenario files it
 // builds on: they are read first (and their own includes before them), merged in order, and
@@ -148,11 +149,12 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
 // `overrides` ("load.total_requests=5000000": a dotted path, '=', a JSON value or else a
 // string) replaces or adds that value before the scenario is checked; a bad assignment is an
 // InputError naming --set.
-Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
+[[nodiscard]] Scenario load_scenario_file(const std::string& path,
+                                          const std::vector<std::string>& overrides = {});
 // The same from the file's text; `origin` names the file in errors, and its folder is where
 // its includes are found.
-Scenario parse_scenario_text(const std::string& text, const std::string& origin,
-                             const std::vector<std::string>& overrides = {});
+[[nodiscard]] Scenario parse_scenario_text(const std::string& text, const std::string& origin,
+                                           const std::vector<std::string>& overrides = {});
 
 // A scenario's name becomes part of its run folder's name (runs/NAME-TIME), so it is a
 // plain file name: 1..kMaxNameLength of letters, digits, '.', '_', '-', not starting with

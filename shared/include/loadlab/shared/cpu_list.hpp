@@ -16,7 +16,7 @@ class CpuList {
 
   CpuList() = default;
   // nullopt for text that is not a non-empty list of CPUs below kMaxCpus.
-  static std::optional<CpuList> parse(std::string_view text);
+  [[nodiscard]] static std::optional<CpuList> parse(std::string_view text);
   // The CPUs 0..n-1.
   static CpuList first(uint32_t n);
 

@@ -19,7 +19,8 @@ namespace loadlab {
 
 // The content of `path`; nullopt unless it is a readable regular file of at most
 // `max_bytes` (a device such as /dev/zero would never end).
-[[nodiscard]] inline std::optional<std::string> read_small_file(const std::filesystem::path& path, int64_t max_bytes) {
+[[nodiscard]] inline std::optional<std::string> read_small_file(const std::filesystem::path& path,
+                                                                int64_t max_bytes) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   const auto size = std::filesystem::file_size(path, ec);

@@ -14,7 +14,7 @@ struct Endpoint {
 };
 
 // Returns nullopt when `text` is not HOST:PORT with a port in 0..65535.
-std::optional<Endpoint> parse_endpoint(std::string_view text);
+[[nodiscard]] std::optional<Endpoint> parse_endpoint(std::string_view text);
 
 // True for an address only this machine can reach: HOST:PORT whose host is in 127.0.0.0/8,
 // ::1 (or ::ffff:127.x.y.z) or "localhost", and unix:PATH. The agent's --listen and the

@@ -42,7 +42,7 @@ class Histogram {
   // {"highest_trackable":..,"significant_digits":..,"buckets":[[index,count],...]}
   nlohmann::json to_json() const;
   // Throws std::invalid_argument naming the problem on malformed input.
-  static Histogram from_json(const nlohmann::json& j);
+  [[nodiscard]] static Histogram from_json(const nlohmann::json& j);
 
   // Bucket geometry (public for tests).
   size_t bucket_index(int64_t value) const;

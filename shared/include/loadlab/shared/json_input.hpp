@@ -24,7 +24,7 @@ inline constexpr int kMaxJsonDepth = 64;
 // The same, keeping each object's keys in the file's order (a scenario's matrix axes).
 nlohmann::ordered_json read_ordered_json_file(const std::string& file);
 // The whole of a file as text; InputError if it cannot be read (or is a directory).
-std::string read_text_file(const std::string& file);
+[[nodiscard]] std::string read_text_file(const std::string& file);
 // Parses JSON text as read_json_file does; `origin` names the text's file in errors.
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
 nlohmann::ordered_json parse_ordered_json_text(const std::string& text, const std::string& origin);

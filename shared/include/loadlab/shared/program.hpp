@@ -23,7 +23,8 @@ inline constexpr int kBadInput = exit_status::kBadInput;
 
 // Parses the command line. nullopt: go on. Otherwise the status to exit with: --help and
 // --version print and exit 0; a parse error is "NAME: message" on stderr and kBadInput.
-inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, std::string_view name) {
+[[nodiscard]] inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv,
+                                                           std::string_view name) {
   try {
     app.parse(argc, argv);
     return std::nullopt;

@@ -20,7 +20,7 @@ struct SelfSignedCert {
 };
 
 // Any thread. nullopt (with `error` set) only when OpenSSL fails.
-std::optional<SelfSignedCert> make_self_signed_cert(std::chrono::system_clock::time_point now,
-                                                    std::string& error);
+[[nodiscard]] std::optional<SelfSignedCert> make_self_signed_cert(std::chrono::system_clock::time_point now,
+                                                                  std::string& error);
 
 }  // namespace loadlab
