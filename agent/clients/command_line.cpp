@@ -1,4 +1,4 @@
-#include "command_line.hpp"
+#include "loadlab/clients/command_line.hpp"
 
 #include <fmt/format.h>
 

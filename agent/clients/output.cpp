@@ -1,4 +1,4 @@
-#include "output.hpp"
+#include "loadlab/clients/output.hpp"
 
 #include <cctype>
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "output.hpp"
+#include "loadlab/clients/output.hpp"
 
 namespace loadlab::clients::detail {
 

@@ -1,4 +1,4 @@
-#include "tool.hpp"
+#include "loadlab/clients/tool.hpp"
 
 namespace loadlab::clients {
 

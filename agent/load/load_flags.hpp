@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "load_options.hpp"
+#include "loadlab/load/load_options.hpp"
 
 namespace loadlab::load {
 

@@ -1,4 +1,4 @@
-#include "load_options.hpp"
+#include "loadlab/load/load_options.hpp"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "load_options.hpp"
+#include "loadlab/load/load_options.hpp"
 #include "loadlab/shared/histogram.hpp"
 #include "loadlab/v1/agent.pb.h"
 

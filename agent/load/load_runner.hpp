@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "load_options.hpp"
 #include "load_result.hpp"
+#include "loadlab/load/load_options.hpp"
 
 namespace loadlab::load {
 

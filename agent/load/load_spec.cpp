@@ -1,4 +1,4 @@
-#include "load_spec.hpp"
+#include "loadlab/load/load_spec.hpp"
 
 #include <sstream>
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "load_options.hpp"
+#include "loadlab/load/load_options.hpp"
 
 namespace loadlab::load {
 

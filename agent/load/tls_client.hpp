@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "load_options.hpp"
+#include "loadlab/load/load_options.hpp"
 
 namespace loadlab::load {
 

@@ -8,13 +8,13 @@
 #include <thread>
 
 #include "call_deadlines.hpp"
-#include "command_line.hpp"
 #include "external_load_job.hpp"
 #include "load_job.hpp"
-#include "load_spec.hpp"
 #include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/agent/machine_fingerprint.hpp"
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/clients/command_line.hpp"
+#include "loadlab/load/load_spec.hpp"
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/input_error.hpp"

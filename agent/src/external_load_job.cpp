@@ -1,11 +1,11 @@
 #include "external_load_job.hpp"
 
-#include "command_line.hpp"
 #include "job_support.hpp"
 #include "loadlab/agent/cpu_binding.hpp"
+#include "loadlab/clients/command_line.hpp"
+#include "loadlab/clients/output.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/logging.hpp"
-#include "output.hpp"
 #include "periodic_sampler.hpp"
 
 namespace loadlab::agent {

@@ -1,8 +1,8 @@
 #include "load_job.hpp"
 
 #include "job_support.hpp"
-#include "load_spec.hpp"
 #include "loadlab/agent/cpu_binding.hpp"
+#include "loadlab/load/load_spec.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "periodic_sampler.hpp"

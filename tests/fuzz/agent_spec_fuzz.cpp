@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "load_spec.hpp"
 #include "loadlab/agent/target_spec_check.hpp"
+#include "loadlab/load/load_spec.hpp"
 #include "loadlab/shared/input_error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

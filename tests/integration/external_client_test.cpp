@@ -8,8 +8,8 @@
 #include <regex>
 
 #include "loadlab/agent/agent_service.hpp"
+#include "loadlab/clients/output.hpp"
 #include "loadlab/proto/json.hpp"
-#include "output.hpp"
 #include "test_support.hpp"
 
 namespace loadlab {

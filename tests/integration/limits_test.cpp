@@ -7,11 +7,11 @@
 
 #include <string>
 
-#include "load_spec.hpp"
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/controller/cell_specs.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/scenario.hpp"
+#include "loadlab/load/load_spec.hpp"
 #include "loadlab/shared/json_input.hpp"
 
 namespace loadlab {

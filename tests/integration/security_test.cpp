@@ -443,8 +443,10 @@ TEST(SecureLab, ARunGoesThroughMutualTlsAndTheTokenLabJsonNames) {
   ASSERT_EQ(r.code, 0) << r.output_tail;
   auto cells = result_cells(out / "result.json");
   ASSERT_EQ(cells.size(), 1u);
-  // Two closed loops on a 5 ms server: ~400 requests/s.
-  EXPECT_NEAR(cells[0].repetitions(0).qps(), 400, 60);
+  // Two closed loops on a 5 ms server: at most 400 requests/s (Little's law), and at least half
+  // of that unless something blocks; how close to 400 is this machine's speed, not the TLS path's.
+  EXPECT_LE(cells[0].repetitions(0).qps(), 400 * 1.02);
+  EXPECT_GE(cells[0].repetitions(0).qps(), 200);
   EXPECT_EQ(cells[0].repetitions(0).errors(), 0u);
 
   dir.secret("wrong-token", "lab-token-2-0123456789\n");

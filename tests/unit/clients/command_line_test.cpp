@@ -1,5 +1,5 @@
 // LoadSpec → argv for each tool, each spec variant, and each refusal (field and message).
-#include "command_line.hpp"
+#include "loadlab/clients/command_line.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

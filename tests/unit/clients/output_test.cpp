@@ -1,7 +1,7 @@
 // Each parser on each recorded output (figures copied from the recorded text), the failures,
 // and garbage. Fixtures: tests/data/clients (recorded by record.sh, or derived from a tool's
 // source where the .meta.txt says so).
-#include "output.hpp"
+#include "loadlab/clients/output.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

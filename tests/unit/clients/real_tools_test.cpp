@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "../load/target_process.hpp"
-#include "command_line.hpp"
 #include "fixture.hpp"
-#include "output.hpp"
+#include "loadlab/clients/command_line.hpp"
+#include "loadlab/clients/output.hpp"
 
 namespace loadlab::clients {
 namespace {

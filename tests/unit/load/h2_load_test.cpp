@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "h2_test_server.hpp"
-#include "load_options.hpp"
 #include "load_runner.hpp"
 #include "load_test_support.hpp"
+#include "loadlab/load/load_options.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "nghttpd_process.hpp"
 #include "request_csv_rows.hpp"

@@ -12,9 +12,9 @@
 
 #include "gtlsserver_process.hpp"
 #include "input_error_of.hpp"
-#include "load_options.hpp"
 #include "load_runner.hpp"
 #include "load_test_support.hpp"
+#include "loadlab/load/load_options.hpp"
 #include "request_csv_rows.hpp"
 #include "self_signed_certificate.hpp"
 #include "target_process.hpp"

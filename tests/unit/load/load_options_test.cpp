@@ -1,5 +1,5 @@
 // Flag validation, URL parsing and request serialisation.
-#include "load_options.hpp"
+#include "loadlab/load/load_options.hpp"
 
 #include <gtest/gtest.h>
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "input_error_of.hpp"
-#include "load_options.hpp"
 #include "load_test_support.hpp"
+#include "loadlab/load/load_options.hpp"
 #include "loadlab/proto/histogram_proto.hpp"
 #include "loadlab/proto/json.hpp"
 #include "request_log.hpp"

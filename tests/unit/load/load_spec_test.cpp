@@ -1,6 +1,6 @@
 // The LoadSpec ↔ worker options mapping, and the worker's JSON lines read back as the
 // protocol's messages.
-#include "load_spec.hpp"
+#include "loadlab/load/load_spec.hpp"
 
 #include <gtest/gtest.h>
 

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "input_error_of.hpp"
-#include "load_options.hpp"
 #include "load_runner.hpp"
+#include "loadlab/load/load_options.hpp"
 
 namespace loadlab::load::testing {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "load_options.hpp"
 #include "load_runner.hpp"
 #include "load_test_support.hpp"
+#include "loadlab/load/load_options.hpp"
 #include "loadlab/proto/json.hpp"
 #include "request_csv_rows.hpp"
 #include "request_log.hpp"

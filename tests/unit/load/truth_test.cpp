@@ -7,9 +7,9 @@
 #include <cmath>
 
 #include "fd_limit.hpp"
-#include "load_options.hpp"
 #include "load_runner.hpp"
 #include "load_test_support.hpp"
+#include "loadlab/load/load_options.hpp"
 #include "target_process.hpp"
 
 namespace loadlab::load {

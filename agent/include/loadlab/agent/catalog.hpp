@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "loadlab/clients/tool.hpp"
 #include "loadlab/v1/agent.pb.h"
-#include "tool.hpp"
 
 namespace loadlab::agent {
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "loadlab/clients/tool.hpp"
 #include "loadlab/v1/agent.pb.h"
-#include "tool.hpp"
 
 namespace loadlab::clients {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "load_options.hpp"
+#include "loadlab/load/load_options.hpp"
 #include "loadlab/v1/agent.pb.h"
 
 namespace loadlab::load {
