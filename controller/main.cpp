@@ -73,6 +73,28 @@ struct CommandLine {
     app.set_version_flag("--version", loadlab::version_line("loadlab"));
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
 
+    add_run_command();
+    add_agents_command();
+    add_compare_command();
+    add_validate_command();
+    history.add_to(app);
+    add_report_command();
+  }
+  CommandLine(const CommandLine&) = delete;  // the subcommand pointers point into `app`
+
+  // The file a bad input came from, for the error line.
+  std::string input_name(const loadlab::InputError& e) const {
+    std::string source = *validate_cmd  ? validate_path
+                         : *agents_cmd  ? agents_lab
+                         : *compare_cmd ? "compare"
+                                        : run.scenario_path;
+    if (!e.file().empty()) source = e.file();
+    return source.empty() ? run.resume_dir : source;
+  }
+
+ private:
+  // `loadlab run` and its flags.
+  void add_run_command() {
     run_cmd = app.add_subcommand("run", "run a scenario and write its result matrix");
     run_cmd->add_option("scenario", run.scenario_path,
                         "scenario JSON file, or a folder: each of its *.json scenarios in turn, into "
@@ -107,12 +129,18 @@ struct CommandLine {
                         "folder of loadlab-target and loadlab-load for the embedded agent");
     run_cmd->add_flag("--quiet", run.quiet,
                       "no progress bar, plain log lines (--log-level warn silences them)");
+  }
 
+  // `loadlab agents` and its flags.
+  void add_agents_command() {
     agents_cmd = app.add_subcommand("agents", "print each lab agent's description, or why it is unreachable");
     agents_cmd->add_option("--lab", agents_lab, "lab JSON file")->required();
     agents_cmd->add_option("--lab-credentials", agents_lab_credentials,
                            "JSON file of the lab's tls and token_file, as for run");
+  }
 
+  // `loadlab compare` and its flags.
+  void add_compare_command() {
     compare_cmd =
         app.add_subcommand("compare", "compare two runs cell by cell; exit status 1 on a regression");
     compare_cmd->add_option("base", compare_base, "baseline run folder or result.json")->required();
@@ -125,27 +153,21 @@ struct CommandLine {
                                      "smallest change that counts, 0..1000 (default: the scenario's "
                                      "regression.threshold_pct, or 5)")
                         ->check(loadlab::number_in(0, loadlab::limits::kMaxThresholdPct));
+  }
 
+  // `loadlab validate` and its flags.
+  void add_validate_command() {
     validate_cmd = app.add_subcommand("validate", "check a scenario and print its cells");
     validate_cmd->add_option("scenario", validate_path, "scenario JSON file, or a folder of them")
         ->required();
     validate_cmd->add_option("--set", validate_overrides, "PATH=VALUE, as for run; repeatable");
+  }
 
-    history.add_to(app);
+  // `loadlab report` and its flags.
+  void add_report_command() {
     report_cmd =
         app.add_subcommand("report", "rebuild report.html, matrix.md and matrix.csv from result.json");
     report_cmd->add_option("dir", report_dir, "run folder (or its result.json)")->required();
-  }
-  CommandLine(const CommandLine&) = delete;  // the subcommand pointers point into `app`
-
-  // The file a bad input came from, for the error line.
-  std::string input_name(const loadlab::InputError& e) const {
-    std::string source = *validate_cmd  ? validate_path
-                         : *agents_cmd  ? agents_lab
-                         : *compare_cmd ? "compare"
-                                        : run.scenario_path;
-    if (!e.file().empty()) source = e.file();
-    return source.empty() ? run.resume_dir : source;
   }
 };
 

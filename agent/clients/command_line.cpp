@@ -54,17 +54,8 @@ bool has_connection_header(const v1::LoadSpec& s) {
   return false;
 }
 
-// What every tool needs, with the worker's own limits (shared/limits.hpp).
-void check_common(Tool tool, const v1::LoadSpec& s) {
-  auto ep = parse_endpoint(s.endpoint());
-  if (!ep || ep->host.empty() || ep->port == 0)
-    throw InputError("endpoint", "must be HOST:PORT with a port in 1..65535, got \"" + s.endpoint() + "\"");
-  if (!s.path().empty() && (s.path()[0] != '/' || s.path().find_first_of(" \t\r\n") != std::string::npos))
-    throw InputError("path", "must start with '/' and hold no spaces or line breaks");
-  if (s.threads() < 1 || s.threads() > static_cast<uint32_t>(limits::kMaxThreads))
-    throw InputError("threads", "must be in 1.." + std::to_string(limits::kMaxThreads));
-  if (connections(s) > static_cast<uint32_t>(limits::kMaxConnections))
-    throw InputError("connections", "must be at most " + std::to_string(limits::kMaxConnections));
+// How the load stops: one of a request count per thread, a total request count or a duration.
+void check_stop(const v1::LoadSpec& s) {
   switch (s.stop_case()) {
     case v1::LoadSpec::kRequestsPerThread:
       if (s.requests_per_thread() < 1 ||
@@ -82,10 +73,10 @@ void check_common(Tool tool, const v1::LoadSpec& s) {
     default:
       throw InputError("stop", "one of requests_per_thread, total_requests, duration_s is required");
   }
-  if (!(s.warmup_s() >= 0) || s.warmup_s() > limits::kMaxWarmupS)
-    throw InputError("warmup_s", "must be in 0.." + fmt(limits::kMaxWarmupS) + " seconds");
-  if (!(s.rate() >= 0) || !std::isfinite(s.rate()))
-    throw InputError("rate", "must be 0 (closed loop) or positive");
+}
+
+// The request: an HTTP method token, valid headers, a body within the limit.
+void check_request(const v1::LoadSpec& s) {
   if (!s.method().empty() &&
       (!is_http_token(s.method()) || s.method().size() > static_cast<size_t>(limits::kMaxMethodLength)))
     throw InputError(
@@ -97,8 +88,11 @@ void check_common(Tool tool, const v1::LoadSpec& s) {
   }
   if (s.body().size() > static_cast<size_t>(limits::kMaxBodyBytes))
     throw InputError("body", "must be at most " + std::to_string(limits::kMaxBodyBytes) + " bytes");
-  if (s.timeout_ms() > static_cast<uint32_t>(limits::kMaxTimeoutMs))
-    throw InputError("timeout_ms", "must be at most " + std::to_string(limits::kMaxTimeoutMs));
+}
+
+// What the tool can do: the protocol, TLS version, TLS resumption, 0-RTT, streams and closing
+// connections the load asks for.
+void check_tool_features(Tool tool, const v1::LoadSpec& s) {
   const auto spoken = protocols_of(tool);
   if (std::find(spoken.begin(), spoken.end(), protocol(s)) == spoken.end())
     refuse("protocol", tool,
@@ -122,6 +116,28 @@ void check_common(Tool tool, const v1::LoadSpec& s) {
     refuse("keep_alive", tool,
            "closes connections with a 'Connection: close' header: keep_alive false and a Connection header "
            "in headers contradict");
+}
+
+// What every tool needs, with the worker's own limits (shared/limits.hpp).
+void check_common(Tool tool, const v1::LoadSpec& s) {
+  auto ep = parse_endpoint(s.endpoint());
+  if (!ep || ep->host.empty() || ep->port == 0)
+    throw InputError("endpoint", "must be HOST:PORT with a port in 1..65535, got \"" + s.endpoint() + "\"");
+  if (!s.path().empty() && (s.path()[0] != '/' || s.path().find_first_of(" \t\r\n") != std::string::npos))
+    throw InputError("path", "must start with '/' and hold no spaces or line breaks");
+  if (s.threads() < 1 || s.threads() > static_cast<uint32_t>(limits::kMaxThreads))
+    throw InputError("threads", "must be in 1.." + std::to_string(limits::kMaxThreads));
+  if (connections(s) > static_cast<uint32_t>(limits::kMaxConnections))
+    throw InputError("connections", "must be at most " + std::to_string(limits::kMaxConnections));
+  check_stop(s);
+  if (!(s.warmup_s() >= 0) || s.warmup_s() > limits::kMaxWarmupS)
+    throw InputError("warmup_s", "must be in 0.." + fmt(limits::kMaxWarmupS) + " seconds");
+  if (!(s.rate() >= 0) || !std::isfinite(s.rate()))
+    throw InputError("rate", "must be 0 (closed loop) or positive");
+  check_request(s);
+  if (s.timeout_ms() > static_cast<uint32_t>(limits::kMaxTimeoutMs))
+    throw InputError("timeout_ms", "must be at most " + std::to_string(limits::kMaxTimeoutMs));
+  check_tool_features(tool, s);
 }
 
 void check_wrk(const v1::LoadSpec& s) {

@@ -33,6 +33,26 @@ constexpr std::size_t kDcidLength = 18;
 
 using quic::random_bytes;
 
+// The client's QUIC settings: the handshake gives up after `timeout`.
+void client_settings(ngtcp2_settings& settings, uint64_t initial_ts, Clock::duration timeout) {
+  ngtcp2_settings_default(&settings);
+  settings.initial_ts = initial_ts;
+  settings.handshake_timeout =
+      static_cast<ngtcp2_duration>(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count());
+}
+
+// The transport parameters the client announces: its flow-control windows and the streams
+// the server may open.
+void client_transport_params(ngtcp2_transport_params& params) {
+  ngtcp2_transport_params_default(&params);
+  params.initial_max_stream_data_bidi_local = kStreamWindow;
+  params.initial_max_stream_data_uni = kStreamWindow;
+  params.initial_max_data = kConnectionWindow;
+  params.initial_max_streams_bidi = 0;  // the server opens none
+  params.initial_max_streams_uni = 3;   // its control and QPACK streams
+  params.max_idle_timeout = 30 * NGTCP2_SECONDS;
+}
+
 }  // namespace
 
 // The callbacks of ngtcp2 (`user_data`) and nghttp3 (`conn_user_data`): the connection;
@@ -401,9 +421,10 @@ void H3Connection::do_connect() {
   pump();  // 0-RTT requests, then the Initial
 }
 
-bool H3Connection::open_quic(std::string& error) {
-  const RunPlan& plan = worker_.plan();
-  const auto& target = plan.endpoints.front();
+// Opens the UDP socket, connected to the target, and keeps its local and remote addresses as
+// the connection's path.
+bool H3Connection::open_socket(std::string& error) {
+  const auto& target = worker_.plan().endpoints.front();
   asio::ip::udp::endpoint remote(target.address(), target.port());
   error_code ec;
   socket_.open(remote.protocol(), ec);
@@ -418,6 +439,12 @@ bool H3Connection::open_quic(std::string& error) {
                            static_cast<ngtcp2_socklen>(local.size()),
                            reinterpret_cast<const ngtcp2_sockaddr*>(remote.data()),
                            static_cast<ngtcp2_socklen>(remote.size()), nullptr);
+  return true;
+}
+
+bool H3Connection::open_quic(std::string& error) {
+  const RunPlan& plan = worker_.plan();
+  if (!open_socket(error)) return false;
   ngtcp2_cid scid, dcid;
   scid.datalen = kScidLength;
   random_bytes(scid.data, scid.datalen);
@@ -425,18 +452,9 @@ bool H3Connection::open_quic(std::string& error) {
   random_bytes(dcid.data, dcid.datalen);
 
   ngtcp2_settings settings;
-  ngtcp2_settings_default(&settings);
-  settings.initial_ts = now_ts();
-  settings.handshake_timeout = static_cast<ngtcp2_duration>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(plan.timeout).count());
+  client_settings(settings, now_ts(), plan.timeout);
   ngtcp2_transport_params params;
-  ngtcp2_transport_params_default(&params);
-  params.initial_max_stream_data_bidi_local = kStreamWindow;
-  params.initial_max_stream_data_uni = kStreamWindow;
-  params.initial_max_data = kConnectionWindow;
-  params.initial_max_streams_bidi = 0;  // the server opens none
-  params.initial_max_streams_uni = 3;   // its control and QPACK streams
-  params.max_idle_timeout = 30 * NGTCP2_SECONDS;
+  client_transport_params(params);
 
   const bool resume = plan.quic->resume() && !ticket_.empty();
   tls_ = plan.quic->new_session(resume ? ticket_ : std::vector<unsigned char>{}, error);

@@ -90,6 +90,7 @@ class H3Connection final : public ClientConnection {
   bool submit(Slot& slot, Clock::time_point now);
   void do_connect();
   bool open_quic(std::string& error);
+  bool open_socket(std::string& error);
   bool open_http3();
   void handshake_done();
   bool early_data_rejected();

@@ -79,6 +79,46 @@ std::string format_bytes(int64_t bytes) {
   return fmt::format("{:.2f}GB", bytes / 1073741824.0);
 }
 
+// A line of one phase (connect, TLS, first byte): p50/p90/p99/max/mean of the requests that
+// paid it, then `tail`.
+void append_phase(std::string& out, const char* name, const Histogram& x, const std::string& tail) {
+  fmt::format_to(std::back_inserter(out), "  {:<9} p50 {}  p90 {}  p99 {}  max {}  mean {}{}\n", name,
+                 format_us(x.value_at_percentile(50)), format_us(x.value_at_percentile(90)),
+                 format_us(x.value_at_percentile(99)), format_us(x.count() ? x.max() : 0),
+                 format_us(x.count() ? static_cast<int64_t>(x.mean()) : 0), tail);
+}
+
+// The lines of the phases the requests paid: connect, TLS and first byte.
+void append_phases(std::string& out, const LoadResult& r) {
+  if (r.connect_histogram.count() > 0)
+    append_phase(out, "Connect", r.connect_histogram, "  (" + std::to_string(r.connects) + " connects)");
+  if (r.tls_handshakes > 0)
+    append_phase(out, "TLS", r.tls_histogram,
+                 "  (" + std::to_string(r.tls_handshakes) + " handshakes, " + std::to_string(r.tls_resumed) +
+                     " resumed" +
+                     (r.tls_early_data > 0 ? ", " + std::to_string(r.tls_early_data) + " with 0-RTT" : "") +
+                     ")");
+  if (r.first_byte_histogram.count() > 0) append_phase(out, "1st byte", r.first_byte_histogram, "");
+}
+
+// The lines of what went wrong: errors by kind, a failed TLS handshake; then the status codes.
+void append_errors_and_status(std::string& out, const LoadResult& r) {
+  auto append = std::back_inserter(out);  // fmt::format_to(append, ...) adds to `out`
+  if (r.errors > 0) {
+    fmt::format_to(append, "  Errors: {} (", r.errors);
+    for (int k = 0; k < kErrorKindCount; ++k)
+      fmt::format_to(append, "{}{} {}", k ? ", " : "", error_kind_name(static_cast<ErrorKind>(k)),
+                     r.errors_by_kind[k]);
+    out += ")\n";
+  }
+  if (!r.tls_error.empty()) out += "  TLS handshake failed: " + r.tls_error + "\n";
+  if (!r.status.empty()) {
+    out += "  Status:";
+    for (const auto& [code, n] : r.status) fmt::format_to(append, " {}={}", code, n);
+    out += "\n";
+  }
+}
+
 }  // namespace
 
 std::string rate_not_held_message(const LoadResult& r) {
@@ -112,36 +152,10 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
                    format_us(u.value_at_percentile(99)), format_us(u.value_at_percentile(99.9)),
                    format_us(u.count() ? u.max() : 0));
   }
-  // Connect, TLS and first byte: p50/p90/p99/max/mean of the requests that paid them.
-  auto phase = [&](const char* name, const Histogram& x, const std::string& tail) {
-    fmt::format_to(append, "  {:<9} p50 {}  p90 {}  p99 {}  max {}  mean {}{}\n", name,
-                   format_us(x.value_at_percentile(50)), format_us(x.value_at_percentile(90)),
-                   format_us(x.value_at_percentile(99)), format_us(x.count() ? x.max() : 0),
-                   format_us(x.count() ? static_cast<int64_t>(x.mean()) : 0), tail);
-  };
-  if (r.connect_histogram.count() > 0)
-    phase("Connect", r.connect_histogram, "  (" + std::to_string(r.connects) + " connects)");
-  if (r.tls_handshakes > 0)
-    phase("TLS", r.tls_histogram,
-          "  (" + std::to_string(r.tls_handshakes) + " handshakes, " + std::to_string(r.tls_resumed) +
-              " resumed" +
-              (r.tls_early_data > 0 ? ", " + std::to_string(r.tls_early_data) + " with 0-RTT" : "") + ")");
-  if (r.first_byte_histogram.count() > 0) phase("1st byte", r.first_byte_histogram, "");
+  append_phases(out, r);
   fmt::format_to(append, "  {} requests in {:.2f}s, {} read\n", r.requests, r.duration_s,
                  format_bytes(r.bytes_read));
-  if (r.errors > 0) {
-    fmt::format_to(append, "  Errors: {} (", r.errors);
-    for (int k = 0; k < kErrorKindCount; ++k)
-      fmt::format_to(append, "{}{} {}", k ? ", " : "", error_kind_name(static_cast<ErrorKind>(k)),
-                     r.errors_by_kind[k]);
-    out += ")\n";
-  }
-  if (!r.tls_error.empty()) out += "  TLS handshake failed: " + r.tls_error + "\n";
-  if (!r.status.empty()) {
-    out += "  Status:";
-    for (const auto& [code, n] : r.status) fmt::format_to(append, " {}={}", code, n);
-    out += "\n";
-  }
+  append_errors_and_status(out, r);
   fmt::format_to(append, "Requests/sec: {:.2f}\n", r.qps);
   if (r.rate > 0) out += rate_not_held_message(r).empty() ? "" : rate_not_held_message(r) + "\n";
   if (!r.error.empty()) out += "Error: " + r.error + "\n";

@@ -54,10 +54,8 @@ std::string resolve_path(const std::string& p, const std::string& dir, const std
   return (std::filesystem::path(dir) / p).lexically_normal().string();
 }
 
-CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const std::string& dir) {
-  e.allow({"argv", "env", "cwd", "readiness", "start_timeout_ms", "protocols"});
-  CatalogEntry c;
-  c.name = name;
+// The entry's "argv": strings with known placeholders, the first an executable program.
+void parse_argv(const ObjectReader& e, const std::string& dir, CatalogEntry& c) {
   if (!e.has("argv") || !e.at("argv").is_array() || e.at("argv").empty())
     throw InputError(e.path("argv"), "must be a non-empty array of strings");
   for (size_t i = 0; i < e.at("argv").size(); ++i) {
@@ -71,6 +69,52 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const s
   c.argv[0] = resolve_path(c.argv[0], dir, argv0, "program");
   if (access(c.argv[0].c_str(), X_OK) != 0)
     throw InputError(argv0, c.argv[0] + " is not an executable file on this machine");
+}
+
+// The entry's "readiness": how the agent sees the target is up, a TCP connect or an HTTP request.
+void parse_readiness(const ObjectReader& e, CatalogEntry& c) {
+  auto r = e.object("readiness");
+  r.allow({"type", "path"});
+  std::string type = r.string("type");
+  if (type == "tcp") {
+    c.readiness = CatalogEntry::Readiness::kTcp;
+    if (r.has("path")) throw InputError(r.path("path"), "only for \"type\": \"http\"");
+  } else if (type == "http") {
+    c.readiness = CatalogEntry::Readiness::kHttp;
+    c.http_path = r.string("path", "/");
+    if (c.http_path.empty() || c.http_path[0] != '/' ||
+        c.http_path.find_first_of(" \r\n") != std::string::npos)
+      throw InputError(r.path("path"), "must start with '/' and hold no spaces or line breaks");
+  } else {
+    throw InputError(r.path("type"), "must be \"tcp\" or \"http\"");
+  }
+}
+
+// The entry's "protocols": known protocols, each once, none over TLS with the "http" readiness probe.
+void parse_protocols(const ObjectReader& e, CatalogEntry& c) {
+  const auto& list = e.at("protocols");
+  if (!list.is_array() || list.empty())
+    throw InputError(e.path("protocols"), "must be a non-empty array of " + proto::protocol_names());
+  c.protocols.clear();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = e.path("protocols") + "/" + std::to_string(i);
+    auto p = list[i].is_string() ? proto::protocol_from_name(list[i].get<std::string>()) : std::nullopt;
+    if (!p) throw InputError(at, "must be one of " + proto::protocol_names() + ", got " + list[i].dump());
+    if (std::find(c.protocols.begin(), c.protocols.end(), *p) != c.protocols.end())
+      throw InputError(at, "is listed twice");
+    if (proto::uses_tls(*p) && c.readiness == CatalogEntry::Readiness::kHttp)
+      throw InputError(at,
+                       "is served over TLS, and the \"http\" readiness probe speaks plain HTTP: use "
+                       "\"type\": \"tcp\"");
+    c.protocols.push_back(*p);
+  }
+}
+
+CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const std::string& dir) {
+  e.allow({"argv", "env", "cwd", "readiness", "start_timeout_ms", "protocols"});
+  CatalogEntry c;
+  c.name = name;
+  parse_argv(e, dir, c);
   c.env = e.string_map("env");
   for (auto& [k, v] : c.env) v = check_placeholders(v, e.path("env") + "/" + pointer_token(k), dir);
   c.cwd = e.string("cwd", "");
@@ -79,43 +123,10 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const s
     if (access(c.cwd.c_str(), X_OK) != 0)
       throw InputError(e.path("cwd"), c.cwd + " is not a folder on this machine");
   }
-  if (e.has("readiness")) {
-    auto r = e.object("readiness");
-    r.allow({"type", "path"});
-    std::string type = r.string("type");
-    if (type == "tcp") {
-      c.readiness = CatalogEntry::Readiness::kTcp;
-      if (r.has("path")) throw InputError(r.path("path"), "only for \"type\": \"http\"");
-    } else if (type == "http") {
-      c.readiness = CatalogEntry::Readiness::kHttp;
-      c.http_path = r.string("path", "/");
-      if (c.http_path.empty() || c.http_path[0] != '/' ||
-          c.http_path.find_first_of(" \r\n") != std::string::npos)
-        throw InputError(r.path("path"), "must start with '/' and hold no spaces or line breaks");
-    } else {
-      throw InputError(r.path("type"), "must be \"tcp\" or \"http\"");
-    }
-  }
+  if (e.has("readiness")) parse_readiness(e, c);
   c.start_timeout_ms = static_cast<uint32_t>(
       e.integer("start_timeout_ms", limits::kMinStartTimeoutMs, limits::kMaxStartTimeoutMs, 10000));
-  if (e.has("protocols")) {
-    const auto& list = e.at("protocols");
-    if (!list.is_array() || list.empty())
-      throw InputError(e.path("protocols"), "must be a non-empty array of " + proto::protocol_names());
-    c.protocols.clear();
-    for (size_t i = 0; i < list.size(); ++i) {
-      const std::string at = e.path("protocols") + "/" + std::to_string(i);
-      auto p = list[i].is_string() ? proto::protocol_from_name(list[i].get<std::string>()) : std::nullopt;
-      if (!p) throw InputError(at, "must be one of " + proto::protocol_names() + ", got " + list[i].dump());
-      if (std::find(c.protocols.begin(), c.protocols.end(), *p) != c.protocols.end())
-        throw InputError(at, "is listed twice");
-      if (proto::uses_tls(*p) && c.readiness == CatalogEntry::Readiness::kHttp)
-        throw InputError(at,
-                         "is served over TLS, and the \"http\" readiness probe speaks plain HTTP: use "
-                         "\"type\": \"tcp\"");
-      c.protocols.push_back(*p);
-    }
-  }
+  if (e.has("protocols")) parse_protocols(e, c);
   auto names_tls_files = [](const std::string& t) {
     return t.find("{tls_cert}") != std::string::npos || t.find("{tls_key}") != std::string::npos;
   };

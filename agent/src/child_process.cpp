@@ -242,6 +242,34 @@ std::unique_ptr<JobCgroup> make_job(const ProcControl& control) {
     return nullptr;
   }
 }
+
+// The child's environment: the agent's own, with options.env and the job's mark (NAME=VALUE)
+// put over it, and who the job runs as (HOME, USER, LOGNAME) unless options.env names them.
+std::vector<std::string> child_environment(const SpawnOptions& options, const std::string& mark) {
+  const std::string mark_name = mark.substr(0, mark.find('='));
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('='));
+    bool replaced = name == mark_name;
+    for (auto& [k, v] : options.env) replaced = replaced || k == name;
+    if (!replaced) env_strings.push_back(std::move(entry));
+  }
+  for (auto& [k, v] : options.env)
+    if (k != mark_name) env_strings.push_back(k + "=" + v);
+  env_strings.push_back(mark);
+  if (options.user != nullptr) {  // who the job runs as (unless options.env says otherwise)
+    const std::pair<std::string, std::string> who[] = {
+        {"HOME", options.user->home}, {"USER", options.user->name}, {"LOGNAME", options.user->name}};
+    for (const auto& [k, v] : who) {
+      if (std::any_of(options.env.begin(), options.env.end(), [&](const auto& e) { return e.first == k; }))
+        continue;
+      std::erase_if(env_strings, [&](const std::string& e) { return e.rfind(k + "=", 0) == 0; });
+      env_strings.push_back(k + "=" + v);
+    }
+  }
+  return env_strings;
+}
 }  // namespace
 
 std::string ExitStatus::describe() const {
@@ -259,28 +287,7 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
   // The job's mark, inherited by every descendant (job_processes.hpp); an agent that runs as
   // a job itself gives its children marks of their own.
   child->mark_ = new_job_mark();
-  const std::string mark_name = child->mark_.substr(0, child->mark_.find('='));
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    std::string entry(*e);
-    std::string name = entry.substr(0, entry.find('='));
-    bool replaced = name == mark_name;
-    for (auto& [k, v] : options.env) replaced = replaced || k == name;
-    if (!replaced) env_strings.push_back(std::move(entry));
-  }
-  for (auto& [k, v] : options.env)
-    if (k != mark_name) env_strings.push_back(k + "=" + v);
-  env_strings.push_back(child->mark_);
-  if (options.user != nullptr) {  // who the job runs as (unless options.env says otherwise)
-    const std::pair<std::string, std::string> who[] = {
-        {"HOME", options.user->home}, {"USER", options.user->name}, {"LOGNAME", options.user->name}};
-    for (const auto& [k, v] : who) {
-      if (std::any_of(options.env.begin(), options.env.end(), [&](const auto& e) { return e.first == k; }))
-        continue;
-      std::erase_if(env_strings, [&](const std::string& e) { return e.rfind(k + "=", 0) == 0; });
-      env_strings.push_back(k + "=" + v);
-    }
-  }
+  const std::vector<std::string> env_strings = child_environment(options, child->mark_);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);

@@ -19,6 +19,54 @@ std::string axes_part(const std::string& key) {
   return slash == std::string::npos ? "" : key.substr(slash + 1);
 }
 
+// The figures of the pairs that gave one on both sides: log(B/A), A's and B's.
+struct PairFigures {
+  std::vector<double> logs, av, bv;
+};
+
+// Each repetition pair's figures, recorded in `v` (also those that gave none), and those that
+// gave one on both sides.
+PairFigures pair_figures(const CellResult& a, const CellResult& b, const std::string& metric,
+                         v1::CellVerdict& v) {
+  PairFigures f;
+  const size_t n = std::min(a.reps.size(), b.reps.size());
+  for (size_t i = 0; i < n; ++i) {
+    const double x = metric_value(metric, a.reps[i]), y = metric_value(metric, b.reps[i]);
+    auto* p = v.add_pairs();
+    p->set_a(x);
+    p->set_b(y);
+    p->set_b_first(i % 2 == 1);
+    if (!(std::isfinite(x) && std::isfinite(y) && x > 0 && y > 0)) continue;
+    f.logs.push_back(std::log(y / x));
+    f.av.push_back(x);
+    f.bv.push_back(y);
+  }
+  return f;
+}
+
+// The verdict and its reason from how much worse B is than A (as a log ratio), the pairs' noise
+// band (`half`) and the threshold (as a log ratio).
+void decide_pair(double worse, double half, double threshold_log, const std::string& pairs,
+                 const RegressionDef& r, v1::CellVerdict& v) {
+  if (worse > half && worse > threshold_log) {
+    v.set_verdict(kRegression);
+    v.set_reason(pct(v.change_pct()) + ": B worse than A beyond the threshold, and the " + pairs +
+                 " show it (" + pct((std::exp(half) - 1) * 100, false) + " would be noise)");
+  } else if (-worse > half && -worse > threshold_log) {
+    v.set_verdict(kImprovement);
+    v.set_reason(pct(v.change_pct()) + ": B better than A beyond the threshold, and the " + pairs +
+                 " show it");
+  } else if (std::abs(v.change_pct()) > r.threshold_pct) {
+    v.set_verdict(kNoise);
+    v.set_reason(pct(v.change_pct()) + " is beyond the threshold, but the " + pairs +
+                 " spread too much to show it");
+  } else {
+    v.set_verdict(kSame);
+    v.set_reason(pct(v.change_pct()) + ": within the " + pct(r.threshold_pct, false) + " threshold (" +
+                 pairs + ")");
+  }
+}
+
 void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r, double alpha,
                 v1::CellVerdict& v) {
   const bool higher = metric_higher_is_better(r.metric);
@@ -29,25 +77,14 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
     v.set_reason((!b.ok() ? b.error : a.error));
     return;
   }
-  std::vector<double> logs, av, bv;
-  const size_t n = std::min(a.reps.size(), b.reps.size());
-  for (size_t i = 0; i < n; ++i) {
-    const double x = metric_value(r.metric, a.reps[i]), y = metric_value(r.metric, b.reps[i]);
-    auto* p = v.add_pairs();
-    p->set_a(x);
-    p->set_b(y);
-    p->set_b_first(i % 2 == 1);
-    if (!(std::isfinite(x) && std::isfinite(y) && x > 0 && y > 0)) continue;
-    logs.push_back(std::log(y / x));
-    av.push_back(x);
-    bv.push_back(y);
-  }
+  const PairFigures f = pair_figures(a, b, r.metric, v);
+  const auto& logs = f.logs;
   if (logs.empty()) {
     v.set_verdict(kInconclusive);
     v.set_reason("no pair gave the figure");
     return;
   }
-  const double a_fig = night_figure(av), b_fig = night_figure(bv);
+  const double a_fig = night_figure(f.av), b_fig = night_figure(f.bv);
   double mean = 0;
   for (double d : logs) mean += d;
   mean /= static_cast<double>(logs.size());
@@ -74,23 +111,7 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
   v.set_nights(static_cast<uint32_t>(logs.size()));
   const double worse = higher ? -mean : mean;
   const std::string pairs = std::to_string(logs.size()) + " pairs";
-  if (worse > half && worse > threshold_log) {
-    v.set_verdict(kRegression);
-    v.set_reason(pct(v.change_pct()) + ": B worse than A beyond the threshold, and the " + pairs +
-                 " show it (" + pct((std::exp(half) - 1) * 100, false) + " would be noise)");
-  } else if (-worse > half && -worse > threshold_log) {
-    v.set_verdict(kImprovement);
-    v.set_reason(pct(v.change_pct()) + ": B better than A beyond the threshold, and the " + pairs +
-                 " show it");
-  } else if (std::abs(v.change_pct()) > r.threshold_pct) {
-    v.set_verdict(kNoise);
-    v.set_reason(pct(v.change_pct()) + " is beyond the threshold, but the " + pairs +
-                 " spread too much to show it");
-  } else {
-    v.set_verdict(kSame);
-    v.set_reason(pct(v.change_pct()) + ": within the " + pct(r.threshold_pct, false) + " threshold (" +
-                 pairs + ")");
-  }
+  decide_pair(worse, half, threshold_log, pairs, r, v);
 }
 
 }  // namespace

@@ -145,24 +145,8 @@ class TwoRunJudge {
       return;
     }
     const LogStats bs = log_stats(base.values);
-    auto test = [&](const std::vector<double>& values, double* half_out, double* mdc_out) {
-      const LogStats ns = log_stats(values);
-      // Student's two-sample test with the pooled variance: a run's repetitions are few, and
-      // Welch's degrees of freedom would leave almost none.
-      const double df = static_cast<double>(bs.n + ns.n - 2);
-      const double pooled = ((bs.n - 1) * bs.var + (ns.n - 1) * ns.var) / df;
-      const double se =
-          std::sqrt(pooled * (1.0 / static_cast<double>(bs.n) + 1.0 / static_cast<double>(ns.n)));
-      const double half = t_quantile(1 - alpha_, df) * se;
-      if (half_out) *half_out = half;
-      if (mdc_out) *mdc_out = std::max(half, threshold_log_) + detect_quantile(df, kPowerPerMeasurement) * se;
-      const double w = m_.higher_is_better ? bs.mean - ns.mean : ns.mean - bs.mean;
-      if (w > half && w > threshold_log_) return 1;
-      if (-w > half && -w > threshold_log_) return -1;
-      return 0;
-    };
     double half = 0, mdc = 0;
-    const int first = test(now.values, &half, &mdc);
+    const int first = t_test(bs, now.values, &half, &mdc);
     v.set_band_low(b * std::exp(-half));
     v.set_band_high(b * std::exp(half));
     v.set_mdc_pct(m_.higher_is_better ? (1 - std::exp(-mdc)) * 100 : (std::exp(mdc) - 1) * 100);
@@ -185,7 +169,7 @@ class TwoRunJudge {
     }
     const double confirm = night_figure(now.confirmation);
     v.set_confirm_value(confirm);
-    if (test(now.confirmation, nullptr, nullptr) == first) {
+    if (t_test(bs, now.confirmation, nullptr, nullptr) == first) {
       v.set_verdict(change);
       v.set_reason(seen + "; confirmed on fresh targets: " + pct((confirm / b - 1) * 100));
     } else {
@@ -196,6 +180,25 @@ class TwoRunJudge {
   }
 
  private:
+  // Whether `values` are worse than BASE's (`bs`) beyond both the noise and the threshold (1),
+  // better beyond both (-1), or neither (0); the noise band's half width goes to `half_out`
+  // and the smallest change the test catches to `mdc_out` (both as log ratios).
+  int t_test(const LogStats& bs, const std::vector<double>& values, double* half_out, double* mdc_out) const {
+    const LogStats ns = log_stats(values);
+    // Student's two-sample test with the pooled variance: a run's repetitions are few, and
+    // Welch's degrees of freedom would leave almost none.
+    const double df = static_cast<double>(bs.n + ns.n - 2);
+    const double pooled = ((bs.n - 1) * bs.var + (ns.n - 1) * ns.var) / df;
+    const double se = std::sqrt(pooled * (1.0 / static_cast<double>(bs.n) + 1.0 / static_cast<double>(ns.n)));
+    const double half = t_quantile(1 - alpha_, df) * se;
+    if (half_out) *half_out = half;
+    if (mdc_out) *mdc_out = std::max(half, threshold_log_) + detect_quantile(df, kPowerPerMeasurement) * se;
+    const double w = m_.higher_is_better ? bs.mean - ns.mean : ns.mean - bs.mean;
+    if (w > half && w > threshold_log_) return 1;
+    if (-w > half && -w > threshold_log_) return -1;
+    return 0;
+  }
+
   const Metric& m_;
   const RegressionDef& r_;
   double alpha_;

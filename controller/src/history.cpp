@@ -290,6 +290,72 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
   }
 }
 
+// Each agent's fingerprint, per run of `scenario`: (run id, agent name) → fingerprint.
+std::map<std::pair<int64_t, std::string>, std::string> agent_fingerprints(sqlite3* db,
+                                                                          const std::string& file,
+                                                                          const std::string& scenario) {
+  std::map<std::pair<int64_t, std::string>, std::string> fingerprints;
+  sqlite::Statement f(
+      db, file,
+      "SELECT a.run_id, a.name, a.fingerprint FROM run_agents a JOIN runs r ON r.id = a.run_id "
+      "WHERE r.scenario = ?",
+      "read the agents' fingerprints");
+  f.bind(1, scenario);
+  while (f.step()) fingerprints[{f.integer(0), f.text(1)}] = f.text(2);
+  return fingerprints;
+}
+
+// The night of run `run` from the first row of its cell: when it started, whether the cell
+// finished, and the fingerprint of the machines it ran on and of its settings.
+Night night_of_row(const sqlite::Statement& s, int64_t run,
+                   std::map<std::pair<int64_t, std::string>, std::string>& fingerprints) {
+  Night n;
+  n.run_id = run;
+  n.started_at = s.text(1);
+  n.ok = s.integer(2) != 0;
+  std::vector<std::string> agents;
+  try {
+    agents = nlohmann::json::parse(s.text(3)).get<std::vector<std::string>>();
+  } catch (const std::exception&) {
+  }
+  for (auto& a : agents) n.fingerprint += a + "|" + fingerprints[{run, a}] + "\n";
+  n.fingerprint += "cell|settings=" + s.text(4);
+  return n;
+}
+
+// The levels accepted for a cell (or for all of the scenario's), as indices of its `nights`.
+std::vector<AcceptedLevel> accepted_levels(sqlite3* db, const std::string& file, const std::string& scenario,
+                                           const std::string& cell_key, const History::CellNights& nights) {
+  std::vector<AcceptedLevel> out;
+  sqlite::Statement l(
+      db, file,
+      "SELECT l.run_id, r.started_at, l.accepted_at FROM levels l JOIN runs r ON r.id = l.run_id "
+      "WHERE l.scenario = ? AND (l.key = ? OR l.key = '*') ORDER BY l.accepted_at, l.id",
+      "read the accepted levels of " + cell_key);
+  l.bind(1, scenario).bind(2, cell_key);
+  while (l.step()) {
+    AcceptedLevel a;
+    const std::string start = l.text(1), accepted_at = l.text(2);
+    a.start = nights.nights.size();
+    a.effective_from = nights.nights.size();
+    const int64_t start_run = l.integer(0);
+    // The level starts at the accepted run itself (or the first night after it, for a cell that
+    // run did not have); it applies to the nights that started from the acceptance on (times
+    // are whole seconds: a night of the same second counts it).
+    for (size_t i = 0; i < nights.nights.size(); ++i)
+      if (nights.run_ids[i] == start_run) a.start = i;
+    for (size_t i = 0; i < nights.nights.size() && a.start == nights.nights.size(); ++i)
+      if (nights.nights[i].started_at > start) a.start = i;
+    for (size_t i = 0; i < nights.nights.size(); ++i)
+      if (nights.nights[i].started_at >= accepted_at) {
+        a.effective_from = i;
+        break;
+      }
+    out.push_back(a);
+  }
+  return out;
+}
+
 }  // namespace
 
 const HistoryMetric& history_metric(const std::string& name) { return column_of(name).metric; }
@@ -417,16 +483,7 @@ std::optional<std::string> History::last_good_run(const std::string& scenario) c
 History::CellNights History::nights(const std::string& scenario, const std::string& cell_key,
                                     const HistoryMetric& metric, const std::string& except_folder) const {
   // Each agent's fingerprint, per run.
-  std::map<std::pair<int64_t, std::string>, std::string> fingerprints;
-  {
-    sqlite::Statement f(
-        db_, path_,
-        "SELECT a.run_id, a.name, a.fingerprint FROM run_agents a JOIN runs r ON r.id = a.run_id "
-        "WHERE r.scenario = ?",
-        "read the agents' fingerprints");
-    f.bind(1, scenario);
-    while (f.step()) fingerprints[{f.integer(0), f.text(1)}] = f.text(2);
-  }
+  auto fingerprints = agent_fingerprints(db_, path_, scenario);
   std::string sql =
       std::string(
           "SELECT r.id, r.started_at, c.ok, c.agents, c.settings, coalesce(p.phase, ''), p.steal_pct, "
@@ -442,18 +499,7 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
     if (!except_folder.empty() && s.text(8) == except_folder) continue;
     const int64_t run = s.integer(0);
     if (out.run_ids.empty() || out.run_ids.back() != run) {
-      Night n;
-      n.run_id = run;
-      n.started_at = s.text(1);
-      n.ok = s.integer(2) != 0;
-      std::vector<std::string> agents;
-      try {
-        agents = nlohmann::json::parse(s.text(3)).get<std::vector<std::string>>();
-      } catch (const std::exception&) {
-      }
-      for (auto& a : agents) n.fingerprint += a + "|" + fingerprints[{run, a}] + "\n";
-      n.fingerprint += "cell|settings=" + s.text(4);
-      out.nights.push_back(std::move(n));
+      out.nights.push_back(night_of_row(s, run, fingerprints));
       out.run_ids.push_back(run);
       steals.emplace_back();
       waits.emplace_back();
@@ -481,33 +527,7 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
     out.nights[i].wait_pct = lower_median(waits[i], NAN);
     out.nights[i].confirm_wait_pct = lower_median(confirm_waits[i], NAN);
   }
-  // The levels accepted for this cell (or for all of the scenario's), as indices.
-  sqlite::Statement l(
-      db_, path_,
-      "SELECT l.run_id, r.started_at, l.accepted_at FROM levels l JOIN runs r ON r.id = l.run_id "
-      "WHERE l.scenario = ? AND (l.key = ? OR l.key = '*') ORDER BY l.accepted_at, l.id",
-      "read the accepted levels of " + cell_key);
-  l.bind(1, scenario).bind(2, cell_key);
-  while (l.step()) {
-    AcceptedLevel a;
-    const std::string start = l.text(1), accepted_at = l.text(2);
-    a.start = out.nights.size();
-    a.effective_from = out.nights.size();
-    const int64_t start_run = l.integer(0);
-    // The level starts at the accepted run itself (or the first night after it, for a cell that
-    // run did not have); it applies to the nights that started from the acceptance on (times
-    // are whole seconds: a night of the same second counts it).
-    for (size_t i = 0; i < out.nights.size(); ++i)
-      if (out.run_ids[i] == start_run) a.start = i;
-    for (size_t i = 0; i < out.nights.size() && a.start == out.nights.size(); ++i)
-      if (out.nights[i].started_at > start) a.start = i;
-    for (size_t i = 0; i < out.nights.size(); ++i)
-      if (out.nights[i].started_at >= accepted_at) {
-        a.effective_from = i;
-        break;
-      }
-    out.accepted.push_back(a);
-  }
+  out.accepted = accepted_levels(db_, path_, scenario, cell_key, out);
   return out;
 }
 

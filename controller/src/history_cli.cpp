@@ -150,6 +150,89 @@ void changes(const History& h, const HistoryCliOptions& o, std::ostream& out) {
       << " permutations, levels of at least " << cpo.min_segment << " runs\n";
 }
 
+// The regression settings a scenario's nights are judged by: those stored with its runs, with
+// --metric and --baseline-nights put over them.
+RegressionDef replayed_regression(const History& h, const HistoryCliOptions& o, const std::string& scenario) {
+  RegressionDef r;
+  const auto stored = h.regression(scenario);
+  if (stored.is_object() && !stored.empty())
+    r = parse_regression(ObjectReader(stored, "/scenario/regression"));
+  if (!o.metric.empty()) r.metric = o.metric;
+  if (o.baseline_nights) {
+    r.baseline_nights = o.baseline_nights;
+    r.min_nights = std::min(r.min_nights, r.baseline_nights);
+  }
+  return r;
+}
+
+// What the verdicts of a scenario's cells add up to, night by night and cell by cell.
+struct VerdictTally {
+  std::map<int64_t, std::string> night_started;
+  std::map<int64_t, bool> night_alarmed;
+  std::map<std::string, std::map<std::string, size_t>> counts;  // cell → verdict → nights
+  std::map<std::string, std::vector<double>> mdcs;
+  size_t judged = 0, inconclusive = 0;
+};
+
+// One night's verdict on a cell as a CSV line.
+void verdict_csv_line(const std::string& scenario, const std::string& key, const Night& n,
+                      const NightVerdict& v, std::ostream& out) {
+  std::string reason = v.reason;
+  std::replace(reason.begin(), reason.end(), '"', '\'');
+  out << scenario << "," << n.run_id << "," << n.started_at << "," << key << "," << v.verdict << ","
+      << number(v.value) << "," << number(v.confirm_value) << "," << number(v.baseline) << ","
+      << number(v.change_pct) << "," << number(v.mdc_pct) << "," << v.nights << "," << n.target_build << ",\""
+      << reason << "\"\n";
+}
+
+// Judges every night of one cell and adds the verdicts to the tally (with --csv, writes them too).
+void judge_cell_nights(const History& h, const HistoryCliOptions& o, const std::string& scenario,
+                       const std::string& key, const RegressionDef& r, const VerdictOptions& vo,
+                       VerdictTally& t, std::ostream& out) {
+  auto cn = h.nights(scenario, key, history_metric(r.metric));
+  auto v = judge_series(cn.nights, vo, cn.accepted);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Night& n = cn.nights[i];
+    t.night_started[n.run_id] = n.started_at;
+    t.night_alarmed[n.run_id] = t.night_alarmed[n.run_id] || v[i].verdict == kRegression;
+    ++t.counts[key][v[i].verdict];
+    if (v[i].verdict != "failed") {
+      ++t.judged;
+      t.inconclusive += v[i].verdict == kInconclusive;
+    }
+    if (std::isfinite(v[i].mdc_pct)) t.mdcs[key].push_back(v[i].mdc_pct);
+    if (o.csv) verdict_csv_line(scenario, key, n, v[i], out);
+  }
+}
+
+// The table of a scenario's verdicts: the settings, a line per cell, and the nights' totals.
+void verdict_table(const std::string& scenario, const std::vector<std::string>& keys, const RegressionDef& r,
+                   const VerdictOptions& vo, size_t cells, VerdictTally& t, std::ostream& out) {
+  size_t alarmed = 0;
+  for (auto& [run, a] : t.night_alarmed) alarmed += a;
+  out << scenario << ": " << t.night_started.size() << " nights of " << cells << " cells; metric " << r.metric
+      << ", threshold " << r.threshold_pct << " %, at most " << r.false_alarm_pct
+      << " % of nights may alarm (" << vo.alpha << " a cell), bands of " << r.baseline_nights
+      << " nights (at least " << r.min_nights << ")\n";
+  out << fmt::format("  {:<28} {:>6} {:>6} {:>6} {:>12} {:>10} {:>11} {:>6} {:>10}\n", "cell", "nights",
+                     "same", "noise", "inconclusive", "regression", "improvement", "failed", "mdc (med)");
+  for (auto& key : keys) {
+    auto& c = t.counts[key];
+    size_t total = 0;
+    for (auto& [verdict, n] : c) total += n;
+    // The key padded by bytes, as printf did: a target name may hold UTF-8.
+    out << fmt::format("  {} {:6} {:6} {:6} {:12} {:10} {:11} {:6} {:>9}%\n", pad_right(key, 28), total,
+                       c[kSame], c[kNoise], c[kInconclusive], c[kRegression], c[kImprovement], c["failed"],
+                       t.mdcs[key].empty() ? "-" : number(median(t.mdcs[key])));
+  }
+  out << fmt::format(
+      "  nights with a regression: {} of {} ({:.1f} per 100); inconclusive: {} of {} cell-nights "
+      "({:.1f} %)\n",
+      alarmed, t.night_started.size(),
+      t.night_started.empty() ? 0.0 : 100.0 * alarmed / t.night_started.size(), t.inconclusive, t.judged,
+      t.judged ? 100.0 * t.inconclusive / t.judged : 0.0);
+}
+
 // The nightly verdict replayed over every night of each scenario's cells, each night against
 // the nights before it: what `loadlab run --baseline history` said (or would have said) night
 // by night, and what it adds up to.
@@ -160,70 +243,15 @@ void verdicts(const History& h, const HistoryCliOptions& o, std::ostream& out) {
     out << "scenario,run_id,started_at,cell,verdict,value,confirm_value,baseline,change_pct,mdc_pct,nights,"
            "target_build,reason\n";
   for (auto& [scenario, keys] : keys_of) {
-    RegressionDef r;
-    const auto stored = h.regression(scenario);
-    if (stored.is_object() && !stored.empty())
-      r = parse_regression(ObjectReader(stored, "/scenario/regression"));
-    if (!o.metric.empty()) r.metric = o.metric;
-    if (o.baseline_nights) {
-      r.baseline_nights = o.baseline_nights;
-      r.min_nights = std::min(r.min_nights, r.baseline_nights);
-    }
+    const RegressionDef r = replayed_regression(h, o, scenario);
     // Every cell of the scenario counts for its level, also those --cell leaves out.
     size_t cells = 0;
     for (auto& [s, k] : h.cells()) cells += s == scenario;
     const VerdictOptions vo = verdict_options(r, cells);
-    std::map<int64_t, std::string> night_started;
-    std::map<int64_t, bool> night_alarmed;
-    std::map<std::string, std::map<std::string, size_t>> counts;  // cell → verdict → nights
-    std::map<std::string, std::vector<double>> mdcs;
-    size_t judged = 0, inconclusive = 0;
-    for (auto& key : keys) {
-      auto cn = h.nights(scenario, key, history_metric(r.metric));
-      auto v = judge_series(cn.nights, vo, cn.accepted);
-      for (size_t i = 0; i < v.size(); ++i) {
-        const Night& n = cn.nights[i];
-        night_started[n.run_id] = n.started_at;
-        night_alarmed[n.run_id] = night_alarmed[n.run_id] || v[i].verdict == kRegression;
-        ++counts[key][v[i].verdict];
-        if (v[i].verdict != "failed") {
-          ++judged;
-          inconclusive += v[i].verdict == kInconclusive;
-        }
-        if (std::isfinite(v[i].mdc_pct)) mdcs[key].push_back(v[i].mdc_pct);
-        if (o.csv) {
-          std::string reason = v[i].reason;
-          std::replace(reason.begin(), reason.end(), '"', '\'');
-          out << scenario << "," << n.run_id << "," << n.started_at << "," << key << "," << v[i].verdict
-              << "," << number(v[i].value) << "," << number(v[i].confirm_value) << ","
-              << number(v[i].baseline) << "," << number(v[i].change_pct) << "," << number(v[i].mdc_pct) << ","
-              << v[i].nights << "," << n.target_build << ",\"" << reason << "\"\n";
-        }
-      }
-    }
+    VerdictTally t;
+    for (auto& key : keys) judge_cell_nights(h, o, scenario, key, r, vo, t, out);
     if (o.csv) continue;
-    size_t alarmed = 0;
-    for (auto& [run, a] : night_alarmed) alarmed += a;
-    out << scenario << ": " << night_started.size() << " nights of " << cells << " cells; metric " << r.metric
-        << ", threshold " << r.threshold_pct << " %, at most " << r.false_alarm_pct
-        << " % of nights may alarm (" << vo.alpha << " a cell), bands of " << r.baseline_nights
-        << " nights (at least " << r.min_nights << ")\n";
-    out << fmt::format("  {:<28} {:>6} {:>6} {:>6} {:>12} {:>10} {:>11} {:>6} {:>10}\n", "cell", "nights",
-                       "same", "noise", "inconclusive", "regression", "improvement", "failed", "mdc (med)");
-    for (auto& key : keys) {
-      auto& c = counts[key];
-      size_t total = 0;
-      for (auto& [verdict, n] : c) total += n;
-      // The key padded by bytes, as printf did: a target name may hold UTF-8.
-      out << fmt::format("  {} {:6} {:6} {:6} {:12} {:10} {:11} {:6} {:>9}%\n", pad_right(key, 28), total,
-                         c[kSame], c[kNoise], c[kInconclusive], c[kRegression], c[kImprovement], c["failed"],
-                         mdcs[key].empty() ? "-" : number(median(mdcs[key])));
-    }
-    out << fmt::format(
-        "  nights with a regression: {} of {} ({:.1f} per 100); inconclusive: {} of {} cell-nights "
-        "({:.1f} %)\n",
-        alarmed, night_started.size(), night_started.empty() ? 0.0 : 100.0 * alarmed / night_started.size(),
-        inconclusive, judged, judged ? 100.0 * inconclusive / judged : 0.0);
+    verdict_table(scenario, keys, r, vo, cells, t, out);
   }
 }
 

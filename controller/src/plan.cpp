@@ -10,6 +10,61 @@ std::string Cell::key() const {
   return k;
 }
 
+namespace {
+
+// The knobs a cell takes only once every axis is applied: its connections (a count per thread,
+// or a total) and its TLS version (kept only for a protocol over TLS).
+struct LateKnobs {
+  uint32_t per_thread = 0;
+  uint32_t total = 0;  // 0: threads × per_thread
+  std::string tls_version;
+};
+
+// Sets the knob an axis varies to the value `v`: in the cell, or in `late`.
+void set_knob(Knob knob, const nlohmann::json& v, Cell& c, LateKnobs& late) {
+  switch (knob) {
+    case Knob::kDelayMs:
+      c.delay_ms = v.get<uint32_t>();
+      break;
+    case Knob::kThreads:
+      c.threads = v.get<uint32_t>();
+      break;
+    case Knob::kConnectionsPerThread:
+      late.per_thread = v.get<uint32_t>();
+      late.total = 0;
+      break;
+    case Knob::kConnections:
+      late.total = v.get<uint32_t>();
+      break;
+    case Knob::kRate:
+      c.rate = v.get<double>();
+      break;
+    case Knob::kBodySize:
+      c.body_size = v.get<uint64_t>();
+      break;
+    case Knob::kServerThreads:
+      c.server_threads = v.get<uint32_t>();
+      break;
+    case Knob::kKeepAlive:
+      c.keep_alive = v.get<bool>();
+      break;
+    case Knob::kClient:
+      c.client = v.get<std::string>();
+      break;
+    case Knob::kProtocol:
+      c.protocol = v.get<std::string>();
+      break;
+    case Knob::kTlsVersion:
+      late.tls_version = v.get<std::string>();
+      break;
+    case Knob::kStreams:
+      c.streams = v.get<uint32_t>();
+      break;
+  }
+}
+
+}  // namespace
+
 Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
   const auto& target = s.targets[t];
   const auto& load = s.load;
@@ -25,56 +80,18 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
   c.client = load.client;
   c.protocol = load.protocol;
   c.streams = load.streams;
-  std::string tls_version = load.tls_version;
-  uint32_t per_thread = load.connections_per_thread;
-  uint32_t total = load.connections.value_or(0);  // 0: threads × per_thread
+  LateKnobs late;
+  late.tls_version = load.tls_version;
+  late.per_thread = load.connections_per_thread;
+  late.total = load.connections.value_or(0);
   c.axes.reserve(s.matrix.size());
   for (size_t i = 0; i < s.matrix.size(); ++i) {
     const auto& axis = s.matrix[i];
-    const auto& v = axis.values[digits[i]];
-    switch (axis.knob) {
-      case Knob::kDelayMs:
-        c.delay_ms = v.get<uint32_t>();
-        break;
-      case Knob::kThreads:
-        c.threads = v.get<uint32_t>();
-        break;
-      case Knob::kConnectionsPerThread:
-        per_thread = v.get<uint32_t>();
-        total = 0;
-        break;
-      case Knob::kConnections:
-        total = v.get<uint32_t>();
-        break;
-      case Knob::kRate:
-        c.rate = v.get<double>();
-        break;
-      case Knob::kBodySize:
-        c.body_size = v.get<uint64_t>();
-        break;
-      case Knob::kServerThreads:
-        c.server_threads = v.get<uint32_t>();
-        break;
-      case Knob::kKeepAlive:
-        c.keep_alive = v.get<bool>();
-        break;
-      case Knob::kClient:
-        c.client = v.get<std::string>();
-        break;
-      case Knob::kProtocol:
-        c.protocol = v.get<std::string>();
-        break;
-      case Knob::kTlsVersion:
-        tls_version = v.get<std::string>();
-        break;
-      case Knob::kStreams:
-        c.streams = v.get<uint32_t>();
-        break;
-    }
+    set_knob(axis.knob, axis.values[digits[i]], c, late);
     c.axes.emplace_back(axis.name, axis.texts[digits[i]]);
   }
-  c.connections = total ? total : c.threads * per_thread;
-  if (proto::uses_tls(*proto::protocol_from_name(c.protocol))) c.tls_version = tls_version;
+  c.connections = late.total ? late.total : c.threads * late.per_thread;
+  if (proto::uses_tls(*proto::protocol_from_name(c.protocol))) c.tls_version = late.tls_version;
   return c;
 }
 

@@ -79,14 +79,9 @@ v1::Latency latency_without_histograms(const std::vector<v1::LoadResult>& result
 }
 }  // namespace
 
-v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
-  v1::Repetition r;
-  std::set<std::string> unavailable;
-  bool histograms = false;
-  for (const auto& p : results) {
-    histograms = histograms || p.histogram().highest_trackable() != 0;
-    unavailable.insert(p.unavailable().begin(), p.unavailable().end());
-  }
+namespace {
+// The parts' counts, rates and flags added up into `r`; the duration is the longest part's.
+void add_up_counts(const std::vector<v1::LoadResult>& results, v1::Repetition& r) {
   uint64_t requests = 0, errors = 0, bytes_read = 0, connects = 0, tls_handshakes = 0, tls_resumed = 0,
            tls_early_data = 0;
   double duration_s = 0, qps = 0, rate = 0, achieved_rate = 0;
@@ -121,17 +116,11 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
   r.set_tls_handshakes(tls_handshakes);
   r.set_tls_resumed(tls_resumed);
   r.set_tls_early_data(tls_early_data);
-  if (histograms) {
-    *r.mutable_latency() =
-        merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, r.mutable_histogram());
-    *r.mutable_latency_uncorrected() = merged_latency(results, &v1::LoadResult::histogram_uncorrected,
-                                                      &v1::LoadResult::latency_uncorrected, nullptr);
-  } else {
-    *r.mutable_latency() = latency_without_histograms(results, unavailable);
-  }
-  for (auto& f : unavailable) r.add_unavailable(f);
-  // Connect, handshake and first-byte times come as percentiles only: the part with the
-  // most of them stands for all.
+}
+
+// Connect, handshake and first-byte times come as percentiles only: the part with the
+// most of them stands for all.
+void times_of_busiest_part(const std::vector<v1::LoadResult>& results, v1::Repetition& r) {
   auto with_most = [&](auto count, auto times, v1::Latency* into) {
     const v1::LoadResult* most = nullptr;
     for (const auto& p : results)
@@ -141,6 +130,28 @@ v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
   with_most(&v1::LoadResult::connects, &v1::LoadResult::connect, r.mutable_connect());
   with_most(&v1::LoadResult::tls_handshakes, &v1::LoadResult::tls_handshake, r.mutable_tls_handshake());
   with_most(&v1::LoadResult::responses, &v1::LoadResult::first_byte, r.mutable_first_byte());
+}
+}  // namespace
+
+v1::Repetition merge_load_results(const std::vector<v1::LoadResult>& results) {
+  v1::Repetition r;
+  std::set<std::string> unavailable;
+  bool histograms = false;
+  for (const auto& p : results) {
+    histograms = histograms || p.histogram().highest_trackable() != 0;
+    unavailable.insert(p.unavailable().begin(), p.unavailable().end());
+  }
+  add_up_counts(results, r);
+  if (histograms) {
+    *r.mutable_latency() =
+        merged_latency(results, &v1::LoadResult::histogram, &v1::LoadResult::latency, r.mutable_histogram());
+    *r.mutable_latency_uncorrected() = merged_latency(results, &v1::LoadResult::histogram_uncorrected,
+                                                      &v1::LoadResult::latency_uncorrected, nullptr);
+  } else {
+    *r.mutable_latency() = latency_without_histograms(results, unavailable);
+  }
+  for (auto& f : unavailable) r.add_unavailable(f);
+  times_of_busiest_part(results, r);
   r.set_attempts(1);
   return r;
 }

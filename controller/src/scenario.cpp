@@ -79,6 +79,75 @@ TargetDef parse_target(const ObjectReader& t) {
   return d;
 }
 
+// How the load stops: exactly one of a request count per thread, a total request count or a duration.
+void parse_load_stop(const ObjectReader& l, LoadDef& d) {
+  int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
+  if (stops != 1)
+    throw InputError(l.where(),
+                     "exactly one of requests_per_thread, total_requests or duration_s is required");
+  if (l.has("requests_per_thread"))
+    d.requests_per_thread = static_cast<uint64_t>(l.integer("requests_per_thread", 1, limits::kMaxRequests));
+  if (l.has("total_requests"))
+    d.total_requests = static_cast<uint64_t>(l.integer("total_requests", 1, limits::kMaxRequests));
+  if (l.has("duration_s")) d.duration_s = l.number("duration_s", 0.001, limits::kMaxDurationS);
+}
+
+// The load's threads and connections: per thread, or a total (at most one of the two).
+void parse_load_connections(const ObjectReader& l, LoadDef& d) {
+  d.threads = static_cast<uint32_t>(l.integer("threads", 1, limits::kMaxThreads, 1));
+  d.connections_per_thread =
+      static_cast<uint32_t>(l.integer("connections_per_thread", 1, limits::kMaxConnectionsPerThread, 1));
+  if (l.has("connections")) {
+    if (l.has("connections_per_thread"))
+      throw InputError(l.path("connections"), "give at most one of connections and connections_per_thread");
+    d.connections = static_cast<uint32_t>(l.integer("connections", 1, limits::kMaxConnections));
+  }
+}
+
+// The request's headers: valid names and values, each header named once (ignoring case).
+std::vector<std::pair<std::string, std::string>> parse_load_headers(const ObjectReader& l) {
+  auto headers = l.string_map("headers");
+  for (auto& [k, v] : headers) {
+    std::string at = l.path("headers") + "/" + pointer_token(k);
+    if (!is_http_token(k)) throw InputError(at, "is not a valid header name (an HTTP token)");
+    if (has_line_break(v)) throw InputError(at, "must not contain line breaks");
+  }
+  std::vector<std::string> header_names;
+  for (auto& [k, v] : headers) header_names.push_back(k);
+  if (auto same = same_header_names(header_names))
+    throw InputError(l.path("headers") + "/" + pointer_token(same->second),
+                     "names the same header as " + l.path("headers") + "/" + pointer_token(same->first) +
+                         " (header names are compared ignoring case: give it once)");
+  return headers;
+}
+
+// The request the load sends: method, path, headers and body.
+void parse_load_request(const ObjectReader& l, LoadDef& d) {
+  d.method = l.string("method", "GET");
+  if (!is_http_token(d.method) || d.method.size() > static_cast<size_t>(limits::kMaxMethodLength))
+    throw InputError(l.path("method"), "must be an HTTP method token (e.g. GET, POST) of at most " +
+                                           std::to_string(limits::kMaxMethodLength) + " characters");
+  d.path = l.string("path", "/");
+  if (d.path.empty() || d.path[0] != '/' || d.path.find_first_of(" \r\n") != std::string::npos)
+    throw InputError(l.path("path"), "must start with '/' and hold no spaces or line breaks");
+  d.headers = parse_load_headers(l);
+  d.body = l.string("body", "");
+  if (d.body.size() > static_cast<size_t>(limits::kMaxBodyBytes))
+    throw InputError(l.path("body"), "must be at most " + std::to_string(limits::kMaxBodyBytes) +
+                                         " bytes, got " + std::to_string(d.body.size()));
+}
+
+// The protocol the load speaks: protocol, TLS version and resumption, 0-RTT and streams.
+void parse_load_protocol(const ObjectReader& l, LoadDef& d) {
+  if (l.has("protocol")) d.protocol = protocol_value(l.at("protocol"), l.path("protocol"));
+  if (l.has("tls_version")) d.tls_version = tls_version_value(l.at("tls_version"), l.path("tls_version"));
+  d.tls_resume = l.boolean("tls_resume", false);
+  d.zero_rtt = l.boolean("zero_rtt", false);
+  if (d.zero_rtt && !d.tls_resume)
+    throw InputError(l.path("zero_rtt"), "needs tls_resume: true (0-RTT rides on a resumed session)");
+  d.streams = static_cast<uint32_t>(l.integer("streams", 1, limits::kMaxStreams, 1));
+}
+
 LoadDef parse_load(const ObjectReader& l) {
   l.allow({"requests_per_thread",
            "total_requests",
@@ -101,59 +170,16 @@ LoadDef parse_load(const ObjectReader& l) {
            "zero_rtt",
            "streams"});
   LoadDef d;
-  int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
-  if (stops != 1)
-    throw InputError(l.where(),
-                     "exactly one of requests_per_thread, total_requests or duration_s is required");
-  if (l.has("requests_per_thread"))
-    d.requests_per_thread = static_cast<uint64_t>(l.integer("requests_per_thread", 1, limits::kMaxRequests));
-  if (l.has("total_requests"))
-    d.total_requests = static_cast<uint64_t>(l.integer("total_requests", 1, limits::kMaxRequests));
-  if (l.has("duration_s")) d.duration_s = l.number("duration_s", 0.001, limits::kMaxDurationS);
-  d.threads = static_cast<uint32_t>(l.integer("threads", 1, limits::kMaxThreads, 1));
-  d.connections_per_thread =
-      static_cast<uint32_t>(l.integer("connections_per_thread", 1, limits::kMaxConnectionsPerThread, 1));
-  if (l.has("connections")) {
-    if (l.has("connections_per_thread"))
-      throw InputError(l.path("connections"), "give at most one of connections and connections_per_thread");
-    d.connections = static_cast<uint32_t>(l.integer("connections", 1, limits::kMaxConnections));
-  }
+  parse_load_stop(l, d);
+  parse_load_connections(l, d);
   d.client = l.string("client", kBuiltinClient);
   check_client_name(d.client, l.path("client"));
   d.warmup_s = l.number("warmup_s", 0, limits::kMaxWarmupS, 0);
   d.keep_alive = l.boolean("keep_alive", true);
-  d.method = l.string("method", "GET");
-  if (!is_http_token(d.method) || d.method.size() > static_cast<size_t>(limits::kMaxMethodLength))
-    throw InputError(l.path("method"), "must be an HTTP method token (e.g. GET, POST) of at most " +
-                                           std::to_string(limits::kMaxMethodLength) + " characters");
-  d.path = l.string("path", "/");
-  if (d.path.empty() || d.path[0] != '/' || d.path.find_first_of(" \r\n") != std::string::npos)
-    throw InputError(l.path("path"), "must start with '/' and hold no spaces or line breaks");
-  d.headers = l.string_map("headers");
-  for (auto& [k, v] : d.headers) {
-    std::string at = l.path("headers") + "/" + pointer_token(k);
-    if (!is_http_token(k)) throw InputError(at, "is not a valid header name (an HTTP token)");
-    if (has_line_break(v)) throw InputError(at, "must not contain line breaks");
-  }
-  std::vector<std::string> header_names;
-  for (auto& [k, v] : d.headers) header_names.push_back(k);
-  if (auto same = same_header_names(header_names))
-    throw InputError(l.path("headers") + "/" + pointer_token(same->second),
-                     "names the same header as " + l.path("headers") + "/" + pointer_token(same->first) +
-                         " (header names are compared ignoring case: give it once)");
-  d.body = l.string("body", "");
-  if (d.body.size() > static_cast<size_t>(limits::kMaxBodyBytes))
-    throw InputError(l.path("body"), "must be at most " + std::to_string(limits::kMaxBodyBytes) +
-                                         " bytes, got " + std::to_string(d.body.size()));
+  parse_load_request(l, d);
   d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, limits::kMaxTimeoutMs, 0));
   d.rate = l.number("rate", limits::kMinRatePerThread, limits::kMaxCellRate, 0);
-  if (l.has("protocol")) d.protocol = protocol_value(l.at("protocol"), l.path("protocol"));
-  if (l.has("tls_version")) d.tls_version = tls_version_value(l.at("tls_version"), l.path("tls_version"));
-  d.tls_resume = l.boolean("tls_resume", false);
-  d.zero_rtt = l.boolean("zero_rtt", false);
-  if (d.zero_rtt && !d.tls_resume)
-    throw InputError(l.path("zero_rtt"), "needs tls_resume: true (0-RTT rides on a resumed session)");
-  d.streams = static_cast<uint32_t>(l.integer("streams", 1, limits::kMaxStreams, 1));
+  parse_load_protocol(l, d);
   return d;
 }
 

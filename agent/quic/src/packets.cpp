@@ -51,22 +51,26 @@ int random_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, std::uint8_t* token, std
   return 0;
 }
 
+namespace {
+// Stream data went into the packet: nghttp3 learns how much, then the sink. False: stop
+// (`result` says why).
+bool stream_data_written(nghttp3_conn* http, PacketSink& sink, std::int64_t stream_id, ngtcp2_ssize accepted,
+                         bool fin_sent, WriteResult& result) {
+  if (int rv = nghttp3_conn_add_write_offset(http, stream_id, static_cast<std::size_t>(accepted)); rv != 0) {
+    result.end = WriteResult::End::http_failed;
+    result.error = rv;
+    return false;
+  }
+  if (sink.stream_written(stream_id, fin_sent)) return true;
+  result.end = WriteResult::End::stopped;
+  return false;
+}
+}  // namespace
+
 WriteResult write_packets(ngtcp2_conn* conn, nghttp3_conn* http, std::span<std::uint8_t> packet,
                           ngtcp2_path* path, ngtcp2_tstamp ts, int max_packets, PacketSink& sink) {
   const auto max_size = std::min(ngtcp2_conn_get_path_max_tx_udp_payload_size(conn), packet.size());
   WriteResult result;
-  // nghttp3 learns what went into the packet, then the sink. False: stop (result says why).
-  const auto written = [&](std::int64_t stream_id, ngtcp2_ssize accepted, bool fin_sent) {
-    if (int rv = nghttp3_conn_add_write_offset(http, stream_id, static_cast<std::size_t>(accepted));
-        rv != 0) {
-      result.end = WriteResult::End::http_failed;
-      result.error = rv;
-      return false;
-    }
-    if (sink.stream_written(stream_id, fin_sent)) return true;
-    result.end = WriteResult::End::stopped;
-    return false;
-  };
   for (;;) {
     if (result.packets == max_packets) {
       result.end = WriteResult::End::more;
@@ -99,12 +103,13 @@ WriteResult write_packets(ngtcp2_conn* conn, nghttp3_conn* http, std::span<std::
         continue;
       }
       if (n == NGTCP2_ERR_WRITE_MORE) {  // room left in the packet for more streams' data
-        if (!written(stream_id, accepted, fin_sent)) return result;
+        if (!stream_data_written(http, sink, stream_id, accepted, fin_sent, result)) return result;
         continue;
       }
       return {WriteResult::End::quic_failed, static_cast<int>(n), result.packets};
     }
-    if (accepted >= 0 && !written(stream_id, accepted, fin_sent)) return result;
+    if (accepted >= 0 && !stream_data_written(http, sink, stream_id, accepted, fin_sent, result))
+      return result;
     if (n == 0) break;  // nothing more, or the congestion window is full
     ++result.packets;
     if (!sink.send(path != nullptr ? *path : *ngtcp2_conn_get_path(conn), packet.data(),
