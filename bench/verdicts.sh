@@ -28,7 +28,7 @@
 #
 # Knobs: BUILD_DIR (build), GAP_S (pause between nights, default 60: nights spread over hours;
 # AA_BETWEEN=1 runs an A/A run of the `ab` part instead of the pause, AB_BETWEEN=1 an A/B run),
-# SLOW_WORK_US (1000), AB_WORK_US (1), AB_B_ARGS (more argv for B's target, as JSON strings:
+# SLOW_WORK_US (1000), AB_WORK_US (1.5: about 5 % of a delay-0 request on this VM), AB_B_ARGS (more argv for B's target, as JSON strings:
 # '"--body-size", "2048"' makes B slower by a body rather than CPU work), WINDOW_S (3), REPS (3),
 # AB_PAIRS (20), AB_WINDOW_S (0.5),
 # AB_THRESHOLD_PCT (2), AB_CPUS (the A/B runs' placement.cpus: target and load both on CPU 1,
@@ -39,7 +39,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD_DIR=${BUILD_DIR:-$HERE/../build}
 GAP_S=${GAP_S:-60}
 SLOW_WORK_US=${SLOW_WORK_US:-1000}
-AB_WORK_US=${AB_WORK_US:-1}
+AB_WORK_US=${AB_WORK_US:-1.5}
 WINDOW_S=${WINDOW_S:-3}
 REPS=${REPS:-3}
 AB_PAIRS=${AB_PAIRS:-20}

@@ -19,7 +19,7 @@ Answer decide_answer(bool stats, const RequestKnobs& knobs, const SessionEnv& en
   answer.status = knobs.status.value_or(env.responses->status());
   answer.body_size = knobs.body_size;
   if (env.stall->enabled()) env.stall->note_request(std::chrono::steady_clock::now());
-  burn_cpu(knobs.work_us ? std::chrono::microseconds(*knobs.work_us) : env.work);
+  burn_cpu(knobs.work.value_or(env.work));
   const DelaySpec& delay = knobs.delay ? *knobs.delay : env.delay;
   if (!delay.zero()) answer.delay = sample_delay(delay, random);
   return answer;

@@ -40,7 +40,7 @@ inline constexpr auto kTurnBudget = std::chrono::milliseconds(10);
 
 // The request asks for CPU work (its knob, else the server's default).
 inline bool asks_work(const RequestKnobs& knobs, const SessionEnv& env) {
-  return knobs.work_us ? *knobs.work_us > 0 : env.work.count() > 0;
+  return knobs.work ? knobs.work->count() > 0 : env.work.count() > 0;
 }
 
 // On the io thread, once a request is whole: notes it for the stall, burns the CPU work asked

@@ -62,6 +62,15 @@ std::optional<double> parse_ms(std::string_view text) {
   return value;
 }
 
+std::optional<std::chrono::nanoseconds> parse_work_us(std::string_view text, std::uint64_t max_us) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::fixed);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) return std::nullopt;
+  if (value < 0 || value > static_cast<double>(max_us)) return std::nullopt;
+  return std::chrono::nanoseconds(std::llround(value * 1000));
+}
+
 std::optional<DelaySpec> parse_delay(std::string_view text) {
   DelaySpec spec;
   if (text.starts_with("uniform:")) {
@@ -105,6 +114,10 @@ std::string expected_range(std::uint64_t min, std::uint64_t max) {
   return "expected an integer in " + std::to_string(min) + ".." + std::to_string(max);
 }
 
+std::string expected_work_us(std::uint64_t max_us) {
+  return "expected us in 0.." + std::to_string(max_us) + " (fractions allowed)";
+}
+
 bool RequestKnobs::apply(std::string_view name, std::string_view value) {
   constexpr std::string_view kPrefix = "x-loadlab-";
   if (name.size() <= kPrefix.size() || !iequals(name.substr(0, kPrefix.size()), kPrefix)) return false;
@@ -127,9 +140,8 @@ bool RequestKnobs::apply(std::string_view name, std::string_view value) {
     return code ? true : bad(expected_range(kMinStatus, kMaxStatus));
   }
   if (iequals(knob, "work-us")) {
-    work_us = parse_uint(value, 0, kMaxRequestWorkUs);
-    return work_us ? true
-                   : bad(expected_range(0, kMaxRequestWorkUs) + " (the most CPU one request may ask for)");
+    work = parse_work_us(value, kMaxRequestWorkUs);
+    return work ? true : bad(expected_work_us(kMaxRequestWorkUs) + ": the most CPU one request may ask for");
   }
   return false;  // another x-loadlab- header: not ours to judge
 }

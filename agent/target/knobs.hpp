@@ -45,19 +45,23 @@ std::chrono::nanoseconds sample_delay(const DelaySpec& spec, Random& random);
 [[nodiscard]] std::optional<DelaySpec> parse_delay(std::string_view text);
 std::optional<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max);
 [[nodiscard]] std::optional<double> parse_ms(std::string_view text);  // a finite number in 0..kMaxDelayMs
+// CPU work in us, 0..max_us, fractions allowed (to the ns: "1.5" is 1500 ns).
+[[nodiscard]] std::optional<std::chrono::nanoseconds> parse_work_us(std::string_view text,
+                                                                    std::uint64_t max_us);
 
 std::string expected_delay();  // "expected D, uniform:A-B or exp:MEAN in ms (0..60000)"
 std::string expected_range(std::uint64_t min, std::uint64_t max);
+std::string expected_work_us(std::uint64_t max_us);  // "expected us in 0..N (fractions allowed)"
 
 // The per-request overrides, from `x-loadlab-*` headers; unset = use the server's default.
 struct RequestKnobs {
   std::optional<DelaySpec> delay;
   std::optional<std::uint64_t> body_size;
   std::optional<unsigned> status;
-  std::optional<std::uint64_t> work_us;
+  std::optional<std::chrono::nanoseconds> work;  // x-loadlab-work-us
   std::string error;  // non-empty: a header had a bad value; this says which and why
 
-  bool any() const { return delay || body_size || status || work_us || !error.empty(); }
+  bool any() const { return delay || body_size || status || work || !error.empty(); }
   // Applies header `name` (any case) if it is a knob header; false if it is not one.
   bool apply(std::string_view name, std::string_view value);
 };

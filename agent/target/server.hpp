@@ -44,8 +44,8 @@ struct ServerOptions {
   Endpoint listen{"127.0.0.1", 0};
   unsigned threads = 1;  // io threads, each with its own io_context
   AcceptorMode acceptor = AcceptorMode::shared;
-  DelaySpec delay;                    // wait before each response (a timer, never a sleep)
-  std::chrono::microseconds work{0};  // CPU burnt per request on the io thread
+  DelaySpec delay;                   // wait before each response (a timer, never a sleep)
+  std::chrono::nanoseconds work{0};  // CPU burnt per request on the io thread
   std::string body = "Have Fun ~ Tester !";
   unsigned status = 200;  // 200..599
   // Once, `stall_after` after the first request, hold every response for `stall_duration`.

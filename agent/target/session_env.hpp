@@ -17,7 +17,7 @@ namespace loadlab::target {
 struct SessionEnv {
   const CannedResponses* responses = nullptr;  // the configured status and body
   DelaySpec delay;                             // default delay; x-loadlab-delay-ms overrides
-  std::chrono::microseconds work{0};           // default CPU work; x-loadlab-work-us overrides
+  std::chrono::nanoseconds work{0};            // default CPU work; x-loadlab-work-us overrides
   Stall* stall = nullptr;
   // From a request's first byte to its last: a slowloris peer is dropped when this passes.
   std::chrono::steady_clock::duration read_timeout = std::chrono::seconds(10);

@@ -106,7 +106,7 @@ void add_target_flags(CLI::App& app, TargetFlags& flags) {
                  "(0..60000, fractions allowed); header x-loadlab-delay-ms overrides")
       ->capture_default_str();
   app.add_option("--work-us", flags.work,
-                 "CPU to burn per request in us, 0..1000000; header x-loadlab-work-us")
+                 "CPU to burn per request in us, 0..1000000, fractions allowed; header x-loadlab-work-us")
       ->capture_default_str();
   auto* body_opt = app.add_option("--body", flags.body, "response body")->capture_default_str();
   app.add_option(
@@ -159,7 +159,9 @@ ServerOptions target_options(const TargetFlags& flags) {
   const auto delay = parse_delay(flags.delay);
   if (!delay) throw InputError("--delay-ms", expected_delay() + got(flags.delay));
   options.delay = *delay;
-  options.work = std::chrono::microseconds(uint_flag("--work-us", flags.work, 0, kMaxWorkUs));
+  const auto work = parse_work_us(flags.work, kMaxWorkUs);
+  if (!work) throw InputError("--work-us", expected_work_us(kMaxWorkUs) + got(flags.work));
+  options.work = *work;
   options.body = flags.body;
   if (!flags.body_size.empty())
     options.body.assign(uint_flag("--body-size", flags.body_size, 0, kMaxBodySize), 'x');

@@ -73,7 +73,7 @@ TEST(TargetKnobs, HeadersApplyCaseInsensitivelyAndNameTheBadOne) {
   EXPECT_TRUE(knobs.apply("x-loadlab-delay-ms", "exp:3"));
   EXPECT_EQ(knobs.status, 503u);
   EXPECT_EQ(knobs.body_size, 10u);
-  EXPECT_EQ(knobs.work_us, 7u);
+  EXPECT_EQ(knobs.work, std::chrono::microseconds(7));
   EXPECT_TRUE(knobs.delay);
   EXPECT_TRUE(knobs.error.empty());
   EXPECT_TRUE(knobs.apply("x-loadlab-status", "99"));
