@@ -25,23 +25,12 @@ constexpr std::size_t kFrameHeader = 9;
 // after its io_context has run out of work, i.e. after every handler has run.
 
 H2Connection::H2Connection(Worker& worker, int index)
-    : worker_(worker),
-      index_(index),
+    : MultiplexedConnection(worker, index),
       transport_(worker.io(), worker.plan().tls),
       dialer_(worker_, transport_),
-      slots_(static_cast<std::size_t>(worker.plan().streams)),
+      nva_(header_fields<nghttp2_nv>(worker.plan(),
+                                     NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)),
       read_buffer_(new uint8_t[kReadSize]) {
-  // nghttp2 copies the array per request but, with NO_COPY, not the names and values: they
-  // live in the plan for the whole run.
-  for (const auto& [name, value] : worker.plan().h2_headers) {
-    nghttp2_nv nv;
-    nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-    nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-    nv.namelen = name.size();
-    nv.valuelen = value.size();
-    nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
-    nva_.push_back(nv);
-  }
   out_.reserve(16 * 1024);
 }
 
@@ -63,27 +52,6 @@ const nghttp2_session_callbacks* H2Connection::callbacks() {
   return holder.callbacks;
 }
 
-void H2Connection::start() {
-  if ((preconnect_ = connects_first(worker_))) return do_connect();
-  pump();
-}
-
-void H2Connection::stop() {
-  if (stopped_) return;
-  stopped_ = true;
-  slots_.discard_queued();  // and those in flight, below
-  switch (state_) {
-    case State::kIdle:
-      return end();
-    case State::kConnecting:
-      return transport_.close();  // on_connect or on_handshake ends the loop
-    case State::kOpen:
-      return close_connection(std::nullopt);
-    case State::kClosing:
-      return;
-  }
-}
-
 void H2Connection::check_deadline(Clock::time_point now) {
   if (state_ == State::kConnecting) return dialer_.check_deadline(now);
   const auto timeout = worker_.plan().timeout;
@@ -93,32 +61,17 @@ void H2Connection::check_deadline(Clock::time_point now) {
     timed_out_ = true;
     return close_connection(ErrorKind::kTimeout);
   }
-  bool cancelled = false;
-  for (Slot& s : slots_) {
-    if (s.state != Slot::State::kOpen || now <= s.deadline) continue;
-    // Frames still coming for the stream find no slot and are ignored.
-    nghttp2_session_set_stream_user_data(session_, s.stream_id, nullptr);
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.stream_id, NGHTTP2_CANCEL);
-    worker_.record_failure(s.measured, s.origin, now, ErrorKind::kTimeout, s.cost);
-    slots_.release(s);
-    cancelled = true;
-  }
-  if (cancelled) pump();
+  expire_streams(now);
 }
 
-void H2Connection::resume(Clock::time_point) {
-  if (!slots_.waiting) return;  // stopped while waiting
-  slots_.waiting = false;
-  if (!in_pump_) pump();  // else the pump under way takes the slot
+// Frames still coming for the stream find no slot and are ignored.
+void H2Connection::cancel_stream(Slot& s) {
+  nghttp2_session_set_stream_user_data(session_, s.stream_id, nullptr);
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.stream_id, NGHTTP2_CANCEL);
 }
 
 void H2Connection::pump() {
-  if (ended_ || in_pump_) return;
-  in_pump_ = true;
-  auto now = Clock::now();
-  if (worker_.open_loop()) worker_.resume_due(now);  // other connections whose slots came
-  slots_.fill(worker_, index_, now, stopped_);
-  in_pump_ = false;
+  if (!fill_slots()) return;
   switch (state_) {
     case State::kIdle:
       if (!slots_.queued.empty()) return do_connect();
@@ -127,20 +80,12 @@ void H2Connection::pump() {
     case State::kOpen:
       if (!draining_) submit_queued();
       flush();
-      if (state_ == State::kOpen && slots_.open == 0 &&
-          (draining_ || slots_.done || (!worker_.plan().keep_alive && slots_.carried > 0)))
-        close_connection(std::nullopt);
+      if (idle_to_close()) close_connection(std::nullopt);
       return;
     case State::kConnecting:
     case State::kClosing:
       return;  // goes on when that completes
   }
-}
-
-void H2Connection::submit_queued() {
-  if (slots_.queued.empty()) return;
-  auto now = Clock::now();
-  slots_.submit_queued([&](Slot& s) { return submit(s, now); });
 }
 
 bool H2Connection::submit(Slot& s, Clock::time_point now) {
@@ -155,18 +100,8 @@ bool H2Connection::submit(Slot& s, Clock::time_point now) {
     draining_ = true;
     return false;
   }
-  s.stream_id = id;
-  s.state = Slot::State::kOpen;
-  s.sent = now;
-  if (!worker_.open_loop()) s.origin = now;  // closed loop: latency from the submission
-  s.deadline = now + worker_.plan().timeout;
-  s.first_byte = {};
-  s.status = 0;
-  s.bytes = 0;
-  s.complete = s.reset_by_peer = false;
-  s.cost = cost_;
-  ++slots_.open;
-  ++slots_.carried;
+  s.reset_by_peer = false;
+  opened(s, id, now);
   return true;
 }
 
@@ -345,14 +280,10 @@ ssize_t H2Connection::read_body(nghttp2_session*, int32_t, uint8_t* buf, size_t 
 }
 
 void H2Connection::stream_closed(Slot& s, uint32_t error_code) {
-  const RunPlan& plan = worker_.plan();
-  const auto done = read_time_ == Clock::time_point{} ? Clock::now() : read_time_;
+  const auto done = done_time();
   if (s.complete) {
-    worker_.record_response(s.measured, s.origin, s.sent,
-                            s.first_byte == Clock::time_point{} ? done : s.first_byte, done, s.status,
-                            s.bytes, s.cost);
-    if (transport_.secure() && plan.tls->resume()) transport_.keep_session();
-    return slots_.release(s);
+    if (transport_.secure() && worker_.plan().tls->resume()) transport_.keep_session();
+    return record_complete(s, done);
   }
   if (error_code == NGHTTP2_REFUSED_STREAM && !s.reset_by_peer && !s.retried) {
     // Closed by nghttp2 for a GOAWAY whose last stream id is below it: not processed; once
@@ -371,15 +302,8 @@ void H2Connection::stream_closed(Slot& s, uint32_t error_code) {
 
 void H2Connection::close_connection(std::optional<ErrorKind> kind) {
   if (state_ != State::kOpen) return;
-  auto now = Clock::now();
-  const bool record = kind && !stopped_ && !worker_.stopping();
-  for (Slot& s : slots_) {
-    if (s.state != Slot::State::kOpen) continue;
-    if (record) worker_.record_failure(s.measured, s.origin, now, *kind, s.cost);
-    slots_.release(s);
-  }
+  drop_open(kind);
   delete_session();
-  slots_.carried = 0;
   state_ = State::kClosing;
   // --tls-resume: a connection this side ends on purpose ends with a close_notify, else the
   // server would not resume its session.
@@ -415,14 +339,6 @@ void H2Connection::delete_session() {
   if (!session_) return;
   nghttp2_session_del(session_);  // calls no callback
   session_ = nullptr;
-}
-
-void H2Connection::end() {
-  if (ended_) return;
-  ended_ = true;
-  slots_.done = true;
-  transport_.close();
-  worker_.on_connection_done();
 }
 
 }  // namespace loadlab::load

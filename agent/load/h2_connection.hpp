@@ -42,46 +42,30 @@
 #include <utility>
 #include <vector>
 
-#include "client_connection.hpp"
 #include "dialer.hpp"
-#include "load_result.hpp"
-#include "run_plan.hpp"
-#include "stream_slots.hpp"
+#include "multiplexed_connection.hpp"
 #include "transport.hpp"
-#include "worker.hpp"
 
 namespace loadlab::load {
 
-class H2Connection final : public ClientConnection {
+// One request: waiting for the connection (queued) or a stream of the session (open); its
+// bytes are the response's frames, 9-byte headers and payloads.
+struct H2Slot : StreamRequest<int32_t> {
+  bool reset_by_peer = false;  // the server sent RST_STREAM
+  size_t body_sent = 0;        // of the request body
+};
+
+class H2Connection final : public MultiplexedConnection<H2Connection, H2Slot> {
  public:
   // `index`: this connection's place among its worker's connections (its schedule lane).
   H2Connection(Worker& worker, int index);
   ~H2Connection() override;
-  H2Connection(const H2Connection&) = delete;
-  H2Connection& operator=(const H2Connection&) = delete;
 
-  void start() override;
-  void stop() override;
   void check_deadline(Clock::time_point now) override;
-  void resume(Clock::time_point now) override;
 
  private:
-  // One request: waiting for the connection (queued) or a stream of the session (open).
-  struct Slot {
-    enum class State : uint8_t { kFree, kQueued, kOpen };
-    State state = State::kFree;
-    bool measured = false;
-    bool complete = false;       // the response's END_STREAM came
-    bool reset_by_peer = false;  // the server sent RST_STREAM
-    bool retried = false;        // sent again after a GOAWAY left it unprocessed
-    int status = 0;
-    int32_t stream_id = 0;
-    size_t bytes = 0;      // frames of the response: 9-byte headers and payloads
-    size_t body_sent = 0;  // of the request body
-    Clock::time_point origin{}, sent{}, first_byte{}, deadline{};
-    RequestCost cost;
-  };
-  enum class State : uint8_t { kIdle, kConnecting, kOpen, kClosing };
+  friend class MultiplexedConnection<H2Connection, H2Slot>;
+  using Slot = H2Slot;
 
   // nghttp2's callbacks; `user_data` is the connection.
   static int on_begin_frame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user_data);
@@ -98,8 +82,10 @@ class H2Connection final : public ClientConnection {
     return static_cast<Slot*>(nghttp2_session_get_stream_user_data(session_, stream_id));
   }
   void pump();  // takes due requests, connects or submits, writes, closes when idle
-  void submit_queued();
   bool submit(Slot& slot, Clock::time_point now);
+  void cancel_stream(Slot& slot);
+  void cut_connect() { transport_.close(); }  // on_connect or on_handshake ends the loop
+  void close_io() { transport_.close(); }
   void flush();
   void do_connect();
   void on_connect(std::optional<ErrorKind> failure);
@@ -115,30 +101,18 @@ class H2Connection final : public ClientConnection {
   void send_close_notify();
   void maybe_closed();  // kClosing → kIdle once no operation is pending
   void delete_session();
-  void end();
 
-  Worker& worker_;
-  int index_;
   Transport transport_;
   Dialer dialer_;
   nghttp2_session* session_ = nullptr;
-  std::vector<nghttp2_nv> nva_;  // the request's header fields, pointing into the plan
-  StreamSlots<Slot> slots_;      // plan.streams of them
+  std::vector<nghttp2_nv> nva_;  // the request's header fields (header_fields)
   std::unique_ptr<uint8_t[]> read_buffer_;
-  std::vector<uint8_t> out_;       // what the write in flight sends
-  Clock::time_point read_time_{};  // when the bytes being processed were read
+  std::vector<uint8_t> out_;  // what the write in flight sends
   Clock::time_point write_started_{};
-  RequestCost cost_;  // what the requests waiting for the connection paid
-  State state_ = State::kIdle;
   bool reading_ = false;
   bool writing_ = false;
-  bool draining_ = false;      // GOAWAY came, or no stream can be opened any more: no new streams
   bool close_notify_ = false;  // kClosing: a close_notify goes once the write in flight is done
-  bool in_pump_ = false;
-  bool preconnect_ = false;
   bool timed_out_ = false;
-  bool stopped_ = false;
-  bool ended_ = false;
 };
 
 }  // namespace loadlab::load

@@ -263,84 +263,38 @@ struct H3Connection::Glue {
 // after its io_context has run out of work, i.e. after every handler has run.
 
 H3Connection::H3Connection(Worker& worker, int index)
-    : worker_(worker),
-      index_(index),
+    : MultiplexedConnection(worker, index),
       socket_(worker.io().get_executor()),
       timer_(worker.io().get_executor()),
-      slots_(static_cast<std::size_t>(worker.plan().streams)),
+      nva_(header_fields<nghttp3_nv>(worker.plan(),
+                                     NGHTTP3_NV_FLAG_NO_COPY_NAME | NGHTTP3_NV_FLAG_NO_COPY_VALUE)),
       read_buffer_(new uint8_t[kReadSize]),
       out_(kPacketSize) {
   conn_ref_.get_conn = &Glue::get_conn;
   conn_ref_.user_data = this;
-  // nghttp3 copies the array per request but, with NO_COPY, not the names and values: they
-  // live in the plan for the whole run.
-  for (const auto& [name, value] : worker.plan().h2_headers) {
-    nghttp3_nv nv;
-    nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-    nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-    nv.namelen = name.size();
-    nv.valuelen = value.size();
-    nv.flags = NGHTTP3_NV_FLAG_NO_COPY_NAME | NGHTTP3_NV_FLAG_NO_COPY_VALUE;
-    nva_.push_back(nv);
-  }
 }
 
 H3Connection::~H3Connection() { free_quic(); }
 
 uint64_t H3Connection::now_ts() const { return quic::timestamp(Clock::now()); }
 
-void H3Connection::start() {
-  if ((preconnect_ = connects_first(worker_))) return do_connect();
-  pump();
-}
-
-void H3Connection::stop() {
-  if (stopped_) return;
-  stopped_ = true;
-  slots_.discard_queued();  // and those in flight, below
-  switch (state_) {
-    case State::kIdle:
-      return end();
-    case State::kConnecting:
-    case State::kOpen:
-      return close_connection(std::nullopt);
-    case State::kClosing:
-      return;
-  }
-}
-
 void H3Connection::check_deadline(Clock::time_point now) {
   if (state_ == State::kConnecting && now > deadline_)
     return connect_failed(got_packet_ ? ErrorKind::kTls : ErrorKind::kConnect,
                           got_packet_ ? "QUIC handshake timed out" : "no answer to the QUIC handshake");
   if (state_ != State::kOpen) return;
-  bool cancelled = false;
-  for (Slot& s : slots_) {
-    if (s.state != Slot::State::kOpen || now <= s.deadline) continue;
-    // What still comes for the stream finds no slot and is dropped.
-    ngtcp2_conn_set_stream_user_data(conn_, s.stream_id, nullptr);
-    nghttp3_conn_set_stream_user_data(h3_, s.stream_id, nullptr);
-    ngtcp2_conn_shutdown_stream(conn_, s.stream_id, NGHTTP3_H3_REQUEST_CANCELLED);
-    worker_.record_failure(s.measured, s.origin, now, ErrorKind::kTimeout, s.cost);
-    slots_.release(s);
-    cancelled = true;
-  }
-  if (cancelled) pump();
+  expire_streams(now);
 }
 
-void H3Connection::resume(Clock::time_point) {
-  if (!slots_.waiting) return;
-  slots_.waiting = false;
-  if (!in_pump_) pump();
+// What still comes for the stream finds no slot and is dropped.
+void H3Connection::cancel_stream(Slot& s) {
+  ngtcp2_conn_set_stream_user_data(conn_, s.stream_id, nullptr);
+  nghttp3_conn_set_stream_user_data(h3_, s.stream_id, nullptr);
+  ngtcp2_conn_shutdown_stream(conn_, s.stream_id, NGHTTP3_H3_REQUEST_CANCELLED);
 }
 
 void H3Connection::pump() {
-  if (ended_ || in_pump_) return;
-  in_pump_ = true;
-  auto now = Clock::now();
-  if (worker_.open_loop()) worker_.resume_due(now);
-  slots_.fill(worker_, index_, now, stopped_);
-  in_pump_ = false;
+  if (!fill_slots()) return;
   switch (state_) {
     case State::kIdle:
       if (!slots_.queued.empty()) return do_connect();
@@ -359,20 +313,11 @@ void H3Connection::pump() {
       write_packets();
       // Done, but with requests still queued for streams the server has not allowed yet (its
       // MAX_STREAMS trails the streams closing): they wait for it here, not on a new connection.
-      if (state_ == State::kOpen && slots_.open == 0 &&
-          (draining_ || (slots_.done && slots_.queued.empty()) ||
-           (!worker_.plan().keep_alive && slots_.carried > 0)))
-        close_connection(std::nullopt);
+      if (idle_to_close()) close_connection(std::nullopt);
       return;
     case State::kClosing:
       return;
   }
-}
-
-void H3Connection::submit_queued() {
-  if (slots_.queued.empty()) return;
-  auto now = Clock::now();
-  slots_.submit_queued([&](Slot& s) { return submit(s, now); });
 }
 
 bool H3Connection::submit(Slot& s, Clock::time_point now) {
@@ -393,18 +338,7 @@ bool H3Connection::submit(Slot& s, Clock::time_point now) {
     draining_ = true;
     return false;
   }
-  s.stream_id = id;
-  s.state = Slot::State::kOpen;
-  s.sent = now;
-  if (!worker_.open_loop()) s.origin = now;
-  s.deadline = now + worker_.plan().timeout;
-  s.first_byte = {};
-  s.status = 0;
-  s.bytes = 0;
-  s.complete = false;
-  s.cost = cost_;
-  ++slots_.open;
-  ++slots_.carried;
+  opened(s, id, now);
   return true;
 }
 
@@ -667,13 +601,8 @@ void H3Connection::on_timer(const error_code& ec) {
 }
 
 void H3Connection::stream_closed(Slot& s, uint64_t app_error_code) {
-  const auto done = read_time_ == Clock::time_point{} ? Clock::now() : read_time_;
-  if (s.complete) {
-    worker_.record_response(s.measured, s.origin, s.sent,
-                            s.first_byte == Clock::time_point{} ? done : s.first_byte, done, s.status,
-                            s.bytes, s.cost);
-    return slots_.release(s);
-  }
+  const auto done = done_time();
+  if (s.complete) return record_complete(s, done);
   if (app_error_code == NGHTTP3_H3_REQUEST_REJECTED && !s.retried) {  // not processed: once more
     s.retried = true;
     slots_.requeue(s);
@@ -738,13 +667,7 @@ void H3Connection::connect_failed(ErrorKind kind, const std::string& reason) {
 
 void H3Connection::close_connection(std::optional<ErrorKind> kind, bool close) {
   if (state_ != State::kOpen && state_ != State::kConnecting) return;
-  auto now = Clock::now();
-  const bool record = kind && !stopped_ && !worker_.stopping();
-  for (Slot& s : slots_) {
-    if (s.state != Slot::State::kOpen) continue;
-    if (record) worker_.record_failure(s.measured, s.origin, now, *kind, s.cost);
-    slots_.release(s);
-  }
+  drop_open(kind);
   if (close && conn_ && !ngtcp2_conn_is_in_closing_period(conn_) &&
       !ngtcp2_conn_is_in_draining_period(conn_)) {
     // Tell the server at once rather than leave it to its idle timeout; sent once, never
@@ -757,7 +680,6 @@ void H3Connection::close_connection(std::optional<ErrorKind> kind, bool close) {
     if (n > 0) (void)::send(socket_.native_handle(), out_.data(), static_cast<std::size_t>(n), 0);
   }
   free_quic();
-  slots_.carried = 0;
   packet_size_ = 0;
   state_ = State::kClosing;
   error_code ignored;
@@ -791,13 +713,9 @@ void H3Connection::free_quic() {
   }
 }
 
-void H3Connection::end() {
-  if (ended_) return;
-  ended_ = true;
-  slots_.done = true;
+void H3Connection::close_io() {
   error_code ignored;
   socket_.close(ignored);
-  worker_.on_connection_done();
 }
 
 }  // namespace loadlab::load

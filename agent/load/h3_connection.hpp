@@ -42,42 +42,27 @@
 #include <optional>
 #include <vector>
 
-#include "client_connection.hpp"
-#include "load_result.hpp"
-#include "run_plan.hpp"
-#include "stream_slots.hpp"
-#include "worker.hpp"
+#include "multiplexed_connection.hpp"
 
 namespace loadlab::load {
 
-class H3Connection final : public ClientConnection {
+// One request; its bytes are the response stream's: HTTP/3 frames (HEADERS, DATA) with their
+// headers.
+struct H3Slot : StreamRequest<int64_t> {
+  bool body_given = false;
+};
+
+class H3Connection final : public MultiplexedConnection<H3Connection, H3Slot> {
  public:
   // `index`: this connection's place among its worker's connections (its schedule lane).
   H3Connection(Worker& worker, int index);
   ~H3Connection() override;
-  H3Connection(const H3Connection&) = delete;
-  H3Connection& operator=(const H3Connection&) = delete;
 
-  void start() override;
-  void stop() override;
   void check_deadline(Clock::time_point now) override;
-  void resume(Clock::time_point now) override;
 
  private:
-  struct Slot {
-    enum class State : uint8_t { kFree, kQueued, kOpen };
-    State state = State::kFree;
-    bool measured = false;
-    bool complete = false;  // the response's end of stream came
-    bool retried = false;   // sent again after the server rejected it unprocessed
-    bool body_given = false;
-    int status = 0;
-    int64_t stream_id = -1;
-    size_t bytes = 0;  // the response stream's bytes: HTTP/3 frames (HEADERS, DATA) with their headers
-    Clock::time_point origin{}, sent{}, first_byte{}, deadline{};
-    RequestCost cost;
-  };
-  enum class State : uint8_t { kIdle, kConnecting, kOpen, kClosing };
+  friend class MultiplexedConnection<H3Connection, H3Slot>;
+  using Slot = H3Slot;
   using Socket =
       boost::asio::basic_datagram_socket<boost::asio::ip::udp, boost::asio::io_context::executor_type>;
   using Timer = boost::asio::basic_waitable_timer<Clock, boost::asio::wait_traits<Clock>,
@@ -86,8 +71,10 @@ class H3Connection final : public ClientConnection {
   struct Glue;  // ngtcp2's and nghttp3's callbacks (h3_connection.cpp)
 
   void pump();
-  void submit_queued();
   bool submit(Slot& slot, Clock::time_point now);
+  void cancel_stream(Slot& slot);
+  void cut_connect() { close_connection(std::nullopt); }
+  void close_io();
   void do_connect();
   bool open_quic(std::string& error);
   bool open_socket(std::string& error);
@@ -111,11 +98,8 @@ class H3Connection final : public ClientConnection {
   void close_connection(std::optional<ErrorKind> kind, bool close = true);
   void maybe_closed();
   void free_quic();
-  void end();
   uint64_t now_ts() const;
 
-  Worker& worker_;
-  int index_;
   Socket socket_;
   Timer timer_;
   ngtcp2_conn* conn_ = nullptr;
@@ -123,13 +107,11 @@ class H3Connection final : public ClientConnection {
   gnutls_session_t tls_ = nullptr;
   ngtcp2_crypto_conn_ref conn_ref_{};
   ngtcp2_path_storage path_{};
-  std::vector<nghttp3_nv> nva_;  // the request's header fields, pointing into the plan
-  StreamSlots<Slot> slots_;      // plan.streams of them
+  std::vector<nghttp3_nv> nva_;  // the request's header fields (header_fields)
   std::unique_ptr<uint8_t[]> read_buffer_;
   std::vector<uint8_t> packet_;  // the packet a full socket buffer held back
   size_t packet_size_ = 0;       // of it; 0 = none
   std::vector<uint8_t> out_;     // where ngtcp2 writes the next packet
-  Clock::time_point read_time_{};
   Clock::time_point handshake_started_{};
   Clock::time_point deadline_ = Clock::time_point::max();  // the handshake's
   std::optional<Clock::time_point> armed_;                 // the pending timer wait's expiry
@@ -137,21 +119,14 @@ class H3Connection final : public ClientConnection {
   // parameters, both from the previous connection.
   std::vector<unsigned char> ticket_;
   std::optional<ngtcp2_transport_params> early_params_;
-  RequestCost cost_;
-  State state_ = State::kIdle;
   bool reading_ = false;
   bool write_waiting_ = false;
   int timer_waits_ = 0;
-  bool got_packet_ = false;  // the server answered this connection at all
-  bool early_ = false;       // this connection tried 0-RTT
-  bool handshaken_ = false;  // the handshake completed (set in ngtcp2's callback)
-  bool rejected_ = false;    // the server refused the early data (set in ngtcp2's callback)
-  bool draining_ = false;    // GOAWAY came, or no stream can be opened: no new streams
-  bool in_pump_ = false;
-  bool preconnect_ = false;
+  bool got_packet_ = false;    // the server answered this connection at all
+  bool early_ = false;         // this connection tried 0-RTT
+  bool handshaken_ = false;    // the handshake completed (set in ngtcp2's callback)
+  bool rejected_ = false;      // the server refused the early data (set in ngtcp2's callback)
   bool first_connect_ = true;  // no connection of this one has been tried yet
-  bool stopped_ = false;
-  bool ended_ = false;
 };
 
 }  // namespace loadlab::load
