@@ -36,13 +36,6 @@ constexpr std::int32_t kConnectionWindow = 16 << 20;
 // are cheaper copied than written as a buffer of their own.
 constexpr std::size_t kNoCopyMin = 4096;
 
-nghttp2_nv header(std::string_view name, std::string_view value, bool value_static) {
-  const auto flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | (value_static ? NGHTTP2_NV_FLAG_NO_COPY_VALUE : 0);
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          static_cast<std::uint8_t>(flags)};
-}
-
 constexpr std::uint64_t kResetBurst = 1000;  // stream resets a connection may send at once
 constexpr std::uint64_t kResetRate = 33;     // ... and per second after
 constexpr std::size_t kMaxContinuations = 8;
@@ -561,18 +554,14 @@ void H2Session<Stream>::begin_stream(std::int32_t id) {
 
 template <class Stream>
 void H2Session<Stream>::submit_response(RequestStream& s, const ResponseHead& head) {
-  nghttp2_nv headers[4] = {
-      header(":status", head.status_text(), false),
-      header("server", "loadlab-target", true),
-      header("content-type", s.content.content_type, true),
-  };
-  std::size_t count = 3;
-  if (head.length_size != 0) headers[count++] = header("content-length", head.length_text(), false);
+  const ResponseFields<nghttp2_nv, NGHTTP2_NV_FLAG_NO_COPY_NAME, NGHTTP2_NV_FLAG_NO_COPY_VALUE> headers(s,
+                                                                                                        head);
   nghttp2_data_provider provider{};
   provider.source.ptr = &s;
   provider.read_callback = Glue::read_body;
   const auto id = static_cast<std::int32_t>(s.id);
-  const int rv = nghttp2_submit_response(session_, id, headers, count, head.body ? &provider : nullptr);
+  const int rv =
+      nghttp2_submit_response(session_, id, headers.data(), headers.size(), head.body ? &provider : nullptr);
   if (rv != 0) env_.log->debug("h2: response to stream {}: {}", id, nghttp2_strerror(rv));
 }
 

@@ -39,13 +39,6 @@ ngtcp2_duration nanoseconds(std::chrono::steady_clock::duration d) {
   return static_cast<ngtcp2_duration>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
 
-nghttp3_nv header(std::string_view name, std::string_view value, bool value_static) {
-  const auto flags = NGHTTP3_NV_FLAG_NO_COPY_NAME | (value_static ? NGHTTP3_NV_FLAG_NO_COPY_VALUE : 0);
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          static_cast<std::uint8_t>(flags)};
-}
-
 std::string_view view(nghttp3_rcbuf* buffer) {
   const auto v = nghttp3_rcbuf_get_buf(buffer);
   return {reinterpret_cast<const char*>(v.base), v.len};
@@ -640,15 +633,11 @@ void H3Connection::begin_stream(std::int64_t id) {
 }
 
 void H3Connection::submit_response(RequestStream& s, const ResponseHead& head) {
-  nghttp3_nv headers[4] = {
-      header(":status", head.status_text(), false),
-      header("server", "loadlab-target", true),
-      header("content-type", s.content.content_type, true),
-  };
-  std::size_t count = 3;
-  if (head.length_size != 0) headers[count++] = header("content-length", head.length_text(), false);
+  const ResponseFields<nghttp3_nv, NGHTTP3_NV_FLAG_NO_COPY_NAME, NGHTTP3_NV_FLAG_NO_COPY_VALUE> headers(s,
+                                                                                                        head);
   nghttp3_data_reader reader{Glue::read_body};
-  const int rv = nghttp3_conn_submit_response(http_, s.id, headers, count, head.body ? &reader : nullptr);
+  const int rv = nghttp3_conn_submit_response(http_, s.id, headers.data(), headers.size(),
+                                              head.body ? &reader : nullptr);
   if (rv != 0) env_.log->debug("h3: response to stream {}: {}", s.id, nghttp3_strerror(rv));
 }
 

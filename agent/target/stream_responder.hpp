@@ -80,6 +80,36 @@ struct ResponseHead {
   std::string_view length_text() const { return {length.data(), length_size}; }
 };
 
+// The response's header fields as nghttp2 or nghttp3 takes them (their nv structs have the same
+// members; kNoCopyName and kNoCopyValue are the library's NO_COPY flags): :status, server,
+// content-type and, with a length, content-length. Names and the constant values are not
+// copied by the library; :status and content-length, whose text lives in `head`, are.
+template <class Nv, std::uint8_t kNoCopyName, std::uint8_t kNoCopyValue>
+class ResponseFields {
+ public:
+  ResponseFields(const RequestStream& s, const ResponseHead& head) {
+    add(":status", head.status_text(), false);
+    add("server", "loadlab-target", true);
+    add("content-type", s.content.content_type, true);
+    if (head.length_size != 0) add("content-length", head.length_text(), false);
+  }
+  const Nv* data() const { return fields_.data(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  void add(std::string_view name, std::string_view value, bool value_static) {
+    Nv& nv = fields_[size_++];
+    nv.name = reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data()));
+    nv.value = reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data()));
+    nv.namelen = name.size();
+    nv.valuelen = value.size();
+    nv.flags = static_cast<std::uint8_t>(kNoCopyName | (value_static ? kNoCopyValue : 0));
+  }
+
+  std::array<Nv, 4> fields_{};
+  std::size_t size_ = 0;
+};
+
 // Responses credited as sent: `answered` leave env.in_flight, `counted` of them (stats excluded)
 // count in the worker's responses_sent and the protocol's stream counter.
 struct AnsweredCounts {
