@@ -3,6 +3,13 @@ BUILD_DIR ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
+# What `make demo` needs: the compilers and the libraries of the four programs, nothing else.
+BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
+	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
+	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
+	libsqlite3-dev libssl-dev zlib1g-dev libnghttp2-dev \
+	libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev
+# What `make test` adds: GoogleTest, and the tools and peers the tests run.
 # python3: the catalog target of tests/integration/catalog_target_test.cpp (standard library only).
 # dpkg-dev, file: cpack's dpkg-shlibdeps (the Depends of the .deb packages, tests/deploy).
 # nghttp2-server: nghttpd, the independent HTTP/2 server of tests/unit/load/h2_load_test.cpp.
@@ -12,20 +19,21 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 # git: the scenario repository of tests/integration/scenario_folder_test.cpp and of loadlab-nightly.
 # chromium, python3-jsonschema, python3-pil: tests/integration/report_test.cpp renders report.html
 # headless and checks its screenshots, and validates result.json against docs/result.schema.json.
-DEB_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
-	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
-	libgtest-dev libgmock-dev libsqlite3-dev libssl-dev zlib1g-dev libnghttp2-dev \
-	libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev iproute2 clang-format \
+TEST_PACKAGES := libgtest-dev libgmock-dev iproute2 clang-format \
 	wrk hey nghttp2-client nghttp2-server ngtcp2-client ngtcp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git
 
-.PHONY: all deps build demo test sanitize sanitize-asan sanitize-tsan format format-check clean
+DEB_PACKAGES := $(BUILD_PACKAGES) $(TEST_PACKAGES)
+# The programs `make demo` builds (`make build` builds every target: tests, fuzz corpora, benches).
+PROGRAMS := loadlab loadlab-agent loadlab-target loadlab-load
+
+.PHONY: all deps deps-demo build programs demo test sanitize sanitize-asan sanitize-tsan format format-check clean
 
 all: build
 
 # Installs the Debian packages that are missing (apt-get as root; otherwise prints the command).
-deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do \
+# $(call install_missing,PACKAGES)
+define install_missing
+	@missing=$$(for p in $(1); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -z "$$missing" ]; then echo "deps: all packages present"; \
 	elif [ "$$(id -u)" = 0 ]; then \
@@ -34,14 +42,28 @@ deps:
 	else \
 	    echo "deps: missing packages; run:"; echo "  sudo apt-get install -y $$missing"; exit 1; \
 	fi
+endef
 
+deps:
+	$(call install_missing,$(DEB_PACKAGES))
+
+deps-demo:
+	$(call install_missing,$(BUILD_PACKAGES))
+
+# A tree is configured with its tests (BUILD_TESTING) unless `make demo` made it, without them
+# (GoogleTest is not installed for the demo); `make build` turns them on again.
 $(BUILD_DIR)/build.ninja:
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
 
 build: deps $(BUILD_DIR)/build.ninja
+	@if grep -q '^BUILD_TESTING:BOOL=OFF' $(BUILD_DIR)/CMakeCache.txt; then cmake $(BUILD_DIR) -DBUILD_TESTING=ON; fi
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
-demo: build
+programs: deps-demo
+	@test -f $(BUILD_DIR)/build.ninja || cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) -DBUILD_TESTING=OFF
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target $(PROGRAMS)
+
+demo: programs
 	$(BUILD_DIR)/bin/loadlab run scenarios/demo.json --out $(BUILD_DIR)/demo-$$(date -u +%Y%m%dT%H%M%SZ)
 
 test: build

@@ -41,11 +41,10 @@ LAB_AGENT_KEYS = {"name", "address", "roles", "labels", "tls", "token_file"}
 # Catalog entry keys documented in docs/agent.md besides those examples/catalog.json uses.
 CATALOG_TARGET_DOC_KEYS = {"argv", "env", "cwd", "readiness", "start_timeout_ms", "protocols"}
 CATALOG_CLIENT_DOC_KEYS = {"tool", "path"}
-# Makefile DEB_PACKAGES that the image's builder does not need: tests, tools and load clients
-# (BUILD_TESTING=OFF, no ccache in a one-off build).
-NOT_BUILD_DEPS = {"ccache", "libgtest-dev", "libgmock-dev", "iproute2", "clang-format", "wrk", "hey",
-                  "nghttp2-client", "nghttp2-server", "ngtcp2-client", "ngtcp2-server", "python3", "python3-jsonschema", "python3-pil", "python3-yaml",
-                  "chromium"}
+# What the image's builder installs besides the Makefile's BUILD_PACKAGES (what the programs are
+# built from, less ccache: a one-off build): cpack's dpkg-shlibdeps needs dpkg-dev and file.
+NOT_BUILD_DEPS = {"ccache"}
+PACKAGING_DEPS = ["dpkg-dev", "file"]
 
 errors = []
 
@@ -555,11 +554,11 @@ def check_containerfile(src, installs, packages, uid_of_manifests, commands_by_i
         return
     builder = stages["builder"]["body"]
     make = open(os.path.join(src, "Makefile")).read().replace("\\\n", " ")
-    deb_packages = re.search(r"(?m)^DEB_PACKAGES\s*:=\s*(.*)$", make).group(1).split()
+    build_packages = re.search(r"(?m)^BUILD_PACKAGES\s*:=\s*(.*)$", make).group(1).split()
     apt = " ".join(re.findall(r"apt-get install ([^&]*)", builder)).split()
-    for p in deb_packages:
+    for p in build_packages + PACKAGING_DEPS:
         if p not in NOT_BUILD_DEPS:
-            check(p in apt, where, f"the builder does not install {p} (Makefile DEB_PACKAGES)")
+            check(p in apt, where, f"the builder does not install {p} (Makefile BUILD_PACKAGES)")
     check(re.search(r"cpack -G DEB", builder), where, "the builder does not run `cpack -G DEB`")
     check(re.search(r"cmake --build", builder), where, "the builder does not build (cmake --build)")
     wanted = {"agent": {packages["agent"]}, "controller": {packages["controller"], packages["agent"]}}
