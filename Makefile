@@ -84,9 +84,9 @@ TSAN_TESTS := agent_test controller_test integration_test
 ASAN_EXCLUDE := ^TargetServer\.DelayDoesNotBlockTheIoThread$$
 # Under TSan: EmbeddedAgentMatrixMatchesGroundTruth and TwoLoadAgentsShareACellAndTheirCountsAdd
 # assert a cell's rate (2000 requests/s within 10 % and 20 %) that TSan's target and load
-# worker do not keep (about 1600); AChildHolding200MiBMeasuresItsRss compares a child's RSS
-# with its 200 MiB, and TSan's shadow memory is RSS too (about 1 GiB).
-TSAN_EXCLUDE := ^RunTest\.EmbeddedAgentMatrixMatchesGroundTruth$$|^LabTest\.TwoLoadAgentsShareACellAndTheirCountsAdd$$|AgentTruthTest\.AChildHolding200MiBMeasuresItsRss
+# worker do not keep (about 1600); AChildHolding200MiBAndMapping100MiBOfAFileMeasuresBoth compares a
+# child's RSS with its 300 MiB, and TSan's shadow memory is RSS too (about 1 GiB).
+TSAN_EXCLUDE := ^RunTest\.EmbeddedAgentMatrixMatchesGroundTruth$$|^LabTest\.TwoLoadAgentsShareACellAndTheirCountsAdd$$|AgentTruthTest\.AChildHolding200MiBAndMapping100MiBOfAFileMeasuresBoth
 # Reports go to files, whichever process wrote them (a child's stderr is its agent's to keep).
 SUPP := $(CURDIR)/tests/sanitize
 ASAN_ENV := ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:log_path=$(CURDIR)/$(ASAN_DIR)/sanitizer-logs/asan \

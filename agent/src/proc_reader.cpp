@@ -144,6 +144,12 @@ std::optional<ProcStat> ProcFsReader::stat(pid_t pid) {
   s.threads = static_cast<uint32_t>(threads);
   static const uint64_t page_kb = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
   s.rss_kb = static_cast<uint64_t>(rss_pages) * page_kb;
+  // statm's resident less shared (file and shmem pages) is the kernel's RssAnon.
+  format_path(path, "{}/{}/statm", root_, pid);
+  unsigned long long resident = 0, shared = 0;
+  if (read_cached(path, buf, sizeof buf) > 0 && std::sscanf(buf, "%*s %llu %llu", &resident, &shared) == 2 &&
+      resident >= shared)
+    s.rss_anon_kb = (resident - shared) * page_kb;
   // The process's CPU clock id, as clock_getcpuclockid() makes it (without its extra
   // validating syscall): CPUCLOCK_SCHED of the whole thread group.
   const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(pid) << 3) | 2);

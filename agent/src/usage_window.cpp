@@ -28,6 +28,7 @@ void add(TreeReading& r, const ProcStat& s, double tps) {
     r.system_s += static_cast<double>(s.stime + s.cstime) / tps;
   }
   r.rss_kb += s.rss_kb;
+  r.rss_anon_kb += s.rss_anon_kb;
   ++r.processes;
 }
 
@@ -168,6 +169,7 @@ void UsageWindow::start() {
   open_ = true;
   rss_sum_ = start_.rss_kb;
   rss_peak_ = start_.rss_kb;
+  anon_sum_ = anon_peak_ = start_.rss_anon_kb;
   samples_ = 1;
   last_t_ = t0_;
   last_cpu_s_ = start_.cpu_s();
@@ -184,6 +186,8 @@ void UsageWindow::sample() {
   if (r.processes == 0) return;
   rss_sum_ += r.rss_kb;
   rss_peak_ = std::max(rss_peak_, r.rss_kb);
+  anon_sum_ += r.rss_anon_kb;
+  anon_peak_ = std::max(anon_peak_, r.rss_anon_kb);
   ++samples_;
   if (series_.size() < kMaxSeries && now > last_t_) {
     double pct = std::max(0.0, (r.cpu_s() - last_cpu_s_) / (now - last_t_) * 100.0);
@@ -224,6 +228,8 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
   if (end.rss_kb > 0) {
     rss_sum_ += end.rss_kb;
     rss_peak_ = std::max(rss_peak_, end.rss_kb);
+    anon_sum_ += end.rss_anon_kb;
+    anon_peak_ = std::max(anon_peak_, end.rss_anon_kb);
     ++samples_;
   }
   auto pct = [&](double a, double b) {
@@ -240,6 +246,8 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
   f.set_cpu_system_pct(cpu_pct - f.cpu_user_pct());
   f.set_rss_kb_mean(samples_ ? rss_sum_ / samples_ : 0);
   f.set_rss_kb_peak(rss_peak_);
+  f.set_rss_anon_kb_mean(samples_ ? anon_sum_ / samples_ : 0);
+  f.set_rss_anon_kb_peak(anon_peak_);
   f.set_samples(samples_);
   f.set_processes(end.processes);
   f.set_machine_cpu_pct(machine_pct(machine_start_, machine_end_));

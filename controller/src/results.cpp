@@ -41,6 +41,8 @@ void add_usage(v1::Usage& into, const v1::Usage& o) {
   into.set_cpu_system_pct(into.cpu_system_pct() + o.cpu_system_pct());
   into.set_rss_kb_mean(into.rss_kb_mean() + o.rss_kb_mean());
   into.set_rss_kb_peak(into.rss_kb_peak() + o.rss_kb_peak());
+  into.set_rss_anon_kb_mean(into.rss_anon_kb_mean() + o.rss_anon_kb_mean());
+  into.set_rss_anon_kb_peak(into.rss_anon_kb_peak() + o.rss_anon_kb_peak());
   into.set_samples(into.samples() + o.samples());
   into.set_processes(into.processes() + o.processes());
   into.set_steal_pct(into.steal_pct() + o.steal_pct());

@@ -45,7 +45,7 @@ class AgentTest : public ::testing::Test {
         {"targets",
          {{"burn50", burn_entry({"--cpu-pct", "50"})},
           {"tree30", burn_entry({"--cpu-pct", "30", "--children", "2"})},
-          {"rss200", burn_entry({"--rss-mb", "200"})},
+          {"rss200", burn_entry({"--rss-mb", "200", "--file-mb", "100"})},
           {"quitter", {{"argv", {"/bin/sh", "-c", "echo boom on {port}; exit 7"}}}},
           {"deaf", {{"argv", {"/bin/sleep", "30"}}, {"start_timeout_ms", 500}}},
           {"beast-http",
@@ -205,13 +205,17 @@ TEST_P(AgentTruthTest, AParentAndTwoChildrenAtThirtyPercentMeasureNinety) {
   stop(h);
 }
 
-TEST_P(AgentTruthTest, AChildHolding200MiBMeasuresItsRss) {
+// 200 MiB of its own memory (written) and 100 MiB of a file (mapped and read): an RSS of 300
+// MiB, of which 200 are its own (RssAnon) and the rest file-backed, as a server's libraries are.
+TEST_P(AgentTruthTest, AChildHolding200MiBAndMapping100MiBOfAFileMeasuresBoth) {
   auto h = host("rss200");
   ASSERT_TRUE(h.stream);
   auto u = measure(h, 1s);
-  const double truth_kb = 200.0 * 1024;
-  EXPECT_NEAR(static_cast<double>(u.rss_kb_mean()), truth_kb, truth_kb * 0.03);
-  EXPECT_NEAR(static_cast<double>(u.rss_kb_peak()), truth_kb, truth_kb * 0.03);
+  const double own_kb = 200.0 * 1024, file_kb = 100.0 * 1024;
+  EXPECT_NEAR(static_cast<double>(u.rss_kb_mean()), own_kb + file_kb, (own_kb + file_kb) * 0.03);
+  EXPECT_NEAR(static_cast<double>(u.rss_kb_peak()), own_kb + file_kb, (own_kb + file_kb) * 0.03);
+  EXPECT_NEAR(static_cast<double>(u.rss_anon_kb_mean()), own_kb, own_kb * 0.03);
+  EXPECT_NEAR(static_cast<double>(u.rss_anon_kb_peak()), own_kb, own_kb * 0.03);
   EXPECT_LT(u.cpu_pct(), 5.0);  // it only sleeps
   stop(h);
 }

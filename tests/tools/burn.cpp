@@ -1,15 +1,18 @@
 // loadlab-burn: a process of known cost, the ground truth for the agent's sampler tests.
 //
-//   loadlab-burn --port P [--cpu-pct X] [--children N] [--rss-mb M]
+//   loadlab-burn --port P [--cpu-pct X] [--children N] [--rss-mb M] [--file-mb F]
 //
 // Listens on 127.0.0.1:P (so a catalog's tcp readiness probe works), holds M MiB resident
-// (every page written), forks N children, and every process (parent and children) burns
-// X % of one core: in each 20 ms period it spins until its thread CPU clock has advanced
-// X % of the period, then sleeps to the period's end. Runs until SIGTERM/SIGINT; the
+// (every page written: its own, anonymous memory) and F MiB of a file mapped and read (every
+// page: file-backed memory, in RSS but not RssAnon; the file is unlinked at once), forks N children, and
+// every process (parent and children) burns X % of one core: in each 20 ms period it spins until its thread
+// CPU clock has advanced X % of the period, then sleeps to the period's end. Runs until SIGTERM/SIGINT; the
 // children die with the parent (PR_SET_PDEATHSIG) or by the group kill.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -56,7 +59,7 @@ void burn(double pct) {
 int main(int argc, char** argv) {
   int port = -1, children = 0;
   double pct = 0;
-  long rss_mb = 0;
+  long rss_mb = 0, file_mb = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--port")
@@ -67,19 +70,42 @@ int main(int argc, char** argv) {
       children = std::atoi(argv[i + 1]);
     else if (flag == "--rss-mb")
       rss_mb = std::atol(argv[i + 1]);
+    else if (flag == "--file-mb")
+      file_mb = std::atol(argv[i + 1]);
     else {
       std::fprintf(stderr, "loadlab-burn: unknown flag %s\n", argv[i]);
       return 2;
     }
   }
-  if (port < 0 || pct < 0 || pct > 100 || children < 0 || rss_mb < 0) {
-    std::fprintf(stderr, "usage: loadlab-burn --port P [--cpu-pct 0..100] [--children N] [--rss-mb M]\n");
+  if (port < 0 || pct < 0 || pct > 100 || children < 0 || rss_mb < 0 || file_mb < 0) {
+    std::fprintf(
+        stderr,
+        "usage: loadlab-burn --port P [--cpu-pct 0..100] [--children N] [--rss-mb M] [--file-mb F]\n");
     return 2;
   }
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
   std::vector<char> memory(static_cast<size_t>(rss_mb) * 1024 * 1024);
   for (size_t i = 0; i < memory.size(); i += 4096) memory[i] = 1;  // resident, not just reserved
+  volatile char file_sum = 0;
+  if (file_mb > 0) {
+    char path[] = "/tmp/loadlab-burn-XXXXXX";
+    int file = mkstemp(path);
+    const size_t size = static_cast<size_t>(file_mb) * 1024 * 1024;
+    std::vector<char> chunk(1024 * 1024, 'f');
+    bool ok = file >= 0;
+    for (long m = 0; ok && m < file_mb; ++m)
+      ok = write(file, chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size());
+    if (file >= 0) unlink(path);
+    void* map = ok ? mmap(nullptr, size, PROT_READ, MAP_SHARED, file, 0) : MAP_FAILED;
+    if (map == MAP_FAILED) {
+      std::fprintf(stderr, "loadlab-burn: cannot map a %ld MiB file in /tmp\n", file_mb);
+      return 1;
+    }
+    close(file);
+    const char* bytes = static_cast<const char*>(map);
+    for (size_t i = 0; i < size; i += 4096) file_sum = static_cast<char>(file_sum + bytes[i]);  // mapped in
+  }
   pid_t parent = getpid();
   for (int c = 0; c < children; ++c) {
     if (fork() == 0) {
@@ -101,7 +127,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loadlab-burn: cannot listen on 127.0.0.1:%d: %s\n", port, std::strerror(errno));
     return 1;
   }
-  std::printf("burning %.1f%% in %d processes, %ld MiB resident\n", pct, children + 1, rss_mb);
+  std::printf("burning %.1f%% in %d processes, %ld MiB resident, %ld MiB of a file mapped\n", pct,
+              children + 1, rss_mb, file_mb);
   std::fflush(stdout);
   burn(pct);
   if (memory.size() > 1) std::printf("%d\n", memory[4096]);

@@ -19,7 +19,10 @@ struct ProcStat {
   // the time of children it has reaped, so summing all four over a tree stays continuous
   // when a descendant exits and is reaped inside the tree.
   uint64_t utime = 0, stime = 0, cutime = 0, cstime = 0;
-  uint64_t rss_kb = 0;   // VmRSS
+  uint64_t rss_kb = 0;  // VmRSS
+  // RssAnon: the process's own memory (heap, stacks, anonymous maps), without the pages of
+  // its libraries and files in rss_kb; from statm (resident − shared); 0 when unreadable.
+  uint64_t rss_anon_kb = 0;
   uint32_t threads = 0;  // 0 = unknown
   // Exact CPU of the whole thread group in ns (clock_getcpuclockid), dead threads
   // included; -1 if unavailable. utime/stime above are whole clock ticks (10 ms), too

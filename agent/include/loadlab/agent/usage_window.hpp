@@ -24,6 +24,7 @@ struct TreeReading {
   double user_s = 0;  // cumulative CPU of the tree
   double system_s = 0;
   uint64_t rss_kb = 0;
+  uint64_t rss_anon_kb = 0;  // the part of rss_kb that is the processes' own (RssAnon)
   uint32_t processes = 0;
   double cpu_s() const { return user_s + system_s; }
 };
@@ -71,6 +72,7 @@ class UsageWindow {
   std::optional<MachineCpu> machine_end_;  // taken by close_at_now()
   double last_t_ = 0, last_cpu_s_ = 0;
   uint64_t rss_sum_ = 0, rss_peak_ = 0;
+  uint64_t anon_sum_ = 0, anon_peak_ = 0;  // of rss_anon_kb
   uint32_t samples_ = 0;
   std::vector<SeriesPoint> series_;
   std::string cpu_binding_;
