@@ -24,15 +24,16 @@ struct PairFigures {
   std::vector<double> logs, av, bv;
 };
 
-// Each repetition pair's figures, recorded in `v` (also those that gave none), and those that
-// gave one on both sides.
-PairFigures pair_figures(const CellResult& a, const CellResult& b, const std::string& metric,
-                         v1::CellVerdict& v) {
+// Each repetition pair's figures of `a` and `b` (A's and B's repetitions, or their
+// confirmations), recorded in `out` (also those that gave none), and those that gave one on
+// both sides.
+PairFigures pair_figures(const std::vector<v1::Repetition>& a, const std::vector<v1::Repetition>& b,
+                         const std::string& metric, google::protobuf::RepeatedPtrField<v1::ABPair>& out) {
   PairFigures f;
-  const size_t n = std::min(a.reps.size(), b.reps.size());
+  const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) {
-    const double x = metric_value(metric, a.reps[i]), y = metric_value(metric, b.reps[i]);
-    auto* p = v.add_pairs();
+    const double x = metric_value(metric, a[i]), y = metric_value(metric, b[i]);
+    auto* p = out.Add();
     p->set_a(x);
     p->set_b(y);
     p->set_b_first(i % 2 == 1);
@@ -43,6 +44,20 @@ PairFigures pair_figures(const CellResult& a, const CellResult& b, const std::st
   }
   return f;
 }
+
+// The paired test's figures of a set of log ratios (at least two): their mean, its standard
+// error and degrees of freedom.
+struct PairTest {
+  double mean = 0, se = 0, df = 0;
+  explicit PairTest(const std::vector<double>& logs) {
+    for (double d : logs) mean += d;
+    mean /= static_cast<double>(logs.size());
+    double ss = 0;
+    for (double d : logs) ss += (d - mean) * (d - mean);
+    df = static_cast<double>(logs.size() - 1);
+    se = std::sqrt(ss / df / static_cast<double>(logs.size()));
+  }
+};
 
 // The verdict and its reason from how much worse B is than A (as a log ratio), the pairs' noise
 // band (`half`) and the threshold (as a log ratio).
@@ -67,7 +82,34 @@ void decide_pair(double worse, double half, double threshold_log, const std::str
   }
 }
 
-void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r, double alpha,
+// A regression of the first pairs against the confirmation's pairs: it holds when they too show
+// B worse beyond the threshold and beyond their own band at kConfirmLevel; otherwise `noise`.
+void confirm_regression(const CellResult& a, const CellResult& b, const RegressionDef& r,
+                        double threshold_log, v1::CellVerdict& v) {
+  const bool higher = metric_higher_is_better(r.metric);
+  const PairFigures f = pair_figures(a.confirmations, b.confirmations, r.metric, *v.mutable_confirm_pairs());
+  if (f.logs.size() < 2) {
+    v.set_reason(v.reason() + "; not confirmed (" + std::to_string(f.logs.size()) +
+                 " pairs measured again: too few to judge)");
+    return;
+  }
+  const PairTest t(f.logs);
+  v.set_confirm_value(night_figure(f.bv));
+  v.set_confirm_change_pct((std::exp(t.mean) - 1) * 100);
+  const double worse = higher ? -t.mean : t.mean;
+  const double half = t_quantile(1 - kConfirmLevel, t.df) * t.se;
+  const std::string again = std::to_string(f.logs.size()) + " more pairs on fresh targets";
+  if (worse > half && worse > threshold_log) {
+    v.set_reason(v.reason() + "; confirmed by " + again + ": " + pct(v.confirm_change_pct()));
+    return;
+  }
+  v.set_verdict(kNoise);
+  v.set_reason("first " + v.reason() + ", but " + again + " measured " + pct(v.confirm_change_pct()) +
+               ", which is not beyond the threshold and their " + pct((std::exp(half) - 1) * 100, false) +
+               " band");
+}
+
+void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r, double alpha, bool confirms,
                 v1::CellVerdict& v) {
   const bool higher = metric_higher_is_better(r.metric);
   v.set_key(b.cell.key());
@@ -77,7 +119,7 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
     v.set_reason((!b.ok() ? b.error : a.error));
     return;
   }
-  const PairFigures f = pair_figures(a, b, r.metric, v);
+  const PairFigures f = pair_figures(a.reps, b.reps, r.metric, *v.mutable_pairs());
   const auto& logs = f.logs;
   if (logs.empty()) {
     v.set_verdict(kInconclusive);
@@ -85,33 +127,36 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
     return;
   }
   const double a_fig = night_figure(f.av), b_fig = night_figure(f.bv);
-  double mean = 0;
-  for (double d : logs) mean += d;
-  mean /= static_cast<double>(logs.size());
   v.set_baseline(a_fig);
   v.set_value(b_fig);
-  v.set_change_pct((std::exp(mean) - 1) * 100);  // the pairs' own estimate
   if (logs.size() < 2) {
+    v.set_change_pct((std::exp(logs.front()) - 1) * 100);
     v.set_verdict(kInconclusive);
     v.set_reason("one pair: no spread to judge by");
     return;
   }
-  double ss = 0;
-  for (double d : logs) ss += (d - mean) * (d - mean);
-  const double df = static_cast<double>(logs.size() - 1);
-  const double se = std::sqrt(ss / df / static_cast<double>(logs.size()));
-  const double half = t_quantile(1 - alpha, df) * se;
+  const PairTest t(logs);
+  v.set_change_pct((std::exp(t.mean) - 1) * 100);  // the pairs' own estimate
+  const double half = t_quantile(1 - alpha, t.df) * t.se;
   const double threshold_log =
       higher ? -std::log1p(-std::min(r.threshold_pct, 99.0) / 100) : std::log1p(r.threshold_pct / 100);
-  // One measurement, no confirmation: caught 95 % of the time.
-  const double mdc = std::max(half, threshold_log) + detect_quantile(df, 0.95) * se;
+  // Caught 95 % of the time: by one measurement, or by both it and its confirmation (each
+  // sized for 97.5 %: whatever their correlation, both land beyond their bands 95 % of the time).
+  const double mdc = std::max(half, threshold_log) +
+                     detect_quantile(t.df, confirms ? kPowerPerPairedMeasurement : 0.95) * t.se;
   v.set_band_low(a_fig * std::exp(-half));
   v.set_band_high(a_fig * std::exp(half));
   v.set_mdc_pct(higher ? (1 - std::exp(-mdc)) * 100 : (std::exp(mdc) - 1) * 100);
   v.set_nights(static_cast<uint32_t>(logs.size()));
-  const double worse = higher ? -mean : mean;
+  const double worse = higher ? -t.mean : t.mean;
   const std::string pairs = std::to_string(logs.size()) + " pairs";
   decide_pair(worse, half, threshold_log, pairs, r, v);
+  if (v.verdict() != kRegression) return;
+  v.set_suspect(true);
+  if (!a.confirmations.empty() || !b.confirmations.empty())
+    confirm_regression(a, b, r, threshold_log, v);
+  else if (confirms)
+    v.set_reason(v.reason() + "; not confirmed (no confirmation measured)");
 }
 
 }  // namespace
@@ -129,7 +174,7 @@ std::vector<std::pair<size_t, size_t>> ab_pairs(const std::vector<Cell>& cells, 
 }
 
 v1::Verdicts judge_ab(const std::vector<std::pair<const CellResult*, const CellResult*>>& pairs,
-                      const RegressionDef& r, size_t cells) {
+                      const RegressionDef& r, size_t cells, bool confirms) {
   v1::Verdicts out;
   out.set_method("a/b");
   out.set_metric(r.metric);
@@ -139,7 +184,7 @@ v1::Verdicts judge_ab(const std::vector<std::pair<const CellResult*, const CellR
   for (auto& [a, b] : pairs) {
     out.set_baseline(a->cell.target);
     auto* v = out.add_cells();
-    judge_pair(*a, *b, r, out.cell_level(), *v);
+    judge_pair(*a, *b, r, out.cell_level(), confirms, *v);
     out.set_regressions(out.regressions() + (v->verdict() == kRegression));
     out.set_failed(out.failed() + (v->verdict() == "failed"));
   }
@@ -150,15 +195,20 @@ v1::Verdicts judge_ab(const std::vector<std::pair<const CellResult*, const CellR
 }
 
 void write_ab_pairs(std::ostream& out, const v1::Verdicts& v) {
+  auto rows = [&](const google::protobuf::RepeatedPtrField<v1::ABPair>& pairs, const std::string& label) {
+    for (int i = 0; i < pairs.size(); ++i) {
+      const auto& p = pairs[i];
+      out << fmt::format("  {:>11}  {:>5}  {:>14.2f}  {:>14.2f}  {:>9}\n", label + std::to_string(i + 1),
+                         p.b_first() ? "B A" : "A B", p.a(), p.b(),
+                         p.a() > 0 ? pct((p.b() / p.a() - 1) * 100) : "-");
+    }
+  };
   for (auto& c : v.cells()) {
     out << c.key() << " against " << c.a_key() << ":\n";
-    out << fmt::format("  {:>4}  {:>5}  {:>14}  {:>14}  {:>9}\n", "pair", "order", "A " + v.metric(),
+    out << fmt::format("  {:>11}  {:>5}  {:>14}  {:>14}  {:>9}\n", "pair", "order", "A " + v.metric(),
                        "B " + v.metric(), "B/A");
-    for (int i = 0; i < c.pairs_size(); ++i) {
-      const auto& p = c.pairs(i);
-      out << fmt::format("  {:4}  {:>5}  {:>14.2f}  {:>14.2f}  {:>9}\n", i + 1, p.b_first() ? "B A" : "A B",
-                         p.a(), p.b(), p.a() > 0 ? pct((p.b() / p.a() - 1) * 100) : "-");
-    }
+    rows(c.pairs(), "");
+    rows(c.confirm_pairs(), "confirm ");
   }
 }
 

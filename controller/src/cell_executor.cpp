@@ -47,21 +47,35 @@ std::optional<std::pair<CellResult, CellResult>> CellExecutor::run_pair(const Ce
   std::pair<CellResult, CellResult> out;
   out.first.cell = a;
   out.second.cell = b;
-  for (uint32_t rep = 0; rep < scenario_.repetitions; ++rep) {
-    const bool b_first = rep % 2 == 1;
-    for (auto* side : {b_first ? &out.second : &out.first, b_first ? &out.first : &out.second})
-      if (!one(side->cell, rep, scenario_.repetitions, finished, side->reps, side->error))
-        return std::nullopt;
-    if (!out.first.error.empty() || !out.second.error.empty()) {
+  if (!pairs(a, b, scenario_.repetitions, finished, {&out.first.reps, &out.first.error},
+             {&out.second.reps, &out.second.error}))
+    return std::nullopt;
+  return out;
+}
+
+bool CellExecutor::confirm_pair(CellResult& a, CellResult& b, uint32_t count, size_t finished) {
+  std::string a_error, b_error;  // a failed confirmation ends with what it has, as confirm() does
+  return pairs(a.cell, b.cell, count, finished, {&a.confirmations, &a_error}, {&b.confirmations, &b_error});
+}
+
+bool CellExecutor::pairs(const Cell& a, const Cell& b, uint32_t count, size_t finished, Side a_side,
+                         Side b_side) {
+  const Cell* cells[] = {&a, &b};
+  Side sides[] = {a_side, b_side};
+  for (uint32_t rep = 0; rep < count; ++rep) {
+    const size_t first = rep % 2;  // B first in the odd pairs
+    for (size_t k : {first, 1 - first})
+      if (!one(*cells[k], rep, count, finished, *sides[k].reps, *sides[k].error)) return false;
+    if (!a_side.error->empty() || !b_side.error->empty()) {
       // One side failed: the pairs stop, and the other side fails with it.
-      for (auto [self, other] : {std::pair{&out.first, &out.second}, std::pair{&out.second, &out.first}})
-        if (self->error.empty())
-          self->error =
-              "measure: its A/B partner " + other->cell.key() + " failed, so no pair could be completed";
+      for (size_t k : {0, 1})
+        if (sides[k].error->empty())
+          *sides[k].error =
+              "measure: its A/B partner " + cells[1 - k]->key() + " failed, so no pair could be completed";
       break;
     }
   }
-  return out;
+  return true;
 }
 
 bool CellExecutor::one(const Cell& cell, uint32_t rep, uint32_t count, size_t finished,

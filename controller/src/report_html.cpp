@@ -177,18 +177,24 @@ std::string band_chart(const v1::CellVerdict& v) {
   return svg_band_chart(c);
 }
 
-// An A/B cell's pairs: A's and B's figure of each, in the order they ran.
+// An A/B cell's pairs: A's and B's figure of each, in the order they ran, then the
+// confirmation's ("confirm 1", ...).
 std::string pairs_table(const v1::CellVerdict& c) {
   if (c.pairs().empty()) return "";
   std::string t =
       "<table class=\"pairs\"><thead><tr><th>pair</th><th>order</th><th class=\"num\">A</th>"
       "<th class=\"num\">B</th><th class=\"num\">B/A</th></tr></thead><tbody>";
-  for (int i = 0; i < c.pairs_size(); ++i) {
-    const auto& p = c.pairs(i);
-    t += "<tr><td>" + std::to_string(i + 1) + "</td><td>" + (p.b_first() ? "B A" : "A B") +
-         "</td><td class=\"num\">" + fixed_text(p.a(), 2) + "</td><td class=\"num\">" + fixed_text(p.b(), 2) +
-         "</td><td class=\"num\">" + (p.a() > 0 ? signed_pct((p.b() / p.a() - 1) * 100) : "") + "</td></tr>";
-  }
+  auto rows = [&](const google::protobuf::RepeatedPtrField<v1::ABPair>& pairs, const std::string& label) {
+    for (int i = 0; i < pairs.size(); ++i) {
+      const auto& p = pairs[i];
+      t += "<tr><td>" + label + std::to_string(i + 1) + "</td><td>" + (p.b_first() ? "B A" : "A B") +
+           "</td><td class=\"num\">" + fixed_text(p.a(), 2) + "</td><td class=\"num\">" +
+           fixed_text(p.b(), 2) + "</td><td class=\"num\">" +
+           (p.a() > 0 ? signed_pct((p.b() / p.a() - 1) * 100) : "") + "</td></tr>";
+    }
+  };
+  rows(c.pairs(), "");
+  rows(c.confirm_pairs(), "confirm ");
   return t + "</tbody></table>";
 }
 

@@ -293,11 +293,15 @@ void markdown_verdicts(std::ostream& out, const std::string& heading, const v1::
     out << "\n" << markdown_cell(c.key() + " against " + c.a_key()) << ":\n\n";
     markdown_row(out, {"pair", "order", "A", "B", "B/A"});
     out << "| ---: | --- | ---: | ---: | ---: |\n";
-    for (int i = 0; i < c.pairs_size(); ++i) {
-      const auto& p = c.pairs(i);
-      markdown_row(out, {std::to_string(i + 1), p.b_first() ? "B A" : "A B", fixed_text(p.a(), 2),
-                         fixed_text(p.b(), 2), p.a() > 0 ? pct_text((p.b() / p.a() - 1) * 100) : ""});
-    }
+    auto rows = [&](const google::protobuf::RepeatedPtrField<v1::ABPair>& pairs, const std::string& label) {
+      for (int i = 0; i < pairs.size(); ++i) {
+        const auto& p = pairs[i];
+        markdown_row(out, {label + std::to_string(i + 1), p.b_first() ? "B A" : "A B", fixed_text(p.a(), 2),
+                           fixed_text(p.b(), 2), p.a() > 0 ? pct_text((p.b() / p.a() - 1) * 100) : ""});
+      }
+    };
+    rows(c.pairs(), "");
+    rows(c.confirm_pairs(), "confirm ");
   }
   if (!v.note().empty()) out << "\n" << markdown_cell(v.note()) << "\n";
 }

@@ -126,11 +126,13 @@ class ScenarioRun {
     ProgressReporter progress(cells_.size(), ProgressReporter::stderr_is_tty(), options_.quiet);
     run_cells(progress);
     // A signal after the last cell (and its confirmations) changes nothing: the run is complete.
-    const bool complete = all_finished() && judge_and_confirm(progress);
+    const bool complete = all_finished() && judge_and_confirm(progress) && judge_and_confirm_ab(progress);
     const int stopped_by = complete || !options_.stop ? 0 : options_.stop->load();
     if (complete) {
-      judge_ab_pairs();
       header_["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+    } else {
+      ab_.reset();  // the first pairs' verdicts, unconfirmed: --resume judges again
+      header_.erase("ab");
     }
     save();
     progress.finish();
@@ -264,9 +266,12 @@ class ScenarioRun {
   bool judge_and_confirm(ProgressReporter& progress) {
     if (judging()) judge();
     std::vector<size_t> again;
+    std::set<size_t> paired;  // an A/B run's cells are confirmed in pairs (judge_and_confirm_ab)
+    if (!scenario_.ab_a.empty())
+      for (auto [a, b] : ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b)) paired.insert({a, b});
     for (size_t i = 0; i < results_.size(); ++i) {
       const auto& r = *results_[i];
-      if (!r.ok() || !r.confirmations.empty()) continue;
+      if (!r.ok() || !r.confirmations.empty() || paired.count(i)) continue;
       if (scenario_.execution.confirm_every_cell || (verdicts_ && suspect(cells_[i].key())))
         again.push_back(i);
     }
@@ -384,8 +389,44 @@ class ScenarioRun {
     std::vector<std::pair<const CellResult*, const CellResult*>> pairs;
     for (auto [a, b] : ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b))
       if (results_[a] && results_[b]) pairs.emplace_back(&*results_[a], &*results_[b]);
-    ab_ = judge_ab(pairs, scenario_.regression, pairs.size());
+    ab_ = judge_ab(pairs, scenario_.regression, pairs.size(), confirm_count() > 0);
     header_["ab"] = nlohmann::json::parse(proto::to_json(*ab_));
+  }
+
+  // A/B's confirm before alarm: the pairs of cells the first pairs call a regression (or of
+  // every cell, with confirm.every_cell) are measured again, pair by pair on fresh targets, then
+  // judged again. False when the run is stopping.
+  bool judge_and_confirm_ab(ProgressReporter& progress) {
+    judge_ab_pairs();
+    if (!ab_ || confirm_count() == 0) return true;
+    std::vector<std::pair<size_t, size_t>> again;
+    const auto pairs = ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b);
+    for (int k = 0; k < ab_->cells_size() && k < static_cast<int>(pairs.size()); ++k) {
+      auto [a, b] = pairs[static_cast<size_t>(k)];
+      if (!results_[a]->ok() || !results_[b]->ok() || !results_[b]->confirmations.empty()) continue;
+      if (scenario_.execution.confirm_every_cell || ab_->cells(k).verdict() == kRegression)
+        again.emplace_back(a, b);
+    }
+    if (again.empty()) return true;
+    CellExecutor executor(scenario_, pool_, progress, cell_options());
+    for (auto [a, b] : again) {
+      if (wait_until_ready(nullptr, scenario_.execution.cooldown_s, options_.stop, WaitClock::real()) ==
+          WaitOutcome::kStopped)
+        return false;
+      progress.info(cells_[b].key() + " against " + cells_[a].key() + ": measuring again to confirm (" +
+                    std::to_string(confirm_count()) + " pairs on fresh targets)");
+      if (!executor.confirm_pair(*results_[a], *results_[b], confirm_count(), cells_.size())) return false;
+      folder().journal(*results_[a]);
+      folder().journal(*results_[b]);
+      save();
+    }
+    judge_ab_pairs();
+    return true;
+  }
+
+  // execution.confirm's repetitions (or pairs): the scenario's repetitions, at least 3, unless set.
+  uint32_t confirm_count() const {
+    return scenario_.execution.confirm.value_or(std::max<uint32_t>(3, scenario_.repetitions));
   }
 
   bool all_finished() const {
@@ -395,7 +436,7 @@ class ScenarioRun {
   // confirmations (the journal's last line of a cell is the one --resume keeps). False when
   // the run is stopping.
   bool confirm_cells(ProgressReporter& progress, const std::vector<size_t>& which) {
-    const uint32_t count = scenario_.execution.confirm.value_or(std::max<uint32_t>(3, scenario_.repetitions));
+    const uint32_t count = confirm_count();
     if (which.empty() || count == 0) return true;
     CellExecutor executor(scenario_, pool_, progress, cell_options());
     for (size_t i : which) {

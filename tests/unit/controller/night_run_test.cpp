@@ -204,15 +204,17 @@ TEST_F(NightRun, AnABRunAlternatesTheBuildsAndPairsThem) {
       {"name": "pr", "builtin": "hello", "body": "pr"}],
       "matrix": {"delay_ms": [0]}, "load": {"requests_per_thread": 10}, "repetitions": 4,
       "ab": {"a": "main", "b": "pr"}, "regression": {"threshold_pct": 2}})";
-  // B is 5 % slower in every pair; the machine drifts 10 % between pairs.
+  // B is 5 % slower in every pair, and again in the 4 pairs that confirm it; the machine
+  // drifts 10 % between pairs.
   std::deque<double> figures;
   const double drift[] = {1000, 1100, 950, 1050};
   const bool b_first[] = {false, true, false, true};
-  for (int i = 0; i < 4; ++i) {
-    double a = drift[i], b = drift[i] * 0.95;
-    figures.push_back(b_first[i] ? b : a);
-    figures.push_back(b_first[i] ? a : b);
-  }
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < 4; ++i) {
+      double a = drift[i], b = drift[i] * (i % 2 ? 0.95 : 0.951);
+      figures.push_back(b_first[i] ? b : a);
+      figures.push_back(b_first[i] ? a : b);
+    }
   EXPECT_EQ(night("ab", figures, ab), exit_status::kRegression) << table_;
   auto result = read_json_file((dir_ / "ab" / "result.json").string());
   const auto& v = result["ab"]["cells"][0];
@@ -220,17 +222,32 @@ TEST_F(NightRun, AnABRunAlternatesTheBuildsAndPairsThem) {
   EXPECT_EQ(v["key"], "pr/d0");
   EXPECT_EQ(v["a_key"], "main/d0");
   EXPECT_EQ(v["verdict"], "regression") << v.dump();
-  EXPECT_NEAR(v["change_pct"].get<double>(), -5, 1e-6);
-  ASSERT_EQ(v["pairs"].size(), 4u);
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(v["pairs"][i]["b_first"].get<bool>(), b_first[i]) << i;
-    EXPECT_NEAR(v["pairs"][i]["a"].get<double>(), drift[i], 1e-6) << i;
+  EXPECT_NEAR(v["change_pct"].get<double>(), -4.95, 0.01);
+  EXPECT_TRUE(v["suspect"].get<bool>());
+  EXPECT_NEAR(v["confirm_change_pct"].get<double>(), -4.95, 0.01);
+  EXPECT_NE(v["reason"].get<std::string>().find("confirmed by 4 more pairs"), std::string::npos) << v.dump();
+  for (auto* field : {"pairs", "confirm_pairs"}) {
+    ASSERT_EQ(v[field].size(), 4u) << field;
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(v[field][i]["b_first"].get<bool>(), b_first[i]) << field << i;
+      EXPECT_NEAR(v[field][i]["a"].get<double>(), drift[i], 1e-6) << field << i;
+    }
   }
-  // The targets ran in that order: main, pr, pr, main, main, pr, pr, main.
+  // The targets ran in that order, each on a fresh process: main, pr, pr, main, main, pr, pr,
+  // main; then the confirmation's pairs in the same order.
   std::vector<std::string> bodies;
   for (auto& t : agent_.targets()) bodies.push_back(t->written().front().spec().body());
-  EXPECT_EQ(bodies, (std::vector<std::string>{"", "pr", "pr", "", "", "pr", "pr", ""}));
+  const std::vector<std::string> order{"", "pr", "pr", "", "", "pr", "pr", ""};
+  std::vector<std::string> twice = order;
+  twice.insert(twice.end(), order.begin(), order.end());
+  EXPECT_EQ(bodies, twice);
   EXPECT_NE(table_.find("B A"), std::string::npos) << table_;
+  EXPECT_NE(table_.find("confirm 4"), std::string::npos) << table_;
+  for (auto* file : {"matrix.md", "report.html"}) {
+    std::ifstream in(dir_ / "ab" / file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("confirm 4"), std::string::npos) << file;
+  }
   // The same build twice (A/A): the pairs' drift cancels, nothing to report.
   figures.clear();
   for (int i = 0; i < 4; ++i) {
@@ -239,6 +256,44 @@ TEST_F(NightRun, AnABRunAlternatesTheBuildsAndPairsThem) {
   }
   EXPECT_EQ(night("aa", figures, ab), exit_status::kOk) << table_;
   EXPECT_EQ(read_json_file((dir_ / "aa" / "result.json").string())["ab"]["cells"][0]["verdict"], "same");
+}
+
+// A/B, confirm before alarm: pairs that say regression are measured again; when the new pairs
+// do not show it, the verdict is noise and the run exits 0. Without a confirmation (confirm 0)
+// the same pairs are a regression.
+TEST_F(NightRun, AnABRegressionThatTheConfirmationsPairsDoNotShowIsNoise) {
+  auto scenario = [](int confirm) {
+    return R"({"name": "pr", "targets": [{"name": "main", "builtin": "hello"},
+      {"name": "pr", "builtin": "hello", "body": "pr"}],
+      "matrix": {"delay_ms": [0]}, "load": {"requests_per_thread": 10}, "repetitions": 4,
+      "execution": {"confirm": )" +
+           std::to_string(confirm) +
+           R"(}, "ab": {"a": "main", "b": "pr"}, "regression": {"threshold_pct": 2}})";
+  };
+  std::deque<double> slow;  // B 6 % slower in each of 4 pairs (B A in the odd ones)
+  for (int i = 0; i < 4; ++i) {
+    const double a = 1000 + 10 * i, b = a * (i % 2 ? 0.94 : 0.939);
+    slow.push_back(i % 2 ? b : a);
+    slow.push_back(i % 2 ? a : b);
+  }
+  std::deque<double> figures = slow;
+  for (double f : {1000.0, 1001.0, 999.0, 1000.0, 1002.0, 1001.0, 998.0, 999.0}) figures.push_back(f);
+  EXPECT_EQ(night("noise", figures, scenario(4)), exit_status::kOk) << table_;
+  EXPECT_EQ(targets_started(), 16u);
+  auto v = read_json_file((dir_ / "noise" / "result.json").string())["ab"]["cells"][0];
+  EXPECT_EQ(v["verdict"], "noise") << v.dump();
+  EXPECT_TRUE(v["suspect"].get<bool>());
+  EXPECT_EQ(v["confirm_pairs"].size(), 4u);
+  EXPECT_NEAR(v["change_pct"].get<double>(), -6, 0.1);
+  EXPECT_NEAR(v["confirm_change_pct"].get<double>(), 0, 0.2);
+  EXPECT_NE(v["reason"].get<std::string>().find("but 4 more pairs on fresh targets measured"),
+            std::string::npos)
+      << v.dump();
+  EXPECT_EQ(night("unconfirmed", slow, scenario(0)), exit_status::kRegression) << table_;
+  EXPECT_EQ(targets_started(), 8u);
+  v = read_json_file((dir_ / "unconfirmed" / "result.json").string())["ab"]["cells"][0];
+  EXPECT_EQ(v["verdict"], "regression") << v.dump();
+  EXPECT_EQ(v["confirm_pairs"].size(), 0u);
 }
 
 }  // namespace

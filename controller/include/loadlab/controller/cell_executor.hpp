@@ -43,8 +43,19 @@ class CellExecutor {
   // machine weighs on both alike. A failed repetition ends both cells (the pairs are the
   // evidence); nullopt when the run is stopping.
   std::optional<std::pair<CellResult, CellResult>> run_pair(const Cell& a, const Cell& b, size_t finished);
+  // A/B's confirmation: `count` more pairs of the finished cells `a` and `b`, in the same order
+  // (A B, B A, ...) on fresh target processes, into their `confirmations`. False when the run
+  // is stopping (what was measured is kept); a failed repetition ends them with what they have.
+  bool confirm_pair(CellResult& a, CellResult& b, uint32_t count, size_t finished);
 
  private:
+  // Where one side of the pairs goes: its repetitions and its error.
+  struct Side {
+    std::vector<v1::Repetition>* reps;
+    std::string* error;
+  };
+  // `count` pairs of `a` and `b` into their sides; false when the run is stopping.
+  bool pairs(const Cell& a, const Cell& b, uint32_t count, size_t finished, Side a_side, Side b_side);
   // Repetitions until `count` are in `reps`, or one fails (its error in `error`); false when
   // the run is stopping.
   bool repeat(const Cell& cell, uint32_t count, size_t finished, std::vector<v1::Repetition>& reps,
