@@ -4,6 +4,11 @@
 # recorded) and by a 20 % trimmed-mean paired test (Yuen), with the same level (0.5 % a cell),
 # the same 2 % threshold and the same minimum detectable change (95 % power). An offline look at
 # a robust rule on real pairs; the controller does not apply it (docs/nightly.md).
+# Then the controller's confirm before alarm over the same runs: a cell whose first pairs said
+# regression holds only when its confirmation's pairs show B worse beyond the threshold and
+# their band at 5 % (one-sided). Runs recorded before the controller confirmed (no
+# confirm_pairs) take the next run of the same kind's pairs of that cell as their
+# confirmation: measured minutes later on fresh targets, as the controller would.
 #
 #   bench/ab_pairs.py OUT
 import json,math,statistics as st,glob,sys
@@ -55,3 +60,36 @@ for f in sorted(glob.glob(out+'/a[ab]-*/result.json')):
 for (kind,key),rs in sorted(res.items()):
     print(f"{kind} {key}: runs {len(rs)}; t-test regression {sum(r[0]=='regression' for r in rs)}, trimmed regression {sum(r[1]=='regression' for r in rs)}; "
           f"change median {st.median(r[2] for r in rs):+.2f} (trimmed {st.median(r[4] for r in rs):+.2f}); mdc median {st.median(r[3] for r in rs):.2f} (trimmed {st.median(r[5] for r in rs):.2f})")
+
+def worse_beyond(pairs, level):
+    l=[math.log(p['b']/p['a']) for p in pairs if p.get('a',0)>0 and p.get('b',0)>0]
+    if len(l)<2: return False
+    m=st.mean(l); se=st.stdev(l)/math.sqrt(len(l)); half=tq(1-level,len(l)-1)*se
+    return -m>half and -m>math.log1p(0.02)
+runs={}
+for f in sorted(glob.glob(out+'/a[ab]-*/result.json')):
+    kind=f.split('/')[-2][:2]
+    try: cells=json.load(open(f))['ab']['cells']
+    except Exception: continue
+    runs.setdefault(kind,[]).append({c['key']:c for c in cells})
+for kind,rs in sorted(runs.items()):
+    first=alarms=stand_in=0; caught={}; judged={}
+    for i,r in enumerate(rs):
+        alarm=False
+        for key,c in r.items():
+            if not (c.get('suspect') or c['verdict']=='regression'):
+                judged[key]=judged.get(key,0)+1
+                continue
+            first+=1
+            conf=c.get('confirm_pairs')
+            if not conf and i+1<len(rs) and key in rs[i+1]:
+                conf=rs[i+1][key]['pairs']; stand_in+=1
+            if not conf: continue  # the last run: nothing to confirm it with
+            judged[key]=judged.get(key,0)+1
+            held=worse_beyond(conf,0.05)
+            caught[key]=caught.get(key,0)+held
+            alarm|=held
+        alarms+=alarm
+    print(f"{kind} confirmed: {len(rs)} runs, {first} cells whose first pairs said regression "
+          f"({stand_in} confirmed by the next run's pairs), {alarms} runs with a confirmed regression; "
+          + ", ".join(f"{k} {caught.get(k,0)} of {n}" for k,n in sorted(judged.items())))

@@ -20,6 +20,7 @@
 
 #include "client_connection.hpp"
 #include "load_result.hpp"
+#include "loadlab/shared/header_nv.hpp"
 #include "run_plan.hpp"
 #include "stream_slots.hpp"
 #include "worker.hpp"
@@ -48,15 +49,8 @@ struct StreamRequest {
 template <class Nv>
 std::vector<Nv> header_fields(const RunPlan& plan, uint8_t no_copy_flags) {
   std::vector<Nv> fields;
-  for (const auto& [name, value] : plan.h2_headers) {
-    Nv nv;
-    nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-    nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-    nv.namelen = name.size();
-    nv.valuelen = value.size();
-    nv.flags = no_copy_flags;
-    fields.push_back(nv);
-  }
+  for (const auto& [name, value] : plan.h2_headers)
+    fields.push_back(shared::header_nv<Nv>(name, value, no_copy_flags));
   return fields;
 }
 

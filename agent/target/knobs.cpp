@@ -53,22 +53,21 @@ std::chrono::nanoseconds sample_delay(const DelaySpec& spec, Random& random) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(ms * 1e6));
 }
 
-std::optional<double> parse_ms(std::string_view text) {
+std::optional<double> parse_fixed(std::string_view text, double max) {
   double value = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::fixed);
   if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) return std::nullopt;
-  if (value < 0 || value > kMaxDelayMs) return std::nullopt;
+  if (value < 0 || value > max) return std::nullopt;
   return value;
 }
 
+std::optional<double> parse_ms(std::string_view text) { return parse_fixed(text, kMaxDelayMs); }
+
 std::optional<std::chrono::nanoseconds> parse_work_us(std::string_view text, std::uint64_t max_us) {
-  double value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::fixed);
-  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) return std::nullopt;
-  if (value < 0 || value > static_cast<double>(max_us)) return std::nullopt;
-  return std::chrono::nanoseconds(std::llround(value * 1000));
+  const auto us = parse_fixed(text, static_cast<double>(max_us));
+  if (!us) return std::nullopt;
+  return std::chrono::nanoseconds(std::llround(*us * 1000));
 }
 
 std::optional<DelaySpec> parse_delay(std::string_view text) {

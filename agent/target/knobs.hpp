@@ -44,6 +44,8 @@ std::chrono::nanoseconds sample_delay(const DelaySpec& spec, Random& random);
 // Parsers return nullopt on a bad value; `expected_*` say what is allowed, for the messages.
 [[nodiscard]] std::optional<DelaySpec> parse_delay(std::string_view text);
 std::optional<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max);
+// A plain decimal number ("12", "1.5"; no sign, exponent, inf or nan) in 0..max.
+[[nodiscard]] std::optional<double> parse_fixed(std::string_view text, double max);
 [[nodiscard]] std::optional<double> parse_ms(std::string_view text);  // a finite number in 0..kMaxDelayMs
 // CPU work in us, 0..max_us, fractions allowed (to the ns: "1.5" is 1500 ns).
 [[nodiscard]] std::optional<std::chrono::nanoseconds> parse_work_us(std::string_view text,

@@ -39,6 +39,7 @@
 #include "canned_responses.hpp"
 #include "io_worker.hpp"
 #include "knobs.hpp"
+#include "loadlab/shared/header_nv.hpp"
 #include "request_parser.hpp"
 #include "session_env.hpp"
 
@@ -98,12 +99,8 @@ class ResponseFields {
 
  private:
   void add(std::string_view name, std::string_view value, bool value_static) {
-    Nv& nv = fields_[size_++];
-    nv.name = reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data()));
-    nv.value = reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data()));
-    nv.namelen = name.size();
-    nv.valuelen = value.size();
-    nv.flags = static_cast<std::uint8_t>(kNoCopyName | (value_static ? kNoCopyValue : 0));
+    fields_[size_++] = shared::header_nv<Nv>(
+        name, value, static_cast<std::uint8_t>(kNoCopyName | (value_static ? kNoCopyValue : 0)));
   }
 
   std::array<Nv, 4> fields_{};
