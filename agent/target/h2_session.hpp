@@ -75,7 +75,7 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   void credit_answered();
   void finish();
   void on_finishing_read(boost::beast::error_code ec);
-  void close_tls();
+  void close_tls();  // TlsStream's only (tls_sessions.cpp): our close_notify, then close_tcp()
   void close_tcp();
   void do_linger();
   void close_now();
@@ -156,7 +156,6 @@ class H2Session : public std::enable_shared_from_this<H2Session<Stream>> {
   Clock::time_point written_at_;  // the last write began or ended (write timeout)
 };
 
-extern template class H2Session<PlainStream>;
-extern template class H2Session<TlsStream>;
+extern template class H2Session<PlainStream>;  // h2_session.cpp; TlsStream's: tls_sessions.cpp
 
 }  // namespace loadlab::target

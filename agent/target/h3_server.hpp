@@ -30,6 +30,7 @@
 #include "h3_limits.hpp"
 #include "io_worker.hpp"
 #include "quic_tls.hpp"
+#include "secure_transport.hpp"
 #include "session_env.hpp"
 
 struct ngtcp2_cid;
@@ -56,7 +57,7 @@ struct CidKeyHash {
   std::size_t operator()(const CidKey& key) const;
 };
 
-class H3Server {
+class H3Server final : public DatagramServer {
  public:
   using udp = boost::asio::ip::udp;
   // The length of the connection ids this server chooses (short headers carry no length).
@@ -65,21 +66,21 @@ class H3Server {
   // `worker` runs the socket and every connection; `tls` outlives the server.
   H3Server(IoWorker& worker, const SessionEnv& env, std::shared_ptr<const QuicTlsContext> tls,
            H3Limits limits = {});
-  ~H3Server();
+  ~H3Server() override;
   H3Server(const H3Server&) = delete;
   H3Server& operator=(const H3Server&) = delete;
 
   // Opens and binds. Called once, before run(), by the owning thread.
-  boost::beast::error_code listen(const udp::endpoint& endpoint);
+  boost::beast::error_code listen(const udp::endpoint& endpoint) override;
   udp::endpoint local_endpoint() const;
 
   // On the worker's thread.
-  void run();
+  void run() override;
   // On the worker's thread: no new connections; the open ones say GOAWAY and close once their
   // streams are answered.
-  void initiate_shutdown();
+  void initiate_shutdown() override;
   // QUIC connections neither closed nor closing. Any thread (the server's drain waits for zero).
-  std::int64_t live_connections() const { return live_.load(std::memory_order_relaxed); }
+  std::int64_t live_connections() const override { return live_.load(std::memory_order_relaxed); }
 
   // For connections, on the worker's thread.
   void send(const udp::endpoint& to, const std::uint8_t* data, std::size_t size);

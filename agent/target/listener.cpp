@@ -4,6 +4,7 @@
 #include <boost/beast/core/bind_handler.hpp>
 #include <chrono>
 
+#include "secure_transport.hpp"
 #include "session.hpp"
 
 namespace loadlab::target {
@@ -76,8 +77,8 @@ void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
   } else {
     IoWorker& worker = *workers_[next_worker_];
     next_worker_ = (next_worker_ + 1) % workers_.size();
-    if (env_.tls) {
-      std::make_shared<Session<TlsStream>>(std::move(socket), env_, worker)->run();
+    if (env_.secure) {
+      env_.secure->start_session(std::move(socket), env_, worker);
     } else {
       std::make_shared<Session<PlainStream>>(std::move(socket), env_, worker)->run();
     }

@@ -7,7 +7,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 
-#include "h3_server.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::target {
@@ -49,9 +48,13 @@ Server::Server(ServerOptions options)
   env_.in_flight = &in_flight_;
   env_.workers = &workers_;
   env_.log = log_.get();
-  env_.tls = options_.tls.get();
+  if (options_.secure) {
+    env_.secure = options_.secure.get();
+    env_.tls = &options_.secure->tls_context();
+  }
   for (auto& worker : workers_) guards_.push_back(net::make_work_guard(worker->ioc));
-  if (options_.h3) h3_ = std::make_unique<H3Server>(*workers_.front(), env_, options_.h3, options_.h3_limits);
+  if (options_.secure && options_.secure->serves_h3())
+    h3_ = options_.secure->make_h3_server(*workers_.front(), env_, options_.h3_limits);
   if (options_.acceptor == AcceptorMode::shared) {
     std::vector<IoWorker*> all;
     for (auto& worker : workers_) all.push_back(worker.get());

@@ -13,7 +13,6 @@
 // was accepted.
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <chrono>
@@ -29,7 +28,7 @@
 #include "knobs.hpp"
 #include "listener.hpp"
 #include "loadlab/shared/endpoint.hpp"
-#include "quic_tls.hpp"
+#include "secure_transport.hpp"
 #include "session_env.hpp"
 #include "stall.hpp"
 
@@ -56,15 +55,11 @@ struct ServerOptions {
   std::chrono::steady_clock::duration shutdown_grace = std::chrono::seconds(2);
   std::uint32_t header_limit = 8 * 1024;
   std::uint64_t body_limit = 1024 * 1024;
-  // Non-null: serve HTTPS with this context (make_tls_context); shared by all io threads.
-  std::shared_ptr<boost::asio::ssl::context> tls;
-  // Non-null: also serve HTTP/3 on UDP at the TCP listener's address and port, with this TLS
-  // (QuicTlsContext::make, from the same certificate as `tls`).
-  std::shared_ptr<QuicTlsContext> h3;
+  // Non-null: serve HTTPS (and HTTP/3 on UDP at the TCP listener's address and port, where it
+  // says so) through it: loadlab_target_secure's make_secure_transport. Shared by all io threads.
+  std::shared_ptr<const SecureTransport> secure;
   H3Limits h3_limits;  // address validation (Retry) and the caps on handshakes and connections
 };
-
-class H3Server;
 
 class Server {
  public:
@@ -113,7 +108,7 @@ class Server {
   IoWorkers workers_;
   std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
   std::vector<std::shared_ptr<Listener>> listeners_;
-  std::unique_ptr<H3Server> h3_;  // on the first io_context; null without options.h3
+  std::unique_ptr<DatagramServer> h3_;  // HTTP/3 on the first io_context, where secure serves it
   boost::asio::steady_timer drain_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;
 };

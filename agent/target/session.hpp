@@ -17,13 +17,11 @@
 #include <atomic>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http/status.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -37,6 +35,11 @@
 #include "knobs.hpp"
 #include "request_parser.hpp"
 #include "session_env.hpp"
+
+namespace boost::beast {
+template <class NextLayer>
+class ssl_stream;  // <boost/beast/ssl/ssl_stream.hpp>: loadlab_target_secure's only
+}  // namespace boost::beast
 
 namespace loadlab::target {
 
@@ -83,6 +86,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void do_linger();
   void on_linger(boost::beast::error_code ec, std::size_t bytes);
   void answer_error(boost::beast::http::status status);
+
+  // TlsStream's only, defined in tls_sessions.cpp (loadlab_target_secure), so that the plain
+  // family names no OpenSSL function: the stream over `env.tls`, the server handshake, counting
+  // a finished one (true when ALPN chose h2), and our close_notify.
+  [[nodiscard]] static Stream make_tls_stream(boost::asio::ip::tcp::socket&& socket, const SessionEnv& env);
+  void start_handshake();
+  bool note_handshake();
+  void start_tls_shutdown();
   void hand_over_to_h2();
   void fail(boost::beast::error_code ec, const char* what);
 
@@ -123,7 +134,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::vector<boost::asio::const_buffer> out_;
 };
 
-extern template class Session<PlainStream>;
-extern template class Session<TlsStream>;
+extern template class Session<PlainStream>;  // session.cpp; TlsStream's: tls_sessions.cpp
 
 }  // namespace loadlab::target

@@ -3,7 +3,6 @@
 #include <spdlog/logger.h>
 
 #include <atomic>
-#include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <cstdint>
 
@@ -12,7 +11,13 @@
 #include "knobs.hpp"
 #include "stall.hpp"
 
+namespace boost::asio::ssl {
+class context;  // OpenSSL's, through loadlab_target_secure only
+}  // namespace boost::asio::ssl
+
 namespace loadlab::target {
+
+class SecureTransport;  // secure_transport.hpp
 
 struct SessionEnv {
   const CannedResponses* responses = nullptr;  // the configured status and body
@@ -34,7 +39,9 @@ struct SessionEnv {
   // Requests read but not yet answered, across all io threads; shutdown waits for zero.
   std::atomic<std::int64_t>* in_flight = nullptr;
   const IoWorkers* workers = nullptr;  // for the stats endpoint's counts
-  // Non-null: connections speak TLS (the handshake must end within read_timeout).
+  // Non-null: connections speak TLS (the handshake must end within read_timeout), started by
+  // `secure`, whose context `tls` is.
+  const SecureTransport* secure = nullptr;
   boost::asio::ssl::context* tls = nullptr;
   spdlog::logger* log = nullptr;
 };

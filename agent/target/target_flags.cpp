@@ -2,22 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
 
 #include "knobs.hpp"
-#include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/endpoint.hpp"
-#include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
-#include "loadlab/shared/self_signed_cert.hpp"
-#include "quic_tls.hpp"
-#include "tls_context.hpp"
 
 namespace loadlab::target {
 
@@ -33,61 +27,6 @@ std::uint64_t uint_flag(const char* flag, const std::string& text, std::uint64_t
   auto value = parse_uint(text, min, max);
   if (!value) throw InputError(flag, expected_range(min, max) + got(text));
   return *value;
-}
-
-std::string read_pem(const char* flag, const std::string& path) {
-  auto text = read_credential_file(path);
-  if (!text)
-    throw InputError(flag, "cannot read '" + path + "': expected a readable regular file of at most " +
-                               std::to_string(limits::kMaxCredentialFileBytes) + " bytes");
-  return *text;
-}
-
-// The certificate and key of --tls-cert/--tls-key, or a new self-signed pair (whose certificate
-// --tls-cert-out writes).
-TlsCredentials tls_credentials(const TargetFlags& flags) {
-  if (flags.tls_cert.empty() != flags.tls_key.empty())
-    throw flags.tls_cert.empty() ? InputError("--tls-cert", "required with --tls-key")
-                                 : InputError("--tls-key", "required with --tls-cert");
-  if (!flags.tls_cert.empty()) {
-    if (!flags.tls_cert_out.empty())
-      throw InputError("--tls-cert-out",
-                       "only for a generated certificate (--tls without --tls-cert and --tls-key)");
-    return TlsCredentials{read_pem("--tls-cert", flags.tls_cert), read_pem("--tls-key", flags.tls_key)};
-  }
-  std::string error;
-  auto generated = make_self_signed_cert(std::chrono::system_clock::now(), error);
-  if (!generated) throw EnvironmentError("cannot make a TLS certificate: " + error);
-  component_logger("target")->info(
-      "tls: generated a self-signed certificate for localhost, 127.0.0.1 and ::1, valid 30 days, "
-      "SHA-256 fingerprint {}",
-      generated->sha256_fingerprint);
-  if (!flags.tls_cert_out.empty()) {
-    std::ofstream out(flags.tls_cert_out, std::ios::binary | std::ios::trunc);
-    out << generated->credentials.cert_pem;
-    out.close();
-    if (!out) throw InputError("--tls-cert-out", "cannot write '" + flags.tls_cert_out + "'");
-  }
-  return std::move(generated->credentials);
-}
-
-// The TLS contexts of --tls (and, with --h3, QUIC's: GnuTLS, the same certificate).
-void add_tls(const TargetFlags& flags, ServerOptions& options) {
-  const auto credentials = tls_credentials(flags);
-  auto result = make_tls_context(credentials);
-  if (!result.context) {
-    const bool cert = result.bad == TlsContextResult::Bad::cert;
-    const std::string& path = cert ? flags.tls_cert : flags.tls_key;
-    if (path.empty()) throw EnvironmentError("cannot make a TLS certificate: " + result.error);  // ours
-    throw InputError(cert ? "--tls-cert" : "--tls-key", "'" + path + "': " + result.error);
-  }
-  options.tls = std::move(result.context);
-  if (!flags.h3) return;
-  std::string error;
-  options.h3 = QuicTlsContext::make(credentials, error);
-  if (options.h3) return;
-  if (flags.tls_cert.empty()) throw EnvironmentError("cannot make a TLS certificate: " + error);
-  throw InputError("--tls-cert", error);
 }
 
 }  // namespace
@@ -145,7 +84,7 @@ void add_target_flags(CLI::App& app, TargetFlags& flags) {
       ->capture_default_str();
 }
 
-ServerOptions target_options(const TargetFlags& flags) {
+ServerOptions target_options(const TargetFlags& flags, AddSecure add_secure) {
   ServerOptions options;
   const auto endpoint = parse_endpoint(flags.listen);
   if (!endpoint)
@@ -192,7 +131,7 @@ ServerOptions target_options(const TargetFlags& flags) {
                             : flags.h3_retry == "never" ? H3Retry::never
                                                         : H3Retry::auto_;
   init_logging(flags.log_level);  // before the certificate is made: it logs its fingerprint
-  if (flags.any_tls()) add_tls(flags, options);
+  if (flags.any_tls() && add_secure) add_secure(flags, options);
   return options;
 }
 

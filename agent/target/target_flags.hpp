@@ -34,8 +34,22 @@ struct TargetFlags {
 
 void add_target_flags(CLI::App& app, TargetFlags& flags);
 
-// The server's options, TLS included (its certificate read, or made and written where
-// --tls-cert-out says).
-ServerOptions target_options(const TargetFlags& flags);
+// What adds TLS and QUIC to the options (--tls, --tls-cert, --tls-key, --tls-cert-out, --h3):
+// add_secure_options in loadlab-target-secure; null in loadlab-target, which hands such a
+// command line over to loadlab-target-secure (target_main).
+using AddSecure = void (*)(const TargetFlags&, ServerOptions&);
+
+// The server's options; with `add_secure`, TLS included (its certificate read, or made and
+// written where --tls-cert-out says).
+ServerOptions target_options(const TargetFlags& flags, AddSecure add_secure);
+
+// loadlab-target-secure's AddSecure (secure_flags.cpp, linked with loadlab_target_secure).
+void add_secure_options(const TargetFlags& flags, ServerOptions& options);
+
+// The program (exit statuses of loadlab/shared/program.hpp): parses the flags, serves until
+// SIGINT or SIGTERM, prints `requests N`. Without `add_secure`, a command line that asks for
+// TLS or HTTP/3 executes loadlab-target-secure beside this binary with the same arguments (the
+// same process: its pid, its parent and its cgroup stay).
+int target_main(int argc, char** argv, AddSecure add_secure);
 
 }  // namespace loadlab::target

@@ -44,8 +44,8 @@ const std::string kBinary = std::string(LOADLAB_BIN_DIR) + "/loadlab-target";
 
 class Child {
  public:
-  explicit Child(std::vector<std::string> args) {
-    args.insert(args.begin(), kBinary);
+  explicit Child(std::vector<std::string> args, const std::string& binary = kBinary) {
+    args.insert(args.begin(), binary);
     int out[2], err[2];
     if (pipe(out) != 0 || pipe(err) != 0) return;
     posix_spawn_file_actions_t actions;
@@ -57,7 +57,7 @@ class Child {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (posix_spawn(&pid_, kBinary.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    if (posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
     close(out[1]);
     close(err[1]);
@@ -423,6 +423,59 @@ TEST(TargetBinaryH3, AFloodOfInitialsStaysWithinItsMemoryBoundAndARealClientIsSe
   const long after = rss_kb(child.pid());
   std::cout << "RSS idle " << idle << " kB, after 10000 Initials " << after << " kB\n";
   EXPECT_LE(after - idle, 32 * 1024);
+}
+
+// The shared libraries a process has mapped, by file name ("libssl.so.3").
+std::vector<std::string> mapped_libraries(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::vector<std::string> out;
+  for (std::string line; std::getline(maps, line);) {
+    auto slash = line.rfind('/');
+    if (slash == std::string::npos || line.find(".so", slash) == std::string::npos) continue;
+    auto name = line.substr(slash + 1);
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
+bool maps_any(const std::vector<std::string>& libraries, const std::string& prefix) {
+  return std::any_of(libraries.begin(), libraries.end(), [&](auto& l) { return l.rfind(prefix, 0) == 0; });
+}
+
+// A plain target (HTTP/1.1, h2c) maps no TLS or QUIC library; --tls makes the same process
+// (its pid: what the agent samples and stops) loadlab-target-secure, which serves HTTPS.
+TEST(TargetBinaryTls, APlainTargetMapsNoTlsOrQuicLibraryAndTlsHandsTheSameProcessOver) {
+  const char* secure_libraries[] = {"libssl.", "libcrypto.", "libgnutls.", "libngtcp2", "libnghttp3."};
+  {
+    Child plain({"--threads", "1", "--body", "plain"});
+    auto line = plain.read_line();
+    ASSERT_TRUE(line);
+    ASSERT_EQ(get_body(port_of(*line)), "plain");
+    const auto libraries = mapped_libraries(plain.pid());
+    EXPECT_TRUE(maps_any(libraries, "libnghttp2.")) << "h2c is the plain target's";
+    for (const char* lib : secure_libraries) EXPECT_FALSE(maps_any(libraries, lib)) << lib;
+    EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(plain.pid()) + "/exe").filename(),
+              "loadlab-target");
+  }
+  TempDir dir;
+  const auto cert_out = dir.file("cert.pem");
+  Child secure({"--tls", "--tls-cert-out", cert_out, "--threads", "1", "--body", "secure"});
+  auto line = secure.read_line();
+  ASSERT_TRUE(line);
+  EXPECT_EQ(tls_get_body(port_of(*line), read_text(cert_out)), "secure");
+  EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(secure.pid()) + "/exe").filename(),
+            "loadlab-target-secure");
+  const auto libraries = mapped_libraries(secure.pid());
+  EXPECT_TRUE(maps_any(libraries, "libssl.")) << "the secure target serves TLS";
+  kill(secure.pid(), SIGTERM);
+  EXPECT_EQ(secure.wait_exit(), 0);
+  // Without loadlab-target-secure beside it, --tls is an error that names the missing program.
+  const auto alone = dir.file("loadlab-target");
+  std::filesystem::copy_file(kBinary, alone);
+  Child orphan({"--tls", "--threads", "1"}, alone);
+  EXPECT_EQ(orphan.wait_exit(), 1);
+  const auto err = orphan.read_stderr();
+  EXPECT_NE(err.find(dir.file("loadlab-target-secure")), std::string::npos) << err;
 }
 
 TEST(TargetBinaryTls, CertificateAndKeyFilesAreServed) {

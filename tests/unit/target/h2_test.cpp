@@ -27,6 +27,7 @@
 #include "running_server.hpp"
 #include "test_cert.hpp"
 #include "tls_context.hpp"
+#include "tls_quic_transport.hpp"
 #include "tls_test_client.hpp"
 
 extern char** environ;
@@ -55,7 +56,7 @@ ServerOptions options_for(bool tls) {
   if (tls) {
     auto context = make_tls_context(test_cert().credentials);
     EXPECT_TRUE(context.context) << context.error;
-    options.tls = context.context;
+    options.secure = make_secure_transport(context.context);
   }
   return options;
 }

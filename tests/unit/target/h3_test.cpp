@@ -28,6 +28,7 @@
 #include "running_server.hpp"
 #include "test_cert.hpp"
 #include "tls_context.hpp"
+#include "tls_quic_transport.hpp"
 
 extern char** environ;
 
@@ -48,10 +49,10 @@ ServerOptions h3_options() {
   options.threads = 1;
   auto tls = make_tls_context(test_cert().credentials);
   EXPECT_TRUE(tls.context) << tls.error;
-  options.tls = tls.context;
   std::string error;
-  options.h3 = QuicTlsContext::make(test_cert().credentials, error);
-  EXPECT_TRUE(options.h3) << error;
+  auto quic = QuicTlsContext::make(test_cert().credentials, error);
+  EXPECT_TRUE(quic) << error;
+  options.secure = make_secure_transport(tls.context, std::move(quic));
   return options;
 }
 

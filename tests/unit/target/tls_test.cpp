@@ -20,6 +20,7 @@
 #include "running_server.hpp"
 #include "test_cert.hpp"
 #include "tls_context.hpp"
+#include "tls_quic_transport.hpp"
 #include "tls_test_client.hpp"
 
 namespace loadlab::target {
@@ -42,7 +43,7 @@ ServerOptions tls_options(unsigned threads = 1) {
   options.threads = threads;
   auto context = make_tls_context(test_cert().credentials);
   EXPECT_TRUE(context.context) << context.error;
-  options.tls = context.context;
+  options.secure = make_secure_transport(context.context);
   return options;
 }
 

@@ -1,0 +1,75 @@
+// loadlab-target's and loadlab-target-secure's program: parses flags, runs the server until
+// SIGINT/SIGTERM, prints `requests N`. Exit status (loadlab/shared/program.hpp): 0 clean stop,
+// 1 cannot listen (or cannot make a certificate, or no loadlab-target-secure to hand TLS to),
+// 2 bad flags.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "loadlab/shared/build_info.hpp"
+#include "loadlab/shared/environment_error.hpp"
+#include "loadlab/shared/program.hpp"
+#include "server.hpp"
+#include "target_flags.hpp"
+
+namespace loadlab::target {
+
+namespace {
+
+// Listens, announces the port, serves until a signal, then says how many requests it answered.
+int serve(const ServerOptions& options) {
+  Server server(options);
+  if (auto ec = server.listen()) {
+    std::cerr << "loadlab-target: cannot listen on " << options.listen.to_string() << ": " << ec.message()
+              << "\n";
+    return program::kFailed;
+  }
+  // Installed before announcing the port, so a stop sent right after the announcement is
+  // handled; the handler only starts the shutdown, on the server's control thread.
+  boost::asio::signal_set signals(server.control_executor(), SIGINT, SIGTERM);
+  signals.async_wait([&server](const boost::system::error_code& ec, int) {
+    if (!ec) server.initiate_shutdown();
+  });
+  std::signal(SIGPIPE, SIG_IGN);
+  std::cout << "listening on " << server.local_endpoint().to_string() << std::endl;
+  if (options.secure && options.secure->serves_h3())
+    std::cout << "http/3 on udp " << server.local_endpoint().to_string() << std::endl;
+  server.run();
+  std::cout << "requests " << server.requests() << std::endl;
+  return program::kOk;
+}
+
+// TLS and HTTP/3 live in loadlab-target-secure, beside this binary: this process becomes it.
+[[noreturn]] void hand_over_to_secure(char** argv) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto secure = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "loadlab-target-secure";
+  std::cout.flush();
+  std::cerr.flush();
+  execv(secure.c_str(), argv);
+  throw EnvironmentError("--tls, --tls-cert and --h3 are served by " + secure.string() +
+                         ", which cannot be run: " + std::strerror(errno));
+}
+
+}  // namespace
+
+int target_main(int argc, char** argv, AddSecure add_secure) {
+  return program::run("loadlab-target", [&] {
+    CLI::App app{"loadlab built-in HTTP target: answers any request with a configurable status and body"};
+    app.set_version_flag("--version", version_line(add_secure ? "loadlab-target-secure" : "loadlab-target"));
+    TargetFlags flags;
+    add_target_flags(app, flags);
+    if (auto done = program::parse_command_line(app, argc, argv, "loadlab-target")) return *done;
+    auto options = target_options(flags, add_secure);
+    if (flags.any_tls() && !add_secure) hand_over_to_secure(argv);
+    return serve(options);
+  });
+}
+
+}  // namespace loadlab::target
