@@ -52,7 +52,8 @@ listening_port() {
 run_target() {
   local bin=$1 proto=$2 n=$3 out=$WORK/t.$RANDOM port
   # shellcheck disable=SC2046
-  taskset -c "$CPU" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin/loadlab-target" --listen 127.0.0.1:0 \
+  # --trace-children: loadlab-target becomes loadlab-target-secure (exec) for TLS and HTTP/3.
+  taskset -c "$CPU" valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$out" "$bin/loadlab-target" --listen 127.0.0.1:0 \
     --threads 1 $(target_flags "$proto") >"$WORK/target.out" 2>"$WORK/target.err" &
   local pid=$!
   PIDS+=("$pid")
