@@ -15,8 +15,10 @@
 #   bench/verdicts.sh ab OUT [RUNS] [AB_RUNS]
 #                                           RUNS A/A runs (one build twice) and AB_RUNS (RUNS/3) A/B
 #                                           runs (a build AB_WORK_US slower), alternating, of the
-#                                           delay-0 cells, each AB_PAIRS pairs A B, B A, ... : runs
-#                                           that alarm, each cell's change
+#                                           delay-0 cells, each AB_PAIRS pairs A B, B A, ... (and
+#                                           AB_PAIRS more where the first say regression: the
+#                                           controller's confirmation): runs that alarm, each
+#                                           cell's change
 #   bench/verdicts.sh export OUT FILE       the nights of unchanged code as CSV for the tests
 #                                           (tests/data/verdicts)
 #
