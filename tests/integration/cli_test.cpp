@@ -350,9 +350,11 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   TempDir dir;
   auto scenario = [&](const std::string& name, int server_delay_ms) {
     // The cell key stays beast/d10/t4; a header makes the server itself take longer. The
-    // delay is long enough that a busy machine's scheduling (tenths of a ms) moves the rate
-    // by less than the threshold. Three repetitions a side: with two, one repetition slowed
-    // by an overloaded machine spreads the pair too far for the two-run test to show 2 ×.
+    // delays (20 and 60 ms) are long enough that an overloaded machine's scheduling (a few ms
+    // late on a wake-up, with both cores busy) moves the rate by less than the threshold, and
+    // the slow server is 3 × slower: at 10 and 20 ms, a wake-up late by 5 ms made the base run
+    // 230 req/s instead of 400 and the slow one 170 instead of 200, which three repetitions
+    // then could not tell apart.
     return dir.file(
         name, R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
         "matrix": {"delay_ms": [10], "threads": [4]},
@@ -366,9 +368,9 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
     EXPECT_EQ(r.code, 0) << r.output_tail;
     return (dir.path() / out).string();
   };
-  auto base = run(scenario("a.json", 10), "base");
-  auto same = run(scenario("b.json", 10), "same");
-  auto slow = run(scenario("c.json", 20), "slow");  // half the throughput
+  auto base = run(scenario("a.json", 20), "base");
+  auto same = run(scenario("b.json", 20), "same");
+  auto slow = run(scenario("c.json", 60), "slow");  // a third of the throughput
   auto r = run_command({bin("loadlab"), "compare", base, same});
   EXPECT_EQ(r.code, 0) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("0 regressions"), std::string::npos) << r.stdout_text;
@@ -377,7 +379,7 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   EXPECT_NE(r.stdout_text.find("REGRESSION"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("beast/d10/t4"), std::string::npos);
   // The other way round it is an improvement, and the latency agrees with qps (the median: a
-  // p99 of 2 × 160 requests moves with one scheduling hiccup of a busy machine, and its spread
+  // p99 of 3 × 160 requests moves with one scheduling hiccup of a busy machine, and its spread
   // then makes the change noise, as it should).
   r = run_command({bin("loadlab"), "compare", slow, base});
   EXPECT_EQ(r.code, 0) << r.stdout_text;
@@ -391,7 +393,7 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   EXPECT_EQ(r.code, 2);
   // The same at the end of a run: --baseline, the verdicts in result.json, exit status 1.
   auto slower = (dir.path() / "slower").string();
-  r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario("d.json", 20), "--out", slower,
+  r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario("d.json", 60), "--out", slower,
                    "--baseline", base});
   EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
   EXPECT_NE(r.stdout_text.find("REGRESSION"), std::string::npos) << r.stdout_text;
@@ -399,7 +401,7 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   EXPECT_EQ(verdicts["regressions"], 1);
   EXPECT_EQ(verdicts["cells"][0]["key"], "beast/d10/t4");
   EXPECT_EQ(verdicts["cells"][0]["verdict"], "regression");
-  r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario("e.json", 10), "--out",
+  r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario("e.json", 20), "--out",
                    (dir.path() / "again").string(), "--baseline", base});
   EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
 }

@@ -92,9 +92,11 @@ TEST_F(LabTest, TwoLoadAgentsShareACellAndTheirCountsAdd) {
   double cpu = 0;
   for (auto& p : rep.load_parts()) cpu += p.client().cpu_pct();
   EXPECT_NEAR(rep.client().cpu_pct(), cpu, 1e-6);
-  // Four closed loops on a 2 ms server: at most 4 / 2 ms = 2000 req/s, whatever the split, and at
-  // least half of it (a server or a client that serialized them would give 500).
-  EXPECT_GT(rep.qps(), 1000);
+  // Four closed loops on a 2 ms server: at most 4 / 2 ms = 2000 req/s, whatever the split. A
+  // server or a client that serialized them would give 500 at best; overlapped loops stay above
+  // 650 even when each request also waits 4 ms for a CPU (4 / 6 ms = 667), as on a machine
+  // whose other core is busy (986 req/s seen there).
+  EXPECT_GT(rep.qps(), 650);
   EXPECT_LT(rep.qps(), 2050);
 }
 

@@ -86,13 +86,17 @@ TEST_F(RunTest, EmbeddedAgentMatrixMatchesGroundTruth) {
   // 10 connections in closed loop on a 5 ms server: at most 10 / 0.005 s = 2000 requests/s,
   // less what each request costs beyond its 5 ms on this machine (timer wake-up, loopback
   // round trips: 0.2 to 0.7 ms on a shared VM). At least half of it (1000) tells a server that
-  // overlaps the delays from one that serializes them (200); the rate and the latency must
-  // agree as a closed loop's do (Little's law: rate = connections / mean latency), whatever
-  // that cost; the median is at least the delay, and less than twice it.
+  // overlaps the delays from one that serializes them (200). The rate and the latency must
+  // agree as a closed loop's do (Little's law: rate = connections / (mean latency + the
+  // client's turn-around between a response and its next request)): never above
+  // connections / mean latency, and below it only by the turn-around, which is at most a
+  // millisecond of a 5 ms cycle on a busy machine (6.5 % seen with the other core busy).
   const auto& m5 = c5.median();
   EXPECT_GT(m5.qps(), 1000.0);
   EXPECT_LT(m5.qps(), 2050.0);
-  EXPECT_NEAR(m5.qps(), 10 / (m5.latency().mean_us() / 1e6), 0.05 * m5.qps());
+  const double little = 10 / (m5.latency().mean_us() / 1e6);
+  EXPECT_LE(m5.qps(), little * 1.02);
+  EXPECT_GE(m5.qps(), little * 0.83);
   EXPECT_GE(m5.latency().p50_us(), 5000.0);
   EXPECT_LT(m5.latency().p50_us(), 10000.0);
   // One connection on a 5 ms server waits ≥ 5 ms per request; at 0 ms it is far faster.

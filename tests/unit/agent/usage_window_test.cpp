@@ -248,7 +248,7 @@ TEST(UsageWindow, ABusyLoopMeasuresWhatTheSchedulerGaveIt) {
   const double run1 = schedstat_s(child->pid()), t1 = monotonic_seconds();
   child->terminate();
   const double truth_pct = (run1 - run0) / (t1 - t0) * 100;
-  EXPECT_GT(truth_pct, 20.0);  // it ran
+  EXPECT_GT(truth_pct, 10.0);  // it ran (19 % of a core when both cores were busy)
   EXPECT_NEAR(f.cpu_pct(), truth_pct, 6.0);
   EXPECT_LE(f.cpu_pct(), 100.0 + 6.0);  // one thread: at most one core
   EXPECT_GT(f.rss_kb_peak(), 100u);

@@ -518,12 +518,16 @@ TEST(TargetKnobs, FractionalFixedDelayRunsOnTheTimer) {
   options.delay = *parse_delay("2.5");
   RunningServer srv(options);
   TestClient client(srv.port());
+  double fastest = 1e9;
   for (int i = 0; i < 5; ++i) {
     auto start = Clock::now();
     client.request(http::verb::get);
     EXPECT_GE(ms_since(start), 2.5);
-    EXPECT_LT(ms_since(start), 25.0);  // 2.5 ms, not rounded up to 3 ms units or whole seconds
+    fastest = std::min(fastest, ms_since(start));
   }
+  // 2.5 ms, not rounded up to whole seconds; the fastest of five, since one request on a busy
+  // machine can wait 25 ms for a CPU.
+  EXPECT_LT(fastest, 25.0);
 }
 
 TEST(TargetKnobs, UniformDelayStaysInItsRangeAndVaries) {
