@@ -1,6 +1,7 @@
 #include "loadlab/controller/cell_executor.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "loadlab/controller/flags.hpp"
 
@@ -33,6 +34,19 @@ std::optional<CellResult> CellExecutor::run(const Cell& cell, size_t finished) {
 bool CellExecutor::confirm(CellResult& into, uint32_t count, size_t finished) {
   std::string error;
   return repeat(into.cell, count, finished, into.confirmations, error);
+}
+
+bool CellExecutor::remeasure(CellResult& into, size_t finished) {
+  std::vector<v1::Repetition> fresh;
+  std::string error;
+  if (!repeat(into.cell, scenario_.repetitions, finished, fresh, error)) return false;
+  if (!error.empty() || fresh.empty()) {
+    progress_.info(into.cell.key() + ": measuring again failed (" + error + "); its first measurement stays");
+    return true;
+  }
+  auto before = std::exchange(into.reps, std::move(fresh));
+  into.disturbed.insert(into.disturbed.end(), before.begin(), before.end());
+  return true;
 }
 
 bool CellExecutor::repeat(const Cell& cell, uint32_t count, size_t finished,

@@ -398,16 +398,24 @@ AppendResult History::append_run(const nlohmann::json& result, const std::string
   sqlite::Statement find(
       db_, path_,
       "SELECT id, coalesce(finished_at, ''), (SELECT count(*) FROM cells WHERE run_id = runs.id), "
-      "(SELECT count(*) FROM repetitions p JOIN cells c ON c.id = p.cell_id WHERE c.run_id = runs.id) "
+      "(SELECT count(*) FROM repetitions p JOIN cells c ON c.id = p.cell_id WHERE c.run_id = runs.id), "
+      "(SELECT coalesce(sum(p.qps), 0) FROM repetitions p JOIN cells c ON c.id = p.cell_id "
+      "WHERE c.run_id = runs.id) "
       "FROM runs WHERE run_folder = ? AND started_at = ?",
       "look for the run");
   find.bind(1, h.run_folder).bind(2, h.started_at);
   if (find.step()) {
     out.run_id = find.integer(0);
+    // The same repetitions: as many, with the same QPS (a cell measured again has as many).
     int64_t repetitions = 0;
-    for (auto& c : cells) repetitions += c.repetitions_size() + c.confirmations_size();
+    double qps = 0;
+    for (auto& c : cells)
+      for (auto* reps : {&c.repetitions(), &c.confirmations()}) {
+        repetitions += reps->size();
+        for (auto& r : *reps) qps += r.qps();
+      }
     if (find.text(1) == h.finished_at && find.integer(2) == static_cast<int64_t>(cells.size()) &&
-        find.integer(3) == repetitions) {
+        find.integer(3) == repetitions && std::abs(find.real(4) - qps) <= 1e-9 * std::max(1.0, qps)) {
       out.outcome = AppendOutcome::kUnchanged;
       return out;  // rolls back an empty transaction
     }

@@ -35,6 +35,7 @@ v1::CellVerdict cell_verdict(const std::string& key, size_t i, const std::vector
   set(v.mdc_pct, [&](double x) { c.set_mdc_pct(x); });
   c.set_nights(v.nights);
   c.set_suspect(v.suspect);
+  c.set_disturbed(v.disturbed);
   for (size_t j : v.baseline_index) {
     auto* h = c.add_history();
     h->set_run_id(nights[j].run_id);

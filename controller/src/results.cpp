@@ -106,6 +106,7 @@ v1::CellResult to_proto(const CellResult& c) {
   for (auto& f : c.flags()) p.add_flags(f);
   for (auto& r : c.reps) *p.add_repetitions() = r;
   for (auto& r : c.confirmations) *p.add_confirmations() = r;
+  for (auto& r : c.disturbed) *p.add_disturbed() = r;
   if (!c.reps.empty()) {
     p.set_median_index(static_cast<uint32_t>(c.median_index()));
     auto* m = p.mutable_median();
@@ -127,6 +128,7 @@ CellResult cell_from_proto(const v1::CellResult& p, const Cell& cell) {
   c.error = p.error();
   c.reps.assign(p.repetitions().begin(), p.repetitions().end());
   c.confirmations.assign(p.confirmations().begin(), p.confirmations().end());
+  c.disturbed.assign(p.disturbed().begin(), p.disturbed().end());
   return c;
 }
 

@@ -235,6 +235,20 @@ class ScenarioRun {
       std::vector<std::string> keys;
       for (auto& c : cells_) keys.push_back(c.key());
       verdicts_ = judge_run(h, scenario_.name, added.run_id, keys, regression());
+      disturbed_now_.clear();
+      for (auto& c : verdicts_->cells())
+        if (c.disturbed()) disturbed_now_.insert(c.key());
+      for (auto& c : *verdicts_->mutable_cells())
+        for (auto& r : results_)
+          if (r && r->cell.key() == c.key() && !r->disturbed.empty()) {
+            const size_t times = remeasures(*r);
+            c.set_disturbed(true);
+            c.set_reason("measured again" +
+                         (times > 1 ? " " + std::to_string(times) + " times" : std::string()) +
+                         " at the end of the run (other work ran on its CPUs " +
+                         (times > 1 ? "the " + std::to_string(times) + " times before" : "the first time") +
+                         "): " + c.reason());
+          }
     } else {
       std::string path = options_.baseline;
       nlohmann::json base = read_baseline(path);
@@ -265,10 +279,9 @@ class ScenarioRun {
   // confirm.every_cell) are measured again, then judged again. False when the run is stopping.
   bool judge_and_confirm(ProgressReporter& progress) {
     if (judging()) judge();
+    const std::set<size_t> paired = paired_cells();
+    if (!remeasure_disturbed(progress, paired)) return false;
     std::vector<size_t> again;
-    std::set<size_t> paired;  // an A/B run's cells are confirmed in pairs (judge_and_confirm_ab)
-    if (!scenario_.ab_a.empty())
-      for (auto [a, b] : ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b)) paired.insert({a, b});
     for (size_t i = 0; i < results_.size(); ++i) {
       const auto& r = *results_[i];
       if (!r.ok() || !r.confirmations.empty() || paired.count(i)) continue;
@@ -280,11 +293,66 @@ class ScenarioRun {
     return true;
   }
 
-  bool suspect(const std::string& key) const {
-    for (auto& c : verdicts_->cells())
-      if (c.key() == key) return c.suspect();
-    return false;
+  // An A/B run's cells: measured, judged and confirmed in pairs (judge_and_confirm_ab).
+  std::set<size_t> paired_cells() const {
+    std::set<size_t> paired;
+    if (!scenario_.ab_a.empty())
+      for (auto [a, b] : ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b)) paired.insert({a, b});
+    return paired;
   }
+
+  // A cell whose night the history verdict found disturbed (other work on its CPUs) is
+  // measured again at the end of the run, on fresh targets, after the cool-down: that
+  // measurement becomes the cell's (the ones before it are kept as `disturbed`), and the run
+  // is judged again. While a cell is still disturbed, again, up to remeasure_disturbed times,
+  // waiting remeasure_wait_s before the second time and twice as long before each later one
+  // (a build beside a nightly takes minutes). False when the run is stopping.
+  bool remeasure_disturbed(ProgressReporter& progress, const std::set<size_t>& paired) {
+    const auto& e = scenario_.execution;
+    if (!verdicts_ || !history_baseline()) return true;
+    CellExecutor executor(scenario_, pool_, progress, cell_options());
+    for (uint32_t attempt = 1; attempt <= e.remeasure_disturbed; ++attempt) {
+      std::vector<size_t> which;  // still disturbed, measured again attempt - 1 times so far
+      for (size_t i = 0; i < results_.size(); ++i) {
+        const auto& r = *results_[i];
+        if (r.ok() && remeasures(r) == attempt - 1 && r.confirmations.empty() && !paired.count(i) &&
+            disturbed_now_.count(cells_[i].key()))
+          which.push_back(i);
+      }
+      if (which.empty()) return true;
+      if (attempt > 1) {
+        const double wait = e.remeasure_wait_s * std::pow(2.0, attempt - 2);
+        progress.info(std::to_string(which.size()) + " cell" + (which.size() == 1 ? "" : "s") +
+                      " still disturbed; waiting " + seconds_text(wait) + " before measuring again");
+        if (wait_until_ready(nullptr, wait, options_.stop, WaitClock::real()) == WaitOutcome::kStopped)
+          return false;
+      }
+      for (size_t i : which) {
+        if (wait_until_ready(nullptr, e.cooldown_s, options_.stop, WaitClock::real()) ==
+            WaitOutcome::kStopped)
+          return false;
+        progress.info(cells_[i].key() +
+                      ": other work ran on its CPUs while it was measured; measuring again (" +
+                      std::to_string(scenario_.repetitions) + " repetitions on fresh targets)");
+        if (!executor.remeasure(*results_[i], cells_.size())) return false;  // stopping: kept as measured
+        folder().journal(*results_[i]);
+        save();
+      }
+      judge();
+    }
+    return true;
+  }
+
+  // How many times a cell was measured again because it was disturbed.
+  size_t remeasures(const CellResult& r) const {
+    return scenario_.repetitions ? r.disturbed.size() / scenario_.repetitions : 0;
+  }
+  const v1::CellVerdict& verdict_of(const std::string& key) const {
+    for (auto& c : verdicts_->cells())
+      if (c.key() == key) return c;
+    return v1::CellVerdict::default_instance();
+  }
+  bool suspect(const std::string& key) const { return verdict_of(key).suspect(); }
 
   // The finished run into the history, and each cell's trend (its median QPS over the runs
   // the history holds, this one included) into result.json and report.html.
@@ -488,9 +556,11 @@ class ScenarioRun {
   std::string lab_path_;
   std::unique_ptr<EmbeddedAgent> embedded_;  // before the pool: outlives its channel
   AgentPool pool_;
-  nlohmann::json header_;                           // result.json but its cells
-  std::optional<v1::Verdicts> verdicts_;            // against --baseline, once every cell finished
-  std::optional<v1::Verdicts> ab_;                  // the scenario's "ab", once every cell finished
+  nlohmann::json header_;                 // result.json but its cells
+  std::optional<v1::Verdicts> verdicts_;  // against --baseline, once every cell finished
+  std::set<std::string> disturbed_now_;   // cells whose measurement, as it stands, the history verdict
+                                          // found disturbed
+  std::optional<v1::Verdicts> ab_;        // the scenario's "ab", once every cell finished
   std::vector<std::optional<CellResult>> results_;  // in cells_' order; nullopt: not finished
 };
 

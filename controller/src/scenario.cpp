@@ -248,7 +248,8 @@ PlacementDef parse_placement(const ObjectReader& p) {
 }
 
 ExecutionDef parse_execution(const ObjectReader& e) {
-  e.allow({"retries", "retry_backoff_s", "cooldown_s", "shuffle_seed", "deadlines", "confirm"});
+  e.allow({"retries", "retry_backoff_s", "cooldown_s", "shuffle_seed", "deadlines", "confirm",
+           "remeasure_disturbed", "remeasure_wait_s"});
   ExecutionDef d;
   d.retries = static_cast<uint32_t>(e.integer("retries", 0, limits::kMaxRetries, 2));
   d.retry_backoff_s = e.number("retry_backoff_s", 0, limits::kMaxRetryBackoffS, d.retry_backoff_s);
@@ -275,6 +276,9 @@ ExecutionDef parse_execution(const ObjectReader& e) {
       d.confirm = static_cast<uint32_t>(e.integer("confirm", 0, limits::kMaxRepetitions, 0));
     }
   }
+  d.remeasure_disturbed = static_cast<uint32_t>(
+      e.integer("remeasure_disturbed", 0, limits::kMaxRemeasures, d.remeasure_disturbed));
+  d.remeasure_wait_s = e.number("remeasure_wait_s", 0, limits::kMaxRemeasureWaitS, d.remeasure_wait_s);
   return d;
 }
 

@@ -7,6 +7,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "fake_agent.hpp"
 #include "load_result_fixture.hpp"
@@ -53,14 +54,17 @@ class NightRun : public ::testing::Test {
       l.on_write = [this](const v1::LoadCommand& cmd, LoadStream& l) {
         if (!cmd.has_spec()) return;
         if (cmd.spec().endpoint().empty()) return;
-        const double qps = next_qps();
+        const auto [qps, busy] = next_qps();
         if (qps < 0) {
           l.end(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "threads: refused"));
           return;
         }
         l.send(fake::measure_start());
         l.send(fake::load_result(part({100, 200, 300}, qps)));
-        l.send(fake::load_usage(30));
+        auto usage = fake::load_usage(30);
+        // Other work beside the cell: the machine two cores busy, the cell's parts 0.7 of them.
+        if (busy) usage.mutable_usage()->set_machine_cpu_pct(270);
+        l.send(usage);
         l.end();
       };
     };
@@ -75,20 +79,26 @@ class NightRun : public ::testing::Test {
     f->set_governor(g);
     f->set_kernel("6.1");
   }
-  double next_qps() {
+  // The next repetition's QPS, and whether other work ran beside it.
+  std::pair<double, bool> next_qps() {
     std::lock_guard lock(mutex_);
-    if (figures_.empty()) return 1000;
+    const bool busy = busy_.count(served_++) > 0;
+    if (figures_.empty()) return {1000, busy};
     double q = figures_.front();
     figures_.pop_front();
-    return q;
+    return {q, busy};
   }
 
   // One night: `figures` are the repetitions' QPS in the order they run (confirmations last);
   // returns the exit status.
-  int night(const std::string& name, std::deque<double> figures, const std::string& scenario = kScenario) {
+  // `busy`: the repetitions (0-based, in that order) that other work on the machine disturbed.
+  int night(const std::string& name, std::deque<double> figures, const std::string& scenario = kScenario,
+            std::set<size_t> busy = {}) {
     {
       std::lock_guard lock(mutex_);
       figures_ = std::move(figures);
+      busy_ = std::move(busy);
+      served_ = 0;
     }
     std::ofstream(dir_ / "s.json") << scenario;
     std::ofstream(dir_ / "lab.json")
@@ -121,6 +131,8 @@ class NightRun : public ::testing::Test {
   FakeAgent agent_{"a"};
   std::mutex mutex_;
   std::deque<double> figures_;
+  std::set<size_t> busy_;
+  size_t served_ = 0;
   std::string build_ = "loadlab-target 1 sha256:aaaa";
   size_t targets_before_ = 0;
   std::string table_;
@@ -154,6 +166,67 @@ TEST_F(NightRun, ASuspectNightIsMeasuredAgainOnFreshTargetsBeforeTheVerdict) {
   EXPECT_EQ(night("fine", {1000, 1001}), exit_status::kOk);
   EXPECT_EQ(targets_started(), 2u);
   EXPECT_EQ(verdict("fine")["verdict"], "same");
+}
+
+// Other work on the machine while a cell was measured: the cell is measured again at the end
+// of the run on fresh targets and judged by that measurement; the first is kept apart. A
+// re-measurement that says regression is confirmed as any night's.
+TEST_F(NightRun, ADisturbedNightIsMeasuredAgainAndJudgedByThat) {
+  auto night_fn = [this](const std::string& n, std::deque<double> f) { return night(n, std::move(f)); };
+  five_good_nights(*this, night_fn);
+  EXPECT_EQ(night("busy", {600, 610, 1000, 1001}, kScenario, {0, 1}), exit_status::kOk) << table_;
+  EXPECT_EQ(targets_started(), 4u) << "2 repetitions + 2 measured again, each a fresh target";
+  auto v = verdict("busy");
+  EXPECT_EQ(v["verdict"], "same") << v.dump();
+  EXPECT_TRUE(v["disturbed"].get<bool>());
+  EXPECT_EQ(v["value"], 1000);
+  EXPECT_NE(v["reason"].get<std::string>().find("measured again at the end of the run"), std::string::npos)
+      << v.dump();
+  auto cell = read_json_file((dir_ / "busy" / "result.json").string())["cells"][0];
+  ASSERT_EQ(cell["repetitions"].size(), 2u);
+  ASSERT_EQ(cell["disturbed"].size(), 2u);
+  EXPECT_NEAR(cell["qps_min"].get<double>(), 1000, 0.5);
+  EXPECT_NEAR(cell["disturbed"][0]["qps"].get<double>(), 600, 0.5);
+  EXPECT_EQ(cell["confirmations"].size(), 0u);
+  // Measured again, still slower: confirmed like any night (3 more repetitions), a regression.
+  EXPECT_EQ(night("busy-slow", {600, 610, 700, 701, 700, 702, 698}, kScenario, {0, 1}),
+            exit_status::kRegression)
+      << table_;
+  EXPECT_EQ(targets_started(), 7u);
+  EXPECT_EQ(verdict("busy-slow")["verdict"], "regression");
+  auto scenario = [](const std::string& execution) {
+    return R"({"name": "n", "targets": [{"name": "b", "builtin": "hello"}],
+      "matrix": {"delay_ms": [0]}, "load": {"requests_per_thread": 10}, "repetitions": 2,
+      "execution": )" +
+           execution + "}";
+  };
+  // Still disturbed when measured again: once more after the wait, then judged.
+  EXPECT_EQ(night("busy-twice", {600, 610, 600, 610, 1000, 1001}, scenario(R"({"remeasure_wait_s": 0.05})"),
+                  {0, 1, 2, 3}),
+            exit_status::kOk)
+      << table_;
+  EXPECT_EQ(targets_started(), 6u);
+  v = verdict("busy-twice");
+  EXPECT_EQ(v["verdict"], "same") << v.dump();
+  EXPECT_NE(v["reason"].get<std::string>().find("measured again 2 times"), std::string::npos) << v.dump();
+  EXPECT_EQ(read_json_file((dir_ / "busy-twice" / "result.json").string())["cells"][0]["disturbed"].size(),
+            4u);
+  // At most remeasure_disturbed times: still disturbed then, inconclusive.
+  EXPECT_EQ(
+      night("busy-thrice", {600, 610, 600, 610}, scenario(R"({"remeasure_disturbed": 1})"), {0, 1, 2, 3}),
+      exit_status::kOk)
+      << table_;
+  EXPECT_EQ(targets_started(), 4u);
+  EXPECT_EQ(verdict("busy-thrice")["verdict"], "inconclusive");
+  // Not measured again when the scenario says so: inconclusive, as measured.
+  EXPECT_EQ(night("busy-kept", {600, 610}, scenario(R"({"remeasure_disturbed": 0})"), {0, 1}),
+            exit_status::kOk)
+      << table_;
+  EXPECT_EQ(targets_started(), 2u);
+  v = verdict("busy-kept");
+  EXPECT_EQ(v["verdict"], "inconclusive") << v.dump();
+  EXPECT_TRUE(v["disturbed"].get<bool>());
+  EXPECT_NE(v["reason"].get<std::string>().find("the machine was busy"), std::string::npos) << v.dump();
 }
 
 TEST_F(NightRun, AChangedMachineIsInconclusiveButANewBuildIsJudged) {

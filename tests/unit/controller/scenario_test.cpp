@@ -194,7 +194,23 @@ TEST(Scenario, RetryBackoffIsANumberOfSecondsWithARange) {
   EXPECT_EQ(error_of(with_backoff("\"1s\"")), "/execution/retry_backoff_s: must be a number in [0, 300]");
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "execution": {"retry_backof_s": 1})")),
             "/execution/retry_backof_s: unknown key; allowed here: retries, retry_backoff_s, cooldown_s, "
-            "shuffle_seed, deadlines, confirm");
+            "shuffle_seed, deadlines, confirm, remeasure_disturbed, remeasure_wait_s");
+  // A disturbed cell is measured again up to 3 times by default, the second after 30 s.
+  EXPECT_EQ(s.execution.remeasure_disturbed, 3u);
+  EXPECT_DOUBLE_EQ(s.execution.remeasure_wait_s, 30.0);
+  auto remeasure = [&](const std::string& v) {
+    return with(R"("repetitions": 3)", R"("repetitions": 3, "execution": {)" + v + "}");
+  };
+  auto r =
+      parse_scenario(nlohmann::json::parse(remeasure(R"("remeasure_disturbed": 0, "remeasure_wait_s": 5)")));
+  EXPECT_EQ(r.execution.remeasure_disturbed, 0u);
+  EXPECT_DOUBLE_EQ(r.execution.remeasure_wait_s, 5.0);
+  EXPECT_EQ(error_of(remeasure(R"("remeasure_disturbed": 11)")),
+            "/execution/remeasure_disturbed: must be an integer in 0..10");
+  EXPECT_EQ(error_of(remeasure(R"("remeasure_disturbed": true)")),
+            "/execution/remeasure_disturbed: must be an integer in 0..10");
+  EXPECT_EQ(error_of(remeasure(R"("remeasure_wait_s": -1)")),
+            "/execution/remeasure_wait_s: must be a number in [0, 3600]");
 }
 
 TEST(Scenario, FileErrorsAreInputErrors) {

@@ -38,6 +38,11 @@ class CellExecutor {
   // `into.confirmations` (execution.confirm). False when the run is stopping (what was
   // measured is kept); a failed repetition ends the confirmation with what it has.
   bool confirm(CellResult& into, uint32_t count, size_t finished);
+  // The scenario's repetitions of a finished cell once more, on fresh target processes: when
+  // they all ran, they become the cell's repetitions and the ones it had are added to
+  // `into.disturbed`; a failed repetition leaves the cell as it was. False when the run is
+  // stopping (the cell is left as it was).
+  bool remeasure(CellResult& into, size_t finished);
   // A/B: the scenario's repetitions of `a` and of `b` as pairs, one repetition of each, A first
   // in the even pairs and B first in the odd ones (A B, B A, A B, ...), so that a drift of the
   // machine weighs on both alike. A failed repetition ends both cells (the pairs are the

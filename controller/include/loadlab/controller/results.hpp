@@ -15,6 +15,7 @@ struct CellResult {
   Cell cell;
   std::vector<v1::Repetition> reps;
   std::vector<v1::Repetition> confirmations;  // CellResult.confirmations
+  std::vector<v1::Repetition> disturbed;      // CellResult.disturbed: replaced by `reps`
   std::string error;                          // why the cell failed; empty when it succeeded
   bool ok() const { return error.empty() && !reps.empty(); }
   // The repetition with the median QPS (lower median for an even count); the cell's

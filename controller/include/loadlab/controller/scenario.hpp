@@ -76,6 +76,12 @@ struct ExecutionDef {
   // confirmations a replay needs).
   std::optional<uint32_t> confirm;
   bool confirm_every_cell = false;
+  // A cell whose measurement a run judged against its history found disturbed (other work on
+  // its CPUs) is measured again at the end of the run, on fresh targets, and judged by that;
+  // while it is still disturbed, up to this many times, the later ones after waiting
+  // remeasure_wait_s, then twice that, ... (0: never).
+  uint32_t remeasure_disturbed = 3;
+  double remeasure_wait_s = 30;
 };
 
 // The knobs a matrix axis may vary (docs/scenario.md, "Matrix").

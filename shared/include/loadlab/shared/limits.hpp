@@ -75,6 +75,10 @@ inline constexpr int64_t kMaxScenarioFileBytes = 16 << 20;
 inline constexpr int64_t kMaxRetries = 100;
 inline constexpr double kMaxRetryBackoffS = 300;
 inline constexpr double kMaxCooldownS = 3'600;
+// execution.remeasure_disturbed: how many times a disturbed cell may be measured again, and the
+// first wait between those times (it doubles).
+inline constexpr int64_t kMaxRemeasures = 10;
+inline constexpr double kMaxRemeasureWaitS = 3'600;
 // execution.deadlines: how long each phase of a repetition may take before it is cancelled.
 inline constexpr double kMinDeadlineS = 0.1;
 inline constexpr double kMaxReadyS = 86'400;
