@@ -25,7 +25,9 @@
 # The bench matrix: a catalog target (loadlab-target, one thread) at delay 0 and 2 ms × 1 and 4
 # client threads, 3 s measured after 0.5 s warm-up, 3 repetitions; every cell is measured again
 # at the end of each night on fresh targets (execution.confirm.every_cell), so that the replay
-# has the confirmation the nightly would take whatever it decides. One agent on 127.0.0.1 (the
+# has the confirmation the nightly would take whatever it decides; a cell measured while other
+# work ran on its CPUs is measured again first (execution.remeasure_disturbed: each night is judged
+# against the recording's history as it runs). One agent on 127.0.0.1 (the
 # scenario's default placement: target and load on CPUs of their own), restarted each night.
 #
 # Knobs: BUILD_DIR (build), GAP_S (pause between nights, default 60: nights spread over hours;
@@ -92,7 +94,9 @@ start_agent() {
 EOF
 }
 
-# night OUT N WORK_US: one night; its exit status is kept in OUT/nights/N.status.
+# night OUT N WORK_US: one night, judged against the nights before it as a nightly is (OUT/record.db),
+# so that a disturbed cell is measured again as a nightly's would be; its exit status is kept in
+# OUT/nights/N.status (the replay judges every night again, from the folders).
 night() {
   local out=$1 n=$2 work_us=$3 id
   id=$(printf '%03d' "$n")
@@ -101,7 +105,7 @@ night() {
   start_agent "$out" "{\"targets\": {$(catalog_entry bench-server "$work_us")}}"
   local status=0
   "$BIN/loadlab" run "$out/scenario.json" --lab "$out/lab.json" --out "$out/nights/$id" \
-    --quiet --log-level warn >"$out/nights/$id.log" 2>&1 || status=$?
+    --history "$out/record.db" --baseline history --quiet --log-level warn >"$out/nights/$id.log" 2>&1 || status=$?
   stop_pid "$AGENT"
   echo "$status work_us=$work_us $(date -u +%FT%TZ)" >"$out/nights/$id.status"
   log "night $n (work_us $work_us): exit $status"

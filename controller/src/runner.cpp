@@ -246,8 +246,7 @@ class ScenarioRun {
             c.set_reason("measured again" +
                          (times > 1 ? " " + std::to_string(times) + " times" : std::string()) +
                          " at the end of the run (other work ran on its CPUs " +
-                         (times > 1 ? "the " + std::to_string(times) + " times before" : "the first time") +
-                         "): " + c.reason());
+                         (times > 1 ? "each earlier time" : "the first time") + "): " + c.reason());
           }
     } else {
       std::string path = options_.baseline;
