@@ -10,14 +10,14 @@
 #           "10 100") connections of wrk for DURATION s (default 3), and against Go net/http over
 #           HTTPS (wrk over TLS); then IDLE (default "1000 10000") idle keep-alive connections
 #           (each has had one request answered): the server's memory per connection, (RSS with
-#           them - RSS idle) / N.
+#           them - RSS idle) / N; and IDLE_TLS (default 1000) over TLS, against Go net/http.
 #   client  loadlab-load against wrk over HTTP/1.1 at CLIENT_CONNS (default "10 100 1000"), and
 #           against h2load over HTTPS (HTTP/1.1) and over h2 (TLS, ALPN) at 10 and 100, all
 #           against one loadlab-target (plain or --tls) for DURATION s.
 #
 #   bench/footprint.sh [server|client|all]        (default all)
 #
-# Env: BUILD_DIR (default <repo>/build), RUNS, DURATION, CONNS, IDLE, CLIENT_CONNS, SERVER_CPU,
+# Env: BUILD_DIR (default <repo>/build), RUNS, DURATION, CONNS, IDLE, IDLE_TLS, CLIENT_CONNS, SERVER_CPU,
 # CLIENT_CPU, PEER_DIR (where the Go peers are built; default a temp dir). Needs wrk, h2load,
 # golang-go and golang-github-valyala-fasthttp-dev (installed when missing, as root).
 set -euo pipefail
@@ -27,6 +27,7 @@ RUNS=${RUNS:-3}
 DURATION=${DURATION:-3}
 CONNS=${CONNS:-10 100}
 IDLE=${IDLE:-1000 10000}
+IDLE_TLS=${IDLE_TLS:-1000}
 CLIENT_CONNS=${CLIENT_CONNS:-10 100 1000}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
@@ -110,14 +111,19 @@ server_loaded() {
   cat "$WORK/mem"
 }
 
-# idle_conns PORT N SECONDS: N keep-alive connections, one request answered on each, then held
-# SECONDS; prints "ready" when they are all answered.
+# idle_conns PORT N SECONDS [tls]: N keep-alive connections (over TLS: each handshaken), one
+# request answered on each, then held SECONDS; prints "ready" when they are all answered.
 IDLE_CLIENT='
-import selectors, socket, sys, time
+import selectors, socket, ssl, sys, time
 port, n, hold = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+tls = len(sys.argv) > 4 and sys.argv[4] == "tls"
+ctx = ssl.create_default_context()
+ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
 sel, socks, left = selectors.DefaultSelector(), [], 0
 for i in range(n):
     s = socket.create_connection(("127.0.0.1", port))
+    if tls:
+        s = ctx.wrap_socket(s)
     s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     s.setblocking(False)
     sel.register(s, selectors.EVENT_READ)
@@ -125,7 +131,11 @@ for i in range(n):
 left, deadline = n, time.time() + 60
 while left and time.time() < deadline:
     for key, _ in sel.select(1):
-        if key.fileobj.recv(65536):
+        try:
+            got = key.fileobj.recv(65536)
+        except ssl.SSLWantReadError:  # a TLS record not yet whole (or a session ticket)
+            continue
+        if got:
             sel.unregister(key.fileobj)
             left -= 1
 print("ready" if not left else f"only {n - left} of {n} answered", flush=True)
@@ -139,7 +149,9 @@ server_idle() {
   start_server "$name" "$port"
   sleep 0.3
   before=$(awk '/^VmRSS:/ {r=$2} /^RssAnon:/ {a=$2} END {print r, a}' "/proc/$SERVER_PID/status")
-  taskset -c "$CLIENT_CPU" python3 -c "$IDLE_CLIENT" "$port" "$n" 3 >"$WORK/idle.out" 2>&1 &
+  local mode=plain
+  [[ $name == *-tls ]] && mode=tls
+  taskset -c "$CLIENT_CPU" python3 -c "$IDLE_CLIENT" "$port" "$n" 3 "$mode" >"$WORK/idle.out" 2>&1 &
   local client=$!
   PIDS+=("$client")
   for _ in $(seq 600); do grep -q . "$WORK/idle.out" && break; sleep 0.1; done
@@ -190,6 +202,12 @@ for run in $(seq "$RUNS"); do
       for s in loadlab fasthttp; do
         read -r b_rss b_anon a_rss a_anon < <(server_idle "$s" "$n")
         echo "target-idle-$n $s $run $(((a_rss - b_rss) * 1000 / n)) $(((a_anon - b_anon) * 1000 / n)) 0" >>"$RESULTS"
+      done
+    done
+    for n in $IDLE_TLS; do
+      for s in loadlab-tls gohttp-tls; do
+        read -r b_rss b_anon a_rss a_anon < <(server_idle "$s" "$n")
+        echo "target-idle-tls-$n $s $run $(((a_rss - b_rss) * 1000 / n)) $(((a_anon - b_anon) * 1000 / n)) 0" >>"$RESULTS"
       done
     done
   fi
