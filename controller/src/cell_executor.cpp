@@ -49,6 +49,23 @@ bool CellExecutor::remeasure(CellResult& into, size_t finished) {
   return true;
 }
 
+bool CellExecutor::remeasure_pair(CellResult& a, CellResult& b, size_t finished) {
+  std::vector<v1::Repetition> a_fresh, b_fresh;
+  std::string a_error, b_error;
+  if (!pairs(a.cell, b.cell, scenario_.repetitions, finished, {&a_fresh, &a_error}, {&b_fresh, &b_error}))
+    return false;
+  if (!a_error.empty() || !b_error.empty() || a_fresh.size() != b_fresh.size() || a_fresh.empty()) {
+    progress_.info(b.cell.key() + " against " + a.cell.key() + ": measuring the pairs again failed (" +
+                   (a_error.empty() ? b_error : a_error) + "); the first pairs stay");
+    return true;
+  }
+  for (auto [into, fresh] : {std::pair{&a, &a_fresh}, std::pair{&b, &b_fresh}}) {
+    auto before = std::exchange(into->reps, std::move(*fresh));
+    into->disturbed.insert(into->disturbed.end(), before.begin(), before.end());
+  }
+  return true;
+}
+
 bool CellExecutor::repeat(const Cell& cell, uint32_t count, size_t finished,
                           std::vector<v1::Repetition>& reps, std::string& error) {
   for (uint32_t rep = 0; rep < count && error.empty(); ++rep)

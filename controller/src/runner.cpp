@@ -301,43 +301,96 @@ class ScenarioRun {
   }
 
   // A cell whose night the history verdict found disturbed (other work on its CPUs) is
-  // measured again at the end of the run, on fresh targets, after the cool-down: that
-  // measurement becomes the cell's (the ones before it are kept as `disturbed`), and the run
-  // is judged again. While a cell is still disturbed, again, up to remeasure_disturbed times,
-  // waiting remeasure_wait_s before the second time and twice as long before each later one
-  // (a build beside a nightly takes minutes). False when the run is stopping.
+  // measured again at the end of the run, on fresh targets: that measurement becomes the
+  // cell's (the ones before it are kept as `disturbed`), and the run is judged again
+  // (remeasure_rounds). False when the run is stopping.
   bool remeasure_disturbed(ProgressReporter& progress, const std::set<size_t>& paired) {
-    const auto& e = scenario_.execution;
     if (!verdicts_ || !history_baseline()) return true;
     CellExecutor executor(scenario_, pool_, progress, cell_options());
-    for (uint32_t attempt = 1; attempt <= e.remeasure_disturbed; ++attempt) {
-      std::vector<size_t> which;  // still disturbed, measured again attempt - 1 times so far
+    auto pick = [&](uint32_t attempt) {
+      std::vector<std::vector<size_t>> which;  // still disturbed, measured again attempt - 1 times
       for (size_t i = 0; i < results_.size(); ++i) {
         const auto& r = *results_[i];
         if (r.ok() && remeasures(r) == attempt - 1 && r.confirmations.empty() && !paired.count(i) &&
             disturbed_now_.count(cells_[i].key()))
-          which.push_back(i);
+          which.push_back({i});
       }
+      return which;
+    };
+    auto measure = [&](const std::vector<size_t>& unit) {
+      progress.info(cells_[unit[0]].key() +
+                    ": other work ran on its CPUs while it was measured; measuring again (" +
+                    std::to_string(scenario_.repetitions) + " repetitions on fresh targets)");
+      return executor.remeasure(*results_[unit[0]], cells_.size());
+    };
+    return remeasure_rounds(progress, pick, measure, [this] { judge(); });
+  }
+
+  // An A/B cell whose pairs were disturbed (other work on their CPUs during a tenth of them or
+  // more: a busy-machine flag on either side) has its pairs measured again in the same order,
+  // on fresh targets, before its verdict and confirmation (remeasure_rounds). False when the
+  // run is stopping.
+  bool remeasure_disturbed_pairs(ProgressReporter& progress) {
+    CellExecutor executor(scenario_, pool_, progress, cell_options());
+    const auto pairs = ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b);
+    auto pick = [&](uint32_t attempt) {
+      std::vector<std::vector<size_t>> which;
+      for (auto [a, b] : pairs) {
+        const auto &ra = results_[a], &rb = results_[b];
+        if (ra && rb && ra->ok() && rb->ok() && rb->confirmations.empty() && remeasures(*rb) == attempt - 1 &&
+            pairs_disturbed(*ra, *rb))
+          which.push_back({a, b});
+      }
+      return which;
+    };
+    auto measure = [&](const std::vector<size_t>& unit) {
+      progress.info(cells_[unit[1]].key() + " against " + cells_[unit[0]].key() +
+                    ": other work ran on their CPUs during their pairs; measuring them again (" +
+                    std::to_string(scenario_.repetitions) + " pairs on fresh targets)");
+      return executor.remeasure_pair(*results_[unit[0]], *results_[unit[1]], cells_.size());
+    };
+    return remeasure_rounds(progress, pick, measure, [this] { judge_ab_pairs(); });
+  }
+
+  // A tenth of the pairs or more (and at least one) with a repetition flagged busy-machine.
+  static bool pairs_disturbed(const CellResult& a, const CellResult& b) {
+    auto busy = [](const v1::Repetition& r) {
+      return std::any_of(r.flags().begin(), r.flags().end(),
+                         [](const std::string& f) { return f.rfind("busy-machine:", 0) == 0; });
+    };
+    const size_t n = std::min(a.reps.size(), b.reps.size());
+    size_t disturbed = 0;
+    for (size_t i = 0; i < n; ++i) disturbed += busy(a.reps[i]) || busy(b.reps[i]);
+    return disturbed > 0 && disturbed * 10 >= n;
+  }
+
+  // Rounds of measuring disturbed cells (or A/B pairs of cells) again at the end of the run:
+  // `pick(attempt)` names what is still disturbed after attempt - 1 rounds, `measure` measures
+  // one of them again, `rejudge` judges the run again. At most remeasure_disturbed rounds, the
+  // first after the cool-down, the second after remeasure_wait_s and each later one after twice
+  // the wait before it (a build beside a nightly takes minutes). False when the run is stopping.
+  template <class Pick, class Measure, class Rejudge>
+  bool remeasure_rounds(ProgressReporter& progress, Pick pick, Measure measure, Rejudge rejudge) {
+    const auto& e = scenario_.execution;
+    for (uint32_t attempt = 1; attempt <= e.remeasure_disturbed; ++attempt) {
+      const std::vector<std::vector<size_t>> which = pick(attempt);
       if (which.empty()) return true;
       if (attempt > 1) {
         const double wait = e.remeasure_wait_s * std::pow(2.0, attempt - 2);
-        progress.info(std::to_string(which.size()) + " cell" + (which.size() == 1 ? "" : "s") +
-                      " still disturbed; waiting " + seconds_text(wait) + " before measuring again");
+        progress.info(std::to_string(which.size()) + " still disturbed; waiting " + seconds_text(wait) +
+                      " before measuring again");
         if (wait_until_ready(nullptr, wait, options_.stop, WaitClock::real()) == WaitOutcome::kStopped)
           return false;
       }
-      for (size_t i : which) {
+      for (const auto& unit : which) {
         if (wait_until_ready(nullptr, e.cooldown_s, options_.stop, WaitClock::real()) ==
             WaitOutcome::kStopped)
           return false;
-        progress.info(cells_[i].key() +
-                      ": other work ran on its CPUs while it was measured; measuring again (" +
-                      std::to_string(scenario_.repetitions) + " repetitions on fresh targets)");
-        if (!executor.remeasure(*results_[i], cells_.size())) return false;  // stopping: kept as measured
-        folder().journal(*results_[i]);
+        if (!measure(unit)) return false;  // stopping: kept as measured
+        for (size_t i : unit) folder().journal(*results_[i]);
         save();
       }
-      judge();
+      rejudge();
     }
     return true;
   }
@@ -457,6 +510,15 @@ class ScenarioRun {
     for (auto [a, b] : ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b))
       if (results_[a] && results_[b]) pairs.emplace_back(&*results_[a], &*results_[b]);
     ab_ = judge_ab(pairs, scenario_.regression, pairs.size(), confirm_count() > 0);
+    for (size_t k = 0; k < pairs.size() && k < static_cast<size_t>(ab_->cells_size()); ++k)
+      if (const size_t times = remeasures(*pairs[k].second); times > 0) {
+        auto* c = ab_->mutable_cells(static_cast<int>(k));
+        c->set_disturbed(true);
+        c->set_reason("pairs measured again" +
+                      (times > 1 ? " " + std::to_string(times) + " times" : std::string()) +
+                      " (other work ran on their CPUs " +
+                      (times > 1 ? "each earlier time" : "the first time") + "): " + c->reason());
+      }
     header_["ab"] = nlohmann::json::parse(proto::to_json(*ab_));
   }
 
@@ -465,7 +527,9 @@ class ScenarioRun {
   // judged again. False when the run is stopping.
   bool judge_and_confirm_ab(ProgressReporter& progress) {
     judge_ab_pairs();
-    if (!ab_ || confirm_count() == 0) return true;
+    if (!ab_) return true;
+    if (!remeasure_disturbed_pairs(progress)) return false;
+    if (confirm_count() == 0) return true;
     std::vector<std::pair<size_t, size_t>> again;
     const auto pairs = ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b);
     for (int k = 0; k < ab_->cells_size() && k < static_cast<int>(pairs.size()); ++k) {

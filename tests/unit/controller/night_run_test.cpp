@@ -369,5 +369,39 @@ TEST_F(NightRun, AnABRegressionThatTheConfirmationsPairsDoNotShowIsNoise) {
   EXPECT_EQ(v["confirm_pairs"].size(), 0u);
 }
 
+// A/B: pairs measured while other work ran on their CPUs are measured again, in the same order
+// on fresh targets, and judged by the new pairs; the first stay in result.json.
+TEST_F(NightRun, ABPairsThatOtherWorkDisturbedAreMeasuredAgain) {
+  const std::string ab = R"({"name": "pr", "targets": [{"name": "main", "builtin": "hello"},
+      {"name": "pr", "builtin": "hello", "body": "pr"}],
+      "matrix": {"delay_ms": [0]}, "load": {"requests_per_thread": 10}, "repetitions": 4,
+      "execution": {"confirm": 0}, "ab": {"a": "main", "b": "pr"}, "regression": {"threshold_pct": 2}})";
+  // The first pairs: a neighbour's build makes them say nothing (its first pair flagged busy);
+  // measured again, B is 6 % slower in each.
+  std::deque<double> figures{1000, 1400, 700, 1000, 1000, 1300, 1200, 1000};
+  for (int i = 0; i < 4; ++i) {
+    const double a = 1000 + 10 * i, b = a * 0.94;
+    figures.push_back(i % 2 ? b : a);
+    figures.push_back(i % 2 ? a : b);
+  }
+  EXPECT_EQ(night("ab-busy", figures, ab, {0}), exit_status::kRegression) << table_;
+  EXPECT_EQ(targets_started(), 16u) << "4 pairs, then 4 more on fresh targets";
+  auto result = read_json_file((dir_ / "ab-busy" / "result.json").string());
+  auto v = result["ab"]["cells"][0];
+  EXPECT_EQ(v["verdict"], "regression") << v.dump();
+  EXPECT_TRUE(v["disturbed"].get<bool>());
+  EXPECT_NEAR(v["change_pct"].get<double>(), -6, 0.1);
+  EXPECT_NE(v["reason"].get<std::string>().find("pairs measured again"), std::string::npos) << v.dump();
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_EQ(result["cells"][c]["repetitions"].size(), 4u);
+    EXPECT_EQ(result["cells"][c]["disturbed"].size(), 4u);
+  }
+  // Pairs without a flag are judged as measured.
+  EXPECT_EQ(night("ab-calm", figures, ab), exit_status::kOk) << table_;
+  EXPECT_EQ(targets_started(), 8u);
+  EXPECT_FALSE(
+      read_json_file((dir_ / "ab-calm" / "result.json").string())["ab"]["cells"][0]["disturbed"].get<bool>());
+}
+
 }  // namespace
 }  // namespace loadlab::controller

@@ -43,6 +43,11 @@ class CellExecutor {
   // `into.disturbed`; a failed repetition leaves the cell as it was. False when the run is
   // stopping (the cell is left as it was).
   bool remeasure(CellResult& into, size_t finished);
+  // A/B: the scenario's pairs of the finished cells `a` and `b` once more, in the same order (A
+  // B, B A, ...) on fresh target processes: when they all ran, they become the cells'
+  // repetitions and the ones they had are added to their `disturbed`; a failed repetition
+  // leaves both as they were. False when the run is stopping (both are left as they were).
+  bool remeasure_pair(CellResult& a, CellResult& b, size_t finished);
   // A/B: the scenario's repetitions of `a` and of `b` as pairs, one repetition of each, A first
   // in the even pairs and B first in the odd ones (A B, B A, A B, ...), so that a drift of the
   // machine weighs on both alike. A failed repetition ends both cells (the pairs are the
