@@ -5,6 +5,7 @@
 #include <cmath>
 #include <ostream>
 
+#include "loadlab/controller/flags.hpp"
 #include "loadlab/controller/verdict.hpp"
 
 namespace loadlab::controller {
@@ -19,14 +20,24 @@ std::string axes_part(const std::string& key) {
   return slash == std::string::npos ? "" : key.substr(slash + 1);
 }
 
-// The figures of the pairs that gave one on both sides: log(B/A), A's and B's.
+// The figures of the pairs that gave one on both sides: log(B/A), A's and B's; and how many
+// pairs were left out because other work ran on their CPUs.
 struct PairFigures {
   std::vector<double> logs, av, bv;
+  size_t left_out = 0;
+  // "57 pairs" or "57 pairs (3 left out: other work ran on their CPUs)", after `what`.
+  std::string count(const std::string& what = "pairs") const {
+    std::string s = std::to_string(logs.size()) + " " + what;
+    if (left_out > 0) s += " (" + std::to_string(left_out) + " left out: other work ran on their CPUs)";
+    return s;
+  }
 };
 
 // Each repetition pair's figures of `a` and `b` (A's and B's repetitions, or their
 // confirmations), recorded in `out` (also those that gave none), and those that gave one on
-// both sides.
+// both sides. A pair with a busy-machine flag on either side is left out of the figures (and
+// marked so in `out`): one such pair, its ratio tens of % off, can widen a cell's band several
+// times over, and the flag comes from the machine's CPU, not from the builds' figures.
 PairFigures pair_figures(const std::vector<v1::Repetition>& a, const std::vector<v1::Repetition>& b,
                          const std::string& metric, google::protobuf::RepeatedPtrField<v1::ABPair>& out) {
   PairFigures f;
@@ -38,6 +49,11 @@ PairFigures pair_figures(const std::vector<v1::Repetition>& a, const std::vector
     p->set_b(y);
     p->set_b_first(i % 2 == 1);
     if (!(std::isfinite(x) && std::isfinite(y) && x > 0 && y > 0)) continue;
+    if (busy_machine(a[i]) || busy_machine(b[i])) {
+      p->set_left_out(true);
+      ++f.left_out;
+      continue;
+    }
     f.logs.push_back(std::log(y / x));
     f.av.push_back(x);
     f.bv.push_back(y);
@@ -89,8 +105,7 @@ void confirm_regression(const CellResult& a, const CellResult& b, const Regressi
   const bool higher = metric_higher_is_better(r.metric);
   const PairFigures f = pair_figures(a.confirmations, b.confirmations, r.metric, *v.mutable_confirm_pairs());
   if (f.logs.size() < 2) {
-    v.set_reason(v.reason() + "; not confirmed (" + std::to_string(f.logs.size()) +
-                 " pairs measured again: too few to judge)");
+    v.set_reason(v.reason() + "; not confirmed (" + f.count("pairs measured again") + ": too few to judge)");
     return;
   }
   const PairTest t(f.logs);
@@ -98,7 +113,7 @@ void confirm_regression(const CellResult& a, const CellResult& b, const Regressi
   v.set_confirm_change_pct((std::exp(t.mean) - 1) * 100);
   const double worse = higher ? -t.mean : t.mean;
   const double half = t_quantile(1 - kConfirmLevel, t.df) * t.se;
-  const std::string again = std::to_string(f.logs.size()) + " more pairs on fresh targets";
+  const std::string again = f.count("more pairs on fresh targets");
   if (worse > half && worse > threshold_log) {
     v.set_reason(v.reason() + "; confirmed by " + again + ": " + pct(v.confirm_change_pct()));
     return;
@@ -123,7 +138,8 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
   const auto& logs = f.logs;
   if (logs.empty()) {
     v.set_verdict(kInconclusive);
-    v.set_reason("no pair gave the figure");
+    v.set_reason(f.left_out > 0 ? "every pair was left out: other work ran on their CPUs"
+                                : "no pair gave the figure");
     return;
   }
   const double a_fig = night_figure(f.av), b_fig = night_figure(f.bv);
@@ -132,7 +148,7 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
   if (logs.size() < 2) {
     v.set_change_pct((std::exp(logs.front()) - 1) * 100);
     v.set_verdict(kInconclusive);
-    v.set_reason("one pair: no spread to judge by");
+    v.set_reason(f.count("pair") + ": no spread to judge by");
     return;
   }
   const PairTest t(logs);
@@ -149,7 +165,7 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
   v.set_mdc_pct(higher ? (1 - std::exp(-mdc)) * 100 : (std::exp(mdc) - 1) * 100);
   v.set_nights(static_cast<uint32_t>(logs.size()));
   const double worse = higher ? -t.mean : t.mean;
-  const std::string pairs = std::to_string(logs.size()) + " pairs";
+  const std::string pairs = f.count();
   decide_pair(worse, half, threshold_log, pairs, r, v);
   if (v.verdict() != kRegression) return;
   v.set_suspect(true);
@@ -194,18 +210,21 @@ v1::Verdicts judge_ab(const std::vector<std::pair<const CellResult*, const CellR
   return out;
 }
 
+std::string pair_order(const v1::ABPair& p) {
+  return std::string(p.b_first() ? "B A" : "A B") + (p.left_out() ? ", left out" : "");
+}
+
 void write_ab_pairs(std::ostream& out, const v1::Verdicts& v) {
   auto rows = [&](const google::protobuf::RepeatedPtrField<v1::ABPair>& pairs, const std::string& label) {
     for (int i = 0; i < pairs.size(); ++i) {
       const auto& p = pairs[i];
-      out << fmt::format("  {:>11}  {:>5}  {:>14.2f}  {:>14.2f}  {:>9}\n", label + std::to_string(i + 1),
-                         p.b_first() ? "B A" : "A B", p.a(), p.b(),
-                         p.a() > 0 ? pct((p.b() / p.a() - 1) * 100) : "-");
+      out << fmt::format("  {:>11}  {:>15}  {:>14.2f}  {:>14.2f}  {:>9}\n", label + std::to_string(i + 1),
+                         pair_order(p), p.a(), p.b(), p.a() > 0 ? pct((p.b() / p.a() - 1) * 100) : "-");
     }
   };
   for (auto& c : v.cells()) {
     out << c.key() << " against " << c.a_key() << ":\n";
-    out << fmt::format("  {:>11}  {:>5}  {:>14}  {:>14}  {:>9}\n", "pair", "order", "A " + v.metric(),
+    out << fmt::format("  {:>11}  {:>15}  {:>14}  {:>14}  {:>9}\n", "pair", "order", "A " + v.metric(),
                        "B " + v.metric(), "B/A");
     rows(c.pairs(), "");
     rows(c.confirm_pairs(), "confirm ");

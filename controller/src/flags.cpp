@@ -66,4 +66,9 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
   return flags;
 }
 
+bool busy_machine(const v1::Repetition& r) {
+  return std::any_of(r.flags().begin(), r.flags().end(),
+                     [](const std::string& f) { return f.rfind("busy-machine:", 0) == 0; });
+}
+
 }  // namespace loadlab::controller

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "loadlab/controller/ab_verdicts.hpp"
 #include "loadlab/controller/cell_metrics.hpp"
 #include "loadlab/controller/matrix_pivot.hpp"
 #include "loadlab/controller/reporters.hpp"
@@ -187,7 +188,7 @@ std::string pairs_table(const v1::CellVerdict& c) {
   auto rows = [&](const google::protobuf::RepeatedPtrField<v1::ABPair>& pairs, const std::string& label) {
     for (int i = 0; i < pairs.size(); ++i) {
       const auto& p = pairs[i];
-      t += "<tr><td>" + label + std::to_string(i + 1) + "</td><td>" + (p.b_first() ? "B A" : "A B") +
+      t += "<tr><td>" + label + std::to_string(i + 1) + "</td><td>" + pair_order(p) +
            "</td><td class=\"num\">" + fixed_text(p.a(), 2) + "</td><td class=\"num\">" +
            fixed_text(p.b(), 2) + "</td><td class=\"num\">" +
            (p.a() > 0 ? signed_pct((p.b() / p.a() - 1) * 100) : "") + "</td></tr>";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "loadlab/controller/ab_verdicts.hpp"
 #include "loadlab/controller/cell_metrics.hpp"
 #include "loadlab/controller/matrix_pivot.hpp"
 #include "loadlab/controller/report_html.hpp"
@@ -296,7 +297,7 @@ void markdown_verdicts(std::ostream& out, const std::string& heading, const v1::
     auto rows = [&](const google::protobuf::RepeatedPtrField<v1::ABPair>& pairs, const std::string& label) {
       for (int i = 0; i < pairs.size(); ++i) {
         const auto& p = pairs[i];
-        markdown_row(out, {label + std::to_string(i + 1), p.b_first() ? "B A" : "A B", fixed_text(p.a(), 2),
+        markdown_row(out, {label + std::to_string(i + 1), pair_order(p), fixed_text(p.a(), 2),
                            fixed_text(p.b(), 2), p.a() > 0 ? pct_text((p.b() / p.a() - 1) * 100) : ""});
       }
     };

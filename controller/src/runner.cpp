@@ -17,6 +17,7 @@
 #include "loadlab/controller/agent_pool.hpp"
 #include "loadlab/controller/cell_executor.hpp"
 #include "loadlab/controller/compare.hpp"
+#include "loadlab/controller/flags.hpp"
 #include "loadlab/controller/history.hpp"
 #include "loadlab/controller/lab.hpp"
 #include "loadlab/controller/night_verdicts.hpp"
@@ -354,13 +355,9 @@ class ScenarioRun {
 
   // A tenth of the pairs or more (and at least one) with a repetition flagged busy-machine.
   static bool pairs_disturbed(const CellResult& a, const CellResult& b) {
-    auto busy = [](const v1::Repetition& r) {
-      return std::any_of(r.flags().begin(), r.flags().end(),
-                         [](const std::string& f) { return f.rfind("busy-machine:", 0) == 0; });
-    };
     const size_t n = std::min(a.reps.size(), b.reps.size());
     size_t disturbed = 0;
-    for (size_t i = 0; i < n; ++i) disturbed += busy(a.reps[i]) || busy(b.reps[i]);
+    for (size_t i = 0; i < n; ++i) disturbed += busy_machine(a.reps[i]) || busy_machine(b.reps[i]);
     return disturbed > 0 && disturbed * 10 >= n;
   }
 

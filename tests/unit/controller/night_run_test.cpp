@@ -403,5 +403,40 @@ TEST_F(NightRun, ABPairsThatOtherWorkDisturbedAreMeasuredAgain) {
       read_json_file((dir_ / "ab-calm" / "result.json").string())["ab"]["cells"][0]["disturbed"].get<bool>());
 }
 
+TEST_F(NightRun, AnABPairThatOtherWorkDisturbedIsLeftOutOfTheTest) {
+  const std::string ab = R"({"name": "pr", "targets": [{"name": "main", "builtin": "hello"},
+      {"name": "pr", "builtin": "hello", "body": "pr"}],
+      "matrix": {"delay_ms": [0]}, "load": {"requests_per_thread": 10}, "repetitions": 20,
+      "execution": {"confirm": 0}, "ab": {"a": "main", "b": "pr"}, "regression": {"threshold_pct": 2}})";
+  // 20 pairs, B 4 % slower in each (give or take 0.8 %); pair 6 (B ran first) has A's window
+  // taken by a neighbour: a tenth of its figure, and flagged busy-machine.
+  std::deque<double> figures;
+  for (int i = 0; i < 20; ++i) {
+    const double a = i == 5 ? 100 : 1000 + 10 * (i % 3),
+                 b = (i == 5 ? 1000 : a) * (0.96 + 0.004 * ((i * 7) % 5 - 2));
+    figures.push_back(i % 2 ? b : a);
+    figures.push_back(i % 2 ? a : b);
+  }
+  // One flagged pair of 20 is below the tenth that measures them again: it is left out.
+  EXPECT_EQ(night("ab-one-busy", figures, ab, {11}), exit_status::kRegression) << table_;
+  EXPECT_EQ(targets_started(), 40u) << "not measured again";
+  auto v = read_json_file((dir_ / "ab-one-busy" / "result.json").string())["ab"]["cells"][0];
+  EXPECT_EQ(v["verdict"], "regression") << v.dump();
+  EXPECT_NEAR(v["change_pct"].get<double>(), -4, 0.3);
+  EXPECT_EQ(v["nights"], 19);
+  EXPECT_LT(v["mdc_pct"].get<double>(), 3) << v.dump();
+  EXPECT_NE(v["reason"].get<std::string>().find("19 pairs (1 left out: other work ran on their CPUs)"),
+            std::string::npos)
+      << v.dump();
+  ASSERT_EQ(v["pairs"].size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(v["pairs"][i]["left_out"].get<bool>(), i == 5) << i;
+  EXPECT_NE(table_.find("B A, left out"), std::string::npos) << table_;
+  // Unflagged, the same pair is judged with the others and spreads the cell too much to say.
+  EXPECT_EQ(night("ab-wild", figures, ab), exit_status::kOk) << table_;
+  v = read_json_file((dir_ / "ab-wild" / "result.json").string())["ab"]["cells"][0];
+  EXPECT_EQ(v["verdict"], "noise") << v.dump();
+  EXPECT_EQ(v["nights"], 20);
+}
+
 }  // namespace
 }  // namespace loadlab::controller

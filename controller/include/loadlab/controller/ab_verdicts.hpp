@@ -35,6 +35,10 @@ inline constexpr double kPowerPerPairedMeasurement = 0.975;
 v1::Verdicts judge_ab(const std::vector<std::pair<const CellResult*, const CellResult*>>& pairs,
                       const RegressionDef& r, size_t cells, bool confirms);
 
+// A pair's order as the tables show it: "A B" or "B A", and ", left out" when other work ran on
+// its CPUs (ABPair.left_out).
+std::string pair_order(const v1::ABPair& p);
+
 // The pairs as the terminal shows them after the verdicts: a line per pair of each cell.
 void write_ab_pairs(std::ostream& out, const v1::Verdicts& v);
 

@@ -19,4 +19,7 @@ namespace loadlab::controller {
 std::vector<std::string> saturation_flags(const v1::Repetition& r,
                                           const std::map<std::string, uint32_t>& cores);
 
+// The repetition carries a "busy-machine:" flag (any agent's).
+bool busy_machine(const v1::Repetition& r);
+
 }  // namespace loadlab::controller
