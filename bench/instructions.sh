@@ -9,7 +9,7 @@
 # Each figure is (I(N2) − I(N1)) / (N2 − N1): the difference of two runs of N1 and N2 sequential
 # requests (one thread, one connection), so the start-up and the shutdown cancel out. The side
 # measured runs under callgrind, the other natively; both are pinned to CPU ${CPU:-0}. Knobs:
-# N1 (200), N2 (1200), CPU (0), PROTOCOLS ("h1 h2 h3").
+# N1 (200), N2 (1200), CPU (0), PROTOCOLS ("h1 h2 h3"), SIDES ("target load").
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -20,6 +20,7 @@ N1=${N1:-200}
 N2=${N2:-1200}
 CPU=${CPU:-0}
 PROTOCOLS=${PROTOCOLS:-h1 h2 h3}
+SIDES=${SIDES:-target load}
 command -v valgrind >/dev/null || { echo "instructions.sh: valgrind not found (apt-get install valgrind)" >&2; exit 2; }
 bench_setup loadlab-instructions
 
@@ -75,7 +76,8 @@ run_load() {
   PIDS+=("$pid")
   port=$(listening_port)
   # shellcheck disable=SC2046
-  taskset -c "$CPU" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin/loadlab-load" $(load_args "$port" "$proto") \
+  # --trace-children: loadlab-load becomes loadlab-load-secure (exec) for TLS and HTTP/3.
+  taskset -c "$CPU" valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$out" "$bin/loadlab-load" $(load_args "$port" "$proto") \
     -t 1 -c 1 -n "$n" --timeout 30000 >/dev/null 2>"$WORK/load.err"
   kill -TERM "$pid"
   wait "$pid" || true
@@ -90,7 +92,7 @@ per_request() {  # SIDE BIN PROTO
 }
 
 printf '%-8s %-5s %14s %14s %8s\n' side proto "A instr/req" "B instr/req" "B / A"
-for side in target load; do
+for side in $SIDES; do
   for proto in $PROTOCOLS; do
     a=$(per_request "$side" "$A" "$proto")
     b=$(per_request "$side" "$B" "$proto")

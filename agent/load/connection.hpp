@@ -1,8 +1,10 @@
 #pragma once
 // One HTTP/1.1 client connection: connect (and, for https://, the TLS handshake), write the
-// request, read the response, record, repeat. The bytes go through a Transport (TCP or TLS);
-// HTTP/2 streams on one connection are H2Connection, of the same shape over the same
-// Transport. Closed loop: the next request goes out as soon as the response is in. Open loop
+// request, read the response, record, repeat. The bytes go through its Transport
+// (PlainTransport, or TlsTransport in loadlab_load_secure: plain_transport.hpp); HTTP/2 streams
+// on one connection are H2Connection, of the same shape over the same transports. The
+// definitions are in connection_impl.hpp, instantiated once per transport (connection.cpp,
+// tls_connections.cpp). Closed loop: the next request goes out as soon as the response is in. Open loop
 // (--rate): each request has an intended send time from the worker's schedule; the
 // connection waits for it when early and sends at once when late (never two requests in
 // flight). Lives on its worker's thread; every method runs there. Internal to loadlab_load.
@@ -15,11 +17,11 @@
 #include "load_result.hpp"
 #include "response_parser.hpp"
 #include "run_plan.hpp"
-#include "transport.hpp"
 #include "worker.hpp"
 
 namespace loadlab::load {
 
+template <class Transport>
 class Connection final : public ClientConnection {
  public:
   // `index`: this connection's place among its worker's connections (its schedule lane).
@@ -57,7 +59,7 @@ class Connection final : public ClientConnection {
   Worker& worker_;
   int index_;
   Transport transport_;
-  Dialer dialer_;
+  Dialer<Transport> dialer_;
   std::size_t response_bytes_ = 0;  // of the response being parsed
   boost::beast::flat_buffer buffer_;
   std::optional<ResponseParser> parser_;

@@ -10,11 +10,12 @@
 #include <utility>
 
 #include "load_result.hpp"
-#include "transport.hpp"
 #include "worker.hpp"
 
 namespace loadlab::load {
 
+// `Transport`: PlainTransport or TlsTransport (plain_transport.hpp).
+template <class Transport>
 class Dialer {
  public:
   Dialer(Worker& worker, Transport& transport) : worker_(worker), transport_(transport) {}
@@ -65,7 +66,14 @@ class Dialer {
     boost::system::error_code ignored;
     transport_.socket().set_option(boost::asio::ip::tcp::no_delay(true), ignored);
     worker_.note_connected();
-    if (!transport_.secure()) return done(std::optional<ErrorKind>());
+    if constexpr (Transport::kSecure)
+      handshake(std::move(done));
+    else
+      done(std::optional<ErrorKind>());
+  }
+
+  template <class Done>
+  void handshake(Done done) {
     timed_out_ = false;
     started_ = Clock::now();
     deadline_ = started_ + worker_.plan().timeout;

@@ -1,5 +1,6 @@
 #pragma once
-// One HTTP/2 client connection (--protocol h2): an nghttp2 client session over a Transport,
+// One HTTP/2 client connection (--protocol h2): an nghttp2 client session over its Transport
+// (PlainTransport, or TlsTransport in loadlab_load_secure: plain_transport.hpp),
 // h2 over TLS (ALPN must select "h2") or h2c with prior knowledge over TCP, carrying up to
 // `plan.streams` requests at once, each request a stream.
 //
@@ -33,7 +34,9 @@
 // --tls-resume: a connection this side closes (--no-keepalive, GOAWAY, end of the run) ends
 // with a TLS close_notify, as servers forget a session whose connection ended without one.
 //
-// Lives on its worker's thread; every method runs there. Internal to loadlab_load.
+// The definitions are in h2_connection_impl.hpp, instantiated once per transport
+// (h2_connection.cpp, tls_connections.cpp). Lives on its worker's thread; every method runs
+// there. Internal to loadlab_load.
 #include <nghttp2/nghttp2.h>
 
 #include <cstdint>
@@ -44,7 +47,6 @@
 
 #include "dialer.hpp"
 #include "multiplexed_connection.hpp"
-#include "transport.hpp"
 
 namespace loadlab::load {
 
@@ -55,7 +57,13 @@ struct H2Slot : StreamRequest<int32_t> {
   size_t body_sent = 0;        // of the request body
 };
 
-class H2Connection final : public MultiplexedConnection<H2Connection, H2Slot> {
+template <class Transport>
+class H2Connection final : public MultiplexedConnection<H2Connection<Transport>, H2Slot> {
+  using Base = MultiplexedConnection<H2Connection<Transport>, H2Slot>;
+  using Base::cost_, Base::draining_, Base::preconnect_, Base::read_time_, Base::slots_, Base::state_,
+      Base::stopped_, Base::worker_;
+  using typename Base::State;
+
  public:
   // `index`: this connection's place among its worker's connections (its schedule lane).
   H2Connection(Worker& worker, int index);
@@ -64,7 +72,7 @@ class H2Connection final : public MultiplexedConnection<H2Connection, H2Slot> {
   void check_deadline(Clock::time_point now) override;
 
  private:
-  friend class MultiplexedConnection<H2Connection, H2Slot>;
+  friend Base;
   using Slot = H2Slot;
 
   // nghttp2's callbacks; `user_data` is the connection.
@@ -103,7 +111,7 @@ class H2Connection final : public MultiplexedConnection<H2Connection, H2Slot> {
   void delete_session();
 
   Transport transport_;
-  Dialer dialer_;
+  Dialer<Transport> dialer_;
   nghttp2_session* session_ = nullptr;
   std::vector<nghttp2_nv> nva_;  // the request's header fields (header_fields)
   std::unique_ptr<uint8_t[]> read_buffer_;

@@ -8,10 +8,8 @@
 
 #include "fd_limit.hpp"
 #include "loadlab/shared/logging.hpp"
-#include "quic_tls_client.hpp"
 #include "request_log.hpp"
 #include "run_plan.hpp"
-#include "tls_client.hpp"
 #include "worker.hpp"
 
 namespace loadlab::load {
@@ -67,40 +65,31 @@ void judge_rate(const RunPlan& plan, const std::vector<std::unique_ptr<Worker>>&
   result.achieved_rate = s > 0 ? static_cast<double>(begun) / s : 0;
 }
 
-// The TLS or QUIC client of a run, made once and shared by its threads.
-struct Clients {
-  std::unique_ptr<TlsClient> tls;
-  std::unique_ptr<QuicTlsClient> quic;
-};
-
 std::string host_port_of(const Url& url) {
   return url.authority.find(':') != std::string::npos && url.authority.back() != ']'
              ? url.authority
              : url.authority + ":" + std::to_string(url.port);
 }
 
-// The plan of a run: the URL resolved, its TLS or QUIC client made, the request serialized. ""
-// when it can run, else why not.
-std::string make_plan(const LoadOptions& o, const Url& url, RunPlan& plan, Clients& clients,
-                      LoadResult& result) {
+// The plan of a run: the URL resolved, its TLS or QUIC client made (by `make_secure`, the
+// secure family's, which an https:// or h3 run needs), the request serialized. "" when it can
+// run, else why not.
+std::string make_plan(const LoadOptions& o, const Url& url, MakeSecureClients make_secure, RunPlan& plan,
+                      std::unique_ptr<SecureClients>& secure, LoadResult& result) {
   std::string error;
   plan.endpoints = resolve(url, error);
   if (plan.endpoints.empty()) return "cannot connect to " + host_port_of(url) + ": " + error;
-  if (uses_h3(o)) {
-    clients.quic = QuicTlsClient::create(o, url, error);
-    if (!clients.quic) return error;
-    plan.quic = clients.quic.get();
-    result.tls = true;
-  } else if (url.tls) {
-    clients.tls = TlsClient::create(o, url, error);
-    if (!clients.tls) return error;
-    plan.tls = clients.tls.get();
+  plan.h2 = uses_h2(o);
+  plan.h3 = uses_h3(o);
+  if (url.tls || plan.h3) {
+    if (!make_secure) return "https:// and --protocol h3 are run by loadlab-load-secure, not this program";
+    secure = make_secure(o, url, plan, error);
+    if (!secure) return error;
+    plan.secure = secure.get();
     result.tls = true;
   }
   plan.request = serialize_request(o, url);
-  if (uses_h2(o) || uses_h3(o)) {
-    plan.h2 = uses_h2(o);
-    plan.h3 = uses_h3(o);
+  if (plan.h2 || plan.h3) {
     plan.streams = streams_of(o);
     plan.h2_headers = h2_request_headers(o, url);
     plan.body = o.body;
@@ -235,24 +224,21 @@ void measure_window(const RunPlan& plan, const std::vector<std::unique_ptr<Worke
 }
 
 // --csv-requests: every measured request of every thread, one row each.
-void write_csv(const LoadOptions& o, const RunPlan& plan, const Clients& clients,
-               std::vector<std::unique_ptr<Worker>>& workers, LoadResult& result) {
+void write_csv(const LoadOptions& o, const RunPlan& plan, std::vector<std::unique_ptr<Worker>>& workers,
+               LoadResult& result) {
   std::vector<RequestLog*> logs;
   for (auto& w : workers) logs.push_back(&w->log());
   RequestCsvRun run;
-  if (plan.h2) run.protocol = clients.tls ? "h2" : "h2c";
-  if (clients.tls) run.tls_version = clients.tls->version();
-  if (plan.h3) {
-    run.protocol = "h3";
-    run.tls_version = "1.3";
-  }
+  if (plan.h2) run.protocol = plan.secure ? "h2" : "h2c";
+  if (plan.h3) run.protocol = "h3";
+  if (plan.secure) run.tls_version = plan.secure->tls_version();
   write_request_csv(o.csv_requests, std::move(logs), run, &result.csv_error);
 }
 
 }  // namespace
 
-LoadRunner::LoadRunner(LoadOptions options, RunCallbacks callbacks)
-    : options_(std::move(options)), callbacks_(std::move(callbacks)) {
+LoadRunner::LoadRunner(LoadOptions options, RunCallbacks callbacks, MakeSecureClients make_secure)
+    : options_(std::move(options)), callbacks_(std::move(callbacks)), make_secure_(make_secure) {
   try {
     complete_and_validate(options_);
   } catch (const InputError& e) {
@@ -274,8 +260,8 @@ LoadResult LoadRunner::run() {
   }
   const Url url = parse_url(o.url);
   RunPlan plan;
-  Clients clients;
-  if (auto error = make_plan(o, url, plan, clients, result); !error.empty()) {
+  std::unique_ptr<SecureClients> secure;
+  if (auto error = make_plan(o, url, make_secure_, plan, secure, result); !error.empty()) {
     result.error = error;
     return result;
   }
@@ -288,7 +274,7 @@ LoadResult LoadRunner::run() {
   const auto stopped_at = run_workers(plan, state, workers, result);
   const auto last_completion = merge_totals(workers, plan.rate_per_thread > 0, result);
   measure_window(plan, workers, stopped_at, last_completion, result);
-  if (plan.log_requests) write_csv(o, plan, clients, workers, result);
+  if (plan.log_requests) write_csv(o, plan, workers, result);
   std::lock_guard lock(state.error_mutex);
   result.tls_error = state.first_tls_error;
   if (!state.any_connected.load() && !state.first_connect_error.empty())

@@ -10,6 +10,7 @@
 
 #include "load_result.hpp"
 #include "loadlab/load/load_options.hpp"
+#include "secure_clients.hpp"
 
 namespace loadlab::load {
 
@@ -34,8 +35,10 @@ struct RunCallbacks {
 class LoadRunner {
  public:
   // `options` are validated (again) here; if they are not usable, run() returns at
-  // once with the validation message in `error`.
-  explicit LoadRunner(LoadOptions options, RunCallbacks callbacks = {});
+  // once with the validation message in `error`. `make_secure`: the TLS and QUIC family's
+  // (secure_clients.hpp), which https:// and h3 runs need; without it they end with an error.
+  explicit LoadRunner(LoadOptions options, RunCallbacks callbacks = {},
+                      MakeSecureClients make_secure = nullptr);
   ~LoadRunner();
   LoadRunner(const LoadRunner&) = delete;
   LoadRunner& operator=(const LoadRunner&) = delete;
@@ -58,6 +61,7 @@ class LoadRunner {
   LoadOptions options_;
   std::string invalid_;  // complete_and_validate()'s message, empty when usable
   RunCallbacks callbacks_;
+  MakeSecureClients make_secure_;
   std::atomic<bool> shutdown_{false};
   static_assert(std::atomic<bool>::is_always_lock_free, "initiate_shutdown must be signal-safe");
 };

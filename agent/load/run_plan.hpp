@@ -15,6 +15,7 @@ namespace loadlab::load {
 
 class TlsClient;
 class QuicTlsClient;
+class SecureClients;
 
 using Clock = std::chrono::steady_clock;
 
@@ -36,6 +37,8 @@ struct RunPlan {
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;
   // https://: the TLS context every worker's connections share; nullptr for http://.
   TlsClient* tls = nullptr;
+  // https:// or h3: what makes each connection (loadlab_load_secure's); nullptr for http://.
+  SecureClients* secure = nullptr;
   Clock::time_point measure_start;               // requests started before it are warm-up
   std::optional<Clock::time_point> measure_end;  // -d only: nothing is sent or counted after it
   Clock::duration timeout{};

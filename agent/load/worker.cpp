@@ -6,7 +6,8 @@
 
 #include "connection.hpp"
 #include "h2_connection.hpp"
-#include "h3_connection.hpp"
+#include "plain_transport.hpp"
+#include "secure_clients.hpp"
 
 namespace loadlab::load {
 
@@ -19,12 +20,12 @@ Worker::Worker(const RunPlan& plan, RunState& state, int connections, std::optio
                                                 std::chrono::milliseconds(100));
   connections_.reserve(connections);
   for (int i = 0; i < connections; ++i) {
-    if (plan.h3)
-      connections_.push_back(std::make_unique<H3Connection>(*this, i));
+    if (plan.secure)
+      connections_.push_back(plan.secure->make_connection(*this, i));
     else if (plan.h2)
-      connections_.push_back(std::make_unique<H2Connection>(*this, i));
+      connections_.push_back(std::make_unique<H2Connection<PlainTransport>>(*this, i));
     else
-      connections_.push_back(std::make_unique<Connection>(*this, i));
+      connections_.push_back(std::make_unique<Connection<PlainTransport>>(*this, i));
   }
   if (plan.rate_per_thread > 0) {
     schedule_ = Schedule(plan.pace_start, plan.rate_per_thread, connections);

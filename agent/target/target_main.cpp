@@ -2,18 +2,12 @@
 // SIGINT/SIGTERM, prints `requests N`. Exit status (loadlab/shared/program.hpp): 0 clean stop,
 // 1 cannot listen (or cannot make a certificate, or no loadlab-target-secure to hand TLS to),
 // 2 bad flags.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <cerrno>
 #include <csignal>
-#include <cstring>
-#include <filesystem>
 #include <iostream>
 
 #include "loadlab/shared/build_info.hpp"
-#include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/program.hpp"
 #include "server.hpp"
 #include "target_flags.hpp"
@@ -45,18 +39,6 @@ int serve(const ServerOptions& options) {
   return program::kOk;
 }
 
-// TLS and HTTP/3 live in loadlab-target-secure, beside this binary: this process becomes it.
-[[noreturn]] void hand_over_to_secure(char** argv) {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const auto secure = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "loadlab-target-secure";
-  std::cout.flush();
-  std::cerr.flush();
-  execv(secure.c_str(), argv);
-  throw EnvironmentError("--tls, --tls-cert and --h3 are served by " + secure.string() +
-                         ", which cannot be run: " + std::strerror(errno));
-}
-
 }  // namespace
 
 int target_main(int argc, char** argv, AddSecure add_secure) {
@@ -67,7 +49,9 @@ int target_main(int argc, char** argv, AddSecure add_secure) {
     add_target_flags(app, flags);
     if (auto done = program::parse_command_line(app, argc, argv, "loadlab-target")) return *done;
     auto options = target_options(flags, add_secure);
-    if (flags.any_tls() && !add_secure) hand_over_to_secure(argv);
+    // TLS and HTTP/3 live in loadlab-target-secure, beside this binary: this process becomes it.
+    if (flags.any_tls() && !add_secure)
+      program::hand_over_to_sibling(argv, "loadlab-target-secure", "--tls, --tls-cert and --h3");
     return serve(options);
   });
 }

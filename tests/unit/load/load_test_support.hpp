@@ -21,7 +21,7 @@ inline LoadResult run_bounded(LoadOptions o, std::chrono::seconds limit = std::c
                               RunCallbacks callbacks = {}) {
   std::string error = loadlab::testing::input_error_of([&] { complete_and_validate(o); });
   EXPECT_EQ(error, "");
-  LoadRunner runner(o, std::move(callbacks));
+  LoadRunner runner(o, std::move(callbacks), &make_secure_clients);
   auto future = std::async(std::launch::async, [&] { return runner.run(); });
   if (future.wait_for(limit) != std::future_status::ready) {
     ADD_FAILURE() << "run did not end within " << limit.count() << " s";

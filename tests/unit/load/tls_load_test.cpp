@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "loadlab/proto/json.hpp"
 #include "request_csv_rows.hpp"
 #include "request_log.hpp"
+#include "spawned_child.hpp"
 #include "test_server.hpp"
 
 namespace loadlab::load {
@@ -244,6 +246,52 @@ TEST(TlsLoadBinaryTest, BadTlsFlagsExitTwoNamingTheFlag) {
     EXPECT_EQ(e.exit_code, 2) << c.args << ": " << e.out;
     EXPECT_NE(e.out.find(c.flag), std::string::npos) << c.args << ": " << e.out;
   }
+}
+
+// A plain worker (HTTP/1.1, h2c) maps no TLS or QUIC library; an https:// URL makes the same
+// process (its pid: what the agent samples, confines and stops) loadlab-load-secure.
+TEST(TlsLoadBinaryTest, APlainWorkerMapsNoTlsOrQuicLibraryAndHttpsHandsTheSameProcessOver) {
+  using loadlab::testing::mapped_libraries;
+  using loadlab::testing::maps_any;
+  using loadlab::testing::SpawnedChild;
+  const std::string binary = LOADLAB_BIN_DIR "/loadlab-load";
+  auto exe = [](pid_t pid) {
+    return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe").filename().string();
+  };
+  const char* secure_libraries[] = {"libssl.", "libcrypto.", "libgnutls.", "libngtcp2", "libnghttp3."};
+  TestServer plain_server;
+  for (const char* protocol : {"http1", "h2"}) {
+    SpawnedChild plain({"http://127.0.0.1:" + std::to_string(plain_server.port()) + "/", "--protocol",
+                        protocol, "-d", "10", "--json-events"},
+                       binary);
+    ASSERT_TRUE(plain.read_line()) << plain.read_stderr();  // running: an event line came
+    const auto libraries = mapped_libraries(plain.pid());
+    for (const char* lib : secure_libraries)
+      EXPECT_FALSE(maps_any(libraries, lib)) << protocol << ": " << lib;
+    EXPECT_EQ(exe(plain.pid()), "loadlab-load");
+    kill(plain.pid(), SIGTERM);
+    EXPECT_EQ(plain.wait_exit(), 0) << plain.read_stderr();
+  }
+  TestServer tls_server(localhost_certificate());
+  SpawnedChild secure({"https://127.0.0.1:" + std::to_string(tls_server.port()) + "/", "--ca", ca_file(),
+                       "-d", "10", "--json-events"},
+                      binary);
+  ASSERT_TRUE(secure.read_line()) << secure.read_stderr();
+  EXPECT_EQ(exe(secure.pid()), "loadlab-load-secure");
+  EXPECT_TRUE(maps_any(mapped_libraries(secure.pid()), "libssl.")) << "the secure worker speaks TLS";
+  kill(secure.pid(), SIGTERM);
+  EXPECT_EQ(secure.wait_exit(), 0) << secure.read_stderr();
+  EXPECT_GT(tls_server.handshakes(), 0);
+  // Without loadlab-load-secure beside it, https:// is an error that names the missing program.
+  const auto dir = std::filesystem::path(unique_path("load_alone", "")).lexically_normal();
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(binary, dir / "loadlab-load");
+  SpawnedChild orphan({"https://127.0.0.1:" + std::to_string(tls_server.port()) + "/", "-n", "1"},
+                      (dir / "loadlab-load").string());
+  EXPECT_EQ(orphan.wait_exit(), 1);
+  const auto err = orphan.read_stderr();
+  EXPECT_NE(err.find((dir / "loadlab-load-secure").string()), std::string::npos) << err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 
 #include "h3_test_client.hpp"
 #include "loadlab/shared/self_signed_cert.hpp"
+#include "spawned_child.hpp"
 #include "tls_test_client.hpp"
 
 extern char** environ;
@@ -42,91 +43,10 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kBinary = std::string(LOADLAB_BIN_DIR) + "/loadlab-target";
 
-class Child {
+class Child : public loadlab::testing::SpawnedChild {
  public:
-  explicit Child(std::vector<std::string> args, const std::string& binary = kBinary) {
-    args.insert(args.begin(), binary);
-    int out[2], err[2];
-    if (pipe(out) != 0 || pipe(err) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    posix_spawn_file_actions_addclose(&actions, err[0]);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    close(err[1]);
-    out_ = out[0];
-    err_ = err[0];
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (out_ >= 0) close(out_);
-    if (err_ >= 0) close(err_);
-  }
-
-  pid_t pid() const { return pid_; }
-
-  // Next stdout line, or nullopt after `timeout` / at EOF.
-  std::optional<std::string> read_line(std::chrono::milliseconds timeout = 5000ms) {
-    auto deadline = Clock::now() + timeout;
-    while (true) {
-      if (auto nl = out_buf_.find('\n'); nl != std::string::npos) {
-        std::string line = out_buf_.substr(0, nl);
-        out_buf_.erase(0, nl + 1);
-        return line;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return std::nullopt;
-      pollfd pfd{out_, POLLIN, 0};
-      if (poll(&pfd, 1, static_cast<int>(left)) <= 0) return std::nullopt;
-      char chunk[256];
-      auto n = read(out_, chunk, sizeof chunk);
-      if (n <= 0) return std::nullopt;
-      out_buf_.append(chunk, static_cast<size_t>(n));
-    }
-  }
-
-  // Waits for exit; returns the exit status, or -1 if it did not exit in time (then killed).
-  int wait_exit(std::chrono::milliseconds timeout = 5000ms) {
-    auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return -1;
-  }
-
-  // All of stderr (call after exit).
-  std::string read_stderr() {
-    std::string text;
-    char chunk[256];
-    pollfd pfd{err_, POLLIN, 0};
-    while (poll(&pfd, 1, 1000) > 0) {
-      auto n = read(err_, chunk, sizeof chunk);
-      if (n <= 0) break;
-      text.append(chunk, static_cast<size_t>(n));
-    }
-    return text;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
-  int err_ = -1;
-  std::string out_buf_;
+  explicit Child(std::vector<std::string> args, const std::string& binary = kBinary)
+      : SpawnedChild(std::move(args), binary) {}
 };
 
 // One bounded GET on a fresh connection; returns the body or the error.
@@ -425,23 +345,6 @@ TEST(TargetBinaryH3, AFloodOfInitialsStaysWithinItsMemoryBoundAndARealClientIsSe
   EXPECT_LE(after - idle, 32 * 1024);
 }
 
-// The shared libraries a process has mapped, by file name ("libssl.so.3").
-std::vector<std::string> mapped_libraries(pid_t pid) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::vector<std::string> out;
-  for (std::string line; std::getline(maps, line);) {
-    auto slash = line.rfind('/');
-    if (slash == std::string::npos || line.find(".so", slash) == std::string::npos) continue;
-    auto name = line.substr(slash + 1);
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
-  }
-  return out;
-}
-
-bool maps_any(const std::vector<std::string>& libraries, const std::string& prefix) {
-  return std::any_of(libraries.begin(), libraries.end(), [&](auto& l) { return l.rfind(prefix, 0) == 0; });
-}
-
 // A plain target (HTTP/1.1, h2c) maps no TLS or QUIC library; --tls makes the same process
 // (its pid: what the agent samples and stops) loadlab-target-secure, which serves HTTPS.
 TEST(TargetBinaryTls, APlainTargetMapsNoTlsOrQuicLibraryAndTlsHandsTheSameProcessOver) {
@@ -451,9 +354,9 @@ TEST(TargetBinaryTls, APlainTargetMapsNoTlsOrQuicLibraryAndTlsHandsTheSameProces
     auto line = plain.read_line();
     ASSERT_TRUE(line);
     ASSERT_EQ(get_body(port_of(*line)), "plain");
-    const auto libraries = mapped_libraries(plain.pid());
-    EXPECT_TRUE(maps_any(libraries, "libnghttp2.")) << "h2c is the plain target's";
-    for (const char* lib : secure_libraries) EXPECT_FALSE(maps_any(libraries, lib)) << lib;
+    const auto libraries = loadlab::testing::mapped_libraries(plain.pid());
+    EXPECT_TRUE(loadlab::testing::maps_any(libraries, "libnghttp2.")) << "h2c is the plain target's";
+    for (const char* lib : secure_libraries) EXPECT_FALSE(loadlab::testing::maps_any(libraries, lib)) << lib;
     EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(plain.pid()) + "/exe").filename(),
               "loadlab-target");
   }
@@ -465,8 +368,8 @@ TEST(TargetBinaryTls, APlainTargetMapsNoTlsOrQuicLibraryAndTlsHandsTheSameProces
   EXPECT_EQ(tls_get_body(port_of(*line), read_text(cert_out)), "secure");
   EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(secure.pid()) + "/exe").filename(),
             "loadlab-target-secure");
-  const auto libraries = mapped_libraries(secure.pid());
-  EXPECT_TRUE(maps_any(libraries, "libssl.")) << "the secure target serves TLS";
+  const auto libraries = loadlab::testing::mapped_libraries(secure.pid());
+  EXPECT_TRUE(loadlab::testing::maps_any(libraries, "libssl.")) << "the secure target serves TLS";
   kill(secure.pid(), SIGTERM);
   EXPECT_EQ(secure.wait_exit(), 0);
   // Without loadlab-target-secure beside it, --tls is an error that names the missing program.

@@ -6,12 +6,19 @@
 // exit_status::kBadInput (2) for a flag that is wrong, named in one line on stderr. The
 // controller's own statuses (a regression, failed cells, an unusable lab) are exit_status.hpp's.
 // Header-only: the mains link CLI11, the libraries do not.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <optional>
+#include <string>
 #include <string_view>
 
+#include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/exit_status.hpp"
 #include "loadlab/shared/input_error.hpp"
 
@@ -51,6 +58,21 @@ int run(std::string_view name, Body&& body) {
     std::cerr << name << ": " << e.what() << "\n";
     return kFailed;
   }
+}
+
+// A plain program whose command line asks for TLS or HTTP/3 becomes `sibling` (the binary beside
+// it that links those libraries: loadlab-target-secure, loadlab-load-secure) with the same
+// arguments. The pid stays, so what samples, confines and stops it goes on working. Throws
+// EnvironmentError naming `what` and the missing file when the sibling cannot be run.
+[[noreturn]] inline void hand_over_to_sibling(char** argv, const char* sibling, const std::string& what) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto path = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / sibling;
+  std::cout.flush();
+  std::cerr.flush();
+  execv(path.c_str(), argv);
+  throw EnvironmentError(what + " are served by " + path.string() +
+                         ", which cannot be run: " + std::strerror(errno));
 }
 
 }  // namespace loadlab::program

@@ -1,38 +1,33 @@
 #pragma once
-// The byte stream under one client connection: plain TCP, or TLS over that TCP socket
-// (Asio's OpenSSL stream, as Beast's ssl_stream wraps it). The HTTP exchange above it
-// (connection.hpp) reads and writes through it without knowing which: the choice is one
-// well-predicted branch per I/O operation, never a virtual call per operation or byte. An
-// HTTP/2 session (h2_connection.hpp) sits on the same transport; over TLS, ALPN confirms it.
-// Lives on its worker's thread; every method runs there. Internal to loadlab_load.
+// The byte stream under one https:// client connection: TLS over its TCP socket (Asio's OpenSSL
+// stream, as Beast's ssl_stream wraps it), with the TLS steps the exchanges above it take when
+// their transport is secure (plain_transport.hpp says how): a new session per connect, the
+// handshake, ALPN, resumption and the close_notify. Lives on its worker's thread; every method
+// runs there. Internal to loadlab_load_secure.
 #include <openssl/ssl.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
-#include <boost/asio/write.hpp>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "plain_transport.hpp"
 #include "tls_client.hpp"
 
 namespace loadlab::load {
 
-class Transport {
+class TlsTransport {
  public:
-  // The io_context's own executor type, not the polymorphic any_executor: no type erasure
-  // on each operation.
-  using Socket =
-      boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+  static constexpr bool kSecure = true;
 
-  // `tls`: the run's TLS context for https://, nullptr for http://.
-  Transport(boost::asio::io_context& ioc, TlsClient* tls) : socket_(ioc.get_executor()), tls_(tls) {}
+  // `plan.tls`: the run's TLS context.
+  TlsTransport(boost::asio::io_context& ioc, const RunPlan& plan)
+      : socket_(ioc.get_executor()), tls_(plan.tls) {}
 
-  Socket& socket() { return socket_; }
-  bool secure() const { return tls_ != nullptr; }
+  TcpSocket& socket() { return socket_; }
 
   // A fresh TLS session for the newly connected socket. The previous one's SSL object goes
   // (quietly: a session dropped without a close_notify would be marked not resumable);
@@ -53,24 +48,26 @@ class Transport {
 
   template <class Buffers, class Handler>
   void async_read_some(const Buffers& buffers, Handler&& handler) {
-    if (stream_)
-      stream_->async_read_some(buffers, std::forward<Handler>(handler));
-    else
-      socket_.async_read_some(buffers, std::forward<Handler>(handler));
+    stream_->async_read_some(buffers, std::forward<Handler>(handler));
   }
 
   template <class Handler>
   void async_write(boost::asio::const_buffer buffer, Handler&& handler) {
-    if (stream_)
-      boost::asio::async_write(*stream_, buffer, std::forward<Handler>(handler));
-    else
-      boost::asio::async_write(socket_, buffer, std::forward<Handler>(handler));
+    boost::asio::async_write(*stream_, buffer, std::forward<Handler>(handler));
   }
 
-  // Sends a TLS close_notify without waiting for the peer's, then calls `handler(ec)`: a
-  // server drops a session whose connection ended without one from its cache, so a client
-  // that closes first and means to resume says goodbye. The pending read, if any, then ends
-  // with an error. Not with a write in flight.
+  // The peer ended the stream: a TLS peer that closes without close_notify (most servers after
+  // "Connection: close") ends it as a TCP peer does with a FIN.
+  static bool ended(const boost::system::error_code& ec) {
+    return ec == boost::asio::error::eof || ec == boost::asio::ssl::error::stream_truncated;
+  }
+
+  // --tls-resume: this side ends a connection on purpose with a close_notify
+  // (async_close_notify), as servers forget a session whose connection ended without one.
+  bool says_goodbye() const { return tls_->resume(); }
+
+  // Sends a TLS close_notify without waiting for the peer's, then calls `handler(ec)`. The
+  // pending read, if any, then ends with an error. Not with a write in flight.
   template <class Handler>
   void async_close_notify(Handler&& handler) {
     SSL_set_shutdown(stream_->native_handle(), SSL_RECEIVED_SHUTDOWN);  // SSL_shutdown: send, do not wait
@@ -80,10 +77,11 @@ class Transport {
   // Whether the last handshake resumed an earlier session.
   bool resumed() { return stream_ && SSL_session_reused(stream_->native_handle()) == 1; }
 
-  // --tls-resume, after a response: keeps the connection's newest session for the next
+  // After a response: with --tls-resume, keeps the connection's newest session for the next
   // connect. TLS 1.3 tickets come after the handshake, so the session is taken once a
   // response was read (by then the tickets sent before it have been processed).
-  void keep_session() {
+  void response_read() {
+    if (!tls_->resume()) return;
     SSL* ssl = stream_->native_handle();
     if (SSL_get0_session(ssl) != session_.get()) session_.reset(SSL_get1_session(ssl));
   }
@@ -108,9 +106,9 @@ class Transport {
     void operator()(SSL_SESSION* s) const { SSL_SESSION_free(s); }
   };
 
-  Socket socket_;
+  TcpSocket socket_;
   TlsClient* tls_;
-  std::optional<boost::asio::ssl::stream<Socket&>> stream_;
+  std::optional<boost::asio::ssl::stream<TcpSocket&>> stream_;
   std::unique_ptr<SSL_SESSION, SessionFree> session_;
 };
 

@@ -1,0 +1,132 @@
+// loadlab-load's and loadlab-load-secure's program: closed- or open-loop HTTP/1.1, HTTP/2 or HTTP/3
+// load generator. Parses flags, wires the runner to the chosen output, maps outcomes to exit
+// statuses (loadlab/shared/program.hpp): 0 done (request errors included), 1 target unreachable
+// (or no loadlab-load-secure to hand TLS to), 2 bad flags.
+#include "load_main.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+
+#include "load_flags.hpp"
+#include "load_runner.hpp"
+#include "loadlab/proto/json.hpp"
+#include "loadlab/shared/build_info.hpp"
+#include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/program.hpp"
+#include "progress_line.hpp"
+
+namespace {
+
+std::atomic<loadlab::load::LoadRunner*> g_runner{nullptr};
+std::atomic<bool> g_signalled{false};  // a signal came before the runner existed
+
+extern "C" void on_signal(int sig) {
+  g_signalled.store(true);
+  if (auto* runner = g_runner.load()) runner->initiate_shutdown();
+  std::signal(sig, SIG_DFL);  // a second signal ends the process at once
+}
+
+// One protocol message as a JSON line on stdout (see LoadEvent in agent.proto).
+void print_line(const google::protobuf::Message& m) {
+  std::string line = loadlab::proto::to_json(m);
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
+}
+
+// The callbacks for the output mode: progress and measure_start events (--json-events), a
+// progress line on a terminal.
+loadlab::load::RunCallbacks callbacks_for(loadlab::load::OutputMode output, bool& progress_shown) {
+  using loadlab::load::OutputMode;
+  loadlab::load::RunCallbacks callbacks;
+  const bool events = output == OutputMode::kJsonEvents;
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  if (events || tty) {
+    callbacks.on_progress = [events, tty, &progress_shown](const loadlab::load::Progress& p) {
+      if (events) {
+        loadlab::v1::LoadEvent ev;
+        auto* pp = ev.mutable_progress();
+        pp->set_elapsed_s(p.elapsed_s);
+        pp->set_requests(static_cast<uint64_t>(p.requests));
+        pp->set_errors(static_cast<uint64_t>(p.errors));
+        pp->set_qps(p.qps);
+        pp->set_warmup(p.warmup);
+        print_line(ev);
+      }
+      if (tty) {
+        std::fputs(loadlab::load::format_progress_line(p).c_str(), stderr);
+        progress_shown = true;
+      }
+    };
+  }
+  if (events)
+    callbacks.on_measure_start = [] {
+      loadlab::v1::LoadEvent ev;
+      ev.mutable_measure_start();
+      print_line(ev);
+    };
+  return callbacks;
+}
+
+// Runs the load (a signal ends it early, with its result) and prints the result in its mode.
+int run_load(const loadlab::load::LoadOptions& o, loadlab::load::MakeSecureClients make_secure) {
+  using loadlab::load::OutputMode;
+  bool progress_shown = false;
+  loadlab::load::LoadRunner runner(o, callbacks_for(o.output, progress_shown), make_secure);
+  g_runner.store(&runner);
+  if (g_signalled.load()) runner.initiate_shutdown();
+  loadlab::load::LoadResult result = runner.run();
+  g_runner.store(nullptr);
+  if (progress_shown) std::fputs("\r\x1b[K", stderr);  // the summary replaces the progress line
+  if (!result.error.empty()) std::fprintf(stderr, "loadlab-load: %s\n", result.error.c_str());
+  // The human summary says it itself; JSON output keeps stdout for the message.
+  if (!result.tls_error.empty() && o.output != OutputMode::kHuman)
+    std::fprintf(stderr, "loadlab-load: TLS handshake failed: %s\n", result.tls_error.c_str());
+  if (auto held = loadlab::load::rate_not_held_message(result);
+      !held.empty() && o.output != OutputMode::kHuman)
+    std::fprintf(stderr, "loadlab-load: %s\n", held.c_str());
+  if (o.output == OutputMode::kJson) {
+    print_line(loadlab::load::to_proto(result));
+  } else if (o.output == OutputMode::kJsonEvents) {
+    loadlab::v1::LoadEvent ev;
+    *ev.mutable_result() = loadlab::load::to_proto(result);
+    print_line(ev);
+  } else if (result.error.empty()) {
+    std::fputs(loadlab::load::format_summary(result, o).c_str(), stdout);
+  }
+  if (!result.csv_error.empty()) std::fprintf(stderr, "loadlab-load: %s\n", result.csv_error.c_str());
+  return result.error.empty() && result.csv_error.empty() ? loadlab::program::kOk : loadlab::program::kFailed;
+}
+
+}  // namespace
+
+namespace loadlab::load {
+
+int load_main(int argc, char** argv, MakeSecureClients make_secure) {
+  // First: a SIGINT/SIGTERM during start-up still ends the run with its (empty) result.
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const char* name = make_secure ? "loadlab-load-secure" : "loadlab-load";
+  return program::run(name, [&] {
+    CLI::App app{
+        "loadlab-load: HTTP/1.1, HTTP/2 or HTTP/3 (http:// or https://) load generator, closed loop (like "
+        "wrk) "
+        "or open loop with --rate (like wrk2)",
+        "loadlab-load"};
+    app.set_version_flag("--version", version_line(name));
+    LoadFlags flags;
+    add_load_flags(app, flags);
+    if (auto done = program::parse_command_line(app, argc, argv, name)) return *done;
+    const auto options = load_options_from(flags);
+    // TLS and HTTP/3 live in loadlab-load-secure, beside this binary: this process becomes it.
+    if (!make_secure && (parse_url(options.url).tls || uses_h3(options)))
+      program::hand_over_to_sibling(argv, "loadlab-load-secure", "https:// URLs and --protocol h3");
+    init_logging(options.log_level);
+    return run_load(options, make_secure);
+  });
+}
+
+}  // namespace loadlab::load

@@ -1,0 +1,39 @@
+#pragma once
+// The TLS and QUIC family of the load generator as the plain engine (loadlab_load) sees it: what
+// makes an https:// or h3 run's connections. loadlab_load_secure implements it
+// (make_secure_clients: OpenSSL for HTTPS and h2, ngtcp2 + nghttp3 + GnuTLS for HTTP/3), so a
+// plain worker maps none of those libraries (issue 26). loadlab-load runs without it and hands
+// a TLS or HTTP/3 command line over to loadlab-load-secure (load_main.cpp). The calls come at
+// the start of a run and once per connection, never per request. Internal.
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "loadlab/load/load_options.hpp"
+
+namespace loadlab::load {
+
+class ClientConnection;
+class Worker;
+struct RunPlan;
+
+class SecureClients {
+ public:
+  virtual ~SecureClients() = default;
+  // Connection `index` of `worker`: HTTP/1.1 or h2 over TLS, or HTTP/3 over QUIC, as the plan says.
+  virtual std::unique_ptr<ClientConnection> make_connection(Worker& worker, int index) = 0;
+  // The TLS version the run's connections use ("1.2" or "1.3").
+  virtual std::string_view tls_version() const = 0;
+};
+
+// Makes a run's TLS or QUIC client for `options` (validated) and `url` (https://), sets the
+// plan's pointers to it, and returns what makes its connections; nullptr with `error` set (naming
+// the flag) when it cannot be made.
+using MakeSecureClients = std::unique_ptr<SecureClients> (*)(const LoadOptions& options, const Url& url,
+                                                             RunPlan& plan, std::string& error);
+
+// loadlab_load_secure's.
+std::unique_ptr<SecureClients> make_secure_clients(const LoadOptions& options, const Url& url, RunPlan& plan,
+                                                   std::string& error);
+
+}  // namespace loadlab::load
