@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # instructions.sh: instructions per request of loadlab-target and of loadlab-load, counted by
-# callgrind (valgrind), over HTTP/1.1, h2c and HTTP/3, for two builds side by side. Instruction
+# callgrind (valgrind), over HTTP/1.1, h2c, HTTP/3 and HTTPS (HTTP/1.1 over TLS 1.3), for two builds
+# side by side. Instruction
 # counts do not move with this machine's noise, so a refactoring that must not change the
 # behaviour can be held to a few %: issue 25 asks within 3 %.
 #
@@ -9,7 +10,7 @@
 # Each figure is (I(N2) − I(N1)) / (N2 − N1): the difference of two runs of N1 and N2 sequential
 # requests (one thread, one connection), so the start-up and the shutdown cancel out. The side
 # measured runs under callgrind, the other natively; both are pinned to CPU ${CPU:-0}. Knobs:
-# N1 (200), N2 (1200), CPU (0), PROTOCOLS ("h1 h2 h3"), SIDES ("target load").
+# N1 (200), N2 (1200), CPU (0), PROTOCOLS ("h1 h2 h3 https"), SIDES ("target load").
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -19,19 +20,20 @@ B=$(cd "$2" && pwd)
 N1=${N1:-200}
 N2=${N2:-1200}
 CPU=${CPU:-0}
-PROTOCOLS=${PROTOCOLS:-h1 h2 h3}
+PROTOCOLS=${PROTOCOLS:-h1 h2 h3 https}
 SIDES=${SIDES:-target load}
 command -v valgrind >/dev/null || { echo "instructions.sh: valgrind not found (apt-get install valgrind)" >&2; exit 2; }
 bench_setup loadlab-instructions
 
 # The target's flags and the load's URL and flags for a protocol.
-target_flags() { case $1 in h3) echo "--h3" ;; *) echo "" ;; esac; }
+target_flags() { case $1 in h3) echo "--h3" ;; https) echo "--tls" ;; *) echo "" ;; esac; }
 load_args() {
   local port=$1 proto=$2
   case $proto in
     h1) echo "http://127.0.0.1:$port/" ;;
     h2) echo "http://127.0.0.1:$port/ --protocol h2" ;;
     h3) echo "https://127.0.0.1:$port/ --protocol h3 --insecure" ;;
+    https) echo "https://127.0.0.1:$port/ --insecure" ;;
   esac
 }
 

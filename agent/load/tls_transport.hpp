@@ -1,19 +1,19 @@
 #pragma once
-// The byte stream under one https:// client connection: TLS over its TCP socket (Asio's OpenSSL
-// stream, as Beast's ssl_stream wraps it), with the TLS steps the exchanges above it take when
-// their transport is secure (plain_transport.hpp says how): a new session per connect, the
-// handshake, ALPN, resumption and the close_notify. Lives on its worker's thread; every method
+// The byte stream under one https:// client connection: TLS over its TCP socket's own descriptor
+// (loadlab/tls_stream/fd_tls_stream.hpp: no buffers of its own beside OpenSSL's), with the TLS steps the
+// exchanges above it take when their transport is secure (plain_transport.hpp says how): a new session per
+// connect, the handshake, ALPN, resumption and the close_notify. Lives on its worker's thread; every method
 // runs there. Internal to loadlab_load_secure.
 #include <openssl/ssl.h>
 
 #include <boost/asio/ssl/error.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "loadlab/tls_stream/fd_tls_stream.hpp"
 #include "plain_transport.hpp"
 #include "tls_client.hpp"
 
@@ -35,7 +35,7 @@ class TlsTransport {
   // OpenSSL refused SNI or the host to verify.
   bool new_session() {
     if (stream_) SSL_set_shutdown(stream_->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-    stream_.emplace(socket_, tls_->context());
+    stream_.emplace(socket_, tls_->context().native_handle());
     SSL* ssl = stream_->native_handle();
     if (session_) SSL_set_session(ssl, session_.get());
     return tls_->prepare(ssl);
@@ -108,7 +108,7 @@ class TlsTransport {
 
   TcpSocket socket_;
   TlsClient* tls_;
-  std::optional<boost::asio::ssl::stream<TcpSocket&>> stream_;
+  std::optional<tls_stream::FdTlsStream<TcpSocket&>> stream_;
   std::unique_ptr<SSL_SESSION, SessionFree> session_;
 };
 

@@ -36,16 +36,17 @@
 #include "request_parser.hpp"
 #include "session_env.hpp"
 
-namespace boost::beast {
-template <class NextLayer>
-class ssl_stream;  // <boost/beast/ssl/ssl_stream.hpp>: loadlab_target_secure's only
-}  // namespace boost::beast
+namespace loadlab::tls_stream {
+template <class Socket>
+class FdTlsStream;  // <loadlab/tls_stream/fd_tls_stream.hpp>: loadlab_target_secure's only
+}  // namespace loadlab::tls_stream
 
 namespace loadlab::target {
 
 using PlainStream = boost::asio::ip::tcp::socket;
-// Beast's ssl_stream writes several small buffers (a head and a body) as one TLS record.
-using TlsStream = boost::beast::ssl_stream<boost::asio::ip::tcp::socket>;
+// TLS over the socket's own descriptor, with no buffers of its own beside OpenSSL's (which an idle
+// connection releases); several small buffers (a head and a body) go out as one TLS record.
+using TlsStream = loadlab::tls_stream::FdTlsStream<boost::asio::ip::tcp::socket>;
 
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {

@@ -1,8 +1,7 @@
 #include "tls_quic_transport.hpp"
 
-#include <boost/beast/ssl/ssl_stream.hpp>
-
 #include "h3_server.hpp"
+#include "loadlab/tls_stream/fd_tls_stream.hpp"
 #include "session.hpp"
 
 namespace loadlab::target {

@@ -3,12 +3,11 @@
 // before the instantiations that call them.
 #include <openssl/ssl.h>
 
-#include <boost/asio/ssl/error.hpp>
-#include <boost/asio/ssl/stream.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <string_view>
 
 #include "h2_session_impl.hpp"
+#include "loadlab/tls_stream/fd_tls_stream.hpp"
 #include "session_impl.hpp"
 #include "tls_context.hpp"
 
@@ -26,7 +25,7 @@ void skip_peer_close_notify(SSL* ssl) {
 
 template <>
 TlsStream Session<TlsStream>::make_tls_stream(tcp::socket&& socket, const SessionEnv& env) {
-  return TlsStream(std::move(socket), *env.tls);
+  return TlsStream(std::move(socket), env.tls->native_handle());
 }
 
 template <>
