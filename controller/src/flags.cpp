@@ -1,5 +1,7 @@
 #include "loadlab/controller/flags.hpp"
 
+#include <algorithm>
+
 #include "loadlab/shared/cpu_list.hpp"
 
 namespace loadlab::controller {
@@ -23,14 +25,19 @@ class CellCpus {
   }
   // 100 = one core; -1 when unknown.
   double busy_pct() const {
-    if (whole_machine_ || cpus_.empty()) return machine_;
+    if (whole_machine() || cpus_.empty()) return machine_;
     double sum = 0;
     for (uint32_t c : cpus_.cpus())
       if (auto it = busy_.find(c); it != busy_.end()) sum += it->second;
     return sum;
   }
+  // How many CPUs busy_pct() is of: the cell's set, else the machine's `cores` (0 unknown).
+  uint32_t cpu_count(uint32_t cores) const {
+    return whole_machine() ? cores : static_cast<uint32_t>(cpus_.size());
+  }
 
  private:
+  bool whole_machine() const { return whole_machine_ || cpus_.empty(); }
   double machine_ = -1;
   bool whole_machine_ = false;
   CpuList cpus_;
@@ -61,10 +68,17 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
     if (n > 0 && p.client().cpu_pct() >= 0.9 * 100.0 * n) add("client-saturated");
   }
   if (r.rate_not_held()) add("rate-not-held");
-  for (auto& [agent, cpus] : machine)
-    if (double busy = cpus.busy_pct(); busy >= 0 && busy - own[agent] >= 50.0) add("busy-machine:" + agent);
+  for (auto& [agent, cpus] : machine) {
+    auto c = cores.find(agent);
+    double busy = cpus.busy_pct();
+    if (busy >= 0 &&
+        busy - own[agent] >= busy_machine_threshold_pct(cpus.cpu_count(c != cores.end() ? c->second : 0)))
+      add("busy-machine:" + agent);
+  }
   return flags;
 }
+
+double busy_machine_threshold_pct(uint32_t cpus) { return std::max(20.0, 10.0 * cpus); }
 
 bool busy_machine(const v1::Repetition& r) {
   return std::any_of(r.flags().begin(), r.flags().end(),

@@ -86,6 +86,38 @@ TEST_P(Placement, TheProcessesRunOnTheSetsTheCellRecords) {
   EXPECT_FALSE(fs::exists(dir.path() / "no"));
 }
 
+// Ground truth for the busy-machine flag: a process that never sleeps (`yes`) held to the CPU
+// of a delay-0 cell's target and load takes a third of it or more (43 % seen here, the cell's
+// req/s cut from 35 k to 13.5 k), and every repetition says so.
+TEST(BusyMachine, ANeighbourOnTheCellsOwnCpuFlagsEveryRepetition) {
+  const CpuList mine = agent::allowed_cpus();
+  const std::string cpu = std::to_string(mine.cpus().back());
+  agent::SpawnOptions on_cpu;
+  on_cpu.cpus = *CpuList::parse(cpu);
+  auto neighbour = agent::ChildProcess::spawn({"/bin/sh", "-c", "exec yes > /dev/null"}, on_cpu);
+  TempDir dir;
+  auto s = dir.file("s.json", R"({"name": "crowded", "targets": [{"name": "b", "builtin": "hello"}],
+      "matrix": {"delay_ms": [0]}, "load": {"duration_s": 0.5, "warmup_s": 0.1}, "repetitions": 3,
+      "placement": {"cpus": {"target": ")" +
+                                  cpu + R"(", "load": ")" + cpu + R"("}}})");
+  auto r =
+      run_command({bin("loadlab"), "--log-level", "warn", "run", s, "--out", (dir.path() / "run").string()});
+  neighbour.reset();
+  ASSERT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
+  auto result = read_json_file((dir.path() / "run" / "result.json").string());
+  for (const auto& rep : result["cells"][0]["repetitions"]) {
+    bool flagged = false;
+    for (const auto& f : rep["flags"]) flagged |= f.get<std::string>().rfind("busy-machine:", 0) == 0;
+    double busy = 0;
+    for (const auto& b : rep["server"]["cpu_busy"])
+      if (std::to_string(b["cpu"].get<int>()) == cpu) busy = b["busy_pct"];
+    EXPECT_TRUE(flagged) << "CPU " << cpu << " " << busy << " % busy, the cell's own "
+                         << rep["server"]["cpu_pct"].get<double>() +
+                                rep["load_parts"][0]["client"]["cpu_pct"].get<double>()
+                         << " %: " << rep["flags"].dump();
+  }
+}
+
 // "auto" takes the machine's cpuset where there is one (cpuset-v1 on hybrid hosts, cpuset-v2
 // where the cpuset controller is delegated); "affinity" only sched_setaffinity.
 INSTANTIATE_TEST_SUITE_P(Bindings, Placement, ::testing::Values("auto", "affinity"));

@@ -73,6 +73,35 @@ TEST(SaturationFlags, BusyMachineLooksAtTheCpusTheCellWasPinnedTo) {
   EXPECT_EQ(saturation_flags(r, {{"one", 4}}), (std::vector<std::string>{"busy-machine:one"}));
 }
 
+// Target and load on one CPU with a `yes` beside them (figures of a real repetition): the
+// neighbour's 43 % is flagged; the same cell alone is not, though its processes' CPU adds up to
+// more than the CPU's busy share (they are read from different counters).
+TEST(SaturationFlags, ANeighbourTakingAThirdOfTheCellsOneCpuIsFlagged) {
+  v1::Repetition r;
+  r.set_target_agent("one");
+  auto* server = r.mutable_server();
+  auto* client = r.add_load_parts();
+  client->set_agent("one");
+  for (v1::Usage* u : {server, client->mutable_client()}) {
+    u->set_cpus("1");
+    auto* b = u->add_cpu_busy();
+    b->set_cpu(1);
+    b->set_busy_pct(98.0);
+  }
+  server->set_cpu_pct(31.0);
+  client->mutable_client()->set_cpu_pct(23.0);
+  EXPECT_EQ(saturation_flags(r, {{"one", 2}}), (std::vector<std::string>{"busy-machine:one"}));
+  server->set_cpu_pct(57.0);
+  client->mutable_client()->set_cpu_pct(42.5);
+  server->mutable_cpu_busy(0)->set_busy_pct(92.0);
+  client->mutable_client()->mutable_cpu_busy(0)->set_busy_pct(92.0);
+  EXPECT_TRUE(saturation_flags(r, {{"one", 2}}).empty());
+  // A fifth of a core on one or two CPUs; a tenth of each CPU of a larger set.
+  EXPECT_EQ(busy_machine_threshold_pct(0), 20.0);
+  EXPECT_EQ(busy_machine_threshold_pct(2), 20.0);
+  EXPECT_EQ(busy_machine_threshold_pct(8), 80.0);
+}
+
 TEST(SaturationFlags, APinnedClientSaturatesAtItsOwnCpus) {
   v1::Repetition r;
   r.set_target_agent("srv");

@@ -13,11 +13,19 @@ namespace loadlab::controller {
 // "rate-not-held": open loop, a load agent began fewer than 99 % of the requests its
 // schedule had due: the figures are at a lower rate than asked.
 // "busy-machine:NAME": the CPUs the cell's processes on an agent's machine were allowed on
-// (their Usage.cpus; the whole machine from an agent that does not say) spent ≥ 50 % of a
-// core on work other than theirs during the window (a noisy neighbour).
+// (their Usage.cpus; the whole machine from an agent that does not say) spent at least
+// busy_machine_threshold_pct of them on work other than theirs during the window (a noisy
+// neighbour).
 // `cores` maps agent names to their core counts (from Describe).
 std::vector<std::string> saturation_flags(const v1::Repetition& r,
                                           const std::map<std::string, uint32_t>& cores);
+
+// Other work on a cell's CPUs that flags it busy-machine, in % of one core, for a set of `cpus`
+// CPUs (0: unknown): a fifth of a core, or a tenth of each CPU of a larger set. Why a fifth: a
+// `yes` beside a delay-0 cell's target and load on one CPU took 43 % of it and cut the cell's
+// req/s from 35 k to 13.5 k, and went unflagged at the earlier half a core; on quiet CPUs
+// this figure stayed under 7 % in 99 of 100 repetitions (the 72 A/A runs of docs/nightly.md).
+double busy_machine_threshold_pct(uint32_t cpus);
 
 // The repetition carries a "busy-machine:" flag (any agent's).
 bool busy_machine(const v1::Repetition& r);
