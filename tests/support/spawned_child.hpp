@@ -124,6 +124,22 @@ inline std::vector<std::string> mapped_libraries(pid_t pid) {
   return out;
 }
 
+// The shared libraries of `libraries` beyond the C library's own (libc, libm, the dynamic
+// loader): what a measured program links in instead (shared/runtime) must not come back as a
+// shared object, whose pages count in its RSS. A sanitizer build keeps the shared C++ runtime
+// (shared/runtime/CMakeLists.txt): for it the list is empty, the check being the release
+// build's.
+inline std::vector<std::string> beyond_libc(const std::vector<std::string>& libraries) {
+  std::vector<std::string> out;
+  for (const char* sanitizer : {"libasan.", "libtsan.", "libubsan."})
+    for (const auto& name : libraries)
+      if (name.rfind(sanitizer, 0) == 0) return {};
+  for (const auto& name : libraries)
+    if (name.rfind("libc.so", 0) != 0 && name.rfind("libm.so", 0) != 0 && name.rfind("ld-linux", 0) != 0)
+      out.push_back(name);
+  return out;
+}
+
 inline bool maps_any(const std::vector<std::string>& libraries, const std::string& prefix) {
   return std::any_of(libraries.begin(), libraries.end(), [&](auto& l) { return l.rfind(prefix, 0) == 0; });
 }

@@ -248,7 +248,8 @@ TEST(TlsLoadBinaryTest, BadTlsFlagsExitTwoNamingTheFlag) {
   }
 }
 
-// A plain worker (HTTP/1.1, h2c) maps no TLS or QUIC library; an https:// URL makes the same
+// A plain worker (HTTP/1.1, h2c) maps no TLS or QUIC library, and no shared library beyond the
+// C library's; an https:// URL makes the same
 // process (its pid: what the agent samples, confines and stops) loadlab-load-secure.
 TEST(TlsLoadBinaryTest, APlainWorkerMapsNoTlsOrQuicLibraryAndHttpsHandsTheSameProcessOver) {
   using loadlab::testing::mapped_libraries;
@@ -268,6 +269,8 @@ TEST(TlsLoadBinaryTest, APlainWorkerMapsNoTlsOrQuicLibraryAndHttpsHandsTheSamePr
     const auto libraries = mapped_libraries(plain.pid());
     for (const char* lib : secure_libraries)
       EXPECT_FALSE(maps_any(libraries, lib)) << protocol << ": " << lib;
+    EXPECT_EQ(loadlab::testing::beyond_libc(libraries), std::vector<std::string>{})
+        << protocol << ": the C++ runtime, protobuf, spdlog, {fmt} and nghttp2 are linked in";
     EXPECT_EQ(exe(plain.pid()), "loadlab-load");
     kill(plain.pid(), SIGTERM);
     EXPECT_EQ(plain.wait_exit(), 0) << plain.read_stderr();
