@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -23,7 +25,37 @@ Histogram::Histogram(int64_t highest_trackable, int significant_digits)
   sub_bucket_bits_ = static_cast<int>(std::bit_width(static_cast<uint64_t>(largest_single_unit - 1)));
   sub_bucket_count_ = int64_t{1} << sub_bucket_bits_;
   sub_bucket_half_ = sub_bucket_count_ / 2;
-  counts_.assign(bucket_index(highest_) + 1, 0);
+  buckets_ = bucket_index(highest_) + 1;
+  counts_ = zeroed(buckets_);
+}
+
+std::unique_ptr<uint64_t[], Histogram::Free> Histogram::zeroed(size_t buckets) {
+  auto* p = static_cast<uint64_t*>(std::calloc(buckets, sizeof(uint64_t)));
+  if (p == nullptr) throw std::bad_alloc();
+  return std::unique_ptr<uint64_t[], Free>(p);
+}
+
+Histogram::Histogram(const Histogram& other)
+    : highest_(other.highest_),
+      digits_(other.digits_),
+      sub_bucket_bits_(other.sub_bucket_bits_),
+      sub_bucket_count_(other.sub_bucket_count_),
+      sub_bucket_half_(other.sub_bucket_half_),
+      buckets_(other.buckets_),
+      counts_(zeroed(other.buckets_)),
+      first_(other.first_),
+      last_(other.last_),
+      total_(other.total_),
+      min_(other.min_),
+      max_(other.max_),
+      sum_(other.sum_) {
+  if (!empty_range())
+    std::memcpy(&counts_[first_], &other.counts_[first_], (last_ - first_ + 1) * sizeof(uint64_t));
+}
+
+Histogram& Histogram::operator=(const Histogram& other) {
+  if (this != &other) *this = Histogram(other);
+  return *this;
 }
 
 size_t Histogram::bucket_index(int64_t value) const {
@@ -55,7 +87,7 @@ void Histogram::record(int64_t value, int64_t count) {
   if (count <= 0) return;
   if (value < 0) value = 0;
   if (value > highest_) value = highest_;
-  counts_[bucket_index(value)] += static_cast<uint64_t>(count);
+  count_in(bucket_index(value), static_cast<uint64_t>(count));
   total_ += count;
   min_ = std::min(min_, value);
   max_ = std::max(max_, value);
@@ -64,7 +96,9 @@ void Histogram::record(int64_t value, int64_t count) {
 
 bool Histogram::merge(const Histogram& other) {
   if (other.highest_ != highest_ || other.digits_ != digits_) return false;
-  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  if (!other.empty_range())
+    for (size_t i = other.first_; i <= other.last_; ++i)
+      if (other.counts_[i] != 0) count_in(i, other.counts_[i]);
   total_ += other.total_;
   min_ = std::min(min_, other.min_);
   max_ = std::max(max_, other.max_);
@@ -73,7 +107,9 @@ bool Histogram::merge(const Histogram& other) {
 }
 
 void Histogram::reset() {
-  std::fill(counts_.begin(), counts_.end(), 0);
+  if (!empty_range()) std::memset(&counts_[first_], 0, (last_ - first_ + 1) * sizeof(uint64_t));
+  first_ = SIZE_MAX;
+  last_ = 0;
   total_ = 0;
   min_ = INT64_MAX;
   max_ = 0;
@@ -90,7 +126,7 @@ int64_t Histogram::value_at_percentile(double p) const {
   auto rank = static_cast<int64_t>(std::ceil(p / 100.0 * static_cast<double>(total_)));
   rank = std::max<int64_t>(rank, 1);
   int64_t seen = 0;
-  for (size_t i = 0; i < counts_.size(); ++i) {
+  for (size_t i = first_; i <= last_; ++i) {
     seen += static_cast<int64_t>(counts_[i]);
     if (seen >= rank) return std::min(highest_equivalent(i), max());
   }
@@ -99,15 +135,16 @@ int64_t Histogram::value_at_percentile(double p) const {
 
 std::vector<std::pair<uint32_t, uint64_t>> Histogram::sparse() const {
   std::vector<std::pair<uint32_t, uint64_t>> out;
-  for (size_t i = 0; i < counts_.size(); ++i)
+  if (empty_range()) return out;
+  for (size_t i = first_; i <= last_; ++i)
     if (counts_[i] != 0) out.emplace_back(static_cast<uint32_t>(i), counts_[i]);
   return out;
 }
 
 bool Histogram::add_bucket(uint32_t index, uint64_t count) {
-  if (index >= counts_.size()) return false;
+  if (index >= buckets_) return false;
   if (count == 0) return true;
-  counts_[index] += count;
+  count_in(index, count);
   total_ += static_cast<int64_t>(count);
   // Bucket-level min/max/sum: exact to the bucket's resolution.
   min_ = std::min(min_, lowest_equivalent(index));

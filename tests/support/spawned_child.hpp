@@ -140,6 +140,14 @@ inline std::vector<std::string> beyond_libc(const std::vector<std::string>& libr
   return out;
 }
 
+// A field of /proc/PID/status in kB ("RssAnon:", "VmHWM:"); -1 when it cannot be read.
+inline long status_kb(pid_t pid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
+  return -1;
+}
+
 inline bool maps_any(const std::vector<std::string>& libraries, const std::string& prefix) {
   return std::any_of(libraries.begin(), libraries.end(), [&](auto& l) { return l.rfind(prefix, 0) == 0; });
 }
