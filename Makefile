@@ -24,7 +24,8 @@ TEST_PACKAGES := libgtest-dev libgmock-dev iproute2 clang-format \
 
 DEB_PACKAGES := $(BUILD_PACKAGES) $(TEST_PACKAGES)
 # The programs `make demo` builds (`make build` builds every target: tests, fuzz corpora, benches).
-PROGRAMS := loadlab loadlab-agent loadlab-target loadlab-target-secure loadlab-load loadlab-load-secure
+PROGRAMS := loadlab loadlab-agent loadlab-target loadlab-target-secure loadlab-target-h3 loadlab-load loadlab-load-secure \
+	loadlab-load-h3
 
 .PHONY: all deps deps-demo build programs demo test sanitize sanitize-asan sanitize-tsan format format-check clean
 

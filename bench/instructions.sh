@@ -55,7 +55,7 @@ listening_port() {
 run_target() {
   local bin=$1 proto=$2 n=$3 out=$WORK/t.$RANDOM port
   # shellcheck disable=SC2046
-  # --trace-children: loadlab-target becomes loadlab-target-secure (exec) for TLS and HTTP/3.
+  # --trace-children: loadlab-target becomes loadlab-target-secure or -h3 (exec) for TLS and HTTP/3.
   taskset -c "$CPU" valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$out" "$bin/loadlab-target" --listen 127.0.0.1:0 \
     --threads 1 $(target_flags "$proto") >"$WORK/target.out" 2>"$WORK/target.err" &
   local pid=$!
@@ -78,7 +78,7 @@ run_load() {
   PIDS+=("$pid")
   port=$(listening_port)
   # shellcheck disable=SC2046
-  # --trace-children: loadlab-load becomes loadlab-load-secure (exec) for TLS and HTTP/3.
+  # --trace-children: loadlab-load becomes loadlab-load-secure or -h3 (exec) for TLS and HTTP/3.
   taskset -c "$CPU" valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$out" "$bin/loadlab-load" $(load_args "$port" "$proto") \
     -t 1 -c 1 -n "$n" --timeout 30000 >/dev/null 2>"$WORK/load.err"
   kill -TERM "$pid"

@@ -1,7 +1,7 @@
-// loadlab-load's and loadlab-load-secure's program: closed- or open-loop HTTP/1.1, HTTP/2 or HTTP/3
-// load generator. Parses flags, wires the runner to the chosen output, maps outcomes to exit
-// statuses (loadlab/shared/program.hpp): 0 done (request errors included), 1 target unreachable
-// (or no loadlab-load-secure to hand TLS to), 2 bad flags.
+// The load generator's programs (loadlab-load, loadlab-load-secure, loadlab-load-h3): closed- or
+// open-loop HTTP/1.1, HTTP/2 or HTTP/3. Parses flags, wires the runner to the chosen output, maps
+// outcomes to exit statuses (loadlab/shared/program.hpp): 0 done (request errors included), 1
+// target unreachable (or no sibling program to hand TLS or HTTP/3 to), 2 bad flags.
 #include "load_main.hpp"
 
 #include <unistd.h>
@@ -105,11 +105,11 @@ int run_load(const loadlab::load::LoadOptions& o, loadlab::load::MakeSecureClien
 
 namespace loadlab::load {
 
-int load_main(int argc, char** argv, MakeSecureClients make_secure) {
+int load_main(int argc, char** argv, const LoadProgram& program) {
   // First: a SIGINT/SIGTERM during start-up still ends the run with its (empty) result.
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  const char* name = make_secure ? "loadlab-load-secure" : "loadlab-load";
+  const char* name = program.name;
   return program::run(name, [&] {
     CLI::App app{
         "loadlab-load: HTTP/1.1, HTTP/2 or HTTP/3 (http:// or https://) load generator, closed loop (like "
@@ -121,11 +121,14 @@ int load_main(int argc, char** argv, MakeSecureClients make_secure) {
     add_load_flags(app, flags);
     if (auto done = program::parse_command_line(app, argc, argv, name)) return *done;
     const auto options = load_options_from(flags);
-    // TLS and HTTP/3 live in loadlab-load-secure, beside this binary: this process becomes it.
-    if (!make_secure && (parse_url(options.url).tls || uses_h3(options)))
-      program::hand_over_to_sibling(argv, "loadlab-load-secure", "https:// URLs and --protocol h3");
+    // TLS and HTTP/3 live in programs of their own, beside this binary: this process becomes the
+    // one the command line needs.
+    const bool h3 = uses_h3(options), tls = parse_url(options.url).tls;
+    const char* needed = h3 ? "loadlab-load-h3" : tls ? "loadlab-load-secure" : nullptr;
+    if (needed && std::string_view(needed) != name)
+      program::hand_over_to_sibling(argv, needed, h3 ? "--protocol h3 runs" : "https:// URLs");
     init_logging(options.log_level);
-    return run_load(options, make_secure);
+    return run_load(options, program.make_secure);
   });
 }
 

@@ -1,12 +1,19 @@
 #pragma once
-// The program loadlab-load and loadlab-load-secure both run (load_main.cpp).
+// The program loadlab-load, loadlab-load-secure and loadlab-load-h3 all run (load_main.cpp).
 #include "secure_clients.hpp"
 
 namespace loadlab::load {
 
-// `make_secure`: the TLS and QUIC family's (loadlab-load-secure); null in loadlab-load, which
-// hands an https:// or h3 command line over to loadlab-load-secure beside it with the same
-// arguments (the pid stays: the agent's sampler, cgroup and stop keep working).
-int load_main(int argc, char** argv, MakeSecureClients make_secure);
+// One of the load generator's programs: its name and what it adds to the plain engine.
+struct LoadProgram {
+  const char* name;                         // "loadlab-load", "loadlab-load-secure", "loadlab-load-h3"
+  MakeSecureClients make_secure = nullptr;  // null in loadlab-load
+};
+
+// Runs `program`. A command line of another family (an https:// URL: loadlab-load-secure;
+// --protocol h3: loadlab-load-h3) is handed over to that program beside this binary with the
+// same arguments (the pid stays: the agent's sampler, cgroup and stop keep working); any program
+// runs a plain one.
+int load_main(int argc, char** argv, const LoadProgram& program);
 
 }  // namespace loadlab::load

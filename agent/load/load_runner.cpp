@@ -82,7 +82,9 @@ std::string make_plan(const LoadOptions& o, const Url& url, MakeSecureClients ma
   plan.h2 = uses_h2(o);
   plan.h3 = uses_h3(o);
   if (url.tls || plan.h3) {
-    if (!make_secure) return "https:// and --protocol h3 are run by loadlab-load-secure, not this program";
+    if (!make_secure)
+      return plan.h3 ? "--protocol h3 is run by loadlab-load-h3, not this program"
+                     : "https:// is run by loadlab-load-secure, not this program";
     secure = make_secure(o, url, plan, error);
     if (!secure) return error;
     plan.secure = secure.get();

@@ -1,10 +1,11 @@
 #pragma once
-// The TLS and QUIC family of the load generator as the plain engine (loadlab_load) sees it: what
-// makes an https:// or h3 run's connections. loadlab_load_secure implements it
-// (make_secure_clients: OpenSSL for HTTPS and h2, ngtcp2 + nghttp3 + GnuTLS for HTTP/3), so a
-// plain worker maps none of those libraries (issue 26). loadlab-load runs without it and hands
-// a TLS or HTTP/3 command line over to loadlab-load-secure (load_main.cpp). The calls come at
-// the start of a run and once per connection, never per request. Internal.
+// The TLS and QUIC families of the load generator as the plain engine (loadlab_load) sees them:
+// what makes an https:// or h3 run's connections. loadlab_load_secure implements it over OpenSSL
+// for HTTPS and h2 (make_tls_clients), loadlab_load_h3 over ngtcp2 + nghttp3 + GnuTLS for HTTP/3
+// (make_quic_clients), so a plain worker maps none of those libraries and an HTTPS one no QUIC
+// library (issue 26). Each program hands a command line of another family over to its program
+// (load_main.cpp). The calls come at the start of a run and once per connection, never per
+// request. Internal.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,8 +33,11 @@ class SecureClients {
 using MakeSecureClients = std::unique_ptr<SecureClients> (*)(const LoadOptions& options, const Url& url,
                                                              RunPlan& plan, std::string& error);
 
-// loadlab_load_secure's.
-std::unique_ptr<SecureClients> make_secure_clients(const LoadOptions& options, const Url& url, RunPlan& plan,
-                                                   std::string& error);
+// loadlab_load_secure's: HTTP/1.1 and h2 over TLS (an https:// URL without --protocol h3).
+std::unique_ptr<SecureClients> make_tls_clients(const LoadOptions& options, const Url& url, RunPlan& plan,
+                                                std::string& error);
+// loadlab_load_h3's: HTTP/3 over QUIC (--protocol h3).
+std::unique_ptr<SecureClients> make_quic_clients(const LoadOptions& options, const Url& url, RunPlan& plan,
+                                                 std::string& error);
 
 }  // namespace loadlab::load

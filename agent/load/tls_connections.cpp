@@ -1,9 +1,7 @@
-// The load generator's TLS and QUIC family (loadlab_load_secure): HTTP/1.1 and h2 over TLS, the
-// same exchanges as over plain TCP instantiated on TlsTransport, and HTTP/3 over QUIC.
+// The load generator's TLS family (loadlab_load_secure): HTTP/1.1 and h2 over TLS, the same
+// exchanges as over plain TCP instantiated on TlsTransport.
 #include "connection_impl.hpp"
 #include "h2_connection_impl.hpp"
-#include "h3_connection.hpp"
-#include "quic_tls_client.hpp"
 #include "secure_clients.hpp"
 #include "tls_client.hpp"
 #include "tls_transport.hpp"
@@ -28,28 +26,10 @@ class TlsClients final : public SecureClients {
   std::unique_ptr<TlsClient> tls_;
 };
 
-class QuicClients final : public SecureClients {
- public:
-  explicit QuicClients(std::unique_ptr<QuicTlsClient> quic) : quic_(std::move(quic)) {}
-  std::unique_ptr<ClientConnection> make_connection(Worker& worker, int index) override {
-    return std::make_unique<H3Connection>(worker, index);
-  }
-  std::string_view tls_version() const override { return "1.3"; }  // QUIC runs over TLS 1.3 only
-
- private:
-  std::unique_ptr<QuicTlsClient> quic_;
-};
-
 }  // namespace
 
-std::unique_ptr<SecureClients> make_secure_clients(const LoadOptions& options, const Url& url, RunPlan& plan,
-                                                   std::string& error) {
-  if (uses_h3(options)) {
-    auto quic = QuicTlsClient::create(options, url, error);
-    if (!quic) return nullptr;
-    plan.quic = quic.get();
-    return std::make_unique<QuicClients>(std::move(quic));
-  }
+std::unique_ptr<SecureClients> make_tls_clients(const LoadOptions& options, const Url& url, RunPlan& plan,
+                                                std::string& error) {
   auto tls = TlsClient::create(options, url, error);
   if (!tls) return nullptr;
   plan.tls = tls.get();

@@ -45,14 +45,14 @@ std::string file_digest(const std::string& path) {
 }
 
 // What a nightly compares across nights (Started.build): the built-in target's version and the
-// hash of the binaries the agent runs (loadlab-target, and loadlab-target-secure, which it
-// becomes for TLS and HTTP/3); a catalog target's command line as the catalog writes it
-// (placeholders unfilled: the port changes every time), the bytes of every file it names, and
-// its environment.
+// hash of the binaries the agent runs (loadlab-target, and loadlab-target-secure and
+// loadlab-target-h3, which it becomes for TLS and HTTP/3); a catalog target's command line as the catalog
+// writes it (placeholders unfilled: the port changes every time), the bytes of every file it names, and its
+// environment.
 std::string target_build(const CatalogEntry& entry, const std::string& bin_dir) {
   if (entry.builtin) {
     Sha256 h;
-    for (const char* program : {"/loadlab-target", "/loadlab-target-secure"})
+    for (const char* program : {"/loadlab-target", "/loadlab-target-secure", "/loadlab-target-h3"})
       h.update(file_digest(bin_dir + program));
     return "loadlab-target " + std::string(version()) + " sha256:" + h.hex().substr(0, 16);
   }

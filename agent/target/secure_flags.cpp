@@ -1,5 +1,7 @@
-// loadlab-target-secure's flags: --tls, --tls-cert, --tls-key, --tls-cert-out and --h3 into
-// the server's SecureTransport.
+// The TLS flags (--tls, --tls-cert, --tls-key, --tls-cert-out) into the server's SecureTransport:
+// loadlab-target-secure's, and the TLS half of loadlab-target-h3's (h3_flags.cpp).
+#include "secure_flags.hpp"
+
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -10,10 +12,9 @@
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "loadlab/shared/self_signed_cert.hpp"
-#include "quic_tls.hpp"
 #include "target_flags.hpp"
 #include "tls_context.hpp"
-#include "tls_quic_transport.hpp"
+#include "tls_transport.hpp"
 
 namespace loadlab::target {
 
@@ -55,29 +56,23 @@ TlsCredentials tls_credentials(const TargetFlags& flags) {
   return std::move(generated->credentials);
 }
 
-// The TLS contexts of --tls (and, with --h3, QUIC's: GnuTLS, the same certificate).
 }  // namespace
 
-void add_secure_options(const TargetFlags& flags, ServerOptions& options) {
-  const auto credentials = tls_credentials(flags);
-  auto result = make_tls_context(credentials);
+TlsParts tls_parts(const TargetFlags& flags) {
+  TlsParts parts{tls_credentials(flags), nullptr};
+  auto result = make_tls_context(parts.credentials);
   if (!result.context) {
     const bool cert = result.bad == TlsContextResult::Bad::cert;
     const std::string& path = cert ? flags.tls_cert : flags.tls_key;
     if (path.empty()) throw EnvironmentError("cannot make a TLS certificate: " + result.error);  // ours
     throw InputError(cert ? "--tls-cert" : "--tls-key", "'" + path + "': " + result.error);
   }
-  if (!flags.h3) {
-    options.secure = make_secure_transport(std::move(result.context));
-    return;
-  }
-  std::string error;
-  auto quic = QuicTlsContext::make(credentials, error);
-  if (!quic) {
-    if (flags.tls_cert.empty()) throw EnvironmentError("cannot make a TLS certificate: " + error);
-    throw InputError("--tls-cert", error);
-  }
-  options.secure = make_secure_transport(std::move(result.context), std::move(quic));
+  parts.context = std::move(result.context);
+  return parts;
+}
+
+void add_tls_options(const TargetFlags& flags, ServerOptions& options) {
+  options.secure = std::make_shared<TlsTransport>(tls_parts(flags).context);
 }
 
 }  // namespace loadlab::target

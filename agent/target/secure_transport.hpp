@@ -1,8 +1,9 @@
 #pragma once
-// The target's TLS and QUIC family behind a narrow interface. loadlab_target (HTTP/1.1 and h2c)
+// The target's TLS and QUIC families behind a narrow interface. loadlab_target (HTTP/1.1 and h2c)
 // knows only this interface and links no TLS or QUIC library; loadlab_target_secure implements
-// it (make_secure_transport, secure_options.hpp) over OpenSSL (HTTPS, h2 by ALPN) and ngtcp2 +
-// nghttp3 + GnuTLS (HTTP/3). loadlab-target hands a --tls or --h3 over to loadlab-target-secure.
+// it over OpenSSL (TlsTransport: HTTPS, h2 by ALPN), loadlab_target_h3 adds HTTP/3 on the same
+// port (make_tls_quic_transport: ngtcp2 + nghttp3 + GnuTLS). loadlab-target hands --tls over to
+// loadlab-target-secure and --h3 to loadlab-target-h3.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/beast/core/error.hpp>

@@ -56,7 +56,8 @@ struct ServerOptions {
   std::uint32_t header_limit = 8 * 1024;
   std::uint64_t body_limit = 1024 * 1024;
   // Non-null: serve HTTPS (and HTTP/3 on UDP at the TCP listener's address and port, where it
-  // says so) through it: loadlab_target_secure's make_secure_transport. Shared by all io threads.
+  // says so) through it: loadlab_target_secure's TlsTransport or loadlab_target_h3's
+  // make_tls_quic_transport. Shared by all io threads.
   std::shared_ptr<const SecureTransport> secure;
   H3Limits h3_limits;  // address validation (Retry) and the caps on handshakes and connections
 };

@@ -34,22 +34,31 @@ struct TargetFlags {
 
 void add_target_flags(CLI::App& app, TargetFlags& flags);
 
-// What adds TLS and QUIC to the options (--tls, --tls-cert, --tls-key, --tls-cert-out, --h3):
-// add_secure_options in loadlab-target-secure; null in loadlab-target, which hands such a
-// command line over to loadlab-target-secure (target_main).
+// What adds TLS (--tls, --tls-cert, --tls-key, --tls-cert-out) and QUIC (--h3) to the options:
+// add_tls_options in loadlab-target-secure, add_h3_options in loadlab-target-h3; null in
+// loadlab-target, which hands such a command line over to them (target_main).
 using AddSecure = void (*)(const TargetFlags&, ServerOptions&);
 
 // The server's options; with `add_secure`, TLS included (its certificate read, or made and
 // written where --tls-cert-out says).
 ServerOptions target_options(const TargetFlags& flags, AddSecure add_secure);
 
-// loadlab-target-secure's AddSecure (secure_flags.cpp, linked with loadlab_target_secure).
-void add_secure_options(const TargetFlags& flags, ServerOptions& options);
+// loadlab-target-secure's AddSecure (secure_flags.cpp, linked with loadlab_target_secure): TLS.
+void add_tls_options(const TargetFlags& flags, ServerOptions& options);
+// loadlab-target-h3's (h3_flags.cpp, linked with loadlab_target_h3): TLS and HTTP/3.
+void add_h3_options(const TargetFlags& flags, ServerOptions& options);
+
+// One of the target's programs: its name and what it adds to the plain server.
+struct TargetProgram {
+  const char* name;  // "loadlab-target", "loadlab-target-secure", "loadlab-target-h3"
+  AddSecure add_secure = nullptr;
+};
 
 // The program (exit statuses of loadlab/shared/program.hpp): parses the flags, serves until
-// SIGINT or SIGTERM, prints `requests N`. Without `add_secure`, a command line that asks for
-// TLS or HTTP/3 executes loadlab-target-secure beside this binary with the same arguments (the
-// same process: its pid, its parent and its cgroup stay).
-int target_main(int argc, char** argv, AddSecure add_secure);
+// SIGINT or SIGTERM, prints `requests N`. A command line of another family (--tls and its
+// files: loadlab-target-secure; --h3: loadlab-target-h3) executes that program beside this
+// binary with the same arguments, once the plain flags are checked (the same process: its pid,
+// its parent and its cgroup stay).
+int target_main(int argc, char** argv, const TargetProgram& self);
 
 }  // namespace loadlab::target

@@ -1,7 +1,7 @@
-// loadlab-target's and loadlab-target-secure's program: parses flags, runs the server until
-// SIGINT/SIGTERM, prints `requests N`. Exit status (loadlab/shared/program.hpp): 0 clean stop,
-// 1 cannot listen (or cannot make a certificate, or no loadlab-target-secure to hand TLS to),
-// 2 bad flags.
+// The target's programs (loadlab-target, loadlab-target-secure, loadlab-target-h3): parse flags,
+// run the server until SIGINT/SIGTERM, print `requests N`. Exit status (loadlab/shared/program.hpp):
+// 0 clean stop, 1 cannot listen (or cannot make a certificate, or no sibling program to hand TLS
+// or HTTP/3 to), 2 bad flags.
 #include <CLI/CLI.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
@@ -41,18 +41,21 @@ int serve(const ServerOptions& options) {
 
 }  // namespace
 
-int target_main(int argc, char** argv, AddSecure add_secure) {
+int target_main(int argc, char** argv, const TargetProgram& self) {
   return program::run("loadlab-target", [&] {
     CLI::App app{"loadlab built-in HTTP target: answers any request with a configurable status and body"};
-    app.set_version_flag("--version", version_line(add_secure ? "loadlab-target-secure" : "loadlab-target"));
+    app.set_version_flag("--version", version_line(self.name));
     TargetFlags flags;
     add_target_flags(app, flags);
     if (auto done = program::parse_command_line(app, argc, argv, "loadlab-target")) return *done;
-    auto options = target_options(flags, add_secure);
-    // TLS and HTTP/3 live in loadlab-target-secure, beside this binary: this process becomes it.
-    if (flags.any_tls() && !add_secure)
-      program::hand_over_to_sibling(argv, "loadlab-target-secure", "--tls, --tls-cert and --h3");
-    return serve(options);
+    // TLS and HTTP/3 live in programs of their own, beside this binary: once the plain flags are
+    // checked, this process becomes the one the command line needs.
+    const char* needed = flags.h3 ? "loadlab-target-h3" : flags.any_tls() ? "loadlab-target-secure" : nullptr;
+    if (needed && std::string_view(needed) != self.name) {
+      (void)target_options(flags, nullptr);
+      program::hand_over_to_sibling(argv, needed, flags.h3 ? "--h3" : "--tls, --tls-cert and --tls-key");
+    }
+    return serve(target_options(flags, self.add_secure));
   });
 }
 

@@ -12,7 +12,7 @@ TEST(Install, EveryBinaryNamesItsVersionAndCommit) {
   const std::string commit = expected_commit();
   ASSERT_TRUE(commit == "unknown" || commit.size() >= 12) << commit;
   for (std::string name : {"loadlab", "loadlab-agent", "loadlab-target", "loadlab-target-secure",
-                           "loadlab-load", "loadlab-load-secure"}) {
+                           "loadlab-target-h3", "loadlab-load", "loadlab-load-secure", "loadlab-load-h3"}) {
     auto out = run_command({tree.path("bin/" + name), "--version"});
     EXPECT_EQ(out.code, 0) << name << ": " << out.output_tail;
     EXPECT_EQ(out.stdout_text, name + " " + LOADLAB_VERSION + " (git " + commit + ")\n") << name;

@@ -44,10 +44,10 @@ void check_agent_package(const std::string& deb) {
   auto paths = contents(deb);
   for (std::string p :
        {"./usr/bin/loadlab-agent", "./usr/bin/loadlab-target", "./usr/bin/loadlab-target-secure",
-        "./usr/bin/loadlab-load", "./usr/bin/loadlab-load-secure",
-        "./usr/lib/systemd/system/loadlab-agent.service", "./etc/loadlab/agent.env",
-        "./usr/share/loadlab/examples/catalog.json", "./usr/share/loadlab/examples/targets/run-target",
-        "./usr/share/doc/loadlab-agent/copyright"})
+        "./usr/bin/loadlab-target-h3", "./usr/bin/loadlab-load", "./usr/bin/loadlab-load-secure",
+        "./usr/bin/loadlab-load-h3", "./usr/lib/systemd/system/loadlab-agent.service",
+        "./etc/loadlab/agent.env", "./usr/share/loadlab/examples/catalog.json",
+        "./usr/share/loadlab/examples/targets/run-target", "./usr/share/doc/loadlab-agent/copyright"})
     EXPECT_TRUE(holds(paths, p)) << p;
   EXPECT_FALSE(holds(paths, "./usr/bin/loadlab"));
   EXPECT_EQ(field(deb, "Package"), "loadlab-agent\n");

@@ -13,8 +13,17 @@
 #include "input_error_of.hpp"
 #include "load_runner.hpp"
 #include "loadlab/load/load_options.hpp"
+#include "secure_clients.hpp"
 
 namespace loadlab::load::testing {
+
+// The secure clients of either family, as the program that a run's command line needs would
+// make them: HTTP/3 (loadlab-load-h3's) or TLS (loadlab-load-secure's).
+inline std::unique_ptr<SecureClients> make_secure_clients(const LoadOptions& options, const Url& url,
+                                                          RunPlan& plan, std::string& error) {
+  return uses_h3(options) ? make_quic_clients(options, url, plan, error)
+                          : make_tls_clients(options, url, plan, error);
+}
 
 // Runs to completion, failing (and stopping the run) if it takes longer than `limit`.
 inline LoadResult run_bounded(LoadOptions o, std::chrono::seconds limit = std::chrono::seconds(20),

@@ -285,10 +285,30 @@ TEST(TlsLoadBinaryTest, APlainWorkerMapsNoTlsOrQuicLibraryAndHttpsHandsTheSamePr
                       binary);
   ASSERT_TRUE(secure.read_line()) << secure.read_stderr();
   EXPECT_EQ(exe(secure.pid()), "loadlab-load-secure");
-  EXPECT_TRUE(maps_any(mapped_libraries(secure.pid()), "libssl.")) << "the secure worker speaks TLS";
+  const auto secure_libraries_mapped = mapped_libraries(secure.pid());
+  EXPECT_TRUE(maps_any(secure_libraries_mapped, "libssl.")) << "the secure worker speaks TLS";
+  for (const char* quic : {"libgnutls.", "libngtcp2", "libnghttp3."})
+    EXPECT_FALSE(maps_any(secure_libraries_mapped, quic)) << "HTTPS alone maps no QUIC library: " << quic;
   kill(secure.pid(), SIGTERM);
   EXPECT_EQ(secure.wait_exit(), 0) << secure.read_stderr();
   EXPECT_GT(tls_server.handshakes(), 0);
+  // --protocol h3: the same process becomes loadlab-load-h3, which maps QUIC's libraries and no
+  // OpenSSL (against the built-in target over HTTP/3).
+  SpawnedChild h3_target({"--h3", "--listen", "127.0.0.1:0", "--threads", "1"},
+                         LOADLAB_BIN_DIR "/loadlab-target");
+  const auto listening = h3_target.read_line();
+  ASSERT_TRUE(listening) << h3_target.read_stderr();
+  const std::string h3_port = listening->substr(listening->rfind(':') + 1);
+  SpawnedChild h3(
+      {"https://127.0.0.1:" + h3_port + "/", "--protocol", "h3", "--insecure", "-d", "10", "--json-events"},
+      binary);
+  ASSERT_TRUE(h3.read_line()) << h3.read_stderr();
+  EXPECT_EQ(exe(h3.pid()), "loadlab-load-h3");
+  const auto h3_libraries = mapped_libraries(h3.pid());
+  EXPECT_TRUE(maps_any(h3_libraries, "libngtcp2")) << "HTTP/3 is QUIC";
+  EXPECT_FALSE(maps_any(h3_libraries, "libssl.")) << "QUIC's TLS is GnuTLS's";
+  kill(h3.pid(), SIGTERM);
+  EXPECT_EQ(h3.wait_exit(), 0) << h3.read_stderr();
   // Without loadlab-load-secure beside it, https:// is an error that names the missing program.
   const auto dir = std::filesystem::path(unique_path("load_alone", "")).lexically_normal();
   std::filesystem::create_directories(dir);

@@ -401,8 +401,20 @@ TEST(TargetBinaryTls, APlainTargetMapsNoTlsOrQuicLibraryAndTlsHandsTheSameProces
             "loadlab-target-secure");
   const auto libraries = loadlab::testing::mapped_libraries(secure.pid());
   EXPECT_TRUE(loadlab::testing::maps_any(libraries, "libssl.")) << "the secure target serves TLS";
+  for (const char* quic : {"libgnutls.", "libngtcp2", "libnghttp3."})
+    EXPECT_FALSE(loadlab::testing::maps_any(libraries, quic)) << "HTTPS alone maps no QUIC library: " << quic;
   kill(secure.pid(), SIGTERM);
   EXPECT_EQ(secure.wait_exit(), 0);
+  // --h3: the same process becomes loadlab-target-h3, which maps both families.
+  Child h3({"--h3", "--threads", "1"});
+  ASSERT_TRUE(h3.read_line());
+  EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(h3.pid()) + "/exe").filename(),
+            "loadlab-target-h3");
+  const auto h3_libraries = loadlab::testing::mapped_libraries(h3.pid());
+  EXPECT_TRUE(loadlab::testing::maps_any(h3_libraries, "libngtcp2")) << "HTTP/3 is QUIC";
+  EXPECT_TRUE(loadlab::testing::maps_any(h3_libraries, "libssl.")) << "and HTTPS on the same port";
+  kill(h3.pid(), SIGTERM);
+  EXPECT_EQ(h3.wait_exit(), 0);
   // Without loadlab-target-secure beside it, --tls is an error that names the missing program.
   const auto alone = dir.file("loadlab-target");
   std::filesystem::copy_file(kBinary, alone);

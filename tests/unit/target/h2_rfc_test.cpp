@@ -26,7 +26,7 @@
 #include "running_server.hpp"
 #include "test_cert.hpp"
 #include "tls_context.hpp"
-#include "tls_quic_transport.hpp"
+#include "tls_transport.hpp"
 
 namespace loadlab::target {
 namespace {
@@ -234,7 +234,7 @@ class H2Rfc : public ::testing::TestWithParam<Peer> {
       if (GetParam().tls) {
         auto context = make_tls_context(testing::test_cert().credentials);
         ASSERT_TRUE(context.context) << context.error;
-        options.secure = make_secure_transport(context.context);
+        options.secure = std::make_shared<TlsTransport>(context.context);
       }
       target_ = std::make_unique<RunningServer>(options);
       port_ = target_->port();

@@ -52,7 +52,7 @@ ServerOptions h3_options() {
   std::string error;
   auto quic = QuicTlsContext::make(test_cert().credentials, error);
   EXPECT_TRUE(quic) << error;
-  options.secure = make_secure_transport(tls.context, std::move(quic));
+  options.secure = make_tls_quic_transport(tls.context, std::move(quic));
   return options;
 }
 

@@ -20,8 +20,8 @@
 #include "running_server.hpp"
 #include "test_cert.hpp"
 #include "tls_context.hpp"
-#include "tls_quic_transport.hpp"
 #include "tls_test_client.hpp"
+#include "tls_transport.hpp"
 
 namespace loadlab::target {
 namespace {
@@ -43,7 +43,7 @@ ServerOptions tls_options(unsigned threads = 1) {
   options.threads = threads;
   auto context = make_tls_context(test_cert().credentials);
   EXPECT_TRUE(context.context) << context.error;
-  options.secure = make_secure_transport(context.context);
+  options.secure = std::make_shared<TlsTransport>(context.context);
   return options;
 }
 
