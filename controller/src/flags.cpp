@@ -44,6 +44,36 @@ class CellCpus {
   std::map<uint32_t, double> busy_;
 };
 
+// Per agent whose machine ran a part of the cell: other work on the CPUs its parts were allowed
+// on (their busy time less the benchmark's own CPU), in % of one core, and how many CPUs that is
+// of. Agents whose machine gave no busy figure are left out.
+struct OtherWork {
+  double pct;
+  uint32_t cpus;
+};
+std::map<std::string, OtherWork> other_work(const v1::Repetition& r,
+                                            const std::map<std::string, uint32_t>& cores) {
+  std::map<std::string, double> own;
+  std::map<std::string, CellCpus> machine;
+  own[r.target_agent()] += r.server().cpu_pct();
+  machine[r.target_agent()].add(r.server());
+  for (auto& p : r.load_parts()) {
+    own[p.agent()] += p.client().cpu_pct();
+    machine[p.agent()].add(p.client());
+  }
+  std::map<std::string, OtherWork> out;
+  for (auto& [agent, cpus] : machine) {
+    auto c = cores.find(agent);
+    if (double busy = cpus.busy_pct(); busy >= 0)
+      out[agent] = {busy - own[agent], cpus.cpu_count(c != cores.end() ? c->second : 0)};
+  }
+  return out;
+}
+
+void add_flag(v1::Repetition& r, const std::string& flag) {
+  if (std::find(r.flags().begin(), r.flags().end(), flag) == r.flags().end()) r.add_flags(flag);
+}
+
 }  // namespace
 
 std::vector<std::string> saturation_flags(const v1::Repetition& r,
@@ -52,15 +82,7 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
   auto add = [&](const std::string& f) {
     if (std::find(flags.begin(), flags.end(), f) == flags.end()) flags.push_back(f);
   };
-  // The benchmark's own CPU on each machine (the target and every load part placed there),
-  // and how busy the CPUs they were allowed on were.
-  std::map<std::string, double> own;
-  std::map<std::string, CellCpus> machine;
-  own[r.target_agent()] += r.server().cpu_pct();
-  machine[r.target_agent()].add(r.server());
   for (auto& p : r.load_parts()) {
-    own[p.agent()] += p.client().cpu_pct();
-    machine[p.agent()].add(p.client());
     // The worker's CPUs: the set it was allowed on, else its machine's cores.
     auto c = cores.find(p.agent());
     auto allowed = CpuList::parse(p.client().cpus());
@@ -68,17 +90,31 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
     if (n > 0 && p.client().cpu_pct() >= 0.9 * 100.0 * n) add("client-saturated");
   }
   if (r.rate_not_held()) add("rate-not-held");
-  for (auto& [agent, cpus] : machine) {
-    auto c = cores.find(agent);
-    double busy = cpus.busy_pct();
-    if (busy >= 0 &&
-        busy - own[agent] >= busy_machine_threshold_pct(cpus.cpu_count(c != cores.end() ? c->second : 0)))
-      add("busy-machine:" + agent);
-  }
+  for (auto& [agent, other] : other_work(r, cores))
+    if (other.pct >= busy_machine_threshold_pct(other.cpus)) add("busy-machine:" + agent);
   return flags;
 }
 
 double busy_machine_threshold_pct(uint32_t cpus) { return std::max(20.0, 10.0 * cpus); }
+
+void flag_busy_outliers(const std::vector<v1::Repetition*>& reps,
+                        const std::map<std::string, uint32_t>& cores) {
+  if (reps.size() < kBusyOutlierMinRepetitions) return;
+  std::map<std::string, std::vector<double>> by_agent;
+  std::vector<std::map<std::string, OtherWork>> each;
+  for (const v1::Repetition* r : reps) {
+    each.push_back(other_work(*r, cores));
+    for (auto& [agent, other] : each.back()) by_agent[agent].push_back(other.pct);
+  }
+  std::map<std::string, double> median;
+  for (auto& [agent, v] : by_agent) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    median[agent] = v[v.size() / 2];
+  }
+  for (size_t i = 0; i < reps.size(); ++i)
+    for (auto& [agent, other] : each[i])
+      if (other.pct - median[agent] >= kBusyOutlierPct) add_flag(*reps[i], "busy-machine:" + agent);
+}
 
 bool busy_machine(const v1::Repetition& r) {
   return std::any_of(r.flags().begin(), r.flags().end(),

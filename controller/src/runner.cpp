@@ -353,6 +353,17 @@ class ScenarioRun {
     return remeasure_rounds(progress, pick, measure, [this] { judge_ab_pairs(); });
   }
 
+  // The repetitions of an A/B pair of cells whose other work stands out from theirs (both sides'
+  // first pairs together, and their confirmation pairs together: each set on the same CPUs).
+  void flag_pair_outliers(CellResult& a, CellResult& b) {
+    for (auto set : {std::pair{&a.reps, &b.reps}, std::pair{&a.confirmations, &b.confirmations}}) {
+      std::vector<v1::Repetition*> reps;
+      for (auto* side : {set.first, set.second})
+        for (auto& r : *side) reps.push_back(&r);
+      flag_busy_outliers(reps, pool_.cores());
+    }
+  }
+
   // A tenth of the pairs or more (and at least one) with a repetition flagged busy-machine.
   static bool pairs_disturbed(const CellResult& a, const CellResult& b) {
     const size_t n = std::min(a.reps.size(), b.reps.size());
@@ -505,7 +516,10 @@ class ScenarioRun {
     if (scenario_.ab_a.empty()) return;
     std::vector<std::pair<const CellResult*, const CellResult*>> pairs;
     for (auto [a, b] : ab_pairs(cells_, scenario_.ab_a, scenario_.ab_b))
-      if (results_[a] && results_[b]) pairs.emplace_back(&*results_[a], &*results_[b]);
+      if (results_[a] && results_[b]) {
+        flag_pair_outliers(*results_[a], *results_[b]);
+        pairs.emplace_back(&*results_[a], &*results_[b]);
+      }
     ab_ = judge_ab(pairs, scenario_.regression, pairs.size(), confirm_count() > 0);
     for (size_t k = 0; k < pairs.size() && k < static_cast<size_t>(ab_->cells_size()); ++k)
       if (const size_t times = remeasures(*pairs[k].second); times > 0) {

@@ -102,6 +102,44 @@ TEST(SaturationFlags, ANeighbourTakingAThirdOfTheCellsOneCpuIsFlagged) {
   EXPECT_EQ(busy_machine_threshold_pct(8), 80.0);
 }
 
+// A delay-0 cell on one CPU whose processes' CPU reads above the CPU's busy time (other work
+// -16 to -20 %, as such cells read here): a neighbour in one repetition lifts it to +10 %, under
+// the absolute threshold but 28 above the cell's median, so it is flagged; the quiet ones are not.
+TEST(SaturationFlags, ARepetitionWhoseOtherWorkStandsOutFromItsCellsIsFlagged) {
+  auto rep = [](double busy, double own) {
+    v1::Repetition r;
+    r.set_target_agent("one");
+    auto* server = r.mutable_server();
+    server->set_cpus("1");
+    server->set_cpu_pct(own / 2);
+    auto* b = server->add_cpu_busy();
+    b->set_cpu(1);
+    b->set_busy_pct(busy);
+    auto* client = r.add_load_parts();
+    client->set_agent("one");
+    client->mutable_client()->set_cpus("1");
+    client->mutable_client()->set_cpu_pct(own / 2);
+    *client->mutable_client()->mutable_cpu_busy() = server->cpu_busy();
+    return r;
+  };
+  std::vector<v1::Repetition> reps;
+  for (int i = 0; i < 11; ++i) reps.push_back(rep(80 + (i % 5), 100));  // -20 .. -16
+  reps.push_back(rep(93, 83));                                          // +10: a neighbour, unseen alone
+  EXPECT_TRUE(saturation_flags(reps.back(), {{"one", 2}}).empty()) << "below the absolute threshold";
+  std::vector<v1::Repetition*> all;
+  for (auto& r : reps) all.push_back(&r);
+  flag_busy_outliers(all, {{"one", 2}});
+  for (size_t i = 0; i + 1 < reps.size(); ++i) EXPECT_FALSE(busy_machine(reps[i])) << i;
+  EXPECT_EQ(std::vector<std::string>(reps.back().flags().begin(), reps.back().flags().end()),
+            std::vector<std::string>{"busy-machine:one"});
+  flag_busy_outliers(all, {{"one", 2}});  // once only
+  EXPECT_EQ(reps.back().flags_size(), 1);
+  // Fewer repetitions than a median can be trusted on: nothing is flagged.
+  v1::Repetition few_quiet = rep(80, 100), few_busy = rep(93, 83);
+  flag_busy_outliers({&few_quiet, &few_busy}, {{"one", 2}});
+  EXPECT_FALSE(busy_machine(few_busy));
+}
+
 TEST(SaturationFlags, APinnedClientSaturatesAtItsOwnCpus) {
   v1::Repetition r;
   r.set_target_agent("srv");

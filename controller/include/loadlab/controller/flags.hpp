@@ -27,6 +27,19 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
 // this figure stayed under 7 % in 99 of 100 repetitions (the 72 A/A runs of docs/nightly.md).
 double busy_machine_threshold_pct(uint32_t cpus);
 
+// A neighbour the threshold above misses: where a cell's processes' CPU (from /proc/PID/stat)
+// adds up to more than its CPUs' busy time (from /proc/stat), other work reads low (delay-0
+// cells at -15 to -35 %), so a `yes` taking 43 % of the CPU can read as +10. Against the cell's
+// own level it stands out: among many repetitions of one cell on the same CPUs (an A/B pair of
+// cells, whose pairs share them), one whose other work is kBusyOutlierPct above the median of
+// all of them is flagged "busy-machine:AGENT" too. In the 72 A/A runs of docs/nightly.md a
+// quiet repetition sat within 10.6 % of its cell's median in 99 of 100 (a `yes` adds 51).
+inline constexpr double kBusyOutlierPct = 20.0;
+inline constexpr size_t kBusyOutlierMinRepetitions = 10;  // fewer: no median to trust
+// Adds the flag to those of `reps` (at least kBusyOutlierMinRepetitions of them; else none).
+void flag_busy_outliers(const std::vector<v1::Repetition*>& reps,
+                        const std::map<std::string, uint32_t>& cores);
+
 // The repetition carries a "busy-machine:" flag (any agent's).
 bool busy_machine(const v1::Repetition& r);
 
