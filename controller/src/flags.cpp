@@ -14,7 +14,8 @@ namespace {
 class CellCpus {
  public:
   void add(const v1::Usage& u) {
-    machine_ = std::max(machine_, u.machine_cpu_pct());
+    // No busy figure at all (0 is not one: the cell's own processes ran) leaves it unknown.
+    if (u.machine_cpu_pct() > 0) machine_ = std::max(machine_, u.machine_cpu_pct());
     for (auto& b : u.cpu_busy()) busy_[b.cpu()] = std::max(busy_[b.cpu()], b.busy_pct());
     auto cpus = CpuList::parse(u.cpus());
     if (!cpus || u.cpu_busy().empty()) {
@@ -25,7 +26,7 @@ class CellCpus {
   }
   // 100 = one core; -1 when unknown.
   double busy_pct() const {
-    if (whole_machine() || cpus_.empty()) return machine_;
+    if (whole_machine()) return machine_;
     double sum = 0;
     for (uint32_t c : cpus_.cpus())
       if (auto it = busy_.find(c); it != busy_.end()) sum += it->second;
@@ -114,6 +115,13 @@ void flag_busy_outliers(const std::vector<v1::Repetition*>& reps,
   for (size_t i = 0; i < reps.size(); ++i)
     for (auto& [agent, other] : each[i])
       if (other.pct - median[agent] >= kBusyOutlierPct) add_flag(*reps[i], "busy-machine:" + agent);
+}
+
+std::optional<double> other_work_pct(const v1::Repetition& r) {
+  std::optional<double> most;
+  for (auto& [agent, other] : other_work(r, {}))
+    if (!most || other.pct > *most) most = other.pct;
+  return most;
 }
 
 bool busy_machine(const v1::Repetition& r) {

@@ -12,6 +12,7 @@
 
 #include "history_schema.hpp"
 #include "loadlab/controller/compare.hpp"
+#include "loadlab/controller/flags.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
@@ -257,8 +258,8 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
       db, file,
       "INSERT INTO repetitions (cell_id, phase, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
       "errors, requests, server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, "
-      "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags, other_pct) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "store a repetition");
   for (const auto& c : cells) {
     cell.bind(1, run_id).bind(2, c.cell().key()).bind(3, int64_t{c.ok()}).bind(4, c.error());
@@ -285,7 +286,7 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
         // not pinned, both see the whole machine).
         rep.bind(17, std::max(r.server().steal_pct(), r.client().steal_pct()));
         rep.bind(18, r.server().cpus()).bind(19, load_cpus(r)).bind(20, r.target_build());
-        rep.bind(21, wait_pct(r)).bind(22, json_list(r.flags())).run();
+        rep.bind(21, wait_pct(r)).bind(22, json_list(r.flags())).bind(23, other_work_pct(r)).run();
       }
   }
 }
@@ -495,14 +496,14 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
   std::string sql =
       std::string(
           "SELECT r.id, r.started_at, c.ok, c.agents, c.settings, coalesce(p.phase, ''), p.steal_pct, "
-          "coalesce(p.target_build, ''), r.run_folder, p.wait_pct, coalesce(p.flags, '[]'), ") +
+          "coalesce(p.target_build, ''), r.run_folder, p.wait_pct, coalesce(p.flags, '[]'), p.other_pct, ") +
       column_of(metric.name).column +
       " FROM runs r JOIN cells c ON c.run_id = r.id LEFT JOIN repetitions p ON p.cell_id = c.id "
       "WHERE r.scenario = ? AND c.key = ? ORDER BY r.started_at, r.id, p.phase DESC, p.idx";
   sqlite::Statement s(db_, path_, sql.c_str(), "read cell " + cell_key + "'s nights");
   s.bind(1, scenario).bind(2, cell_key);
   CellNights out;
-  std::vector<std::vector<double>> steals, waits, confirm_waits;
+  std::vector<std::vector<double>> steals, waits, confirm_waits, others, confirm_others;
   while (s.step()) {
     if (!except_folder.empty() && s.text(8) == except_folder) continue;
     const int64_t run = s.integer(0);
@@ -512,15 +513,18 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
       steals.emplace_back();
       waits.emplace_back();
       confirm_waits.emplace_back();
+      others.emplace_back();
+      confirm_others.emplace_back();
     }
     Night& n = out.nights.back();
     const bool confirm = s.text(5) == "confirm";
-    if (!s.is_null(11) && std::isfinite(s.real(11)))
-      (confirm ? n.confirmation : n.values).push_back(s.real(11));
+    if (!s.is_null(12) && std::isfinite(s.real(12)))
+      (confirm ? n.confirmation : n.values).push_back(s.real(12));
     if (s.text(5).empty()) continue;  // a failed cell without repetitions
     const bool busy = s.text(10).find("\"busy-machine:") != std::string::npos;
     (confirm ? n.confirm_busy_reps : n.busy_reps) += busy;
     if (!s.is_null(9)) (confirm ? confirm_waits : waits).back().push_back(s.real(9));
+    if (!s.is_null(11)) (confirm ? confirm_others : others).back().push_back(s.real(11));
     if (!confirm) {
       if (!s.is_null(6)) steals.back().push_back(s.real(6));
       if (n.target_build.empty()) n.target_build = s.text(7);
@@ -534,6 +538,8 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
     out.nights[i].steal_pct = lower_median(steals[i], 0);
     out.nights[i].wait_pct = lower_median(waits[i], NAN);
     out.nights[i].confirm_wait_pct = lower_median(confirm_waits[i], NAN);
+    out.nights[i].other_pct = lower_median(others[i], NAN);
+    out.nights[i].confirm_other_pct = lower_median(confirm_others[i], NAN);
   }
   out.accepted = accepted_levels(db_, path_, scenario, cell_key, out);
   return out;

@@ -115,10 +115,17 @@ CREATE TABLE levels (
 CREATE INDEX levels_by_cell ON levels (scenario, key);
 )sql";
 
+// Version 4: each repetition's other work on the cell's CPUs (flags.hpp, other_work_pct), so a
+// night is compared with its baseline nights' level of it. Older rows have none.
+const char* kToV4 = R"sql(
+ALTER TABLE repetitions ADD COLUMN other_pct REAL;
+)sql";
+
 const Migration kMigrations[] = {
     {1, "create the schema (version 1)", kToV1},
     {2, "migrate to version 2 (agents, overrides, n/a figures)", kToV2},
     {3, "migrate to version 3 (fingerprints, confirmations, verdicts, accepted levels)", kToV3},
+    {4, "migrate to version 4 (other work on a cell's CPUs)", kToV4},
 };
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == History::kSchemaVersion,
               "one migration per schema version");

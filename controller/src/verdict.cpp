@@ -11,6 +11,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "loadlab/controller/flags.hpp"
+
 namespace loadlab::controller {
 
 std::string pct_text(double v, bool sign) {
@@ -157,6 +159,7 @@ class SeriesJudge {
     Band band;
     std::vector<double> logs;  // the baseline nights' log figures
     double steal_max = 0, wait_max = NAN;
+    double other_level = NAN;  // the baseline nights' median other work; NaN: too few say
     double threshold_log = 0;
   };
 
@@ -188,7 +191,7 @@ class SeriesJudge {
     const Context c = context(i);
     // Something else ran on the cell's CPUs during its measurement: its figure is the
     // neighbour's, not the code's, and stays out of later bands.
-    if (auto why = disturbance(n.busy_reps, n.values.size(), n.wait_pct, c.wait_max); !why.empty()) {
+    if (auto why = disturbance(n.busy_reps, n.values.size(), n.wait_pct, n.other_pct, c); !why.empty()) {
       v.disturbed = true;
       v.verdict = kInconclusive;
       v.reason = "the machine was busy while the cell was measured: " + why;
@@ -236,11 +239,17 @@ class SeriesJudge {
       long_logs.push_back(std::log(out_[j].band_value));
     }
     std::reverse(v.baseline_index.begin(), v.baseline_index.end());
+    std::vector<double> others;
     for (size_t j : v.baseline_index) {
       c.logs.push_back(std::log(out_[j].band_value));
+      if (std::isfinite(s_[j].other_pct)) others.push_back(s_[j].other_pct);
       c.steal_max = std::max(c.steal_max, s_[j].steal_pct);
       if (std::isfinite(s_[j].wait_pct))
         c.wait_max = std::isfinite(c.wait_max) ? std::max(c.wait_max, s_[j].wait_pct) : s_[j].wait_pct;
+    }
+    if (others.size() >= kOtherWorkMinNights) {
+      std::sort(others.begin(), others.end());
+      c.other_level = others[(others.size() - 1) / 2];
     }
     c.threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
                                           : std::log1p(o_.threshold_pct / 100);
@@ -299,7 +308,8 @@ class SeriesJudge {
       return;
     }
     const double confirm_change = change_pct_of(std::log(v.confirm_value), b.mean);
-    if (auto why = disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct, c.wait_max);
+    if (auto why = disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct,
+                               n.confirm_other_pct, c);
         !why.empty()) {
       v.verdict = kInconclusive;
       v.reason = "first " + seen + ", but the machine was busy when it was measured again (" + why +
@@ -318,15 +328,22 @@ class SeriesJudge {
   }
 
   // Why a measurement was disturbed, "" when it was not: half its repetitions flagged
-  // busy-machine, or its processes waited for a CPU far longer than on any baseline night.
-  std::string disturbance(uint32_t busy, size_t reps, double wait, double wait_max) const {
+  // busy-machine, its processes waited for a CPU far longer than on any baseline night, or the
+  // other work on its CPUs stood well above its baseline nights' level (a neighbour that the
+  // flag's absolute threshold misses where the cell's own CPU reads above its CPUs' busy time).
+  std::string disturbance(uint32_t busy, size_t reps, double wait, double other, const Context& c) const {
     if (reps > 0 && busy * 2 >= reps)
       return std::to_string(busy) + " of " + std::to_string(reps) +
              " repetitions flagged busy-machine (other work on its CPUs)";
-    if (std::isfinite(wait) && std::isfinite(wait_max) &&
-        wait > wait_max * o_.wait_factor + o_.wait_margin_pct)
+    if (std::isfinite(wait) && std::isfinite(c.wait_max) &&
+        wait > c.wait_max * o_.wait_factor + o_.wait_margin_pct)
       return "its processes waited for a CPU " + pct(wait, false) +
-             " of the window, its baseline nights at most " + pct(wait_max, false);
+             " of the window, its baseline nights at most " + pct(c.wait_max, false);
+    if (std::isfinite(other) && std::isfinite(c.other_level) && other - c.other_level >= kBusyOutlierPct)
+      return fmt::format(
+          "other work on its CPUs took {:.0f} % of a core, {:.0f} more than its baseline "
+          "nights' median ({:.0f} %)",
+          other, other - c.other_level, c.other_level);
     return "";
   }
 

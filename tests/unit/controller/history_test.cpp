@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -185,7 +186,7 @@ TEST_F(HistoryTest, AVersionOneDatabaseIsMigratedAndKeepsItsRuns) {
   sqlite3_close(db);
 
   auto h = History::open(db_, History::Mode::kExisting);
-  EXPECT_EQ(query("PRAGMA user_version"), "3");
+  EXPECT_EQ(query("PRAGMA user_version"), "4");
   auto runs = h.runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].git_commit, "c0ffee");
@@ -199,6 +200,8 @@ TEST_F(HistoryTest, AVersionOneDatabaseIsMigratedAndKeepsItsRuns) {
   // Version 3's: the old repetitions are measurements, nothing is accepted or judged yet.
   EXPECT_EQ(query("SELECT group_concat(phase) FROM repetitions"), "measure,measure");
   EXPECT_EQ(query("SELECT count(*) FROM levels") + query("SELECT count(*) FROM verdicts"), "00");
+  // Version 4's: no figure of other work for the old repetitions.
+  EXPECT_EQ(query("SELECT count(other_pct) FROM repetitions"), "0");
   // And it takes new runs with everything version 3 stores.
   auto file =
       run_folder("n2", synthetic_result("hello", "2024-05-01T02:00:00Z", "c1", {{"beast/d0/t1", {1200}}}));
@@ -208,6 +211,35 @@ TEST_F(HistoryTest, AVersionOneDatabaseIsMigratedAndKeepsItsRuns) {
   // Opening it again migrates nothing and changes nothing.
   History::open(db_, History::Mode::kExisting);
   EXPECT_EQ(query("SELECT count(*) FROM runs"), "2");
+}
+
+// Each repetition's other work on the cell's CPUs (their busy time less the cell's processes'
+// CPU) is stored, and a night's is the median repetition's, for the verdict's comparison with
+// its baseline nights.
+TEST_F(HistoryTest, EachRepetitionsOtherWorkOnTheCellsCpusIsStoredAndANightHasItsMedian) {
+  auto h = History::open(db_, History::Mode::kCreate);
+  auto result =
+      synthetic_result("hello", "2024-05-01T02:00:00Z", "c1", {{"beast/d0/t1", {1000, 1100, 1200, 900}}});
+  // Target (150 % of a core) on CPU 0, load (80 %) on CPU 1; their CPUs' busy time per repetition.
+  const double busy[][2] = {{100, 100}, {100, 120}, {100, 60}};
+  auto& reps = result["cells"][0]["repetitions"];
+  for (size_t i = 0; i < 3; ++i) {
+    reps[i]["target_agent"] = "local";
+    reps[i]["server"]["cpus"] = "0";
+    reps[i]["server"]["cpu_busy"] = {{{"cpu", 0}, {"busy_pct", busy[i][0]}}};
+    nlohmann::json client = {{"cpu_pct", 80}, {"cpus", "1"}};
+    client["cpu_busy"] = {{{"cpu", 1}, {"busy_pct", busy[i][1]}}};
+    reps[i]["load_parts"] = nlohmann::json::array({{{"agent", "local"}, {"client", client}}});
+  }
+  // The fourth says nothing of its CPUs: unknown, not -230.
+  auto file = run_folder("n1", result);
+  h.append_run(read_json_file(file), file);
+  EXPECT_EQ(query("SELECT group_concat(coalesce(other_pct, 'null')) FROM repetitions"),
+            "-30.0,-10.0,-70.0,null");
+  auto n = h.nights("hello", "beast/d0/t1", history_metric("qps"));
+  ASSERT_EQ(n.nights.size(), 1u);
+  EXPECT_DOUBLE_EQ(n.nights[0].other_pct, -30);
+  EXPECT_TRUE(std::isnan(n.nights[0].confirm_other_pct));
 }
 
 TEST_F(HistoryTest, WrongFilesAreInputErrorsNamingWhatIsWrong) {
@@ -240,7 +272,7 @@ TEST_F(HistoryTest, WrongFilesAreInputErrorsNamingWhatIsWrong) {
   sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
   sqlite3_close(db);
   EXPECT_EQ(input_error_of([&] { History::open(db_, History::Mode::kExisting); }),
-            "FILE: history schema version 99 is newer than this loadlab's (3); use a newer loadlab");
+            "FILE: history schema version 99 is newer than this loadlab's (4); use a newer loadlab");
 }
 
 TEST_F(HistoryTest, ADocumentThatIsNotAResultIsRefusedAndStoresNothing) {

@@ -248,6 +248,41 @@ TEST(Verdict, ADisturbedMeasurementIsInconclusiveAndLeftOutOfLaterBands) {
   EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression);
 }
 
+// The figures of other work of a delay-0 cell (d0/t4) on this machine's quiet nights
+// (docs/nightly.md, /work/vrec5): their processes' CPU reads above their CPUs' busy time, so
+// other work reads -23 to -38 % of a core. On a night beside a build it read -6: under the
+// absolute threshold of busy-machine (20), but far above the cell's own level.
+TEST(Verdict, OtherWorkWellAboveTheBaselineNightsLevelIsADisturbedNight) {
+  auto s = nights(14, 10000, 0.01, 23);
+  const double quiet[] = {-36, -35, -32, -33, -30, -33, -31, -34, -23, -32, -38, -36, -35, -33};
+  for (size_t i = 0; i < s.size(); ++i) s[i].other_pct = s[i].confirm_other_pct = quiet[i];
+  std::mt19937_64 rng(24);
+  s[11] = night(5000, rng);
+  s[11].other_pct = -6;
+  auto v = judge_series(s, options());
+  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_TRUE(v[11].disturbed);
+  EXPECT_NE(v[11].reason.find("other work on its CPUs took -6 % of a core, 27 more than its baseline nights' "
+                              "median (-33 %)"),
+            std::string::npos)
+      << v[11].reason;
+  for (size_t j : v[12].baseline_index) EXPECT_NE(j, 11u);
+  // The most a quiet night read (-23, 10 above the level) is judged.
+  s[11].other_pct = -23;
+  EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression);
+  // A suspect night whose confirmation ran beside the neighbour cannot be confirmed.
+  s[11].confirmation = night(5000, rng).values;
+  s[11].confirm_other_pct = 0;
+  v = judge_series(s, options());
+  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_NE(v[11].reason.find("cannot be confirmed"), std::string::npos) << v[11].reason;
+  // Too few baseline nights with the figure (a history from before it was kept): no level.
+  s[11].confirm_other_pct = -33;
+  s[11].other_pct = -6;
+  for (size_t i = 0; i < 11; ++i) s[i].other_pct = i < 9 ? NAN : -33;
+  EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression);
+}
+
 TEST(Verdict, FailedNightsAreNeitherJudgedNorBaseline) {
   auto s = nights(12, 10000, 0.01, 15);
   s[10].ok = false;

@@ -1,6 +1,7 @@
 #pragma once
 // Saturation guard: flags on a repetition whose figures measure the lab, not the target.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ inline constexpr size_t kBusyOutlierMinRepetitions = 10;  // fewer: no median to
 // Adds the flag to those of `reps` (at least kBusyOutlierMinRepetitions of them; else none).
 void flag_busy_outliers(const std::vector<v1::Repetition*>& reps,
                         const std::map<std::string, uint32_t>& cores);
+
+// The most other work any machine of the cell saw on the cell's CPUs during the repetition, in
+// % of one core (can be negative: see above); none when no machine gave a busy figure. A
+// nightly's 3 repetitions give no median to trust, so the verdict compares the night's figure
+// with its baseline nights' level (NightVerdicts, "disturbed").
+std::optional<double> other_work_pct(const v1::Repetition& r);
 
 // The repetition carries a "busy-machine:" flag (any agent's).
 bool busy_machine(const v1::Repetition& r);

@@ -35,6 +35,8 @@ inline constexpr const char* kRegression = "regression";
 inline constexpr const char* kImprovement = "improvement";
 inline constexpr const char* kSame = "same";
 inline constexpr const char* kNoise = "noise";
+// Baseline nights with a figure of other work needed before a night's is compared with theirs.
+inline constexpr size_t kOtherWorkMinNights = 3;
 inline constexpr const char* kInconclusive = "inconclusive";
 
 struct VerdictOptions {
@@ -58,7 +60,9 @@ struct VerdictOptions {
   double steal_limit_pct = 5;
   // A measurement was disturbed (something else ran on the cell's CPUs) when half its
   // repetitions were flagged busy-machine, or its processes waited for a CPU more than
-  // wait_factor × the most any baseline night waited, plus wait_margin_pct.
+  // wait_factor × the most any baseline night waited, plus wait_margin_pct, or the other work
+  // on its CPUs stood kBusyOutlierPct (flags.hpp) above the median of its baseline nights' (at
+  // least kOtherWorkMinNights of them with the figure).
   double wait_factor = 1.5;
   double wait_margin_pct = 5;
 };
@@ -78,6 +82,9 @@ struct Night {
   // night's measurement and of its confirmation.
   double wait_pct = NAN, confirm_wait_pct = NAN;
   uint32_t busy_reps = 0, confirm_busy_reps = 0;
+  // Other work on the cell's CPUs (flags.hpp, other_work_pct; median repetition, NaN unknown):
+  // a night whose figure is kBusyOutlierPct above its baseline nights' median was disturbed.
+  double other_pct = NAN, confirm_other_pct = NAN;
 };
 
 // `loadlab history accept`: a new level starts at night `start` of the series, for the nights
