@@ -1,10 +1,13 @@
 #pragma once
 // The rows of a --csv-requests file, read back for assertions (and a run that writes one),
-// and temporary files of this test process (ctest runs each test in a process of its own, several at once).
+// and temporary files of this test process (ctest runs each test in a process of its own,
+// several at once), in a folder removed when it exits.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,8 +18,25 @@
 
 namespace loadlab::load::testing {
 
+// A folder of this test process's own, removed with everything in it when the process exits
+// (the servers a test starts are stopped by then).
+inline const std::string& process_temp_dir() {
+  static const struct Dir {
+    std::string path;
+    Dir() {
+      std::string t = ::testing::TempDir() + "/loadlab-load-test.XXXXXX";
+      path = mkdtemp(t.data()) ? t : ::testing::TempDir();
+    }
+    ~Dir() {
+      std::error_code ignored;
+      if (path != ::testing::TempDir()) std::filesystem::remove_all(path, ignored);
+    }
+  } dir;
+  return dir.path;
+}
+
 inline std::string unique_path(const std::string& name, const std::string& suffix) {
-  return ::testing::TempDir() + "/" + name + "." + std::to_string(getpid()) + suffix;
+  return process_temp_dir() + "/" + name + "." + std::to_string(getpid()) + suffix;
 }
 
 struct Row {
