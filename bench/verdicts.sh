@@ -34,7 +34,9 @@
 # AA_BETWEEN=1 runs an A/A run of the `ab` part instead of the pause, AB_BETWEEN=1 an A/B run),
 # SLOW_WORK_US (1000), AB_WORK_US (1.5: about 5 % of a delay-0 request on this VM), AB_B_ARGS (more argv for B's target, as JSON strings:
 # '"--body-size", "2048"' makes B slower by a body rather than CPU work), WINDOW_S (3), REPS (3),
-# AB_PAIRS (20), AB_WINDOW_S (0.5),
+# AB_PAIRS (20), AB_WINDOW_S (0.5), AB_NEIGHBOUR_S (unset: none; else a `yes` on CPU
+# AB_NEIGHBOUR_CPU (1, the pairs' CPU) for that many seconds of each A/A and A/B run, from a
+# random second of its first 20: the runs' own CPU disturbed),
 # AB_THRESHOLD_PCT (2), AB_CPUS (the A/B runs' placement.cpus: target and load both on CPU 1,
 # which removes the VM's cross-CPU wake-ups from a ping-pong cell's spread). The machine may do
 # other work meanwhile: that is the noise a nightly on a shared machine sees.
@@ -152,9 +154,16 @@ ab_run() {
  "repetitions": $AB_PAIRS, "ab": {"a": "a", "b": "b"}, "regression": {"threshold_pct": ${AB_THRESHOLD_PCT:-2}},
  "placement": {"cpus": ${AB_CPUS:-{\"target\": \"1\", \"load\": \"1\"}}}}
 EOF
-  local status=0
+  local status=0 neighbour=
+  if [[ -n ${AB_NEIGHBOUR_S:-} ]]; then
+    # A neighbour on the pairs' CPU for AB_NEIGHBOUR_S, from a random second of the run's first 20.
+    (sleep $((RANDOM % 20)) && exec timeout "$AB_NEIGHBOUR_S" taskset -c "${AB_NEIGHBOUR_CPU:-1}" yes >/dev/null) &
+    neighbour=$!
+    PIDS+=("$neighbour")
+  fi
   "$BIN/loadlab" run "$out/ab.json" --lab "$out/lab.json" --out "$out/$name" --quiet --log-level warn \
     >"$out/$name.log" 2>&1 || status=$?
+  [[ -z $neighbour ]] || stop_pid "$neighbour"
   stop_pid "$AGENT"
   echo "$status" >"$out/$name.status"
 }
@@ -166,11 +175,12 @@ ab_summary() {
 import glob, json, sys, statistics
 out, prefix = sys.argv[1], sys.argv[2]
 runs = sorted(glob.glob(f"{out}/{prefix}-*/result.json"))
-alarms, changes, mdcs, caught = 0, {}, {}, {}
+alarms, changes, mdcs, caught, left_out = 0, {}, {}, {}, {}
 for f in runs:
     ab = json.load(open(f)).get("ab", {})
     alarms += any(c["verdict"] == "regression" for c in ab.get("cells", []))
     for c in ab.get("cells", []):
+        left_out.setdefault(c["key"], []).append(sum(bool(p.get("left_out")) for p in c.get("pairs", [])))
         changes.setdefault(c["key"], []).append(c.get("change_pct", float("nan")))
         mdcs.setdefault(c["key"], []).append(c.get("mdc_pct", float("nan")))
         caught.setdefault(c["key"], []).append(c["verdict"] == "regression")
@@ -178,7 +188,8 @@ print(f"{prefix}: {len(runs)} runs, {alarms} with a regression ({100.0 * alarms 
 for k in sorted(changes):
     print(f"  {k:10s} change median {statistics.median(changes[k]):+6.2f} % "
           f"(min {min(changes[k]):+.2f}, max {max(changes[k]):+.2f}), mdc median {statistics.median(mdcs[k]):.2f} %, "
-          f"regression in {sum(caught[k])} of {len(caught[k])}")
+          f"regression in {sum(caught[k])} of {len(caught[k])}; pairs left out (busy) per run: "
+          f"median {statistics.median(left_out[k])}, max {max(left_out[k])}")
 EOF
 }
 
