@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "client_connection.hpp"
+#include "complete_response.hpp"
 #include "dialer.hpp"
 #include "load_result.hpp"
 #include "response_parser.hpp"
@@ -62,7 +63,9 @@ class Connection final : public ClientConnection {
   Dialer<Transport> dialer_;
   std::size_t response_bytes_ = 0;  // of the response being parsed
   boost::beast::flat_buffer buffer_;
-  std::optional<ResponseParser> parser_;
+  std::optional<ResponseParser> parser_;  // Beast's, for a response complete_response() left
+  int status_ = 0;                        // of the response read last
+  bool keep_alive_ = true;
   Clock::time_point deadline_ = Clock::time_point::max();
   Clock::time_point origin_{};      // latency counts from here: intended send time, or the write
   Clock::time_point sent_{};        // when the request was written

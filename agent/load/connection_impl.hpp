@@ -133,7 +133,7 @@ void Connection<Transport>::on_write(const boost::system::error_code& ec) {
 // of three composed operations per read.
 template <class Transport>
 void Connection<Transport>::do_read() {
-  new_parser();
+  parser_.reset();  // made when Beast's parser reads the response (parse())
   response_bytes_ = 0;
   if (buffer_.size() > 0) {  // bytes beyond the previous response
     first_byte_ = Clock::now();
@@ -162,7 +162,8 @@ void Connection<Transport>::on_read_some(const boost::system::error_code& ec, st
   // close").
   if (Transport::ended(ec)) {
     // A body delimited by the end of the connection is complete now; anything else is cut.
-    if (!parser_->got_some()) return on_read(boost::beast::http::error::end_of_stream, 0);
+    // (No parser yet: no byte of the response came.)
+    if (!parser_ || !parser_->got_some()) return on_read(boost::beast::http::error::end_of_stream, 0);
     boost::system::error_code eof_ec;
     parser_->put_eof(eof_ec);
     return on_read(eof_ec, response_bytes_);
@@ -175,6 +176,19 @@ void Connection<Transport>::on_read_some(const boost::system::error_code& ec, st
 
 template <class Transport>
 void Connection<Transport>::parse() {
+  if (!parser_) {
+    // The common case in one pass; anything it does not take goes to Beast's parser.
+    if (!worker_.plan().head) {
+      const auto bytes = buffer_.data();
+      if (auto r = complete_response({static_cast<const char*>(bytes.data()), bytes.size()})) {
+        buffer_.consume(r->size);
+        status_ = r->status;
+        keep_alive_ = r->keep_alive;
+        return on_read({}, r->size);
+      }
+    }
+    new_parser();
+  }
   boost::system::error_code ec;
   while (buffer_.size() > 0) {
     std::size_t used = parser_->put(buffer_.data(), ec);
@@ -211,10 +225,13 @@ void Connection<Transport>::on_read(const boost::system::error_code& ec, std::si
     return fail(kind, ec);
   }
   if (first_byte_ == Clock::time_point{}) first_byte_ = done;  // an end of stream was the answer
-  worker_.record_response(measured_, origin_, sent_, first_byte_, done, parser_->status(), bytes,
-                          take_cost());
+  if (parser_) {                                               // Beast's parser read it
+    status_ = parser_->status();
+    keep_alive_ = parser_->keep_alive();
+  }
+  worker_.record_response(measured_, origin_, sent_, first_byte_, done, status_, bytes, take_cost());
   if constexpr (Transport::kSecure) transport_.response_read();
-  if (!worker_.plan().keep_alive || !parser_->keep_alive()) close();
+  if (!worker_.plan().keep_alive || !keep_alive_) close();
   next();
 }
 

@@ -2,7 +2,9 @@
 // ResponseParser per response, no body limit, Beast's default header limit, fed from the
 // connection's buffer; at the end of the input the peer closes, which completes a
 // close-delimited body). The bytes are read as answers to GETs, whole and in small reads,
-// and as answers to HEADs; how the reads fall must not change where each response ends.
+// and as answers to HEADs; how the reads fall must not change where each response ends. And
+// Connection's one-pass read of a whole response (complete_response.hpp) takes only what
+// Beast's parser reads the same: status, size and keep-alive.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include <optional>
 #include <string_view>
 
+#include "complete_response.hpp"
 #include "http_stream.hpp"
 #include "response_parser.hpp"
 
@@ -47,6 +50,19 @@ loadlab::fuzz::StreamOutcome parse_responses(std::string_view bytes, std::size_t
   return out;
 }
 
+void check_complete_response(std::string_view bytes) {
+  auto fast = loadlab::load::complete_response(bytes);
+  if (!fast) return;
+  ResponseParser p;
+  p.eager(true);
+  p.body_limit(std::numeric_limits<std::uint64_t>::max());
+  boost::beast::error_code ec;
+  const std::size_t used = p.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
+  if (ec || !p.is_done() || used != fast->size || p.status() != fast->status ||
+      p.keep_alive() != fast->keep_alive)
+    std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -55,5 +71,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                    parse_responses(bytes, 1 + size % 7, false)))
     std::abort();
   parse_responses(bytes, size + 1, true);
+  check_complete_response(bytes);
   return 0;
 }
