@@ -15,6 +15,9 @@
 #   RSS_CONNS  connection count of the RSS run (default 1000; empty to skip)
 #   TARGET_DELAY_MS  --delay-ms of the target (default 0)
 #   PIN        1: target pinned to the last core, clients to core 0 (taskset); default 0
+#   TOOLS      the tools compared (default "loadlab wrk h2load"); each round runs them in turn,
+#              every other round in reverse (A B, B A, ...), and the per-round ratio of
+#              loadlab-load's requests per CPU-second to wrk's is printed with its spread
 #   TARGET_THREADS   --threads of the target (default 1). With 2 on a 2-core machine the
 #                    client and the target share the cores, and a client that needs less
 #                    CPU per request leaves more to the target: req/s then shows it.
@@ -69,9 +72,9 @@ done
 [[ -n $port ]] || { echo "loadgen_vs_wrk: target did not start: $(cat "$work/target.err")" >&2; exit 1; }
 url="http://127.0.0.1:$port/"
 
-# run TOOL CONNS -> appends "tool conns reqps cpu_s rss_kb" to $work/results
+# run TOOL CONNS [ROUND] -> appends "tool conns reqps cpu_s rss_kb round" to $work/results
 run() {
-  local tool=$1 c=$2 out=$work/out time=$work/time reqps
+  local tool=$1 c=$2 round=${3:-0} out=$work/out time=$work/time reqps
   case $tool in
     loadlab) /usr/bin/time -o "$time" -f '%U %S %M' "${client_pin[@]}" "$load" "$url" -t "$THREADS" -c "$c" -d "$DURATION" >"$out" 2>/dev/null &
       ;;
@@ -91,17 +94,20 @@ run() {
   local rss cpu
   rss=$(tail -1 "$time" | cut -d' ' -f3)
   cpu=$(cpu_of "$time")
-  echo "$tool $c $reqps $cpu $rss" >>"$work/results"
+  echo "$tool $c $reqps $cpu $rss $round" >>"$work/results"
   printf '  %-8s -c %-5s %10.0f req/s  cpu %5.2f s  rss %6d KB\n' "$tool" "$c" "$reqps" "$cpu" "$rss" >&2
 }
 
-tools="loadlab wrk h2load"
+tools=${TOOLS:-"loadlab wrk h2load"}
+reversed=$(echo "$tools" | tr ' ' '\n' | tac | tr '\n' ' ')
 : >"$work/results"
 echo "target: loadlab-target --threads $TARGET_THREADS --delay-ms $TARGET_DELAY_MS on $url; $THREADS load thread(s); ${DURATION}s x $RUNS runs" >&2
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for c in $CONNS; do
   for r in $(seq "$RUNS"); do
-    for tool in $tools; do run "$tool" "$c"; done
+    order=$tools
+    ((r % 2)) || order=$reversed
+    for tool in $order; do run "$tool" "$c" "$r"; done
   done
 done
 if [[ -n $RSS_CONNS ]]; then
@@ -133,5 +139,20 @@ END {
       r = median(rate[k]); e = median(eff[k])
       printf "%-8s %6s %5d %12.0f %14.0f %9d %9.2f %9.2f %9.2f\n", tl[ti], c, runs[k], r, e, rss[k], wr ? r / wr : 0, we ? e / we : 0, ws ? rss[k] / ws : 0
     }
+  }
+}' "$work/results"
+
+# Per round, loadlab-load's requests per CPU-second over wrk's (the two ran next to each other):
+# the median and the spread of the rounds.
+awk "$AWK_MEDIAN"'
+$6 > 0 && ($1 == "loadlab" || $1 == "wrk") { eff[$1 SUBSEP $2 SUBSEP $6] = $4 > 0 ? $3 / $4 : 0; cs[$2] = 1; rs[$6] = 1 }
+END {
+  for (c in cs) {
+    list = ""; lo = 1e9; hi = 0; n = 0
+    for (r in rs) {
+      a = eff["loadlab" SUBSEP c SUBSEP r]; b = eff["wrk" SUBSEP c SUBSEP r]
+      if (a > 0 && b > 0) { x = a / b; list = list " " x; n++; if (x < lo) lo = x; if (x > hi) hi = x }
+    }
+    if (n) printf "req/CPU-s x wrk at %s connections, %d rounds: median %.2f (%.2f .. %.2f)\n", c, n, median(list), lo, hi
   }
 }' "$work/results"

@@ -13,7 +13,6 @@
 #include <utility>
 
 #include "client_connection.hpp"
-#include "complete_response.hpp"
 #include "dialer.hpp"
 #include "load_result.hpp"
 #include "response_parser.hpp"

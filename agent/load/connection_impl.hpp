@@ -118,8 +118,13 @@ void Connection<Transport>::do_write() {
   first_byte_ = {};
   if (!worker_.open_loop()) origin_ = sent_;
   deadline_ = sent_ + worker_.plan().timeout;
-  transport_.async_write(boost::asio::buffer(worker_.plan().request),
-                         [this](const boost::system::error_code& ec, std::size_t) { on_write(ec); });
+  boost::asio::const_buffer request = boost::asio::buffer(worker_.plan().request);
+  if constexpr (!Transport::kSecure) {
+    boost::system::error_code ec;
+    request += transport_.write_now(request, ec);
+    if (request.size() == 0 || (ec && ec != boost::asio::error::would_block)) return on_write(ec);
+  }
+  transport_.async_write(request, [this](const boost::system::error_code& ec, std::size_t) { on_write(ec); });
 }
 
 template <class Transport>
@@ -180,7 +185,7 @@ void Connection<Transport>::parse() {
     // The common case in one pass; anything it does not take goes to Beast's parser.
     if (!worker_.plan().head) {
       const auto bytes = buffer_.data();
-      if (auto r = complete_response({static_cast<const char*>(bytes.data()), bytes.size()})) {
+      if (auto r = worker_.response_reader().read({static_cast<const char*>(bytes.data()), bytes.size()})) {
         buffer_.consume(r->size);
         status_ = r->status;
         keep_alive_ = r->keep_alive;

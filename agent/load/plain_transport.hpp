@@ -39,6 +39,15 @@ class PlainTransport {
     boost::asio::async_write(socket_, buffer, std::forward<Handler>(handler));
   }
 
+  // Writes `buffer` at once, without the reactor: a request is small and, in a closed loop,
+  // the socket's send buffer empty, so the write needs no wait, and the completion no trip
+  // through the io_context's queue (callgrind: a fifth of the worker's instructions per
+  // request). Returns how much went; `ec` would_block when the socket took nothing now.
+  std::size_t write_now(boost::asio::const_buffer buffer, boost::system::error_code& ec) {
+    if (!socket_.non_blocking()) socket_.non_blocking(true, ec);  // a new socket each connect
+    return ec ? 0 : socket_.write_some(buffer, ec);
+  }
+
   // The peer ended the stream (a FIN).
   static bool ended(const boost::system::error_code& ec) { return ec == boost::asio::error::eof; }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "complete_response.hpp"
 #include "load_result.hpp"
 #include "loadlab/shared/histogram.hpp"
 #include "request_log.hpp"
@@ -88,6 +89,8 @@ class Worker {
   bool stopping() const { return stopping_; }
   bool open_loop() const { return plan_.rate_per_thread > 0; }
   const Schedule& schedule() const { return schedule_; }
+  // HTTP/1.1 connections read their whole responses through it (complete_response.hpp).
+  CompleteResponseReader& response_reader() { return response_reader_; }
   // Open loop: connection `index` is idle until `due`; the worker calls its resume() then
   // (or later, never earlier).
   void wait_for_slot(Clock::time_point due, int index);
@@ -138,6 +141,7 @@ class Worker {
   boost::asio::steady_timer end_timer_;
   boost::asio::steady_timer pace_timer_;
   Schedule schedule_;
+  CompleteResponseReader response_reader_;
   // Open loop: the idle connections, a min-heap on their due time (one entry each at most).
   struct Waiter {
     Clock::time_point due;

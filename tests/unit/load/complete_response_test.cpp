@@ -84,8 +84,24 @@ TEST(CompleteResponse, LeavesToBeastWhatItDoesNotDecideAlone) {
     EXPECT_FALSE(complete_response(bytes)) << bytes;
 }
 
+TEST(CompleteResponse, TheReaderRemembersAHeaderBlockButNotWhatFollowsIt) {
+  CompleteResponseReader reader;
+  ASSERT_EQ(reader.read(kTargetAnswer)->size, kTargetAnswer.size());
+  // The same header block again: its body must still be all in.
+  EXPECT_FALSE(reader.read(kTargetAnswer.substr(0, kTargetAnswer.size() - 1)));
+  EXPECT_EQ(reader.read(kTargetAnswer + "HTTP")->size, kTargetAnswer.size());
+  // Another header block is read afresh.
+  const std::string closing = "HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+  auto r = reader.read(closing);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_FALSE(r->keep_alive);
+  EXPECT_EQ(reader.read(kTargetAnswer)->status, 200);
+}
+
 // Responses made of the pieces a server may send, and the same with one byte changed: for every
-// one the pass takes, Beast's parser takes it too, with the same status, size and keep-alive.
+// one the pass takes, Beast's parser takes it too, with the same status, size and keep-alive;
+// and one reader fed them all in turn answers as the pass does.
 TEST(CompleteResponse, WhatItTakesBeastsParserReadsTheSame) {
   std::mt19937 rng(20261203);
   auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
@@ -99,6 +115,7 @@ TEST(CompleteResponse, WhatItTakesBeastsParserReadsTheSame) {
                                            "text/plain", "  0  ",      "12",         "007",
                                            "",           "a, b",       "\t1\t"};
   size_t taken = 0;
+  CompleteResponseReader reader;  // its memory must never change an answer
   for (int i = 0; i < 40000; ++i) {
     std::string r = "HTTP/1.1 " + pick(statuses) + " " + pick(reasons) + "\r\n";
     const int fields = static_cast<int>(rng() % 5);
@@ -121,7 +138,12 @@ TEST(CompleteResponse, WhatItTakesBeastsParserReadsTheSame) {
       }
     }
     auto fast = complete_response(r);
+    auto remembered = reader.read(r);
+    ASSERT_EQ(remembered.has_value(), fast.has_value()) << r;
     if (!fast) continue;
+    EXPECT_EQ(remembered->status, fast->status) << r;
+    EXPECT_EQ(remembered->size, fast->size) << r;
+    EXPECT_EQ(remembered->keep_alive, fast->keep_alive) << r;
     ++taken;
     auto b = beast(r);
     ASSERT_TRUE(b) << "Beast's parser refuses what the pass took:\n" << r;
