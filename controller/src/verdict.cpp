@@ -247,10 +247,7 @@ class SeriesJudge {
       if (std::isfinite(s_[j].wait_pct))
         c.wait_max = std::isfinite(c.wait_max) ? std::max(c.wait_max, s_[j].wait_pct) : s_[j].wait_pct;
     }
-    if (others.size() >= kOtherWorkMinNights) {
-      std::sort(others.begin(), others.end());
-      c.other_level = others[(others.size() - 1) / 2];
-    }
+    if (others.size() >= kOtherWorkMinNights) c.other_level = night_figure(others);  // lower median
     c.threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
                                           : std::log1p(o_.threshold_pct / 100);
     c.band = band_of(c.logs, o_.alpha, c.threshold_log);

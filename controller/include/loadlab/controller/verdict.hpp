@@ -35,9 +35,10 @@ inline constexpr const char* kRegression = "regression";
 inline constexpr const char* kImprovement = "improvement";
 inline constexpr const char* kSame = "same";
 inline constexpr const char* kNoise = "noise";
+inline constexpr const char* kInconclusive = "inconclusive";
+
 // Baseline nights with a figure of other work needed before a night's is compared with theirs.
 inline constexpr size_t kOtherWorkMinNights = 3;
-inline constexpr const char* kInconclusive = "inconclusive";
 
 struct VerdictOptions {
   bool higher_is_better = true;  // the metric's direction (qps: true)
