@@ -7,7 +7,8 @@
 #                                           (SLOW_WORK_US of CPU per request more): the catalog
 #                                           changes, the scenario does not
 #   bench/verdicts.sh size OUT              the slower build's true size per cell: an A/B run of
-#                                           the two builds, interleaved A B B A
+#                                           the two builds, interleaved A B B A, every cell of the
+#                                           matrix on the nights' placement (AB_PAIRS_SIZE pairs, 20)
 #   bench/verdicts.sh replay OUT            the verdict procedure over every night, night by night
 #                                           as the nightly would: false alarms per 100 nights,
 #                                           inconclusive share, each cell's minimum detectable
@@ -37,7 +38,7 @@
 # AB_PAIRS (20), AB_WINDOW_S (0.5), AB_NEIGHBOUR_S (unset: none; else a `yes` on CPU
 # AB_NEIGHBOUR_CPU (1, the pairs' CPU) for that many seconds of each A/A and A/B run, from a
 # random second of its first 20: the runs' own CPU disturbed),
-# AB_THRESHOLD_PCT (2), AB_CPUS (the A/B runs' placement.cpus: target and load both on CPU 1,
+# AB_THRESHOLD_PCT (2), AB_DELAYS (the A/B runs' delays, "0"), AB_CPUS (the A/B runs' placement.cpus: target and load both on CPU 1,
 # which removes the VM's cross-CPU wake-ups from a ping-pong cell's spread). The machine may do
 # other work meanwhile: that is the noise a nightly on a shared machine sees.
 set -euo pipefail
@@ -149,7 +150,7 @@ ab_run() {
   cat >"$out/ab.json" <<EOF
 {"name": "verdict-ab", "targets": [{"name": "a", "catalog": "server-a", "server_threads": 1},
                                    {"name": "b", "catalog": "server-b", "server_threads": 1}],
- "matrix": {"delay_ms": [0], "threads": [1, 4]},
+ "matrix": {"delay_ms": [${AB_DELAYS:-0}], "threads": [1, 4]},
  "load": {"duration_s": ${AB_WINDOW_S:-0.5}, "warmup_s": 0.2, "connections_per_thread": 1},
  "repetitions": $AB_PAIRS, "ab": {"a": "a", "b": "b"}, "regression": {"threshold_pct": ${AB_THRESHOLD_PCT:-2}},
  "placement": {"cpus": ${AB_CPUS:-{\"target\": \"1\", \"load\": \"1\"}}}}
@@ -274,7 +275,9 @@ case $cmd in
   record) record "$out" "${3:-100}" 0 ;;
   slow) record "$out" "${3:-30}" "$SLOW_WORK_US" ;;
   size)
-    AB_PAIRS=${AB_PAIRS_SIZE:-20} ab_run "$out" size 0 "$SLOW_WORK_US"
+    # Every cell, on the nights' placement (target and load on CPUs of their own).
+    AB_PAIRS=${AB_PAIRS_SIZE:-20} AB_DELAYS="0, 2" AB_CPUS='{"target": "0", "load": "1"}' \
+      ab_run "$out" size 0 "$SLOW_WORK_US"
     python3 -c "import json,sys; [print(c['key'], '%+.1f %%' % c['change_pct'], c['verdict']) for c in json.load(open(sys.argv[1]))['ab']['cells']]" "$out/size/result.json"
     ;;
   replay)

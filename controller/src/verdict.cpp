@@ -277,17 +277,21 @@ class SeriesJudge {
     const std::string few_text =
         std::to_string(b.nights) + " nights of history (" + std::to_string(o_.min_nights) + " needed)";
     if (first == 0) {
-      if (few) {
+      // Within the threshold is `same` however few the nights: the figure moved less than what
+      // the nightly calls a change. Beyond it, few nights cannot tell noise from a change.
+      if (std::abs(v.change_pct) <= o_.threshold_pct) {
+        v.verdict = kSame;
+        v.reason =
+            pct(v.change_pct) + ": within the " + pct(o_.threshold_pct, false) + " threshold" +
+            (few ? " (" + few_text + ": only a change beyond " + pct(v.mdc_pct, false) + " would show)" : "");
+      } else if (few) {
         v.verdict = kInconclusive;
         v.reason = few_text + ": only a change beyond " + pct(v.mdc_pct, false) + " would show; " +
                    pct(v.change_pct) + " is not one";
-      } else if (std::abs(v.change_pct) > o_.threshold_pct) {
+      } else {
         v.verdict = kNoise;
         v.reason = pct(v.change_pct) + " is beyond the " + pct(o_.threshold_pct, false) +
                    " threshold but inside " + band_text;
-      } else {
-        v.verdict = kSame;
-        v.reason = pct(v.change_pct) + ": within the " + pct(o_.threshold_pct, false) + " threshold";
       }
       return;
     }

@@ -152,7 +152,7 @@ TEST(Cli, EachNightGoesIntoTheHistoryAndIsJudgedAgainstTheNightsBefore) {
   if (busy("slow2")) GTEST_SKIP() << "the machine was busy: " << r.stdout_text;
   EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
   // Accepted as the new level from the first slow night: the next night is judged against it
-  // (two nights of it so far: inconclusive, no longer a regression).
+  // (two nights of it so far: too few for a band, no longer a regression).
   r = run_command(
       {bin("loadlab"), "history", (dir.path() / "history.db").string(), "accept", "all", "--run", "6"});
   EXPECT_EQ(r.code, 0) << r.output_tail;
@@ -160,7 +160,7 @@ TEST(Cli, EachNightGoesIntoTheHistoryAndIsJudgedAgainstTheNightsBefore) {
   r = night("slow3", 20);
   EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
   result = loadlab::read_json_file((dir.path() / "slow3" / "result.json").string());
-  EXPECT_EQ(result["verdicts"]["cells"][0]["verdict"], "inconclusive") << "2 nights of the new level";
+  EXPECT_NE(result["verdicts"]["cells"][0]["verdict"], "regression") << "2 nights of the new level";
   EXPECT_NE(
       result["verdicts"]["cells"][0]["reason"].get<std::string>().find("2 nights of history (5 needed)"),
       std::string::npos)

@@ -147,7 +147,10 @@ void five_good_nights(NightRun& t, std::function<int(const std::string&, std::de
 TEST_F(NightRun, ASuspectNightIsMeasuredAgainOnFreshTargetsBeforeTheVerdict) {
   auto night_fn = [this](const std::string& n, std::deque<double> f) { return night(n, std::move(f)); };
   five_good_nights(*this, night_fn);
-  EXPECT_EQ(verdict("n5")["verdict"], "inconclusive");  // 4 earlier nights: fewer than 5
+  // 4 earlier nights, fewer than 5: within the threshold, so `same`, and it says how few.
+  EXPECT_EQ(verdict("n5")["verdict"], "same");
+  EXPECT_NE(verdict("n5")["reason"].get<std::string>().find("4 nights of history (5 needed)"),
+            std::string::npos);
   // Tonight's two repetitions say -30 %; the three confirmations say nothing changed.
   EXPECT_EQ(night("slow-once", {700, 701, 1000, 1001, 999}), exit_status::kOk) << table_;
   auto v = verdict("slow-once");

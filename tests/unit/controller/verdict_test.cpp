@@ -50,20 +50,35 @@ TEST(Verdict, TQuantilesAreStudentsT) {
   EXPECT_DOUBLE_EQ(cell_alpha(1, 4), 0.0025);
 }
 
-TEST(Verdict, TheFirstNightsAreInconclusiveAndSayHowManyThereAre) {
-  auto s = nights(8, 10000, 0.03, 1);
+// Fewer than min_nights: a night within the threshold is `same` and says how little the nights
+// can show; one beyond it is `inconclusive` (too few nights to tell noise from a change); no
+// earlier night, or one, is always `inconclusive`.
+TEST(Verdict, TheFirstNightsSayHowManyThereAreAndOnlyAChangeBeyondTheThresholdIsInconclusive) {
+  std::mt19937_64 rng(1);
+  std::vector<Night> s;
+  for (double level : {10000.0, 10150.0, 9900.0, 10300.0, 11000.0, 9950.0, 10100.0, 10050.0}) {
+    s.push_back(night(level, rng, 0.002));
+    s.back().run_id = static_cast<int64_t>(s.size());
+    s.back().started_at = "night " + std::to_string(s.size());
+  }
   auto v = judge_series(s, options());
   EXPECT_EQ(v[0].verdict, kInconclusive);
   EXPECT_NE(v[0].reason.find("no earlier night"), std::string::npos) << v[0].reason;
-  EXPECT_EQ(v[1].verdict, kInconclusive);
+  EXPECT_EQ(v[1].verdict, kInconclusive) << "+1.5 %, but one night has no spread";
   EXPECT_NE(v[1].reason.find("1 night of history"), std::string::npos) << v[1].reason;
   for (size_t i = 2; i < 5; ++i) {
-    EXPECT_EQ(v[i].verdict, kInconclusive) << i;
     EXPECT_NE(v[i].reason.find(std::to_string(i) + " nights of history (5 needed)"), std::string::npos)
         << v[i].reason;
     EXPECT_GT(v[i].mdc_pct, 10) << "few nights: only a large change could show";
   }
+  EXPECT_EQ(v[2].verdict, kSame) << v[2].reason;  // -1.3 %
+  EXPECT_EQ(v[3].verdict, kSame) << v[3].reason;  // +2.5 %
+  EXPECT_NE(v[3].reason.find("only a change beyond"), std::string::npos) << v[3].reason;
+  EXPECT_EQ(v[4].verdict, kInconclusive)
+      << v[4].reason;  // +8.7 %: beyond the threshold, inside the wide band
+  EXPECT_NE(v[4].reason.find("is not one"), std::string::npos) << v[4].reason;
   for (size_t i = 5; i < 8; ++i) EXPECT_TRUE(v[i].verdict == kSame || v[i].verdict == kNoise) << i;
+  EXPECT_EQ(v[5].reason.find("needed"), std::string::npos) << v[5].reason;
   EXPECT_EQ(v[7].nights, 7u);
 }
 
