@@ -23,9 +23,12 @@ TEST_PACKAGES := libgtest-dev libgmock-dev iproute2 clang-format \
 	wrk hey nghttp2-client nghttp2-server ngtcp2-client ngtcp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git
 
 DEB_PACKAGES := $(BUILD_PACKAGES) $(TEST_PACKAGES)
-# The programs `make demo` builds (`make build` builds every target: tests, fuzz corpora, benches).
-PROGRAMS := loadlab loadlab-agent loadlab-target loadlab-target-secure loadlab-target-h3 loadlab-load loadlab-load-secure \
-	loadlab-load-h3
+# The programs `make demo` builds: the controller, the agent, and the plain HTTP target and load
+# worker (its tree leaves out their TLS and HTTP/3 siblings, LOADLAB_BUILD_SIBLINGS=OFF).
+DEMO_PROGRAMS := loadlab loadlab-agent loadlab-target loadlab-load
+# Every program `make programs` builds: those and the siblings (`make build` builds every target:
+# tests, fuzz corpora, benches).
+PROGRAMS := $(DEMO_PROGRAMS) loadlab-target-secure loadlab-target-h3 loadlab-load-secure loadlab-load-h3
 
 .PHONY: all deps deps-demo build programs demo test sanitize sanitize-asan sanitize-tsan format format-check clean
 
@@ -57,14 +60,24 @@ $(BUILD_DIR)/build.ninja:
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
 
 build: deps $(BUILD_DIR)/build.ninja
-	@if grep -q '^BUILD_TESTING:BOOL=OFF' $(BUILD_DIR)/CMakeCache.txt; then cmake $(BUILD_DIR) -DBUILD_TESTING=ON; fi
+	@if grep -q '^BUILD_TESTING:BOOL=OFF' $(BUILD_DIR)/CMakeCache.txt; then \
+	    cmake $(BUILD_DIR) -DBUILD_TESTING=ON -DLOADLAB_BUILD_SIBLINGS=ON; fi
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
+# A tree without tests, unless one is configured already (a tree `make build` configured keeps
+# its tests).
+define configure_programs
+	@test -f $(BUILD_DIR)/build.ninja || \
+	    cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) -DBUILD_TESTING=OFF -DLOADLAB_BUILD_SIBLINGS=OFF
+endef
+
 programs: deps-demo
-	@test -f $(BUILD_DIR)/build.ninja || cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) -DBUILD_TESTING=OFF
+	$(configure_programs)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target $(PROGRAMS)
 
-demo: programs
+demo: deps-demo
+	$(configure_programs)
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target $(DEMO_PROGRAMS)
 	$(BUILD_DIR)/bin/loadlab run scenarios/demo.json --out $(BUILD_DIR)/demo-$$(date -u +%Y%m%dT%H%M%SZ)
 
 test: build

@@ -106,8 +106,8 @@ CpuBinding choose(std::optional<CpuBindingMode> wanted) {
   return b;
 }
 
-std::mutex g_mutex;
-std::optional<CpuBinding> g_current;
+std::mutex g_binding_mutex;
+std::optional<CpuBinding> g_binding;
 
 CpuBinding select_locked(std::optional<CpuBindingMode> wanted) {
   auto b = choose(wanted);
@@ -117,7 +117,7 @@ CpuBinding select_locked(std::optional<CpuBindingMode> wanted) {
               b.reason);
   else
     log->info("CPU binding: {}: {}", to_string(b.mode), b.reason);
-  g_current = b;
+  g_binding = b;
   return b;
 }
 
@@ -172,8 +172,8 @@ CpuList job_cpus(const std::string& text) {
 }
 
 CpuBinding cpu_binding() {
-  std::lock_guard lock(g_mutex);
-  if (g_current) return *g_current;
+  std::lock_guard lock(g_binding_mutex);
+  if (g_binding) return *g_binding;
   std::optional<CpuBindingMode> wanted;
   if (const char* env = std::getenv("LOADLAB_CPU_BINDING"); env && *env && std::string_view(env) != "auto") {
     wanted = parse_cpu_binding_mode(env);
@@ -185,7 +185,7 @@ CpuBinding cpu_binding() {
 }
 
 CpuBinding select_cpu_binding(std::optional<CpuBindingMode> wanted) {
-  std::lock_guard lock(g_mutex);
+  std::lock_guard lock(g_binding_mutex);
   return select_locked(wanted);
 }
 

@@ -12,8 +12,6 @@ namespace loadlab::controller {
 
 namespace {
 
-std::string pct(double v, bool sign = true) { return pct_text(v, sign); }
-
 // The key without its target: "server-pr/d0/t1" → "d0/t1".
 std::string axes_part(const std::string& key) {
   auto slash = key.find('/');
@@ -81,20 +79,20 @@ void decide_pair(double worse, double half, double threshold_log, const std::str
                  const RegressionDef& r, v1::CellVerdict& v) {
   if (worse > half && worse > threshold_log) {
     v.set_verdict(kRegression);
-    v.set_reason(pct(v.change_pct()) + ": B worse than A beyond the threshold, and the " + pairs +
-                 " show it (" + pct((std::exp(half) - 1) * 100, false) + " would be noise)");
+    v.set_reason(pct_text(v.change_pct()) + ": B worse than A beyond the threshold, and the " + pairs +
+                 " show it (" + pct_text((std::exp(half) - 1) * 100, false) + " would be noise)");
   } else if (-worse > half && -worse > threshold_log) {
     v.set_verdict(kImprovement);
-    v.set_reason(pct(v.change_pct()) + ": B better than A beyond the threshold, and the " + pairs +
+    v.set_reason(pct_text(v.change_pct()) + ": B better than A beyond the threshold, and the " + pairs +
                  " show it");
   } else if (std::abs(v.change_pct()) > r.threshold_pct) {
     v.set_verdict(kNoise);
-    v.set_reason(pct(v.change_pct()) + " is beyond the threshold, but the " + pairs +
+    v.set_reason(pct_text(v.change_pct()) + " is beyond the threshold, but the " + pairs +
                  " spread too much to show it");
   } else {
     v.set_verdict(kSame);
-    v.set_reason(pct(v.change_pct()) + ": within the " + pct(r.threshold_pct, false) + " threshold (" +
-                 pairs + ")");
+    v.set_reason(pct_text(v.change_pct()) + ": within the " + pct_text(r.threshold_pct, false) +
+                 " threshold (" + pairs + ")");
   }
 }
 
@@ -115,13 +113,13 @@ void confirm_regression(const CellResult& a, const CellResult& b, const Regressi
   const double half = t_quantile(1 - kConfirmLevel, t.df) * t.se;
   const std::string again = f.count("more pairs on fresh targets");
   if (worse > half && worse > threshold_log) {
-    v.set_reason(v.reason() + "; confirmed by " + again + ": " + pct(v.confirm_change_pct()));
+    v.set_reason(v.reason() + "; confirmed by " + again + ": " + pct_text(v.confirm_change_pct()));
     return;
   }
   v.set_verdict(kNoise);
-  v.set_reason("first " + v.reason() + ", but " + again + " measured " + pct(v.confirm_change_pct()) +
-               ", which is not beyond the threshold and their " + pct((std::exp(half) - 1) * 100, false) +
-               " band");
+  v.set_reason("first " + v.reason() + ", but " + again + " measured " + pct_text(v.confirm_change_pct()) +
+               ", which is not beyond the threshold and their " +
+               pct_text((std::exp(half) - 1) * 100, false) + " band");
 }
 
 void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r, double alpha, bool confirms,
@@ -219,7 +217,7 @@ void write_ab_pairs(std::ostream& out, const v1::Verdicts& v) {
     for (int i = 0; i < pairs.size(); ++i) {
       const auto& p = pairs[i];
       out << fmt::format("  {:>11}  {:>15}  {:>14.2f}  {:>14.2f}  {:>9}\n", label + std::to_string(i + 1),
-                         pair_order(p), p.a(), p.b(), p.a() > 0 ? pct((p.b() / p.a() - 1) * 100) : "-");
+                         pair_order(p), p.a(), p.b(), p.a() > 0 ? pct_text((p.b() / p.a() - 1) * 100) : "-");
     }
   };
   for (auto& c : v.cells()) {

@@ -41,8 +41,6 @@ const Metric& find_metric(const std::string& name) {
   throw InputError("--metric", "unknown metric \"" + name + "\"; allowed: " + all);
 }
 
-std::string pct(double v, bool sign = true) { return pct_text(v, sign); }
-
 struct CellValues {
   bool ok = false;
   std::vector<double> values;        // one per repetition
@@ -138,10 +136,10 @@ class TwoRunJudge {
     if (base.values.size() < 2 || now.values.size() < 2) {
       const bool beyond = std::abs(worse_pct) > r_.threshold_pct;
       v.set_verdict(beyond ? kInconclusive : kSame);
-      v.set_reason(pct(v.change_pct()) + (beyond
-                                              ? ": beyond the threshold, but one repetition a side shows no "
-                                                "spread to judge it by"
-                                              : ": within the threshold"));
+      v.set_reason(pct_text(v.change_pct()) +
+                   (beyond ? ": beyond the threshold, but one repetition a side shows no "
+                             "spread to judge it by"
+                           : ": within the threshold"));
       return;
     }
     const LogStats bs = log_stats(base.values);
@@ -154,14 +152,14 @@ class TwoRunJudge {
     if (first == 0) {
       const bool beyond = std::abs(worse_pct) > r_.threshold_pct;
       v.set_verdict(beyond ? kNoise : kSame);
-      v.set_reason(pct(v.change_pct()) +
+      v.set_reason(pct_text(v.change_pct()) +
                    (beyond ? ": beyond the threshold, but the two runs' repetitions do not "
                              "show it"
                            : ": within the threshold"));
       return;
     }
     const char* change = first > 0 ? kRegression : kImprovement;
-    const std::string seen = pct(v.change_pct()) + ": beyond the threshold, and the repetitions show it";
+    const std::string seen = pct_text(v.change_pct()) + ": beyond the threshold, and the repetitions show it";
     if (first < 0 || now.confirmation.size() < 2) {  // only a regression is confirmed
       v.set_verdict(change);
       v.set_reason(seen);
@@ -171,11 +169,11 @@ class TwoRunJudge {
     v.set_confirm_value(confirm);
     if (t_test(bs, now.confirmation, nullptr, nullptr) == first) {
       v.set_verdict(change);
-      v.set_reason(seen + "; confirmed on fresh targets: " + pct((confirm / b - 1) * 100));
+      v.set_reason(seen + "; confirmed on fresh targets: " + pct_text((confirm / b - 1) * 100));
     } else {
       v.set_verdict(kNoise);
-      v.set_reason("first " + seen + ", but measured again on fresh targets " + pct((confirm / b - 1) * 100) +
-                   ", which does not");
+      v.set_reason("first " + seen + ", but measured again on fresh targets " +
+                   pct_text((confirm / b - 1) * 100) + ", which does not");
     }
   }
 
@@ -317,8 +315,8 @@ void write_verdicts(std::ostream& out, const v1::Verdicts& v) {
                      "change", "mdc", "verdict");
   auto val = [](bool has, double x) { return has && std::isfinite(x) ? fixed_text(x, 2) : "-"; };
   for (auto& c : v.cells()) {
-    std::string change = c.has_change_pct() ? pct(c.change_pct()) : "-";
-    std::string mdc = c.has_mdc_pct() ? pct(c.mdc_pct(), false) : "-";
+    std::string change = c.has_change_pct() ? pct_text(c.change_pct()) : "-";
+    std::string mdc = c.has_mdc_pct() ? pct_text(c.mdc_pct(), false) : "-";
     std::string verdict = c.verdict() == kRegression ? "REGRESSION" : c.verdict();
     // The key padded by bytes, as printf did: a target name may hold UTF-8.
     out << fmt::format("{} {:>12} {:>12} {:>9} {:>9}  {}", pad_right(c.key(), 28),

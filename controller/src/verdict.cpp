@@ -19,12 +19,6 @@ std::string pct_text(double v, bool sign) {
   return sign ? fmt::format("{:+.1f} %", v) : fmt::format("{:.1f} %", v);
 }
 
-namespace {
-
-std::string pct(double v, bool sign = true) { return pct_text(v, sign); }
-
-}  // namespace
-
 double detect_quantile(double df, double power) {
   static std::map<std::pair<double, double>, double> cache;
   static std::mutex mutex;
@@ -215,8 +209,9 @@ class SeriesJudge {
     v.change_pct = change_pct_of(std::log(v.value), b.mean);
     if (n.steal_pct > o_.steal_limit_pct && c.steal_max * 3 < n.steal_pct) {
       v.verdict = kInconclusive;
-      v.reason = "the hypervisor took " + pct(n.steal_pct, false) + " of a core from the cell's CPUs (its " +
-                 std::to_string(b.nights) + " baseline nights at most " + pct(c.steal_max, false) + ")";
+      v.reason = "the hypervisor took " + pct_text(n.steal_pct, false) +
+                 " of a core from the cell's CPUs (its " + std::to_string(b.nights) +
+                 " baseline nights at most " + pct_text(c.steal_max, false) + ")";
       return;
     }
     decide(n, c, v);
@@ -270,8 +265,8 @@ class SeriesJudge {
     const std::string spread =
         b.spread_nights > b.nights ? ", the spread of " + std::to_string(b.spread_nights) : "";
     const std::string band_text = "the band of " + std::to_string(b.nights) + " nights" + spread + " (" +
-                                  pct(change_pct_of(b.mean - b.half, b.mean)) + " .. " +
-                                  pct(change_pct_of(b.mean + b.half, b.mean)) + ")";
+                                  pct_text(change_pct_of(b.mean - b.half, b.mean)) + " .. " +
+                                  pct_text(change_pct_of(b.mean + b.half, b.mean)) + ")";
     const int first = side(v.value, c);
     const bool few = b.nights < o_.min_nights;
     const std::string few_text =
@@ -282,15 +277,16 @@ class SeriesJudge {
       if (std::abs(v.change_pct) <= o_.threshold_pct) {
         v.verdict = kSame;
         v.reason =
-            pct(v.change_pct) + ": within the " + pct(o_.threshold_pct, false) + " threshold" +
-            (few ? " (" + few_text + ": only a change beyond " + pct(v.mdc_pct, false) + " would show)" : "");
+            pct_text(v.change_pct) + ": within the " + pct_text(o_.threshold_pct, false) + " threshold" +
+            (few ? " (" + few_text + ": only a change beyond " + pct_text(v.mdc_pct, false) + " would show)"
+                 : "");
       } else if (few) {
         v.verdict = kInconclusive;
-        v.reason = few_text + ": only a change beyond " + pct(v.mdc_pct, false) + " would show; " +
-                   pct(v.change_pct) + " is not one";
+        v.reason = few_text + ": only a change beyond " + pct_text(v.mdc_pct, false) + " would show; " +
+                   pct_text(v.change_pct) + " is not one";
       } else {
         v.verdict = kNoise;
-        v.reason = pct(v.change_pct) + " is beyond the " + pct(o_.threshold_pct, false) +
+        v.reason = pct_text(v.change_pct) + " is beyond the " + pct_text(o_.threshold_pct, false) +
                    " threshold but inside " + band_text;
       }
       return;
@@ -299,7 +295,7 @@ class SeriesJudge {
     const std::string where =
         first > 0 ? (o_.higher_is_better ? "below " : "above ") : (o_.higher_is_better ? "above " : "below ");
     v.suspect = first > 0;
-    const std::string seen = pct(v.change_pct) + ": beyond the " + pct(o_.threshold_pct, false) +
+    const std::string seen = pct_text(v.change_pct) + ": beyond the " + pct_text(o_.threshold_pct, false) +
                              " threshold and " + where + band_text + (few ? " (" + few_text + ")" : "");
     // Only a regression is confirmed (an improvement alarms no one): a confirmation measured
     // anyway (confirm.every_cell) is not read for one, as a nightly would not have it.
@@ -319,11 +315,11 @@ class SeriesJudge {
     }
     if (side(v.confirm_value, c) == first) {
       v.verdict = change;
-      v.reason = seen + "; confirmed on fresh targets: " + pct(confirm_change);
+      v.reason = seen + "; confirmed on fresh targets: " + pct_text(confirm_change);
     } else {
       v.verdict = kNoise;
-      v.reason =
-          "first " + seen + ", but measured again on fresh targets " + pct(confirm_change) + ", which is not";
+      v.reason = "first " + seen + ", but measured again on fresh targets " + pct_text(confirm_change) +
+                 ", which is not";
       v.band_value = v.confirm_value;
     }
   }
@@ -338,8 +334,8 @@ class SeriesJudge {
              " repetitions flagged busy-machine (other work on its CPUs)";
     if (std::isfinite(wait) && std::isfinite(c.wait_max) &&
         wait > c.wait_max * o_.wait_factor + o_.wait_margin_pct)
-      return "its processes waited for a CPU " + pct(wait, false) +
-             " of the window, its baseline nights at most " + pct(c.wait_max, false);
+      return "its processes waited for a CPU " + pct_text(wait, false) +
+             " of the window, its baseline nights at most " + pct_text(c.wait_max, false);
     if (std::isfinite(other) && std::isfinite(c.other_level) && other - c.other_level >= kBusyOutlierPct)
       return fmt::format(
           "other work on its CPUs took {:.0f} % of a core, {:.0f} more than its baseline "
