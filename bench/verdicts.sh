@@ -147,13 +147,14 @@ ab_run() {
   local b_args=${AB_B_ARGS:-}
   [[ $name != aa-* ]] || b_args=
   start_agent "$out" "{\"targets\": {$(catalog_entry server-a "$3"), $(catalog_entry server-b "$4" "$b_args")}}"
+  local cpus=${AB_CPUS:-'{"target": "1", "load": "1"}'}
   cat >"$out/ab.json" <<EOF
 {"name": "verdict-ab", "targets": [{"name": "a", "catalog": "server-a", "server_threads": 1},
                                    {"name": "b", "catalog": "server-b", "server_threads": 1}],
  "matrix": {"delay_ms": [${AB_DELAYS:-0}], "threads": [1, 4]},
  "load": {"duration_s": ${AB_WINDOW_S:-0.5}, "warmup_s": 0.2, "connections_per_thread": 1},
  "repetitions": $AB_PAIRS, "ab": {"a": "a", "b": "b"}, "regression": {"threshold_pct": ${AB_THRESHOLD_PCT:-2}},
- "placement": {"cpus": ${AB_CPUS:-{\"target\": \"1\", \"load\": \"1\"}}}}
+ "placement": {"cpus": $cpus}}
 EOF
   local status=0 neighbour=
   if [[ -n ${AB_NEIGHBOUR_S:-} ]]; then

@@ -153,7 +153,10 @@ class SeriesJudge {
     Band band;
     std::vector<double> logs;  // the baseline nights' log figures
     double steal_max = 0, wait_max = NAN;
-    double other_level = NAN;  // the baseline nights' median other work; NaN: too few say
+    // The median other work of the baseline nights that ran tonight's target build; NaN: too few
+    // say. The figure is the cell's CPUs' busy time less its own processes' CPU, so it moves
+    // with the code too: a heavier build moved it by 20 % of a core on this VM (issue 23).
+    double other_level = NAN;
     double threshold_log = 0;
   };
 
@@ -185,7 +188,9 @@ class SeriesJudge {
     const Context c = context(i);
     // Something else ran on the cell's CPUs during its measurement: its figure is the
     // neighbour's, not the code's, and stays out of later bands.
-    if (auto why = disturbance(n.busy_reps, n.values.size(), n.wait_pct, n.other_pct, c); !why.empty()) {
+    if (auto why = disturbance(n.busy_reps, n.values.size(), n.wait_pct, n.other_pct, c.other_level,
+                               "its baseline nights' median", c);
+        !why.empty()) {
       v.disturbed = true;
       v.verdict = kInconclusive;
       v.reason = "the machine was busy while the cell was measured: " + why;
@@ -237,7 +242,8 @@ class SeriesJudge {
     std::vector<double> others;
     for (size_t j : v.baseline_index) {
       c.logs.push_back(std::log(out_[j].band_value));
-      if (std::isfinite(s_[j].other_pct)) others.push_back(s_[j].other_pct);
+      if (std::isfinite(s_[j].other_pct) && s_[j].target_build == s_[i].target_build)
+        others.push_back(s_[j].other_pct);
       c.steal_max = std::max(c.steal_max, s_[j].steal_pct);
       if (std::isfinite(s_[j].wait_pct))
         c.wait_max = std::isfinite(c.wait_max) ? std::max(c.wait_max, s_[j].wait_pct) : s_[j].wait_pct;
@@ -305,9 +311,16 @@ class SeriesJudge {
       return;
     }
     const double confirm_change = change_pct_of(std::log(v.confirm_value), b.mean);
+    // The confirmation's other work against the baseline nights' of this build or, on a new
+    // build, against the night's own first measurement (same build, not disturbed).
+    const bool own = !std::isfinite(c.other_level);
     if (auto why = disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct,
-                               n.confirm_other_pct, c);
+                               n.confirm_other_pct, own ? n.other_pct : c.other_level,
+                               own ? "the night's first measurement" : "its baseline nights' median", c);
         !why.empty()) {
+      // A suspect that could not be confirmed stays out of later bands, as a regression does:
+      // otherwise one such night widens the band until the regression it was reads as noise.
+      v.disturbed = true;
       v.verdict = kInconclusive;
       v.reason = "first " + seen + ", but the machine was busy when it was measured again (" + why +
                  "): it cannot be confirmed";
@@ -328,7 +341,8 @@ class SeriesJudge {
   // busy-machine, its processes waited for a CPU far longer than on any baseline night, or the
   // other work on its CPUs stood well above its baseline nights' level (a neighbour that the
   // flag's absolute threshold misses where the cell's own CPU reads above its CPUs' busy time).
-  std::string disturbance(uint32_t busy, size_t reps, double wait, double other, const Context& c) const {
+  std::string disturbance(uint32_t busy, size_t reps, double wait, double other, double other_level,
+                          const char* level_name, const Context& c) const {
     if (reps > 0 && busy * 2 >= reps)
       return std::to_string(busy) + " of " + std::to_string(reps) +
              " repetitions flagged busy-machine (other work on its CPUs)";
@@ -336,11 +350,9 @@ class SeriesJudge {
         wait > c.wait_max * o_.wait_factor + o_.wait_margin_pct)
       return "its processes waited for a CPU " + pct_text(wait, false) +
              " of the window, its baseline nights at most " + pct_text(c.wait_max, false);
-    if (std::isfinite(other) && std::isfinite(c.other_level) && other - c.other_level >= kBusyOutlierPct)
-      return fmt::format(
-          "other work on its CPUs took {:.0f} % of a core, {:.0f} more than its baseline "
-          "nights' median ({:.0f} %)",
-          other, other - c.other_level, c.other_level);
+    if (std::isfinite(other) && std::isfinite(other_level) && other - other_level >= kBusyOutlierPct)
+      return fmt::format("other work on its CPUs took {:.0f} % of a core, {:.0f} more than {} ({:.0f} %)",
+                         other, other - other_level, level_name, other_level);
     return "";
   }
 

@@ -31,6 +31,19 @@ std::vector<Night> nights(size_t count, double level, double between, uint64_t s
   return out;
 }
 
+// `count` nights at `level`, from night `from` on at `after` (a step), each of those confirmed
+// by a measurement at the same level.
+std::vector<Night> stepped(size_t count, double level, double between, size_t from, double after,
+                           uint64_t seed) {
+  auto s = nights(count, level, between, seed);
+  std::mt19937_64 rng(seed + 1);
+  for (size_t i = from; i < count; ++i) {
+    s[i] = night(after, rng);
+    s[i].confirmation = night(after, rng).values;
+  }
+  return s;
+}
+
 VerdictOptions options() {
   VerdictOptions o;
   o.alpha = 0.0025;
@@ -121,12 +134,7 @@ TEST(Verdict, OnNormalNightsTheLevelAndTheMinimumDetectableChangeHold) {
 }
 
 TEST(Verdict, AStepIsARegressionFromItsNightOnUntilAccepted) {
-  auto s = nights(30, 10000, 0.01, 3);
-  std::mt19937_64 rng(4);
-  for (size_t i = 15; i < 30; ++i) {
-    s[i] = night(7000, rng);
-    s[i].confirmation = night(7000, rng).values;
-  }
+  auto s = stepped(30, 10000, 0.01, 15, 7000, 3);
   auto v = judge_series(s, options());
   for (size_t i = 6; i < 15; ++i) EXPECT_NE(v[i].verdict, kRegression) << i;
   for (size_t i = 15; i < 30; ++i) {
@@ -296,6 +304,53 @@ TEST(Verdict, OtherWorkWellAboveTheBaselineNightsLevelIsADisturbedNight) {
   s[11].other_pct = -6;
   for (size_t i = 0; i < 11; ++i) s[i].other_pct = i < 9 ? NAN : -33;
   EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression);
+}
+
+// Recorded (bench/verdicts.sh, 2026-12-03, server/d0/t1): quiet nights read about -26 % of a core
+// of other work; a build 250 us of CPU per request heavier read -10 and -6 (its own CPU moved the
+// figure) while measuring -78 %. Judged against nights of another build, that is no neighbour.
+TEST(Verdict, ANewBuildThatMovesTheCellsOwnCpuFigureIsJudgedNotCalledDisturbed) {
+  auto s = stepped(20, 12500, 0.02, 12, 2700, 31);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool heavier = i >= 12;
+    s[i].other_pct = heavier ? -10 : -26;
+    s[i].confirm_other_pct = heavier ? -6 : -26;
+    s[i].target_build = heavier ? "sha256:6ed8" : "sha256:152c";
+  }
+  auto v = judge_series(s, options());
+  for (size_t i = 12; i < 20; ++i) {
+    EXPECT_EQ(v[i].verdict, kRegression) << i << ": " << v[i].reason;
+    EXPECT_FALSE(v[i].disturbed) << i;
+  }
+  // The same build reading so is a neighbour: 20 above its nights' median, first measurement.
+  s[12].target_build = "sha256:152c";
+  s[12].other_pct = -6;
+  v = judge_series(s, options());
+  EXPECT_TRUE(v[12].disturbed);
+  EXPECT_NE(v[12].reason.find("20 more than its baseline nights' median (-26 %)"), std::string::npos)
+      << v[12].reason;
+  // On a new build the confirmation is held to the night's own first measurement.
+  s[13].confirm_other_pct = 15;
+  v = judge_series(s, options());
+  EXPECT_EQ(v[13].verdict, kInconclusive);
+  EXPECT_NE(v[13].reason.find("25 more than the night's first measurement (-10 %)"), std::string::npos)
+      << v[13].reason;
+}
+
+// A night that looked like a regression but whose confirmation was disturbed is `inconclusive`
+// and stays out of later bands: in it, the band would widen until the regression read as noise
+// (seen live: a -78 % build absorbed in one night, then called noise for ten).
+TEST(Verdict, ASuspectWhoseConfirmationWasDisturbedStaysOutOfLaterBands) {
+  auto s = stepped(20, 12500, 0.02, 12, 2700, 33);
+  s[13].confirm_busy_reps = 3;
+  auto v = judge_series(s, options());
+  EXPECT_EQ(v[12].verdict, kRegression) << v[12].reason;
+  EXPECT_EQ(v[13].verdict, kInconclusive) << v[13].reason;
+  EXPECT_TRUE(v[13].disturbed);
+  for (size_t i = 14; i < 20; ++i) {
+    EXPECT_EQ(v[i].verdict, kRegression) << i << ": " << v[i].reason;
+    for (size_t j : v[i].baseline_index) EXPECT_LT(j, 12u) << i;
+  }
 }
 
 TEST(Verdict, FailedNightsAreNeitherJudgedNorBaseline) {
