@@ -310,17 +310,17 @@ slowed = {r for r, folder in db.execute("SELECT id, run_folder FROM runs")
 fp = {(r, n): f for r, n, f in db.execute("SELECT run_id, name, fingerprint FROM run_agents")}
 w = csv.writer(open(dest, "w", newline=""))
 w.writerow(["night", "started_at", "cell", "phase", "qps", "steal_pct", "wait_pct", "busy", "fingerprint",
-            "settings", "target_build"])
+            "settings", "target_build", "other_pct"])
 rows = db.execute("""SELECT r.id, r.started_at, c.key, p.phase, p.qps, p.steal_pct, p.wait_pct, p.flags, c.settings,
-                            p.target_build
+                            p.target_build, p.other_pct
                      FROM runs r JOIN cells c ON c.run_id = r.id JOIN repetitions p ON p.cell_id = c.id
                      ORDER BY r.started_at, r.id, c.key, p.phase DESC, p.idx""")
-for run, started, key, phase, qps, steal, wait, flags, settings, build in rows:
+for run, started, key, phase, qps, steal, wait, flags, settings, build, other in rows:
     if run in slowed:
         continue
     w.writerow([run, started, key, phase, round(qps, 1), round(steal or 0, 2),
                 "" if wait is None else round(wait, 2), int("busy-machine:" in flags),
-                fp.get((run, "bench"), ""), settings, build])
+                fp.get((run, "bench"), ""), settings, build, "" if other is None else round(other, 2)])
 EOF
     ;;
   *) usage ;;
