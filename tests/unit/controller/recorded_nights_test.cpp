@@ -8,6 +8,7 @@
 // with it).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -57,13 +58,17 @@ std::map<std::string, std::vector<Night>> recorded(const std::string& file) {
   EXPECT_TRUE(with_other || line == columns) << line;
   const size_t width = with_other ? 12 : 11;
   std::map<std::string, std::vector<Night>> cells;
-  std::map<std::string, std::vector<std::vector<double>>> waits, steals, confirm_steals, others;
+  // Each night's per-repetition figures that Night keeps one of, for its measurement [0] and
+  // its confirmation [1].
+  struct Figures {
+    std::vector<double> wait, steal, other;
+  };
+  std::map<std::string, std::vector<std::array<Figures, 2>>> figures;
   while (next_line()) {
     auto f = fields(line);
     EXPECT_EQ(f.size(), width) << line;
     if (f.size() != width) continue;
     auto& nights = cells[f[2]];
-    auto& w = waits[f[2]];
     const int64_t run = std::stoll(f[0]);
     if (nights.empty() || nights.back().run_id != run) {
       Night n;
@@ -73,33 +78,26 @@ std::map<std::string, std::vector<Night>> recorded(const std::string& file) {
       n.fingerprint = "bench|" + f[8] + "\ncell|settings=" + f[9];
       n.target_build = f[10];
       nights.push_back(n);
-      w.emplace_back();
-      w.emplace_back();
-      steals[f[2]].emplace_back();
-      confirm_steals[f[2]].emplace_back();
-      others[f[2]].emplace_back();
-      others[f[2]].emplace_back();
+      figures[f[2]].emplace_back();
     }
     Night& n = nights.back();
     const bool confirm = f[3] == "confirm";
     (confirm ? n.confirmation : n.values).push_back(std::stod(f[4]));
     (confirm ? n.confirm_busy_reps : n.busy_reps) += f[7] == "1";
-    (confirm ? confirm_steals : steals)[f[2]].back().push_back(std::stod(f[5]));
-    if (!f[6].empty()) w[w.size() - (confirm ? 1 : 2)].push_back(std::stod(f[6]));
-    if (with_other && !f[11].empty()) {
-      auto& o = others[f[2]];
-      o[o.size() - (confirm ? 1 : 2)].push_back(std::stod(f[11]));
-    }
+    Figures& fig = figures[f[2]].back()[confirm ? 1 : 0];
+    fig.steal.push_back(std::stod(f[5]));
+    if (!f[6].empty()) fig.wait.push_back(std::stod(f[6]));
+    if (with_other && !f[11].empty()) fig.other.push_back(std::stod(f[11]));
   }
   for (auto& [key, nights] : cells)
     for (size_t i = 0; i < nights.size(); ++i) {
-      nights[i].wait_pct = night_figure(waits[key][2 * i]);
-      nights[i].confirm_wait_pct = night_figure(waits[key][2 * i + 1]);
-      nights[i].other_pct = night_figure(others[key][2 * i]);
-      nights[i].confirm_other_pct = night_figure(others[key][2 * i + 1]);
-      nights[i].steal_pct = steals[key][i].empty() ? 0 : night_figure(steals[key][i]);
-      confirm_steal_[key].push_back(confirm_steals[key][i].empty() ? 0
-                                                                   : night_figure(confirm_steals[key][i]));
+      const auto& [measure, confirmation] = figures[key][i];
+      nights[i].wait_pct = night_figure(measure.wait);
+      nights[i].confirm_wait_pct = night_figure(confirmation.wait);
+      nights[i].other_pct = night_figure(measure.other);
+      nights[i].confirm_other_pct = night_figure(confirmation.other);
+      nights[i].steal_pct = measure.steal.empty() ? 0 : night_figure(measure.steal);
+      confirm_steal_[key].push_back(confirmation.steal.empty() ? 0 : night_figure(confirmation.steal));
     }
   return cells;
 }
