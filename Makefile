@@ -4,7 +4,7 @@ JOBS ?= 2
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
 # What `make demo` needs: the compilers and the libraries of the four programs, nothing else.
-BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache \
+BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache lld \
 	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
 	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
 	libsqlite3-dev libssl-dev zlib1g-dev libnghttp2-dev \

@@ -16,6 +16,9 @@
 #   THREADS    load threads (default 1); CONNS connections (default 10)
 #   STEPS      percentages of the closed-loop maximum (default "10 20 30 40 50 60 70 80 85 90 95 100")
 #   PIN        1 (default on 2+ cores): target on core 0, client on core 1 (taskset)
+#   SAME_RATE  connection counts c (e.g. "1 2 3 4 5"; default none): after the steps, a closed
+#              loop of c connections, then the open loop of CONNS connections asked for the
+#              rate it reached, and the ratio of their CPU per request
 #
 # Only 127.0.0.1 is ever loaded. Installs wrk and time with apt-get when missing and root.
 set -euo pipefail
@@ -26,6 +29,7 @@ DURATION=${DURATION:-3}
 THREADS=${THREADS:-1}
 CONNS=${CONNS:-10}
 STEPS=${STEPS:-"10 20 30 40 50 60 70 80 85 90 95 100"}
+SAME_RATE=${SAME_RATE:-}
 PIN=${PIN:-$([ "$(nproc)" -ge 2 ] && echo 1 || echo 0)}
 target_pin=(); client_pin=()
 if [ "$PIN" = 1 ]; then target_pin=(taskset -c 0); client_pin=(taskset -c 1); fi
@@ -70,9 +74,11 @@ done
 [[ -n $port ]] || { echo "open_loop: target did not start: $(cat "$work/target.err")" >&2; exit 1; }
 url="http://127.0.0.1:$port/"
 
-# load [--rate R] -> "qps achieved held requests cpu_s p50 p99" of one loadlab-load run
+# load CONNECTIONS [--rate R] -> "qps achieved held requests cpu_s p50 p99" of one loadlab-load run
 load() {
-  /usr/bin/time -o "$work/time" -f '%U %S' "${client_pin[@]}" "$load" "$url" -t "$THREADS" -c "$CONNS" \
+  local conns=$1
+  shift
+  /usr/bin/time -o "$work/time" -f '%U %S' "${client_pin[@]}" "$load" "$url" -t "$THREADS" -c "$conns" \
     -d "$DURATION" --json "$@" >"$work/out" 2>/dev/null || true
   local cpu
   cpu=$(awk '{print $1 + $2}' "$work/time" | tail -1)
@@ -86,7 +92,7 @@ echo "target: loadlab-target --threads 1 $([ "$PIN" = 1 ] && echo 'on core 0, cl
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The closed-loop maximum: the median of three runs (a one-core target's capacity moves by
 # several per cent from run to run on a VM).
-for i in 1 2 3; do load; done | sort -g -k1,1 | sed -n 2p >"$work/closed"
+for i in 1 2 3; do load "$CONNS"; done | sort -g -k1,1 | sed -n 2p >"$work/closed"
 read -r max _ _ max_requests max_cpu _ _ <"$work/closed"
 closed_cost=$(awk -v c="$max_cpu" -v n="$max_requests" 'BEGIN{printf "%.2f", c * 1e6 / n}')
 /usr/bin/time -o "$work/wtime" -f '%U %S' "${client_pin[@]}" wrk -t "$THREADS" -c "$CONNS" -d "${DURATION}s" "$url" >"$work/wrk" 2>/dev/null || true
@@ -99,7 +105,7 @@ best=0
 failed=0
 for pct in $STEPS; do
   rate=$(awk -v m="$max" -v p="$pct" 'BEGIN{printf "%.0f", m * p / 100}')
-  read -r qps achieved held requests cpu p50 p99 < <(load --rate "$rate")
+  read -r qps achieved held requests cpu p50 p99 < <(load "$CONNS" --rate "$rate")
   cost=$(awk -v c="$cpu" -v n="$requests" 'BEGIN{printf "%.2f", (n > 0) ? c * 1e6 / n : 0}')
   within=$(awk -v a="$achieved" -v r="$rate" 'BEGIN{print (a >= 0.99 * r) ? "yes" : "no"}')
   if [[ $within == yes && $failed == 0 ]]; then best=$rate; else failed=1; fi
@@ -107,5 +113,18 @@ for pct in $STEPS; do
     "$(awk -v a="$achieved" -v r="$rate" 'BEGIN{print a / r}')" "$within" "$cost" \
     "$(awk -v c="$cost" -v k="$closed_cost" 'BEGIN{print c / k}')" "$p50" "$p99"
 done
+if [[ -n $SAME_RATE ]]; then
+  # The open loop against a closed loop at the same rate: a closed loop of c connections runs
+  # at whatever rate the target gives it; the open loop (CONNS connections) is asked for that.
+  echo "same rate: closed loop of c connections, then the open loop of $CONNS connections at its rate"
+  printf '%4s %10s %11s %11s %8s %12s %12s\n' "c" "req/s" "closed us" "open us" "open/cl" "closed p50" "open p50"
+  for c in $SAME_RATE; do
+    read -r cq _ _ creq ccpu cp50 _ < <(load "$c")
+    crate=$(awk -v q="$cq" 'BEGIN{printf "%.0f", q}')
+    read -r _ _ _ oreq ocpu op50 _ < <(load "$CONNS" --rate "$crate")
+    awk -v c="$c" -v r="$crate" -v cc="$ccpu" -v cn="$creq" -v oc="$ocpu" -v on="$oreq" -v cp="$cp50" -v op="$op50" \
+      'BEGIN{a = cc * 1e6 / cn; b = oc * 1e6 / on; printf "%4s %10s %11.2f %11.2f %8.2f %12s %12s\n", c, r, a, b, b / a, cp, op}'
+  done
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 awk -v b="$best" -v m="$max" 'BEGIN{printf "highest rate held within 1%%: %.0f req/s = %.2f of the closed-loop maximum\n", b, b / m}'

@@ -9,10 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -146,6 +150,30 @@ inline long status_kb(pid_t pid, const std::string& field) {
   for (std::string line; std::getline(status, line);)
     if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
   return -1;
+}
+
+// The resident size, in kB, of a process's own code: the executable mappings of its program file
+// (/proc/PID/smaps); -1 when it cannot be read. The kernel maps a touched page's neighbours with
+// it (64 KB windows), so this is what its code layout costs (shared/runtime/CMakeLists.txt).
+inline long own_code_kb(pid_t pid) {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string();
+  std::ifstream smaps("/proc/" + std::to_string(pid) + "/smaps");
+  if (ec || !smaps) return -1;
+  long kb = 0;
+  bool own_code = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        line.find('-') < line.find(' ')) {
+      std::istringstream fields(line);
+      std::string range, perms, offset, device, inode, path;
+      fields >> range >> perms >> offset >> device >> inode >> path;
+      own_code = path == exe && perms.find('x') != std::string::npos;
+    } else if (own_code && line.rfind("Rss:", 0) == 0) {
+      kb += std::stol(line.substr(4));
+    }
+  }
+  return kb;
 }
 
 inline bool maps_any(const std::vector<std::string>& libraries, const std::string& prefix) {
