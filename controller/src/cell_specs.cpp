@@ -71,6 +71,10 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
   if (!c.tls_version.empty()) spec.set_tls_resume(l.tls_resume);
   if (c.protocol == "h3") spec.set_zero_rtt(l.zero_rtt);
   if (c.streams > 1) spec.set_streams(c.streams);
+  if (c.rate > 0 && c.arrivals == proto::kPoissonArrivals) {
+    spec.set_arrivals(c.arrivals);
+    spec.set_seed(c.seed);
+  }
   return spec;
 }
 

@@ -8,6 +8,7 @@
 #include "loadlab/controller/matrix_pivot.hpp"
 #include "loadlab/controller/report_html.hpp"
 #include "loadlab/controller/verdict.hpp"
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/format.hpp"
 
 namespace loadlab::controller {
@@ -105,6 +106,8 @@ std::vector<std::pair<std::string, std::string>> fixed_settings(const Cell& c) {
   if (!axis("protocol") && !axis("tls_version") && !c.tls_version.empty())
     v.emplace_back("tls_version", c.tls_version);
   if (!axis("streams") && c.streams > 1) v.emplace_back("streams", std::to_string(c.streams));
+  if (!axis("arrivals") && c.rate > 0 && c.arrivals != proto::kUniformArrivals)
+    v.emplace_back("arrivals", c.arrivals);
   return v;
 }
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "loadlab/proto/protocols.hpp"
+
 namespace loadlab::controller {
 
 size_t CellResult::median_index() const {
@@ -72,6 +74,10 @@ v1::CellConfig config_of(const Cell& c) {
   p.set_protocol(c.protocol);
   p.set_tls_version(c.tls_version);
   p.set_streams(c.streams);
+  if (c.rate > 0 && c.arrivals == proto::kPoissonArrivals) {
+    p.set_arrivals(c.arrivals);
+    p.set_seed(c.seed);
+  }
   for (auto& [name, text] : c.axes) {
     auto* a = p.add_axes();
     a->set_axis(name);
@@ -94,6 +100,8 @@ Cell cell_of(const v1::CellConfig& p) {
   c.protocol = p.protocol().empty() ? "http1" : p.protocol();  // runs from before protocols
   c.tls_version = p.tls_version();
   c.streams = p.streams() ? p.streams() : 1;  // runs from before streams
+  c.arrivals = p.arrivals().empty() ? std::string(proto::kUniformArrivals) : p.arrivals();
+  c.seed = c.arrivals == proto::kPoissonArrivals ? p.seed() : 1;
   for (auto& a : p.axes()) c.axes.emplace_back(a.axis(), a.value());
   return c;
 }

@@ -148,6 +148,22 @@ void parse_load_protocol(const ObjectReader& l, LoadDef& d) {
   d.streams = static_cast<uint32_t>(l.integer("streams", 1, limits::kMaxStreams, 1));
 }
 
+std::string arrivals_value(const nlohmann::json& v, const std::string& path) {
+  if (v.is_string() && proto::is_arrivals(v.get<std::string>())) return v.get<std::string>();
+  throw InputError(path, "must be \"uniform\" (an even pace) or \"poisson\" (exponential gaps)");
+}
+
+// How an open loop's send times fall, and the seed of Poisson's draws.
+void parse_load_arrivals(const ObjectReader& l, LoadDef& d) {
+  if (l.has("arrivals")) d.arrivals = arrivals_value(l.at("arrivals"), l.path("arrivals"));
+  if (l.has("seed")) {
+    const auto& v = l.at("seed");
+    if (!v.is_number_unsigned())
+      throw InputError(l.path("seed"), "must be an integer in 0..18446744073709551615 (2^64 - 1)");
+    d.seed = v.get<uint64_t>();
+  }
+}
+
 LoadDef parse_load(const ObjectReader& l) {
   l.allow({"requests_per_thread",
            "total_requests",
@@ -168,7 +184,9 @@ LoadDef parse_load(const ObjectReader& l) {
            "tls_version",
            "tls_resume",
            "zero_rtt",
-           "streams"});
+           "streams",
+           "arrivals",
+           "seed"});
   LoadDef d;
   parse_load_stop(l, d);
   parse_load_connections(l, d);
@@ -180,6 +198,7 @@ LoadDef parse_load(const ObjectReader& l) {
   d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, limits::kMaxTimeoutMs, 0));
   d.rate = l.number("rate", limits::kMinRatePerThread, limits::kMaxCellRate, 0);
   parse_load_protocol(l, d);
+  parse_load_arrivals(l, d);
   return d;
 }
 
@@ -352,6 +371,8 @@ MatrixAxis parse_matrix_axis(const ObjectReader& m, const KnobInfo& k) {
       return parse_axis(m, k, tls_version_value);
     case Knob::kStreams:
       return integer(1, limits::kMaxStreams);
+    case Knob::kArrivals:
+      return parse_axis(m, k, arrivals_value);
   }
   throw std::logic_error("unhandled knob");
 }
@@ -418,6 +439,13 @@ void check_cells(const Scenario& s) {
                        "must be 1 over " + c.protocol + " (" + path(Knob::kProtocol) +
                            "): only h2, h2c and h3 carry several requests at once on a connection, got " +
                            std::to_string(c.streams));
+    if (c.arrivals == proto::kPoissonArrivals && c.rate == 0)
+      throw InputError(path(Knob::kArrivals), "poisson paces an open loop: the cell needs a rate (" +
+                                                  path(Knob::kRate) + "), got 0 (closed loop)");
+    if (c.arrivals == proto::kPoissonArrivals && c.client != kBuiltinClient)
+      throw InputError(path(Knob::kArrivals), "poisson needs the built-in client (" +
+                                                  std::string(kBuiltinClient) + "): " + c.client + " (" +
+                                                  path(Knob::kClient) + ") paces evenly if at all");
     if (c.protocol == "h3" && c.tls_version == "1.2")
       throw InputError(path(Knob::kTlsVersion), "must be 1.3 over h3 (" + path(Knob::kProtocol) +
                                                     "): QUIC runs over TLS 1.3 only, got 1.2");
@@ -676,6 +704,7 @@ const std::vector<KnobInfo>& knobs() {
       {Knob::kProtocol, "protocol", "", "protocol"},
       {Knob::kTlsVersion, "tls_version", "tls", "TLS"},
       {Knob::kStreams, "streams", "s", "streams"},
+      {Knob::kArrivals, "arrivals", "", "arrivals"},
   };
   return all;
 }
@@ -715,6 +744,8 @@ std::string knob_path(const Scenario& s, Knob knob, size_t target, const std::ve
       return "/load/tls_version";
     case Knob::kStreams:
       return "/load/streams";
+    case Knob::kArrivals:
+      return "/load/arrivals";
   }
   return "";
 }

@@ -92,7 +92,7 @@ TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(
       error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")),
       "/matrix/thread: unknown axis; allowed: delay_ms, threads, connections_per_thread, connections, rate, "
-      "body_size, server_threads, keep_alive, client, protocol, tls_version, streams");
+      "body_size, server_threads, keep_alive, client, protocol, tls_version, streams, arrivals");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keepalive": true)")).substr(0, 33),
             "/load/keepalive: unknown key; all");
   EXPECT_EQ(error_of(with(R"("builtin": "hello")", R"("builtin": "hello", "bdy": "x")")).substr(0, 20),
@@ -351,7 +351,7 @@ TEST(Overrides, SetReplacesOrAddsAValueBeforeTheCheck) {
       message({"load.total_request=5"}),
       "/load/total_request: unknown key; allowed here: requests_per_thread, total_requests, duration_s, "
       "threads, connections_per_thread, connections, client, warmup_s, keep_alive, method, path, headers, "
-      "body, timeout_ms, rate, protocol, tls_version, tls_resume, zero_rtt, streams");
+      "body, timeout_ms, rate, protocol, tls_version, tls_resume, zero_rtt, streams, arrivals, seed");
   EXPECT_EQ(message({"noequals"}).substr(0, 30), "--set: must be PATH=VALUE with");
   EXPECT_EQ(message({"targets.7.name=x"}),
             "--set: \"7\" in targets.7.name is not an index of that array (0..1)");
@@ -400,6 +400,35 @@ TEST(Matrix, ProtocolAndTlsVersionAreKnobsWithCheckedValues) {
   EXPECT_EQ(cells[0].tls_version, "");
   EXPECT_EQ(cells[1].key(), "b/h3");
   EXPECT_EQ(cells[1].tls_version, "1.3");  // the default
+}
+
+TEST(Matrix, ArrivalsAreAKnobOfTheBuiltInClientsOpenLoop) {
+  auto cells = expand(with_matrix(R"({"arrivals": ["uniform", "poisson"]})", R"(, "rate": 1000, "seed": 9)"));
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].key(), "b/uniform");
+  EXPECT_EQ(cells[1].key(), "b/poisson");
+  EXPECT_EQ(cells[1].arrivals, "poisson");
+  EXPECT_EQ(cells[1].seed, 9u);
+  cells = expand(with_matrix(R"({"rate": [500, 1000]})", R"(, "arrivals": "poisson")"));
+  EXPECT_EQ(cells[0].key(), "b/r500");
+  EXPECT_EQ(cells[0].arrivals, "poisson");
+  EXPECT_EQ(cells[0].seed, 1u);  // the default
+  // Poisson paces an open loop, and only the built-in client draws its gaps: the cell that
+  // asks otherwise is named by the values that make it.
+  EXPECT_EQ(
+      matrix_error(R"({"rate": [0, 1000]})", R"(, "arrivals": "poisson")"),
+      "/load/arrivals: poisson paces an open loop: the cell needs a rate (/matrix/rate/0), got 0 (closed "
+      "loop)");
+  EXPECT_EQ(
+      matrix_error(R"({"client": ["loadlab", "wrk"]})", R"(, "rate": 100, "arrivals": "poisson")"),
+      "/load/arrivals: poisson needs the built-in client (loadlab): wrk (/matrix/client/1) paces evenly "
+      "if at all");
+  EXPECT_EQ(matrix_error(R"({"arrivals": ["poisson", "bursty"]})", R"(, "rate": 100)"),
+            "/matrix/arrivals/1: must be \"uniform\" (an even pace) or \"poisson\" (exponential gaps)");
+  EXPECT_EQ(matrix_error(R"({"threads": [1]})", R"(, "rate": 100, "arrivals": "poisson", "seed": -1)"),
+            "/load/seed: must be an integer in 0..18446744073709551615 (2^64 - 1)");
+  EXPECT_EQ(matrix_error(R"({"threads": [1]})", R"(, "rate": 100, "arrivals": "poisson", "seed": 1.5)"),
+            "/load/seed: must be an integer in 0..18446744073709551615 (2^64 - 1)");
 }
 
 TEST(Matrix, StreamsAreAKnobOfHttp2Only) {

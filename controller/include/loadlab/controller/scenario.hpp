@@ -46,6 +46,10 @@ struct LoadDef {
   bool tls_resume = false;          // over TLS, a reconnection offers its previous session
   bool zero_rtt = false;            // h3 cells with tls_resume: resumed connections send 0-RTT data
   uint32_t streams = 1;             // HTTP/2: requests in flight per connection; when streams is not an axis
+  // Open loop: how the send times fall, "uniform" or "poisson" (LoadSpec.arrivals); when
+  // arrivals is not an axis. `seed`: poisson's draws (the same seed, the same send times).
+  std::string arrivals = "uniform";
+  uint64_t seed = 1;
 };
 
 // Which agents of the lab take which part of a cell.
@@ -97,7 +101,8 @@ enum class Knob {
   kClient,
   kProtocol,
   kTlsVersion,
-  kStreams
+  kStreams,
+  kArrivals
 };
 
 struct KnobInfo {

@@ -25,7 +25,11 @@ struct LoadOptions {
   // --rate: requests per second overall, open loop (each thread paces rate / threads);
   // none = closed loop. Latency then counts from each request's intended send time.
   std::optional<double> rate;
-  std::string csv_requests;  // --csv-requests FILE: one row per measured request; empty = none
+  // --arrivals: how the open loop's send times fall, "uniform" (an even pace; also "") or
+  // "poisson" (exponential gaps from --seed: the same seed, the same send times).
+  std::string arrivals;
+  std::optional<uint64_t> seed;  // --seed, poisson only; none = 1
+  std::string csv_requests;      // --csv-requests FILE: one row per measured request; empty = none
   std::string method = "GET";
   std::vector<std::string> headers;  // "Name: value"
   std::string body;
@@ -78,6 +82,7 @@ std::vector<std::pair<std::string, std::string>> h2_request_headers(const LoadOp
 inline bool uses_h2(const LoadOptions& options) { return options.protocol == "h2"; }
 inline bool uses_h3(const LoadOptions& options) { return options.protocol == "h3"; }
 inline int streams_of(const LoadOptions& options) { return options.streams.value_or(1); }
+inline bool poisson_arrivals(const LoadOptions& options) { return options.arrivals == "poisson"; }
 
 // The TLS version a run forces: "1.2" or "1.3" (--tls-version, 1.3 by default).
 inline std::string_view tls_version_of(const LoadOptions& options) {
