@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 
 #include "history_schema.hpp"
 #include "loadlab/controller/compare.hpp"
@@ -197,6 +198,25 @@ void store_agents(sqlite3* db, const std::string& file, int64_t run_id,
   }
 }
 
+// The cell's knobs as its settings digest takes them: CellConfig's JSON, but for the fields it
+// gained after histories kept digests (arrivals and seed), which are left out at their
+// default. A new field would otherwise change every cell's digest, and each cell's next night
+// would read as changed settings against all its earlier ones.
+std::string config_text(const v1::CellConfig& config) {
+  std::string text = proto::to_json(config);
+  for (std::string_view added : {R"("arrivals":"")", R"("seed":"0")"}) {
+    const auto at = text.find(added);
+    if (at == std::string::npos) continue;
+    if (at > 0 && text[at - 1] == ',')
+      text.erase(at - 1, added.size() + 1);  // ,"arrivals":""
+    else if (at + added.size() < text.size() && text[at + added.size()] == ',')
+      text.erase(at, added.size() + 1);  // "arrivals":"",
+    else
+      text.erase(at, added.size());
+  }
+  return text;
+}
+
 // What a cell's figures depend on besides the machines and the target's build: its knobs, the
 // scenario's load, its target's definition, the placement and the repetitions. Nights whose
 // digests differ are not compared (the verdict says the settings changed).
@@ -210,8 +230,7 @@ std::string settings_digest(const nlohmann::json& result, const v1::CellResult& 
   if (scenario.is_object() && scenario.contains("targets") && scenario["targets"].is_array())
     for (auto& t : scenario["targets"])
       if (t.is_object() && t.contains("name") && t["name"] == c.cell().target()) target = t.dump();
-  v1::CellConfig config = c.cell();
-  return sha256_text(proto::to_json(config) + "\n" + part("load") + "\n" + target + "\n" + part("placement") +
+  return sha256_text(config_text(c.cell()) + "\n" + part("load") + "\n" + target + "\n" + part("placement") +
                      "\n" + part("repetitions"))
       .substr(0, 16);
 }

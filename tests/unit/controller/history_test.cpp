@@ -61,6 +61,30 @@ class HistoryTest : public ::testing::Test {
   std::string db_;
 };
 
+// A night bench/verdicts.sh recorded before CellConfig had arrivals and seed (2026-12-03; its
+// repetitions cut to one, their histograms and series dropped), and the settings digests that
+// release stored for its cells. A field added since changes none of them at its default, or
+// every cell's next night would read as changed settings against all its earlier ones; a
+// cell that uses it has settings of its own.
+TEST_F(HistoryTest, SettingsDigestsStayWhatEarlierReleasesStored) {
+  std::ifstream in(std::string(LOADLAB_SOURCE_DIR) + "/tests/data/history/before-arrivals.json");
+  const auto night = nlohmann::json::parse(in);
+  ASSERT_EQ(append_run_file(db_, run_folder("before", night)).outcome, AppendOutcome::kAdded);
+  const std::pair<const char*, const char*> stored[] = {{"server/d0/t1", "c759414ce85ae438"},
+                                                        {"server/d0/t4", "2ee5557d4f283783"},
+                                                        {"server/d2/t1", "95e5f7e070f7a26c"},
+                                                        {"server/d2/t4", "28b88ef60b3cdf8c"}};
+  for (auto [key, digest] : stored)
+    EXPECT_EQ(query(std::string("SELECT settings FROM cells WHERE key = '") + key + "'"), digest) << key;
+  auto poisson = night;
+  poisson["started_at"] = "2026-12-04T00:00:00Z";
+  poisson["cells"][0]["cell"]["arrivals"] = "poisson";
+  poisson["cells"][0]["cell"]["seed"] = "5";
+  ASSERT_EQ(append_run_file(db_, run_folder("poisson", poisson)).outcome, AppendOutcome::kAdded);
+  EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d0/t1'"), "2");
+  EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d0/t4'"), "1");
+}
+
 TEST_F(HistoryTest, ARunIsStoredWithItsProvenanceAndEveryRepetition) {
   auto file = run_folder("night-1",
                          synthetic_result("hello", "2024-05-01T02:00:00Z", "abc123",
