@@ -16,6 +16,32 @@ size_t CellResult::median_index() const {
   return order[(order.size() - 1) / 2];
 }
 
+namespace {
+
+std::vector<double> capacities(const std::vector<v1::SearchResult>& searches) {
+  std::vector<double> v;
+  for (auto& s : searches) v.push_back(s.capacity());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+double CellResult::capacity() const {
+  auto v = capacities(searches);
+  return v.empty() ? 0 : v[(v.size() - 1) / 2];
+}
+
+double CellResult::capacity_min() const {
+  auto v = capacities(searches);
+  return v.empty() ? 0 : v.front();
+}
+
+double CellResult::capacity_max() const {
+  auto v = capacities(searches);
+  return v.empty() ? 0 : v.back();
+}
+
 double CellResult::qps_min() const {
   double v = reps.empty() ? 0 : reps[0].qps();
   for (auto& r : reps) v = std::min(v, r.qps());
@@ -115,6 +141,12 @@ v1::CellResult to_proto(const CellResult& c) {
   for (auto& r : c.reps) *p.add_repetitions() = r;
   for (auto& r : c.confirmations) *p.add_confirmations() = r;
   for (auto& r : c.disturbed) *p.add_disturbed() = r;
+  for (auto& s : c.searches) *p.add_searches() = s;
+  if (!c.searches.empty()) {
+    p.set_capacity(c.capacity());
+    p.set_capacity_min(c.capacity_min());
+    p.set_capacity_max(c.capacity_max());
+  }
   if (!c.reps.empty()) {
     p.set_median_index(static_cast<uint32_t>(c.median_index()));
     auto* m = p.mutable_median();
@@ -137,6 +169,7 @@ CellResult cell_from_proto(const v1::CellResult& p, const Cell& cell) {
   c.reps.assign(p.repetitions().begin(), p.repetitions().end());
   c.confirmations.assign(p.confirmations().begin(), p.confirmations().end());
   c.disturbed.assign(p.disturbed().begin(), p.disturbed().end());
+  c.searches.assign(p.searches().begin(), p.searches().end());
   return c;
 }
 

@@ -33,6 +33,7 @@ class CellExecutor {
   CellExecutor& operator=(const CellExecutor&) = delete;
   // The cell's result, failed or not; nullopt when the run is stopping (the cell is left
   // for --resume, not recorded as failed). `finished`: cells done so far, for the progress.
+  // A scenario with a `search` block: a capacity search per repetition (search()).
   std::optional<CellResult> run(const Cell& cell, size_t finished);
   // `count` more repetitions of a finished cell, each on a fresh target process, into
   // `into.confirmations` (execution.confirm). False when the run is stopping (what was
@@ -64,6 +65,12 @@ class CellExecutor {
     std::vector<v1::Repetition>* reps;
     std::string* error;
   };
+  // The cell's capacity searches (capacity_search.hpp), one per repetition, into `into`: each
+  // step one repetition of the cell at the step's rate, load threads, connections and window,
+  // with its retries; the search's figures (its last passing step, else its last) into
+  // `into.reps`. A step that could not be measured fails the cell. False when the run is
+  // stopping.
+  bool search(const Cell& cell, size_t finished, CellResult& into);
   // `count` pairs of `a` and `b` into their sides; false when the run is stopping.
   bool pairs(const Cell& a, const Cell& b, uint32_t count, size_t finished, Side a_side, Side b_side);
   // Repetitions until `count` are in `reps`, or one fails (its error in `error`); false when

@@ -17,7 +17,14 @@ struct CellResult {
   std::vector<v1::Repetition> confirmations;  // CellResult.confirmations
   std::vector<v1::Repetition> disturbed;      // CellResult.disturbed: replaced by `reps`
   std::string error;                          // why the cell failed; empty when it succeeded
+  // A capacity search's cell (Scenario::search): one search per repetition, whose figures at
+  // the capacity found are the repetition in `reps` of the same index (CellResult.searches).
+  std::vector<v1::SearchResult> searches;
   bool ok() const { return error.empty() && !reps.empty(); }
+  // The median search's capacity (the lower median), and the spread; 0 without searches.
+  double capacity() const;
+  double capacity_min() const;
+  double capacity_max() const;
   // The repetition with the median QPS (lower median for an even count); the cell's
   // figures are that repetition's, so they belong to one real run.
   size_t median_index() const;

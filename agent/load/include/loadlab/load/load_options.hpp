@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "loadlab/shared/input_error.hpp"
+#include "loadlab/shared/limits.hpp"
 
 namespace loadlab::load {
 
@@ -33,7 +34,7 @@ struct LoadOptions {
   std::string method = "GET";
   std::vector<std::string> headers;  // "Name: value"
   std::string body;
-  int timeout_ms = 5000;  // per request (and per connect)
+  int timeout_ms = limits::kDefaultTimeoutMs;  // per request (and per connect)
   bool keep_alive = true;
   // https:// only (each refused with an http:// URL).
   std::string tls_version;  // --tls-version "1.2" | "1.3"; empty = 1.3
