@@ -89,6 +89,7 @@ bool CellExecutor::search(const Cell& cell, size_t finished, CellResult& into) {
       progress_.note(cell.key() + " " + verdict_name(judged.verdict) +
                      (judged.why.empty() ? "" : ": " + judged.why));
     }
+    for (const auto& o : scenario_.search->slo) (*result.mutable_slo())[o.figure] = o.limit;
     result.set_end(end_name(search.end()));
     result.set_capacity(search.capacity());
     result.set_reason(search.reason());

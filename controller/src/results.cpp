@@ -42,6 +42,17 @@ double CellResult::capacity_max() const {
   return v.empty() ? 0 : v.back();
 }
 
+const v1::SearchResult& CellResult::median_search() const {
+  std::vector<const v1::SearchResult*> by;
+  for (auto& s : searches) by.push_back(&s);
+  std::stable_sort(by.begin(), by.end(), [](auto* a, auto* b) { return a->capacity() < b->capacity(); });
+  return *by.at((by.size() - 1) / 2);
+}
+
+bool any_searched(const std::vector<CellResult>& cells) {
+  return std::any_of(cells.begin(), cells.end(), [](const CellResult& c) { return !c.searches.empty(); });
+}
+
 double CellResult::qps_min() const {
   double v = reps.empty() ? 0 : reps[0].qps();
   for (auto& r : reps) v = std::min(v, r.qps());
