@@ -137,6 +137,8 @@ const char* end_name(CapacitySearch::End e) {
       return "broken-at-min";
     case CapacitySearch::End::kClientBound:
       return "client-bound";
+    case CapacitySearch::End::kConnectionBound:
+      return "connection-bound";
     case CapacitySearch::End::kUnvalidated:
       return "unvalidated";
     case CapacitySearch::End::kFailed:
@@ -271,6 +273,13 @@ void CapacitySearch::pass(double rate) {
         return finish(
             End::kAtMax, rate,
             "the SLO held up to rate.max " + rate_text(rate) + " (validated): the capacity is beyond it");
+      if (hi_ && hi_connection_bound_)
+        return finish(
+            End::kConnectionBound, rate,
+            fmt::format("{} holds the SLO (validated for {:g} s), but {} failed with fewer connections "
+                        "than rate × latency bound: the client's connections may be the limit "
+                        "(search.max_connections)",
+                        rate_text(rate), pending_->duration_s, rate_text(*hi_)));
       return finish(
           End::kFound, rate,
           fmt::format("{} holds the SLO (validated for {:g} s)", rate_text(rate), pending_->duration_s));
@@ -282,9 +291,11 @@ void CapacitySearch::fail(double rate) {
     case StepPlan::Kind::kRamp:
       if (!lo_) return finish(End::kBrokenAtMin, 0, "the SLO broke at rate.min " + rate_text(rate));
       hi_ = rate;
+      hi_connection_bound_ = pending_->connection_bound;
       return bisect_or_validate();
     case StepPlan::Kind::kBisect:
       hi_ = rate;
+      hi_connection_bound_ = pending_->connection_bound;
       return bisect_or_validate();
     case StepPlan::Kind::kValidate: {
       ++validations_;

@@ -234,6 +234,21 @@ TEST(CapacitySearch, ConnectionsAreSizedFromTheRateAndTheLatencyBound) {
   p = *h2.next();
   EXPECT_EQ(p.connections, 4u);
   EXPECT_EQ(p.streams, 25u);
+  // A whole search whose limit is its connections: 50 allowed, p99 10 ms, a server that
+  // would hold anything: the steps that needed more than 50 fail (connections ÷ latency
+  // caps the rate near 5000 req/s), and the search says the connections were the limit.
+  auto few_allowed = def(100, 20000, 2);
+  few_allowed.max_connections = 50;
+  load.multiplexed = false;
+  auto bound = run(
+      few_allowed,
+      [](const StepPlan& p) {
+        const bool enough = !p.connection_bound || p.rate <= 5000;
+        return Answer{enough ? 2.0 : 30.0, enough};
+      },
+      load);
+  EXPECT_EQ(bound.end(), CapacitySearch::End::kConnectionBound) << bound.reason();
+  EXPECT_NE(bound.reason().find("search.max_connections"), std::string::npos) << bound.reason();
   // Only an error rate in the SLO: the request timeout bounds the latency.
   d.slo = {{"errors_pct", 0.1}};
   EXPECT_DOUBLE_EQ(latency_bound_s(d, 2.5), 2.5);

@@ -92,6 +92,10 @@ class CapacitySearch {
     kAtMax,        // the SLO held up to rate.max (validated there): the capacity is beyond it
     kBrokenAtMin,  // the SLO broke at rate.min: no capacity within the objectives
     kClientBound,  // the load could not hold the rate with the threads allowed
+    // Validated, but the lowest rate that failed had fewer connections (× streams) than
+    // rate × latency bound: `capacity` is the client's connections' limit, a lower bound of
+    // the server's.
+    kConnectionBound,
     kUnvalidated,  // four validations failed: `capacity` is the last rate the steps held
     kFailed,       // a step could not be measured
   };
@@ -126,7 +130,8 @@ class CapacitySearch {
   SearchLoad load_;
   std::optional<StepPlan> pending_;
   std::vector<SearchStep> steps_;
-  std::optional<double> lo_, hi_;  // the highest rate that passed, the lowest that failed
+  std::optional<double> lo_, hi_;     // the highest rate that passed, the lowest that failed
+  bool hi_connection_bound_ = false;  // the step at hi_ had too few connections
   uint32_t threads_;
   int validations_ = 0;
   int retries_ = 0;  // of the pending step (disturbed)
