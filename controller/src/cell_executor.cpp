@@ -96,10 +96,10 @@ bool CellExecutor::search(const Cell& cell, size_t finished, CellResult& into) {
     progress_.info(cell.key() + ": " + search.reason());
     if (search.end() == CapacitySearch::End::kFailed) into.error = "search: " + search.reason();
     into.searches.push_back(std::move(result));
-    if (last_pass)
-      into.reps.push_back(std::move(*last_pass));
-    else if (last)
-      into.reps.push_back(std::move(*last));
+    if (last_pass || last) {
+      into.reps.push_back(std::move(last_pass ? *last_pass : *last));
+      into.reps.back().set_capacity(search.capacity());  // the metric `capacity`
+    }
   }
   return true;
 }

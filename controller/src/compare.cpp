@@ -31,6 +31,8 @@ const Metric kMetrics[] = {
     {"server_rss_kb", false,
      [](const v1::Repetition& r) { return static_cast<double>(r.server().rss_kb_peak()); }, ""},
     {"client_cpu_pct", false, [](const v1::Repetition& r) { return r.client().cpu_pct(); }, ""},
+    // A capacity search's cells (docs/capacity.md): the capacity each repetition's search found.
+    {"capacity", true, [](const v1::Repetition& r) { return r.capacity(); }, ""},
 };
 
 const Metric& find_metric(const std::string& name) {

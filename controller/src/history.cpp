@@ -43,6 +43,7 @@ const std::vector<MetricColumn>& metric_columns() {
         {"server_cpu_pct", "p.server_cpu_pct"},
         {"server_rss_kb", "p.server_rss_kb_peak"},
         {"client_cpu_pct", "p.client_cpu_pct"},
+        {"capacity", "p.capacity"},
     };
     std::vector<MetricColumn> out;
     for (auto& [name, column] : sql) out.push_back({{name, metric_higher_is_better(name)}, column});
@@ -277,8 +278,8 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
       db, file,
       "INSERT INTO repetitions (cell_id, phase, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
       "errors, requests, server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, "
-      "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags, other_pct) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags, other_pct, capacity) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "store a repetition");
   for (const auto& c : cells) {
     cell.bind(1, run_id).bind(2, c.cell().key()).bind(3, int64_t{c.ok()}).bind(4, c.error());
@@ -305,7 +306,12 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
         // not pinned, both see the whole machine).
         rep.bind(17, std::max(r.server().steal_pct(), r.client().steal_pct()));
         rep.bind(18, r.server().cpus()).bind(19, load_cpus(r)).bind(20, r.target_build());
-        rep.bind(21, wait_pct(r)).bind(22, json_list(r.flags())).bind(23, other_work_pct(r)).run();
+        rep.bind(21, wait_pct(r)).bind(22, json_list(r.flags())).bind(23, other_work_pct(r));
+        if (r.capacity() > 0)
+          rep.bind(24, r.capacity());
+        else
+          rep.bind_null(24);  // not a capacity search's
+        rep.run();
       }
   }
 }

@@ -210,7 +210,7 @@ TEST_F(HistoryTest, AVersionOneDatabaseIsMigratedAndKeepsItsRuns) {
   sqlite3_close(db);
 
   auto h = History::open(db_, History::Mode::kExisting);
-  EXPECT_EQ(query("PRAGMA user_version"), "4");
+  EXPECT_EQ(query("PRAGMA user_version"), std::to_string(History::kSchemaVersion));
   auto runs = h.runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].git_commit, "c0ffee");
@@ -319,7 +319,7 @@ TEST_F(HistoryTest, EveryCompareMetricIsAHistoryMetricWithItsDirection) {
   EXPECT_FALSE(history_metric("p99_ms").higher_is_better);
   EXPECT_EQ(input_error_of([] { history_metric("speed"); }),
             "--metric: unknown metric \"speed\"; allowed: qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, "
-            "server_rss_kb, client_cpu_pct");
+            "server_rss_kb, client_cpu_pct, capacity");
 }
 
 }  // namespace
