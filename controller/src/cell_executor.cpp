@@ -33,14 +33,14 @@ std::optional<CellResult> CellExecutor::run(const Cell& cell, size_t finished) {
   CellResult cr;
   cr.cell = cell;
   if (scenario_.search) {
-    if (!search(cell, finished, cr)) return std::nullopt;
+    if (!search(cell, scenario_.repetitions, finished, cr)) return std::nullopt;
     return cr;
   }
   if (!repeat(cell, scenario_.repetitions, finished, cr.reps, cr.error)) return std::nullopt;
   return cr;
 }
 
-bool CellExecutor::search(const Cell& cell, size_t finished, CellResult& into) {
+bool CellExecutor::search(const Cell& cell, uint32_t count, size_t finished, CellResult& into) {
   SearchLoad load;
   load.threads = cell.threads;
   load.connections = cell.connections;
@@ -49,7 +49,6 @@ bool CellExecutor::search(const Cell& cell, size_t finished, CellResult& into) {
                                               : static_cast<uint32_t>(limits::kDefaultTimeoutMs)) /
                    1000.0;
   load.warmup_s = scenario_.load.warmup_s;
-  const uint32_t count = scenario_.repetitions;
   for (uint32_t rep = 0; rep < count && into.error.empty(); ++rep) {
     CapacitySearch search(*scenario_.search, load);
     v1::SearchResult result;
@@ -106,12 +105,33 @@ bool CellExecutor::search(const Cell& cell, size_t finished, CellResult& into) {
 
 bool CellExecutor::confirm(CellResult& into, uint32_t count, size_t finished) {
   std::string error;
+  if (scenario_.search) {  // more searches: their figures (each with its capacity) confirm
+    CellResult more;
+    more.cell = into.cell;
+    if (!search(into.cell, count, finished, more)) return false;
+    into.confirmations.insert(into.confirmations.end(), more.reps.begin(), more.reps.end());
+    return true;
+  }
   return repeat(into.cell, count, finished, into.confirmations, error);
 }
 
 bool CellExecutor::remeasure(CellResult& into, size_t finished) {
   std::vector<v1::Repetition> fresh;
   std::string error;
+  if (scenario_.search) {  // the searches again: they replace the cell's
+    CellResult again;
+    again.cell = into.cell;
+    if (!search(into.cell, scenario_.repetitions, finished, again)) return false;
+    if (!again.ok()) {
+      progress_.info(into.cell.key() + ": searching again failed (" + again.error +
+                     "); its first searches stay");
+      return true;
+    }
+    auto before = std::exchange(into.reps, std::move(again.reps));
+    into.disturbed.insert(into.disturbed.end(), before.begin(), before.end());
+    into.searches = std::move(again.searches);
+    return true;
+  }
   if (!repeat(into.cell, scenario_.repetitions, finished, fresh, error)) return false;
   if (!error.empty() || fresh.empty()) {
     progress_.info(into.cell.key() + ": measuring again failed (" + error + "); its first measurement stays");

@@ -233,10 +233,17 @@ RegressionDef parse_regression(const ObjectReader& r) {
 }
 
 RegressionDef regression_of_result(const nlohmann::json& result) {
-  if (!result.is_object() || !result.contains("scenario") || !result["scenario"].is_object() ||
-      !result["scenario"].contains("regression"))
-    return {};
-  return parse_regression(ObjectReader(result["scenario"]["regression"], "/scenario/regression"));
+  if (!result.is_object() || !result.contains("scenario") || !result["scenario"].is_object()) return {};
+  const auto& scenario = result["scenario"];
+  RegressionDef d;
+  if (scenario.contains("regression"))
+    d = parse_regression(ObjectReader(scenario["regression"], "/scenario/regression"));
+  // A capacity search's run is judged by what it found, unless its scenario says otherwise.
+  if (scenario.contains("search") &&
+      !(scenario.contains("regression") && scenario["regression"].is_object() &&
+        scenario["regression"].contains("metric")))
+    d.metric = "capacity";
+  return d;
 }
 
 const std::vector<std::string>& metric_names() {

@@ -547,6 +547,9 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
   if (root.has("regression")) s.regression = parse_regression(root.object("regression"));
   if (root.has("ab")) parse_ab(root.object("ab"), s);
+  // A search is judged by what it finds, unless the scenario says otherwise.
+  if (s.search && !(root.has("regression") && root.at("regression").contains("metric")))
+    s.regression.metric = "capacity";
   if (s.search && !s.ab_a.empty())
     throw InputError("/ab", "a scenario is a capacity search (/search) or an A/B run, not both");
   return s;

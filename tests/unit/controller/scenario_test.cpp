@@ -450,8 +450,9 @@ TEST(Search, ABlockOfObjectivesAndARateRangeMakesEveryCellASearch) {
   EXPECT_EQ(s.search->rate_min, 100);
   EXPECT_EQ(s.search->rate_max, 500000);
   EXPECT_EQ(s.search->max_threads, 8u);
-  EXPECT_FALSE(s.load.duration_s);  // each step has its own window
-  EXPECT_EQ(expand(s).size(), 4u);  // poisson without a rate: the search gives each step one
+  EXPECT_FALSE(s.load.duration_s);             // each step has its own window
+  EXPECT_EQ(s.regression.metric, "capacity");  // judged by what it finds
+  EXPECT_EQ(expand(s).size(), 4u);             // poisson without a rate: the search gives each step one
   // The defaults.
   s = parse_scenario(nlohmann::json::parse(
       searched(R"({"delay_ms": [0]})", R"("slo": {"p999_ms": 5}, "rate": {"min": 1, "max": 2})")));
