@@ -300,6 +300,7 @@ void CapacitySearch::fail(double rate) {
     case StepPlan::Kind::kValidate: {
       ++validations_;
       hi_ = rate;
+      hi_connection_bound_ = pending_->connection_bound;
       const double lower = rate * (1 - def_.precision_pct / 100);
       // Never beyond the step bound: a ramp that had to test rate.max (max / min a power of
       // two) and a full bisection leave three validations, not four.
