@@ -125,12 +125,16 @@ TEST(CapacityTruth, UniformArrivalsFindOneOverTheServiceTime) {
   auto closed = closed_loop(dir, lab, "closed", kBurn, burn, 1);
   ASSERT_GT(closed.qps, 0);
   const double s = 1 / closed.qps;
-  auto cell = run_cell(dir, lab, "search",
-                       std::string(R"({"name": "uniform", "targets": [)") + kBurn +
-                           R"(], "matrix": {"arrivals": ["uniform"]},
+  // The range around 1 / S, whatever this machine's speed: a fifth of it to 3.2 times (16×).
+  const double min = std::floor(0.2 / s), max = 16 * min;
+  auto cell =
+      run_cell(dir, lab, "search",
+               std::string(R"({"name": "uniform", "targets": [)") + kBurn +
+                   R"(], "matrix": {"arrivals": ["uniform"]},
       "load": {"threads": 1, "warmup_s": 0.3)" +
-                           burn + R"(},
-      "search": {"slo": {"p99_ms": 10}, "rate": {"min": 100, "max": 6400}, "precision_pct": 2,
+                   burn + R"(},
+      "search": {"slo": {"p99_ms": 10}, "rate": {"min": )" +
+                   std::to_string(min) + R"(, "max": )" + std::to_string(max) + R"(}, "precision_pct": 2,
                  "step_s": 2, "min_requests": 500, "validate_s": 4}})");
   ASSERT_TRUE(cell.ok()) << cell.error();
   ASSERT_EQ(cell.searches_size(), 1);
@@ -140,7 +144,7 @@ TEST(CapacityTruth, UniformArrivalsFindOneOverTheServiceTime) {
       << "capacity " << search.capacity() << " req/s, 1 / S " << 1 / s << " (S " << s * 1e3 << " ms)";
   ASSERT_NE(validation(search), nullptr) << search.reason();
   EXPECT_EQ(validation(search)->rate(), search.capacity());
-  EXPECT_LE(counted_steps(search), step_bound(100, 6400, 2));
+  EXPECT_LE(counted_steps(search), step_bound(min, max, 2));
   EXPECT_EQ(cell.capacity(), search.capacity());
 }
 
@@ -158,14 +162,15 @@ TEST(CapacityTruth, PoissonArrivalsMeetTheMd1QueuesP99AtTheCapacityFound) {
   // (the network and the client) adds to every response without holding the server.
   const double service = closed.server_cpu_s, rest = std::max(0.0, 1 / closed.qps - service);
   const double slo_ms = (md1_p99_s(0.75 / service, service) + rest) * 1e3;
+  const double min = std::floor(0.4 / service), max = 8 * min;  // 0.4 to 3.2 times the capacity
   auto cell = run_cell(dir, lab, "search",
                        std::string(R"({"name": "poisson", "targets": [)") + kBurn +
                            R"(], "matrix": {"arrivals": ["poisson"]},
       "load": {"threads": 1, "warmup_s": 0.3, "seed": 7)" +
                            burn + R"(},
       "search": {"slo": {"p99_ms": )" +
-                           std::to_string(slo_ms) +
-                           R"(}, "rate": {"min": 200, "max": 12800}, "precision_pct": 2,
+                           std::to_string(slo_ms) + R"(}, "rate": {"min": )" + std::to_string(min) +
+                           R"(, "max": )" + std::to_string(max) + R"(}, "precision_pct": 2,
                  "step_s": 2, "min_requests": 5000, "validate_s": 6}})");
   ASSERT_TRUE(cell.ok()) << cell.error();
   const auto& search = cell.searches(0);
@@ -179,7 +184,7 @@ TEST(CapacityTruth, PoissonArrivalsMeetTheMd1QueuesP99AtTheCapacityFound) {
       << measured_ms << " ms measured, " << model_ms << " ms by M/D/1 (S " << service * 1e3 << " ms)";
   EXPECT_GT(search.capacity() * service, 0.6);
   EXPECT_LT(search.capacity() * service, 0.9);
-  EXPECT_LE(counted_steps(search), step_bound(200, 12800, 2));
+  EXPECT_LE(counted_steps(search), step_bound(min, max, 2));
 }
 
 // A server of 4 slots, each request holding one for 20 ms: its latency is flat up to
@@ -191,18 +196,21 @@ TEST(CapacityTruth, ACliffIsFoundWithinThePrecision) {
   const char* slots = R"({"name": "slots", "catalog": "python-slots", "server_threads": 4, "delay_ms": 20})";
   auto cliff = closed_loop(dir, lab, "closed", slots, "", 8).qps;
   ASSERT_GT(cliff, 150);
-  auto cell = run_cell(dir, lab, "search",
-                       std::string(R"({"name": "cliff", "targets": [)") + slots +
-                           R"(], "matrix": {"arrivals": ["uniform"]},
+  const double min = std::floor(cliff / 5), max = 16 * min;
+  auto cell =
+      run_cell(dir, lab, "search",
+               std::string(R"({"name": "cliff", "targets": [)") + slots +
+                   R"(], "matrix": {"arrivals": ["uniform"]},
       "load": {"threads": 1, "warmup_s": 0.3},
-      "search": {"slo": {"p99_ms": 60}, "rate": {"min": 25, "max": 1600}, "precision_pct": 2,
-                 "step_s": 4, "min_requests": 400, "validate_s": 6}})");
+      "search": {"slo": {"p99_ms": 60}, "rate": {"min": )" +
+                   std::to_string(min) + R"(, "max": )" + std::to_string(max) + R"(}, "precision_pct": 2,
+                 "step_s": 4, "min_requests": 300, "validate_s": 6}})");
   ASSERT_TRUE(cell.ok()) << cell.error();
   const auto& search = cell.searches(0);
   EXPECT_EQ(search.end(), "found") << search.reason();
   EXPECT_LE(search.capacity(), cliff * 1.01) << "cliff " << cliff;
   EXPECT_GE(search.capacity(), cliff / 1.02 / 1.01) << "cliff " << cliff;
-  EXPECT_LE(counted_steps(search), step_bound(25, 1600, 2));
+  EXPECT_LE(counted_steps(search), step_bound(min, max, 2));
 }
 
 // Four connections to a 20 ms server carry at most 200 requests/s whatever the server could
