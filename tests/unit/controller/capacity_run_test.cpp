@@ -35,16 +35,7 @@ class CapacityRun : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    agent_.on_host_target = [](TargetStream& t) {
-      t.on_write = [](const v1::TargetCommand& cmd, TargetStream& t) {
-        if (cmd.has_spec()) t.send(fake::ready("127.0.0.1:9000", 7));
-        if (cmd.has_mark() && cmd.mark().kind() == v1::Mark::FINAL) t.send(fake::target_usage(40));
-      };
-      t.on_writes_done = [](TargetStream& t) {
-        t.send(fake::exited(0, 0, ""));
-        t.end();
-      };
-    };
+    agent_.on_host_target = [](TargetStream& t) { fake::host_steady_target(t, 40); };
     agent_.on_run_load = [this](LoadStream& l) {
       l.on_write = [this](const v1::LoadCommand& cmd, LoadStream& l) {
         if (!cmd.has_spec() || cmd.spec().endpoint().empty()) return;

@@ -296,7 +296,8 @@ TEST_F(HistoryTest, WrongFilesAreInputErrorsNamingWhatIsWrong) {
   sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
   sqlite3_close(db);
   EXPECT_EQ(input_error_of([&] { History::open(db_, History::Mode::kExisting); }),
-            "FILE: history schema version 99 is newer than this loadlab's (4); use a newer loadlab");
+            "FILE: history schema version 99 is newer than this loadlab's (" +
+                std::to_string(History::kSchemaVersion) + "); use a newer loadlab");
 }
 
 TEST_F(HistoryTest, ADocumentThatIsNotAResultIsRefusedAndStoresNothing) {
