@@ -147,7 +147,7 @@ struct CommandLine {
     compare_cmd->add_option("new", compare_new, "new run folder or result.json")->required();
     compare_cmd->add_option("--metric", compare_metric,
                             "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, "
-                            "client_cpu_pct (default: the scenario's regression.metric, or qps)");
+                            "client_cpu_pct, capacity (default: the scenario's regression.metric, or qps)");
     threshold_opt = compare_cmd
                         ->add_option("--threshold-pct", compare_threshold,
                                      "smallest change that counts, 0..1000 (default: the scenario's "

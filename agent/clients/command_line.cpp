@@ -112,6 +112,9 @@ void check_tool_features(Tool tool, const v1::LoadSpec& s) {
                std::to_string(s.streams()));
   if (s.streams() > static_cast<uint32_t>(limits::kMaxStreams))
     throw InputError("streams", "must be in 1.." + std::to_string(limits::kMaxStreams));
+  if (!s.arrivals().empty() && s.arrivals() != proto::kUniformArrivals)
+    refuse("arrivals", tool,
+           "paces its requests evenly (if at all): arrivals must be uniform, got " + s.arrivals());
   if (!s.keep_alive() && has_connection_header(s))
     refuse("keep_alive", tool,
            "closes connections with a 'Connection: close' header: keep_alive false and a Connection header "

@@ -32,6 +32,13 @@ void add_load_flags(CLI::App& app, LoadFlags& flags) {
   flags.rate_opt = app.add_option("--rate", flags.rate,
                                   "open loop: requests per second overall, each thread paces rate/threads; "
                                   "latency counts from intended send times");
+  app.add_option("--arrivals", flags.options.arrivals,
+                 "--rate: how the send times fall, uniform (an even pace, default) or poisson (exponential "
+                 "gaps, drawn from --seed)");
+  flags.seed_opt =
+      app.add_option("--seed", flags.seed,
+                     "--arrivals poisson: the draws' seed, 0..2^64-1 (default 1): the same seed, "
+                     "the same send times");
   app.add_option("--warmup", flags.options.warmup_s,
                  "warm-up seconds, excluded from every figure (default 0)");
   app.add_option("-m,--method", flags.options.method, "request method (default GET)");
@@ -75,6 +82,7 @@ LoadOptions load_options_from(const LoadFlags& flags) {
   if (flags.total_opt->count()) o.total_requests = flags.total;
   if (flags.duration_opt->count()) o.duration_s = flags.duration;
   if (flags.rate_opt->count()) o.rate = flags.rate;
+  if (flags.seed_opt->count()) o.seed = flags.seed;
   if (flags.streams_opt->count()) o.streams = flags.streams;
   o.keep_alive = !flags.no_keepalive;
   if (!flags.body_file.empty()) {

@@ -16,11 +16,13 @@ struct LoadFlags {
   std::int64_t requests = 0, total = 0;
   double duration = 0, rate = 0;
   int streams = 0;
+  std::uint64_t seed = 0;
   CLI::Option* requests_opt = nullptr;
   CLI::Option* total_opt = nullptr;
   CLI::Option* duration_opt = nullptr;
   CLI::Option* rate_opt = nullptr;
   CLI::Option* streams_opt = nullptr;
+  CLI::Option* seed_opt = nullptr;
   bool no_keepalive = false, json = false, json_events = false;
   std::string body_file;
 };

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/http_syntax.hpp"
@@ -176,6 +177,12 @@ void complete_and_validate(LoadOptions& o) {
                                            kMinRatePerThread * o.threads, kMaxRatePerThread * o.threads,
                                            o.threads, kMinRatePerThread, kMaxRatePerThread, *o.rate));
   }
+  if (!o.arrivals.empty() && !proto::is_arrivals(o.arrivals))
+    throw InputError("--arrivals", "must be uniform or poisson, got " + single_quoted(o.arrivals));
+  if (poisson_arrivals(o) && !o.rate)
+    throw InputError("--arrivals", "poisson paces an open loop: give --rate with it");
+  if (o.seed && !poisson_arrivals(o))
+    throw InputError("--seed", "seeds the Poisson gaps: give it with --arrivals poisson");
   if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
     throw InputError("--timeout", "must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms));
   if (!is_token(o.method) || o.method.size() > static_cast<size_t>(kMaxMethodLength))

@@ -101,6 +101,8 @@ std::string make_plan(const LoadOptions& o, const Url& url, MakeSecureClients ma
   plan.head = o.method == "HEAD";
   plan.total_connections = o.connections;
   plan.rate_per_thread = o.rate ? *o.rate / o.threads : 0;
+  plan.poisson = poisson_arrivals(o);
+  plan.seed = o.seed.value_or(1);
   plan.log_requests = !o.csv_requests.empty();
   return "";
 }
@@ -135,7 +137,7 @@ std::vector<std::unique_ptr<Worker>> make_workers(const LoadOptions& o, const Ru
     if (o.requests_per_thread) budget = *o.requests_per_thread;
     if (o.total_requests)
       budget = *o.total_requests / o.threads + (t < *o.total_requests % o.threads ? 1 : 0);
-    workers.push_back(std::make_unique<Worker>(plan, state, conns, budget));
+    workers.push_back(std::make_unique<Worker>(plan, state, t, conns, budget));
   }
   return workers;
 }
@@ -256,6 +258,7 @@ LoadResult LoadRunner::run() {
   result.threads = o.threads;
   result.connections = o.connections;
   result.rate = o.rate.value_or(0);
+  if (o.rate) result.arrivals = poisson_arrivals(o) ? "poisson" : "uniform";
   if (!invalid_.empty()) {
     result.error = invalid_;
     return result;

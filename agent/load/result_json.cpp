@@ -39,6 +39,7 @@ v1::LoadResult to_proto(const LoadResult& r) {
   out.set_rate(r.rate);
   out.set_achieved_rate(r.achieved_rate);
   out.set_rate_not_held(!r.rate_held);
+  out.set_arrivals(r.arrivals);
   out.set_latency_corrected(r.rate > 0);
   proto::latency_of(r.histogram, out.mutable_latency());
   proto::latency_of(r.histogram_uncorrected, out.mutable_latency_uncorrected());
@@ -145,8 +146,9 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
   if (r.rate > 0) {
     const Histogram& u = r.histogram_uncorrected;
     fmt::format_to(append,
-                   "  (latency from intended send times, --rate {:.0f}/s; uncorrected from the write:)\n",
-                   r.rate);
+                   "  (latency from intended send times, --rate {:.0f}/s, {} arrivals; uncorrected from the "
+                   "write:)\n",
+                   r.rate, r.arrivals);
     fmt::format_to(append, "  Uncorr.   p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
                    format_us(u.value_at_percentile(50)), format_us(u.value_at_percentile(90)),
                    format_us(u.value_at_percentile(99)), format_us(u.value_at_percentile(99.9)),

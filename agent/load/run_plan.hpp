@@ -49,6 +49,10 @@ struct RunPlan {
   // `pace_start`; 0 = closed loop (send as soon as the previous response arrived).
   double rate_per_thread = 0;
   Clock::time_point pace_start;
+  // Open loop: the send times are a Poisson process (exponential gaps from `seed`), not an
+  // even pace (schedule.hpp).
+  bool poisson = false;
+  uint64_t seed = 0;
   // Open loop: the least time between two wake-ups of a worker's pacer timer. Above
   // 1 / pace_gap slots per second a thread, a wake-up hands out several slots, each up to
   // pace_gap late (its latency, counted from the slot, includes that); below it every slot

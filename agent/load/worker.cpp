@@ -13,7 +13,8 @@ namespace loadlab::load {
 
 namespace asio = boost::asio;
 
-Worker::Worker(const RunPlan& plan, RunState& state, int connections, std::optional<int64_t> budget)
+Worker::Worker(const RunPlan& plan, RunState& state, int index, int connections,
+               std::optional<int64_t> budget)
     : plan_(plan), state_(state), sweep_timer_(ioc_), end_timer_(ioc_), pace_timer_(ioc_), budget_(budget) {
   // Timeouts are enforced by a sweep; its period bounds how late a timeout fires.
   sweep_interval_ = std::clamp<Clock::duration>(plan.timeout / 10, std::chrono::milliseconds(1),
@@ -28,7 +29,9 @@ Worker::Worker(const RunPlan& plan, RunState& state, int connections, std::optio
       connections_.push_back(std::make_unique<Connection<PlainTransport>>(*this, i));
   }
   if (plan.rate_per_thread > 0) {
-    schedule_ = Schedule(plan.pace_start, plan.rate_per_thread, connections);
+    schedule_ = plan.poisson ? Schedule(plan.pace_start, plan.rate_per_thread, connections, plan.seed,
+                                        static_cast<uint64_t>(index))
+                             : Schedule(plan.pace_start, plan.rate_per_thread, connections);
     waiters_.reserve(connections);
   }
 }

@@ -57,8 +57,9 @@ struct WorkerTotals {
 
 class Worker {
  public:
+  // `index`: the worker's thread among the run's (its Poisson draws are its own).
   // `budget`: measured requests this worker may start (nullopt = unbounded, for -d).
-  Worker(const RunPlan& plan, RunState& state, int connections, std::optional<int64_t> budget);
+  Worker(const RunPlan& plan, RunState& state, int index, int connections, std::optional<int64_t> budget);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

@@ -1,9 +1,14 @@
 #include "loadlab/controller/cell_executor.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <utility>
 
+#include "loadlab/controller/capacity_search.hpp"
 #include "loadlab/controller/flags.hpp"
+#include "loadlab/proto/protocols.hpp"
+#include "loadlab/shared/limits.hpp"
 
 namespace loadlab::controller {
 
@@ -27,18 +32,106 @@ CellExecutor::CellExecutor(const Scenario& s, const AgentPool& pool, ProgressRep
 std::optional<CellResult> CellExecutor::run(const Cell& cell, size_t finished) {
   CellResult cr;
   cr.cell = cell;
+  if (scenario_.search) {
+    if (!search(cell, scenario_.repetitions, finished, cr)) return std::nullopt;
+    return cr;
+  }
   if (!repeat(cell, scenario_.repetitions, finished, cr.reps, cr.error)) return std::nullopt;
   return cr;
 }
 
+bool CellExecutor::search(const Cell& cell, uint32_t count, size_t finished, CellResult& into) {
+  SearchLoad load;
+  load.threads = cell.threads;
+  load.connections = cell.connections;
+  load.multiplexed = proto::multiplexes(*proto::protocol_from_name(cell.protocol));
+  load.timeout_s = (scenario_.load.timeout_ms ? scenario_.load.timeout_ms
+                                              : static_cast<uint32_t>(limits::kDefaultTimeoutMs)) /
+                   1000.0;
+  load.warmup_s = scenario_.load.warmup_s;
+  for (uint32_t rep = 0; rep < count && into.error.empty(); ++rep) {
+    CapacitySearch search(*scenario_.search, load);
+    v1::SearchResult result;
+    std::optional<v1::Repetition> last, last_pass;
+    while (auto plan = search.next()) {
+      Cell step = cell;
+      step.rate = plan->rate;
+      step.threads = plan->threads;
+      step.connections = plan->connections;
+      step.streams = plan->streams;
+      step.window_s = plan->duration_s;
+      std::vector<v1::Repetition> measured;
+      std::string error;
+      progress_.note(cell.key() + fmt::format(" search {}: {} at {:.0f} req/s ({} connections, {:g} s)",
+                                              rep + 1, kind_name(plan->kind), plan->rate, plan->connections,
+                                              plan->duration_s));
+      if (!one(step, rep, count, finished, measured, error)) return false;  // stopping
+      const v1::Repetition* r = measured.empty() ? nullptr : &measured.back();
+      search.record(r, error);
+      const SearchStep& judged = search.steps().back();
+      auto* s = result.add_steps();
+      s->set_kind(kind_name(judged.plan.kind));
+      s->set_rate(judged.plan.rate);
+      s->set_duration_s(judged.plan.duration_s);
+      s->set_threads(judged.plan.threads);
+      s->set_connections(judged.plan.connections);
+      s->set_streams(judged.plan.streams);
+      s->set_connection_bound(judged.plan.connection_bound);
+      s->set_verdict(verdict_name(judged.verdict));
+      s->set_why(judged.why);
+      s->set_counted(judged.counted);
+      if (r) {
+        *s->mutable_repetition() = *r;
+        last = *r;
+        if (judged.verdict == StepVerdict::kPass && judged.counted) last_pass = *r;
+      }
+      progress_.note(cell.key() + " " + verdict_name(judged.verdict) +
+                     (judged.why.empty() ? "" : ": " + judged.why));
+    }
+    for (const auto& o : scenario_.search->slo) (*result.mutable_slo())[o.figure] = o.limit;
+    result.set_end(end_name(search.end()));
+    result.set_capacity(search.capacity());
+    result.set_reason(search.reason());
+    progress_.info(cell.key() + ": " + search.reason());
+    if (search.end() == CapacitySearch::End::kFailed) into.error = "search: " + search.reason();
+    into.searches.push_back(std::move(result));
+    if (last_pass || last) {
+      into.reps.push_back(std::move(last_pass ? *last_pass : *last));
+      into.reps.back().set_capacity(search.capacity());  // the metric `capacity`
+    }
+  }
+  return true;
+}
+
 bool CellExecutor::confirm(CellResult& into, uint32_t count, size_t finished) {
   std::string error;
+  if (scenario_.search) {  // more searches: their figures (each with its capacity) confirm
+    CellResult more;
+    more.cell = into.cell;
+    if (!search(into.cell, count, finished, more)) return false;
+    into.confirmations.insert(into.confirmations.end(), more.reps.begin(), more.reps.end());
+    return true;
+  }
   return repeat(into.cell, count, finished, into.confirmations, error);
 }
 
 bool CellExecutor::remeasure(CellResult& into, size_t finished) {
   std::vector<v1::Repetition> fresh;
   std::string error;
+  if (scenario_.search) {  // the searches again: they replace the cell's
+    CellResult again;
+    again.cell = into.cell;
+    if (!search(into.cell, scenario_.repetitions, finished, again)) return false;
+    if (!again.ok()) {
+      progress_.info(into.cell.key() + ": searching again failed (" + again.error +
+                     "); its first searches stay");
+      return true;
+    }
+    auto before = std::exchange(into.reps, std::move(again.reps));
+    into.disturbed.insert(into.disturbed.end(), before.begin(), before.end());
+    into.searches = std::move(again.searches);
+    return true;
+  }
   if (!repeat(into.cell, scenario_.repetitions, finished, fresh, error)) return false;
   if (!error.empty() || fresh.empty()) {
     progress_.info(into.cell.key() + ": measuring again failed (" + error + "); its first measurement stays");

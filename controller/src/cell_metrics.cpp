@@ -35,6 +35,12 @@ double client_cpu(const v1::Repetition& r) { return r.client().cpu_pct(); }
 double server_mb(const v1::Repetition& r) { return static_cast<double>(r.server().rss_kb_peak()) / 1024.0; }
 double client_mb(const v1::Repetition& r) { return static_cast<double>(r.client().rss_kb_peak()) / 1024.0; }
 
+// A capacity search's cell: the median search's capacity (CellResult::capacity).
+std::optional<double> capacity(const CellResult& c) {
+  if (c.searches.empty() || !c.error.empty()) return std::nullopt;
+  return c.capacity();
+}
+
 }  // namespace
 
 const std::vector<CellMetric>& cell_metrics() {
@@ -47,6 +53,7 @@ const std::vector<CellMetric>& cell_metrics() {
       {"server_mb", "server MB", 1, figure<server_mb, kNone>, nullptr},
       {"client_cpu_pct", "client CPU %", 1, figure<client_cpu, kNone>, nullptr},
       {"client_mb", "client MB", 1, figure<client_mb, kNone>, nullptr},
+      {"capacity", "capacity req/s", 0, capacity, nullptr},
   };
   return all;
 }

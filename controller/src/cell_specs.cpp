@@ -57,9 +57,13 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
   spec.set_body(l.body);
   spec.set_threads(share.threads);
   spec.set_connections(share.connections);
-  if (l.requests_per_thread) spec.set_requests_per_thread(*l.requests_per_thread);
-  if (share.total_requests) spec.set_total_requests(*share.total_requests);
-  if (l.duration_s) spec.set_duration_s(*l.duration_s);
+  if (c.window_s) {
+    spec.set_duration_s(*c.window_s);  // a search step's window
+  } else {
+    if (l.requests_per_thread) spec.set_requests_per_thread(*l.requests_per_thread);
+    if (share.total_requests) spec.set_total_requests(*share.total_requests);
+    if (l.duration_s) spec.set_duration_s(*l.duration_s);
+  }
   spec.set_warmup_s(l.warmup_s);
   spec.set_keep_alive(c.keep_alive);
   spec.set_timeout_ms(l.timeout_ms);
@@ -71,6 +75,10 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
   if (!c.tls_version.empty()) spec.set_tls_resume(l.tls_resume);
   if (c.protocol == "h3") spec.set_zero_rtt(l.zero_rtt);
   if (c.streams > 1) spec.set_streams(c.streams);
+  if (c.rate > 0 && c.arrivals == proto::kPoissonArrivals) {
+    spec.set_arrivals(c.arrivals);
+    spec.set_seed(c.seed);
+  }
   return spec;
 }
 

@@ -31,6 +31,8 @@ const Metric kMetrics[] = {
     {"server_rss_kb", false,
      [](const v1::Repetition& r) { return static_cast<double>(r.server().rss_kb_peak()); }, ""},
     {"client_cpu_pct", false, [](const v1::Repetition& r) { return r.client().cpu_pct(); }, ""},
+    // A capacity search's cells (docs/capacity.md): the capacity each repetition's search found.
+    {"capacity", true, [](const v1::Repetition& r) { return r.capacity(); }, ""},
 };
 
 const Metric& find_metric(const std::string& name) {
@@ -231,10 +233,17 @@ RegressionDef parse_regression(const ObjectReader& r) {
 }
 
 RegressionDef regression_of_result(const nlohmann::json& result) {
-  if (!result.is_object() || !result.contains("scenario") || !result["scenario"].is_object() ||
-      !result["scenario"].contains("regression"))
-    return {};
-  return parse_regression(ObjectReader(result["scenario"]["regression"], "/scenario/regression"));
+  if (!result.is_object() || !result.contains("scenario") || !result["scenario"].is_object()) return {};
+  const auto& scenario = result["scenario"];
+  RegressionDef d;
+  if (scenario.contains("regression"))
+    d = parse_regression(ObjectReader(scenario["regression"], "/scenario/regression"));
+  // A capacity search's run is judged by what it found, unless its scenario says otherwise.
+  if (scenario.contains("search") &&
+      !(scenario.contains("regression") && scenario["regression"].is_object() &&
+        scenario["regression"].contains("metric")))
+    d.metric = "capacity";
+  return d;
 }
 
 const std::vector<std::string>& metric_names() {

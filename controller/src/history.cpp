@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 
 #include "history_schema.hpp"
 #include "loadlab/controller/compare.hpp"
@@ -42,6 +43,7 @@ const std::vector<MetricColumn>& metric_columns() {
         {"server_cpu_pct", "p.server_cpu_pct"},
         {"server_rss_kb", "p.server_rss_kb_peak"},
         {"client_cpu_pct", "p.client_cpu_pct"},
+        {"capacity", "p.capacity"},
     };
     std::vector<MetricColumn> out;
     for (auto& [name, column] : sql) out.push_back({{name, metric_higher_is_better(name)}, column});
@@ -197,6 +199,25 @@ void store_agents(sqlite3* db, const std::string& file, int64_t run_id,
   }
 }
 
+// The cell's knobs as its settings digest takes them: CellConfig's JSON, but for the fields it
+// gained after histories kept digests (arrivals and seed), which are left out at their
+// default. A new field would otherwise change every cell's digest, and each cell's next night
+// would read as changed settings against all its earlier ones.
+std::string config_text(const v1::CellConfig& config) {
+  std::string text = proto::to_json(config);
+  for (std::string_view added : {R"("arrivals":"")", R"("seed":"0")"}) {
+    const auto at = text.find(added);
+    if (at == std::string::npos) continue;
+    if (at > 0 && text[at - 1] == ',')
+      text.erase(at - 1, added.size() + 1);  // ,"arrivals":""
+    else if (at + added.size() < text.size() && text[at + added.size()] == ',')
+      text.erase(at, added.size() + 1);  // "arrivals":"",
+    else
+      text.erase(at, added.size());
+  }
+  return text;
+}
+
 // What a cell's figures depend on besides the machines and the target's build: its knobs, the
 // scenario's load, its target's definition, the placement and the repetitions. Nights whose
 // digests differ are not compared (the verdict says the settings changed).
@@ -210,8 +231,7 @@ std::string settings_digest(const nlohmann::json& result, const v1::CellResult& 
   if (scenario.is_object() && scenario.contains("targets") && scenario["targets"].is_array())
     for (auto& t : scenario["targets"])
       if (t.is_object() && t.contains("name") && t["name"] == c.cell().target()) target = t.dump();
-  v1::CellConfig config = c.cell();
-  return sha256_text(proto::to_json(config) + "\n" + part("load") + "\n" + target + "\n" + part("placement") +
+  return sha256_text(config_text(c.cell()) + "\n" + part("load") + "\n" + target + "\n" + part("placement") +
                      "\n" + part("repetitions"))
       .substr(0, 16);
 }
@@ -258,8 +278,8 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
       db, file,
       "INSERT INTO repetitions (cell_id, phase, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
       "errors, requests, server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, "
-      "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags, other_pct) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags, other_pct, capacity) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "store a repetition");
   for (const auto& c : cells) {
     cell.bind(1, run_id).bind(2, c.cell().key()).bind(3, int64_t{c.ok()}).bind(4, c.error());
@@ -286,7 +306,12 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
         // not pinned, both see the whole machine).
         rep.bind(17, std::max(r.server().steal_pct(), r.client().steal_pct()));
         rep.bind(18, r.server().cpus()).bind(19, load_cpus(r)).bind(20, r.target_build());
-        rep.bind(21, wait_pct(r)).bind(22, json_list(r.flags())).bind(23, other_work_pct(r)).run();
+        rep.bind(21, wait_pct(r)).bind(22, json_list(r.flags())).bind(23, other_work_pct(r));
+        if (r.capacity() > 0)
+          rep.bind(24, r.capacity());
+        else
+          rep.bind_null(24);  // not a capacity search's
+        rep.run();
       }
   }
 }

@@ -125,6 +125,7 @@ void changes(const History& h, const HistoryCliOptions& o, std::ostream& out) {
       std::vector<CellPoint> points;
       for (auto& p : newest(h.series(scenario, key, *m), o.last))
         if (p.ok && !p.values.empty()) points.push_back(p);
+      if (points.empty()) continue;  // a figure the cell never gave (capacity: not a search)
       std::vector<double> medians;
       for (auto& p : points) medians.push_back(p.median());
       ++series_count;
@@ -306,7 +307,7 @@ void HistoryCommand::add_to(CLI::App& app) {
       ->required();
   command_->add_option("--cell", options_.cell, "a cell key, e.g. beast/d5/t10: its trend over the runs");
   command_->add_option("--metric", options_.metric,
-                       "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, client_cpu_pct "
+                       "qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, client_cpu_pct, capacity "
                        "(trend default qps; --changes default all)");
   command_->add_option("--scenario", options_.scenario, "only this scenario's runs and cells");
   command_->add_flag("--changes", options_.changes,

@@ -121,11 +121,18 @@ const char* kToV4 = R"sql(
 ALTER TABLE repetitions ADD COLUMN other_pct REAL;
 )sql";
 
+// Version 5: a capacity search's repetition's capacity (docs/capacity.md), the metric
+// `capacity`. Other rows have none.
+const char* kToV5 = R"sql(
+ALTER TABLE repetitions ADD COLUMN capacity REAL;
+)sql";
+
 const Migration kMigrations[] = {
     {1, "create the schema (version 1)", kToV1},
     {2, "migrate to version 2 (agents, overrides, n/a figures)", kToV2},
     {3, "migrate to version 3 (fingerprints, confirmations, verdicts, accepted levels)", kToV3},
     {4, "migrate to version 4 (other work on a cell's CPUs)", kToV4},
+    {5, "migrate to version 5 (a capacity search's capacity)", kToV5},
 };
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == History::kSchemaVersion,
               "one migration per schema version");

@@ -60,6 +60,9 @@ void set_knob(Knob knob, const nlohmann::json& v, Cell& c, LateKnobs& late) {
     case Knob::kStreams:
       c.streams = v.get<uint32_t>();
       break;
+    case Knob::kArrivals:
+      c.arrivals = v.get<std::string>();
+      break;
   }
 }
 
@@ -80,6 +83,8 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
   c.client = load.client;
   c.protocol = load.protocol;
   c.streams = load.streams;
+  c.arrivals = load.arrivals;
+  c.seed = load.seed;
   LateKnobs late;
   late.tls_version = load.tls_version;
   late.per_thread = load.connections_per_thread;

@@ -185,6 +185,7 @@ class RepetitionRunner {
   std::string window_phase() const { return measuring_ ? "measure" : "warmup"; }
   double measure_limit_s() const {
     if (options_.limits.measure_s > 0) return options_.limits.measure_s;
+    if (cell_.window_s) return *cell_.window_s + 60;  // a search step
     return scenario_.load.duration_s ? *scenario_.load.duration_s + 60 : 24 * 3600.0;
   }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "loadlab/controller/ab_verdicts.hpp"
+#include "loadlab/controller/capacity_search.hpp"
 #include "loadlab/controller/cell_metrics.hpp"
 #include "loadlab/controller/matrix_pivot.hpp"
 #include "loadlab/controller/reporters.hpp"
@@ -199,8 +200,8 @@ std::string pairs_table(const v1::CellVerdict& c) {
   return t + "</tbody></table>";
 }
 
-void write_verdicts(std::ostream& o, const v1::Verdicts& v, const std::vector<CellResult>& cells,
-                    const char* id = "verdicts", const char* heading = "Against the baseline") {
+void write_verdicts_section(std::ostream& o, const v1::Verdicts& v, const std::vector<CellResult>& cells,
+                            const char* id = "verdicts", const char* heading = "Against the baseline") {
   const std::string level = fmt::format("{:.2g}", v.cell_level());
   o << "<section id=\"" << id << "\"><h2>" << heading << "</h2><p class=\"note\">" << html_escape(v.metric())
     << " compared with " << html_escape(v.baseline()) << " (" << html_escape(v.method())
@@ -351,6 +352,56 @@ void write_chart(std::ostream& o, const ChartLayout& l, size_t panel, const Cell
   o << "</ul></figure>";
 }
 
+// The objective the curves show: the first latency figure the search held (p99 before p999 ...),
+// else the error rate.
+std::string curve_figure(const v1::SearchResult& s) {
+  for (const char* f : {"p99_ms", "p999_ms", "p90_ms", "p50_ms", "max_ms", "errors_pct"})
+    if (s.slo().count(f)) return f;
+  return "p99_ms";
+}
+
+// Capacity under the objectives: per target one chart of every cell's steps (latency against
+// the rate asked), the objective's line and each capacity found.
+void write_capacity(std::ostream& o, const std::vector<CellResult>& cells) {
+  o << "<section id=\"search\"><h2>Capacity searches</h2><p class=\"note\">Each line is one cell's median "
+       "search: the latency each counted step measured (from the intended send times) against the rate it "
+       "asked; the dashed line is the objective, the ring the capacity found.</p><div class=\"charts\">";
+  std::vector<std::string> targets;
+  for (auto& c : cells)
+    if (!c.searches.empty() && std::find(targets.begin(), targets.end(), c.cell.target) == targets.end())
+      targets.push_back(c.cell.target);
+  for (const auto& target : targets) {
+    CapacityChart chart;
+    chart.panel = target;
+    for (auto& c : cells) {
+      if (c.cell.target != target || c.searches.empty()) continue;
+      const auto& s = c.median_search();
+      const std::string figure = curve_figure(s);
+      chart.y_title = figure == "errors_pct" ? "errors %" : figure.substr(0, figure.size() - 3) + " ms";
+      if (s.slo().count(figure)) chart.limit = s.slo().at(figure);
+      CapacityChart::Series series;
+      const std::string key = c.cell.key();
+      series.name = key.size() > target.size() + 1 ? key.substr(target.size() + 1) : key;
+      for (const auto& step : s.steps()) {
+        if (!step.counted() || !step.has_repetition()) continue;
+        const double y = slo_value(step.repetition(), figure);
+        series.points.emplace_back(step.rate(), y);
+        if (s.capacity() > 0 && step.rate() == s.capacity() && step.verdict() == "pass")
+          series.found = {step.rate(), y};
+      }
+      chart.series.push_back(std::move(series));
+    }
+    chart.title = "capacity searches of " + target;
+    o << "<figure><figcaption>" << html_escape(target) << "</figcaption>" << svg_capacity_chart(chart)
+      << "<ul class=\"legend\">";
+    for (size_t i = 0; i < chart.series.size(); ++i)
+      o << "<li><span style=\"background:" << series_colour(i) << "\"></span>"
+        << html_escape(chart.series[i].name) << "</li>";
+    o << "</ul></figure>";
+  }
+  o << "</div></section>";
+}
+
 void write_chart_section(std::ostream& o, const ChartLayout& l, const char* id, const char* heading,
                          std::initializer_list<const char*> metrics) {
   o << "<section id=\"" << id << "\"><h2>" << heading << "</h2><div class=\"charts\">";
@@ -423,15 +474,21 @@ void write_html_report(std::ostream& o, const json& header, const std::string& t
   if (sections.verdicts) o << "<a href=\"#verdicts\">verdicts</a>";
   if (sections.ab) o << "<a href=\"#ab\">A/B</a>";
   o << "<a href=\"#matrix\">matrix</a>";
+  if (any_searched(cells)) o << "<a href=\"#capacity\">capacity</a><a href=\"#search\">searches</a>";
   if (!cells.empty())
     o << "<a href=\"#throughput\">throughput</a><a href=\"#latency\">latency</a><a href=\"#cost\">cost</a>";
   if (sections.trends) o << "<a href=\"#trends\">trends</a>";
   o << "</nav>";
-  if (sections.verdicts) write_verdicts(o, *sections.verdicts, cells);
-  if (sections.ab) write_verdicts(o, *sections.ab, cells, "ab", "A/B: build B against build A, pair by pair");
+  if (sections.verdicts) write_verdicts_section(o, *sections.verdicts, cells);
+  if (sections.ab)
+    write_verdicts_section(o, *sections.ab, cells, "ab", "A/B: build B against build A, pair by pair");
   write_matrix(o, cells, sections);
   if (!cells.empty()) {
     const ChartLayout layout = chart_layout(cells);
+    if (any_searched(cells)) {
+      write_chart_section(o, layout, "capacity", "Capacity within the objectives", {"capacity"});
+      write_capacity(o, cells);
+    }
     write_chart_section(o, layout, "throughput", "Throughput", {"qps"});
     write_chart_section(o, layout, "latency", "Latency", {"p50_ms", "p99_ms"});
     write_chart_section(o, layout, "cost", "Server and client cost",

@@ -8,6 +8,7 @@
 #include "loadlab/controller/matrix_pivot.hpp"
 #include "loadlab/controller/report_html.hpp"
 #include "loadlab/controller/verdict.hpp"
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/format.hpp"
 
 namespace loadlab::controller {
@@ -105,6 +106,8 @@ std::vector<std::pair<std::string, std::string>> fixed_settings(const Cell& c) {
   if (!axis("protocol") && !axis("tls_version") && !c.tls_version.empty())
     v.emplace_back("tls_version", c.tls_version);
   if (!axis("streams") && c.streams > 1) v.emplace_back("streams", std::to_string(c.streams));
+  if (!axis("arrivals") && c.rate > 0 && c.arrivals != proto::kUniformArrivals)
+    v.emplace_back("arrivals", c.arrivals);
   return v;
 }
 }  // namespace
@@ -134,8 +137,23 @@ std::vector<std::string> cell_values(const Cell& c, bool human) {
   return v;
 }
 
+namespace {
+// "31200 (30400..31600)": the median search's capacity and the spread of the repetitions'.
+std::string capacity_text(const CellResult& c) {
+  if (c.searches.empty()) return "-";
+  std::string t = fixed_text(c.capacity(), 0);
+  if (c.searches.size() > 1)
+    t += " (" + fixed_text(c.capacity_min(), 0) + ".." + fixed_text(c.capacity_max(), 0) + ")";
+  return t;
+}
+
+// How the median search ended: "found", "broken-at-min", ...
+std::string search_end(const CellResult& c) { return c.searches.empty() ? "" : c.median_search().end(); }
+}  // namespace
+
 std::vector<std::string> summary_header(const std::vector<CellResult>& cells) {
   auto h = cell_header(cells, true);
+  if (any_searched(cells)) h.insert(h.end(), {"capacity", "search"});
   h.insert(h.end(), {"qps", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "srv cpu%", "srv MB",
                      "cli cpu%", "cli MB", "cpus", "status"});
   return h;
@@ -145,6 +163,7 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
   std::vector<std::vector<std::string>> rows;
   for (auto& c : cells) {
     std::vector<std::string> row = cell_values(c.cell, true);
+    if (any_searched(cells)) row.insert(row.end(), {capacity_text(c), search_end(c)});
     if (c.ok()) {
       const auto& m = c.median();
       row.insert(row.end(), {fixed_text(m.qps(), 0), latency_ms(m, "latency.p50_us", m.latency().p50_us()),
@@ -224,6 +243,7 @@ void markdown_pivot(std::ostream& out, const CellMetric& metric, const Pivot& p)
 void write_markdown(std::ostream& out, const std::string& title, const std::vector<CellResult>& cells) {
   out << "# " << markdown_cell(title) << "\n\n";
   const Pivot p = pivot(cells, column_axis(cells));
+  if (any_searched(cells)) markdown_pivot(out, cell_metric("capacity"), p);
   for (const char* id : {"qps", "p99_ms", "server_cpu_pct", "server_mb", "client_cpu_pct"})
     markdown_pivot(out, cell_metric(id), p);
   out << "## All figures\n\n";
@@ -232,12 +252,18 @@ void write_markdown(std::ostream& out, const std::string& title, const std::vect
   markdown_row(out, header);
   out << "|";
   for (size_t i = 0; i < header.size(); ++i) {
-    const bool text = i == 0 || i + 1 == header.size() ||
+    const bool text = i == 0 || i + 1 == header.size() || header[i] == "search" ||
                       (i < cell_columns && (header[i] == "client" || header[i] == "protocol"));
     out << (text ? " --- |" : " ---: |");
   }
   out << "\n";
   for (auto& r : summary_rows(cells)) markdown_row(out, r);
+  if (any_searched(cells))
+    out << "\ncapacity: the highest rate (req/s) each cell held within the search's objectives, found by an "
+           "exponential ramp, bisection and a validation run (the median search; in brackets the spread over "
+           "the "
+           "repetitions); search: how it ended; the other figures are its last passing step's (the "
+           "validation run, when it found one).\n";
   out << "\nqps: requests per second over the measured window (median repetition); latencies from the "
          "client's histogram; cpu% = 100 per core; MB = peak RSS; cpus: the CPUs the server / the client ran "
          "on; FAILED: the cell failed (see All figures); "
@@ -247,12 +273,21 @@ void write_markdown(std::ostream& out, const std::string& title, const std::vect
 void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
   std::string header;
   for (auto& h : cell_header(cells, false)) header += h + ",";
+  const bool search = any_searched(cells);
+  if (search) header += "capacity,capacity_min,capacity_max,search,";
   out << header
       << "requests,errors,duration_s,qps,qps_min,qps_max,p50_us,p90_us,p99_us,p999_us,max_us,mean_us,"
          "server_cpu_pct,server_rss_kb_mean,server_rss_kb_peak,client_cpu_pct,client_rss_kb_mean,"
          "client_rss_kb_peak,server_cpus,client_cpus,repetitions,flags,error\n";
   for (auto& c : cells) {
     for (auto& v : cell_values(c.cell, false)) out << csv_field(v) << ",";
+    if (search) {
+      if (c.searches.empty())
+        out << ",,,,";
+      else
+        out << fixed_text(c.capacity(), 2) << "," << fixed_text(c.capacity_min(), 2) << ","
+            << fixed_text(c.capacity_max(), 2) << "," << csv_field(search_end(c)) << ",";
+    }
     if (c.ok()) {
       const auto& m = c.median();
       out << m.requests() << "," << m.errors() << "," << fixed_text(m.duration_s(), 4) << ","

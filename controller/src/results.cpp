@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "loadlab/proto/protocols.hpp"
+
 namespace loadlab::controller {
 
 size_t CellResult::median_index() const {
@@ -12,6 +14,43 @@ size_t CellResult::median_index() const {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return reps[a].qps() < reps[b].qps(); });
   return order[(order.size() - 1) / 2];
+}
+
+namespace {
+
+std::vector<double> capacities(const std::vector<v1::SearchResult>& searches) {
+  std::vector<double> v;
+  for (auto& s : searches) v.push_back(s.capacity());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+double CellResult::capacity() const {
+  auto v = capacities(searches);
+  return v.empty() ? 0 : v[(v.size() - 1) / 2];
+}
+
+double CellResult::capacity_min() const {
+  auto v = capacities(searches);
+  return v.empty() ? 0 : v.front();
+}
+
+double CellResult::capacity_max() const {
+  auto v = capacities(searches);
+  return v.empty() ? 0 : v.back();
+}
+
+const v1::SearchResult& CellResult::median_search() const {
+  std::vector<const v1::SearchResult*> by;
+  for (auto& s : searches) by.push_back(&s);
+  std::stable_sort(by.begin(), by.end(), [](auto* a, auto* b) { return a->capacity() < b->capacity(); });
+  return *by.at((by.size() - 1) / 2);
+}
+
+bool any_searched(const std::vector<CellResult>& cells) {
+  return std::any_of(cells.begin(), cells.end(), [](const CellResult& c) { return !c.searches.empty(); });
 }
 
 double CellResult::qps_min() const {
@@ -72,6 +111,10 @@ v1::CellConfig config_of(const Cell& c) {
   p.set_protocol(c.protocol);
   p.set_tls_version(c.tls_version);
   p.set_streams(c.streams);
+  if (c.rate > 0 && c.arrivals == proto::kPoissonArrivals) {
+    p.set_arrivals(c.arrivals);
+    p.set_seed(c.seed);
+  }
   for (auto& [name, text] : c.axes) {
     auto* a = p.add_axes();
     a->set_axis(name);
@@ -94,6 +137,8 @@ Cell cell_of(const v1::CellConfig& p) {
   c.protocol = p.protocol().empty() ? "http1" : p.protocol();  // runs from before protocols
   c.tls_version = p.tls_version();
   c.streams = p.streams() ? p.streams() : 1;  // runs from before streams
+  c.arrivals = p.arrivals().empty() ? std::string(proto::kUniformArrivals) : p.arrivals();
+  c.seed = c.arrivals == proto::kPoissonArrivals ? p.seed() : 1;
   for (auto& a : p.axes()) c.axes.emplace_back(a.axis(), a.value());
   return c;
 }
@@ -107,6 +152,12 @@ v1::CellResult to_proto(const CellResult& c) {
   for (auto& r : c.reps) *p.add_repetitions() = r;
   for (auto& r : c.confirmations) *p.add_confirmations() = r;
   for (auto& r : c.disturbed) *p.add_disturbed() = r;
+  for (auto& s : c.searches) *p.add_searches() = s;
+  if (!c.searches.empty()) {
+    p.set_capacity(c.capacity());
+    p.set_capacity_min(c.capacity_min());
+    p.set_capacity_max(c.capacity_max());
+  }
   if (!c.reps.empty()) {
     p.set_median_index(static_cast<uint32_t>(c.median_index()));
     auto* m = p.mutable_median();
@@ -129,6 +180,7 @@ CellResult cell_from_proto(const v1::CellResult& p, const Cell& cell) {
   c.reps.assign(p.repetitions().begin(), p.repetitions().end());
   c.confirmations.assign(p.confirmations().begin(), p.confirmations().end());
   c.disturbed.assign(p.disturbed().begin(), p.disturbed().end());
+  c.searches.assign(p.searches().begin(), p.searches().end());
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "loadlab/controller/capacity_search.hpp"
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/proto/protocols.hpp"
@@ -79,9 +80,18 @@ TargetDef parse_target(const ObjectReader& t) {
   return d;
 }
 
-// How the load stops: exactly one of a request count per thread, a total request count or a duration.
-void parse_load_stop(const ObjectReader& l, LoadDef& d) {
+// How the load stops: exactly one of a request count per thread, a total request count or a
+// duration; none in a search, whose steps have windows of their own.
+void parse_load_stop(const ObjectReader& l, LoadDef& d, bool searched) {
   int stops = l.has("requests_per_thread") + l.has("total_requests") + l.has("duration_s");
+  if (searched) {
+    for (const char* k : {"requests_per_thread", "total_requests", "duration_s"})
+      if (l.has(k))
+        throw InputError(l.path(k),
+                         "a search measures each step for its own window (/search/step_s, "
+                         "/search/min_requests, /search/validate_s): give no stop condition");
+    return;
+  }
   if (stops != 1)
     throw InputError(l.where(),
                      "exactly one of requests_per_thread, total_requests or duration_s is required");
@@ -148,7 +158,23 @@ void parse_load_protocol(const ObjectReader& l, LoadDef& d) {
   d.streams = static_cast<uint32_t>(l.integer("streams", 1, limits::kMaxStreams, 1));
 }
 
-LoadDef parse_load(const ObjectReader& l) {
+std::string arrivals_value(const nlohmann::json& v, const std::string& path) {
+  if (v.is_string() && proto::is_arrivals(v.get<std::string>())) return v.get<std::string>();
+  throw InputError(path, "must be \"uniform\" (an even pace) or \"poisson\" (exponential gaps)");
+}
+
+// How an open loop's send times fall, and the seed of Poisson's draws.
+void parse_load_arrivals(const ObjectReader& l, LoadDef& d) {
+  if (l.has("arrivals")) d.arrivals = arrivals_value(l.at("arrivals"), l.path("arrivals"));
+  if (l.has("seed")) {
+    const auto& v = l.at("seed");
+    if (!v.is_number_unsigned())
+      throw InputError(l.path("seed"), "must be an integer in 0..18446744073709551615 (2^64 - 1)");
+    d.seed = v.get<uint64_t>();
+  }
+}
+
+LoadDef parse_load(const ObjectReader& l, bool searched) {
   l.allow({"requests_per_thread",
            "total_requests",
            "duration_s",
@@ -168,9 +194,11 @@ LoadDef parse_load(const ObjectReader& l) {
            "tls_version",
            "tls_resume",
            "zero_rtt",
-           "streams"});
+           "streams",
+           "arrivals",
+           "seed"});
   LoadDef d;
-  parse_load_stop(l, d);
+  parse_load_stop(l, d, searched);
   parse_load_connections(l, d);
   d.client = l.string("client", kBuiltinClient);
   check_client_name(d.client, l.path("client"));
@@ -180,6 +208,51 @@ LoadDef parse_load(const ObjectReader& l) {
   d.timeout_ms = static_cast<uint32_t>(l.integer("timeout_ms", 1, limits::kMaxTimeoutMs, 0));
   d.rate = l.number("rate", limits::kMinRatePerThread, limits::kMaxCellRate, 0);
   parse_load_protocol(l, d);
+  parse_load_arrivals(l, d);
+  return d;
+}
+
+// search: {"slo": {FIGURE: LIMIT, ...}, "rate": {"min": R, "max": R}, "precision_pct": P,
+// "step_s": S, "min_requests": N, "validate_s": S, "max_threads": T, "max_connections": C}.
+SearchDef parse_search(const ObjectReader& o) {
+  o.allow({"slo", "rate", "precision_pct", "step_s", "min_requests", "validate_s", "max_threads",
+           "max_connections"});
+  SearchDef d;
+  const ObjectReader slo = o.object("slo");
+  std::string figures;
+  for (const auto& f : slo_figures()) figures += (figures.empty() ? "" : ", ") + f;
+  for (auto& [figure, limit] : slo.json().items()) {
+    const std::string at = slo.path(figure.c_str());
+    if (std::find(slo_figures().begin(), slo_figures().end(), figure) == slo_figures().end())
+      throw InputError(at, "unknown objective; allowed: " + figures);
+    const bool errors = figure == "errors_pct";
+    const double most = errors ? 100.0 : static_cast<double>(limits::kMaxTimeoutMs);
+    if (!limit.is_number() || !(limit.get<double>() > 0 || (errors && limit.get<double>() == 0)) ||
+        limit.get<double>() > most)
+      throw InputError(at, errors ? "must be a percentage of requests in 0..100"
+                                  : "must be a latency in ms, more than 0 and at most " +
+                                        std::to_string(limits::kMaxTimeoutMs));
+    d.slo.push_back({figure, limit.get<double>()});
+  }
+  if (d.slo.empty()) throw InputError(o.path("slo"), "must name at least one objective: " + figures);
+  // In slo_figures()' order (latencies first, then errors), whatever the file's: JSON objects
+  // are read in their keys' order.
+  auto rank = [](const std::string& f) { return std::find(slo_figures().begin(), slo_figures().end(), f); };
+  std::sort(d.slo.begin(), d.slo.end(),
+            [&](const auto& a, const auto& b) { return rank(a.figure) < rank(b.figure); });
+  const ObjectReader rate = o.object("rate");
+  rate.allow({"min", "max"});
+  d.rate_min = rate.number("min", limits::kMinRatePerThread, limits::kMaxCellRate);
+  d.rate_max = rate.number("max", limits::kMinRatePerThread, limits::kMaxCellRate);
+  if (d.rate_max <= d.rate_min)
+    throw InputError(rate.path("max"), "must be more than " + rate.path("min") + " (" +
+                                           number_text(d.rate_min) + "), got " + number_text(d.rate_max));
+  d.precision_pct = o.number("precision_pct", 0.1, 50, 2);
+  d.step_s = o.number("step_s", 0.1, limits::kMaxDurationS, 5);
+  d.min_requests = static_cast<uint64_t>(o.integer("min_requests", 1, limits::kMaxRequests, 20000));
+  d.validate_s = o.number("validate_s", 0.1, limits::kMaxDurationS, 30);
+  d.max_threads = static_cast<uint32_t>(o.integer("max_threads", 0, limits::kMaxThreads, 0));
+  d.max_connections = static_cast<uint32_t>(o.integer("max_connections", 0, limits::kMaxConnections, 0));
   return d;
 }
 
@@ -352,6 +425,8 @@ MatrixAxis parse_matrix_axis(const ObjectReader& m, const KnobInfo& k) {
       return parse_axis(m, k, tls_version_value);
     case Knob::kStreams:
       return integer(1, limits::kMaxStreams);
+    case Knob::kArrivals:
+      return parse_axis(m, k, arrivals_value);
   }
   throw std::logic_error("unhandled knob");
 }
@@ -383,6 +458,15 @@ void check_cells(const Scenario& s) {
     if (cells > static_cast<uint64_t>(limits::kMaxCells))
       throw InputError("/matrix", "the targets times every axis make more than " +
                                       std::to_string(limits::kMaxCells) + " cells");
+  }
+  if (s.search) {
+    for (auto& a : s.matrix)
+      if (a.knob == Knob::kRate)
+        throw InputError("/matrix/rate",
+                         "cannot be an axis of a search: each cell's rate is what it finds, "
+                         "between /search/rate/min and /search/rate/max");
+    if (s.load.rate > 0)
+      throw InputError("/load/rate", "a search sets each step's rate (/search/rate): give none");
   }
   const bool total_connections =
       s.load.connections ||
@@ -418,6 +502,17 @@ void check_cells(const Scenario& s) {
                        "must be 1 over " + c.protocol + " (" + path(Knob::kProtocol) +
                            "): only h2, h2c and h3 carry several requests at once on a connection, got " +
                            std::to_string(c.streams));
+    if (s.search && c.client != kBuiltinClient)
+      throw InputError(path(Knob::kClient),
+                       "a search needs the built-in client (" + std::string(kBuiltinClient) +
+                           "), whose latency counts from the intended send times; got " + c.client);
+    if (c.arrivals == proto::kPoissonArrivals && c.rate == 0 && !s.search)
+      throw InputError(path(Knob::kArrivals), "poisson paces an open loop: the cell needs a rate (" +
+                                                  path(Knob::kRate) + "), got 0 (closed loop)");
+    if (c.arrivals == proto::kPoissonArrivals && c.client != kBuiltinClient)
+      throw InputError(path(Knob::kArrivals), "poisson needs the built-in client (" +
+                                                  std::string(kBuiltinClient) + "): " + c.client + " (" +
+                                                  path(Knob::kClient) + ") paces evenly if at all");
     if (c.protocol == "h3" && c.tls_version == "1.2")
       throw InputError(path(Knob::kTlsVersion), "must be 1.3 over h3 (" + path(Knob::kProtocol) +
                                                     "): QUIC runs over TLS 1.3 only, got 1.2");
@@ -432,7 +527,7 @@ void check_cells(const Scenario& s) {
 Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order) {
   ObjectReader root(j, "");
   root.allow({"name", "description", "targets", "matrix", "load", "repetitions", "placement", "execution",
-              "regression", "ab"});
+              "regression", "ab", "search"});
   Scenario s;
   s.source = j;
   s.name = root.string("name");
@@ -449,13 +544,19 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
       throw InputError(t.path("name"), "duplicate target name \"" + s.targets.back().name + "\"");
   }
   s.matrix = parse_matrix(root.object("matrix"), matrix_order);
-  s.load = parse_load(root.object("load"));
+  if (root.has("search")) s.search = parse_search(root.object("search"));
+  s.load = parse_load(root.object("load"), s.search.has_value());
   check_cells(s);
   s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, limits::kMaxRepetitions, 1));
   if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
   if (root.has("regression")) s.regression = parse_regression(root.object("regression"));
   if (root.has("ab")) parse_ab(root.object("ab"), s);
+  // A search is judged by what it finds, unless the scenario says otherwise.
+  if (s.search && !(root.has("regression") && root.at("regression").contains("metric")))
+    s.regression.metric = "capacity";
+  if (s.search && !s.ab_a.empty())
+    throw InputError("/ab", "a scenario is a capacity search (/search) or an A/B run, not both");
   return s;
 }
 
@@ -676,6 +777,7 @@ const std::vector<KnobInfo>& knobs() {
       {Knob::kProtocol, "protocol", "", "protocol"},
       {Knob::kTlsVersion, "tls_version", "tls", "TLS"},
       {Knob::kStreams, "streams", "s", "streams"},
+      {Knob::kArrivals, "arrivals", "", "arrivals"},
   };
   return all;
 }
@@ -715,6 +817,8 @@ std::string knob_path(const Scenario& s, Knob knob, size_t target, const std::ve
       return "/load/tls_version";
     case Knob::kStreams:
       return "/load/streams";
+    case Knob::kArrivals:
+      return "/load/arrivals";
   }
   return "";
 }

@@ -232,4 +232,81 @@ std::string svg_band_chart(const BandChart& c) {
   return o.str();
 }
 
+std::string svg_capacity_chart(const CapacityChart& c) {
+  double x_lo = INFINITY, x_hi = 0, y_max = 0;
+  for (const auto& s : c.series)
+    for (const auto& [x, y] : s.points) {
+      if (!(x > 0) || !std::isfinite(y)) continue;
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
+      y_max = std::max(y_max, y);
+    }
+  std::ostringstream o;
+  o << "<svg class=\"chart capacity\" data-metric=\"capacity\" data-panel=\"" << html_escape(c.panel)
+    << "\" viewBox=\"0 0 " << kWidth << " " << kHeight << "\" role=\"img\" aria-label=\""
+    << html_escape(c.title) << "\">";
+  if (x_hi == 0) return o.str() + "</svg>";
+  // The blade of the stick can be a hundred times the limit: the plot stops at three limits.
+  const double shown = c.limit ? std::min(y_max, 3 * *c.limit) : y_max;
+  const double step = nice_step(std::max(shown, c.limit.value_or(0)) * 1.05, 4);
+  const double top = std::ceil(std::max(shown, c.limit.value_or(0)) * 1.05 / step) * step;
+  y_axis(o, top, step);
+  const bool log = x_hi / x_lo > 50;
+  const double inner = kWidth - kLeft - kRight - 20;
+  auto px = [&](double x) {
+    const double f = x_hi == x_lo ? 0.5
+                     : log        ? std::log(x / x_lo) / std::log(x_hi / x_lo)
+                                  : (x - x_lo) / (x_hi - x_lo);
+    return kLeft + 10 + f * inner;
+  };
+  const double plot_h = kHeight - kTop - kBottom;
+  auto py = [&](double y) { return kHeight - kBottom - std::clamp(y, 0.0, top) / top * plot_h; };
+  // The x axis: about five rates, at the ends and between (by value or by log).
+  o << "<line class=\"axis\" x1=\"" << kLeft << "\" x2=\"" << kWidth - kRight << "\" y1=\""
+    << kHeight - kBottom << "\" y2=\"" << kHeight - kBottom << "\"/>";
+  for (int i = 0; i <= 4; ++i) {
+    const double x = x_hi == x_lo ? x_lo
+                     : log        ? x_lo * std::pow(x_hi / x_lo, i / 4.0)
+                                  : x_lo + (x_hi - x_lo) * i / 4.0;
+    o << "<text class=\"tick\" x=\"" << num(px(x)) << "\" y=\"" << kHeight - kBottom + 16
+      << "\" text-anchor=\"middle\">" << short_number(x) << "</text>";
+  }
+  o << "<text class=\"axis-title\" x=\"" << num(kLeft + (kWidth - kLeft - kRight) / 2) << "\" y=\""
+    << kHeight - 6 << "\" text-anchor=\"middle\">rate asked, req/s" << (log ? " (log)" : "") << "</text>";
+  o << "<text class=\"axis-title\" transform=\"rotate(-90)\" x=\"" << num(-(kTop + plot_h / 2))
+    << "\" y=\"13\" text-anchor=\"middle\">" << html_escape(c.y_title) << "</text>";
+  if (c.limit)
+    o << "<line class=\"slo\" x1=\"" << kLeft << "\" x2=\"" << kWidth - kRight << "\" y1=\""
+      << num(py(*c.limit)) << "\" y2=\"" << num(py(*c.limit))
+      << "\" stroke=\"#c0392b\" stroke-dasharray=\"5 3\"><title>"
+      << html_escape("objective: " + c.y_title + " <= " + short_number(*c.limit)) << "</title></line>";
+  for (size_t si = 0; si < c.series.size(); ++si) {
+    auto points = c.series[si].points;
+    std::sort(points.begin(), points.end());
+    const std::string colour = series_colour(si);
+    std::string d;
+    for (const auto& [x, y] : points)
+      if (x > 0 && std::isfinite(y)) d += (d.empty() ? "M" : "L") + num(px(x)) + " " + num(py(y));
+    o << "<g class=\"series\" data-series=\"" << html_escape(c.series[si].name) << "\">";
+    if (!d.empty())
+      o << "<path d=\"" << d << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\"" << dash(si)
+        << "/>";
+    for (const auto& [x, y] : points)
+      if (x > 0 && std::isfinite(y))
+        o << "<circle cx=\"" << num(px(x)) << "\" cy=\"" << num(py(y)) << "\" r=\"2.5\" fill=\"" << colour
+          << "\"><title>"
+          << html_escape(c.series[si].name + ": " + short_number(x) + " req/s, " + c.y_title + " " +
+                         short_number(y))
+          << "</title></circle>";
+    if (const auto& f = c.series[si].found)
+      o << "<circle class=\"found\" cx=\"" << num(px(f->first)) << "\" cy=\"" << num(py(f->second))
+        << "\" r=\"6\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\"><title>"
+        << html_escape(c.series[si].name + ": capacity " + short_number(f->first) + " req/s")
+        << "</title></circle>";
+    o << "</g>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
 }  // namespace loadlab::controller

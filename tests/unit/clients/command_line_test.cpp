@@ -281,6 +281,9 @@ TEST(EveryTool, WhatNoToolCanDoOverTlsOrHttp2IsRefused) {
     s = spec();
     s.set_streams(2);  // over HTTP/1.1
     EXPECT_EQ(refused_field(t, s, "streams must be 1"), "streams");
+    s = spec();
+    s.set_arrivals("poisson");
+    EXPECT_EQ(refused_field(t, s, "arrivals must be uniform, got poisson"), "arrivals");
   }
   auto s = spec();
   s.set_protocol(v1::PROTOCOL_H2C);

@@ -284,4 +284,25 @@ inline v1::LoadEvent load_usage(double cpu_pct) {
   return e;
 }
 
+// A target that is ready at once (started with `build()` first, when given), gives `cpu_pct`
+// for the measured window on the final mark, and exits 0 when the controller is done with it.
+inline void host_steady_target(TargetStream& t, double cpu_pct, std::function<std::string()> build = {}) {
+  t.on_write = [cpu_pct, build](const v1::TargetCommand& cmd, TargetStream& t) {
+    if (cmd.has_spec()) {
+      if (build) {
+        v1::TargetEvent started;
+        started.mutable_started()->set_pid(1234);
+        started.mutable_started()->set_build(build());
+        t.send(started);
+      }
+      t.send(ready("127.0.0.1:9000", 7));
+    }
+    if (cmd.has_mark() && cmd.mark().kind() == v1::Mark::FINAL) t.send(target_usage(cpu_pct));
+  };
+  t.on_writes_done = [](TargetStream& t) {
+    t.send(exited(0, 0, ""));
+    t.end();
+  };
+}
+
 }  // namespace loadlab::controller::fake

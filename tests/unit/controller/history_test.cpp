@@ -61,6 +61,30 @@ class HistoryTest : public ::testing::Test {
   std::string db_;
 };
 
+// A night bench/verdicts.sh recorded before CellConfig had arrivals and seed (2026-12-03; its
+// repetitions cut to one, their histograms and series dropped), and the settings digests that
+// release stored for its cells. A field added since changes none of them at its default, or
+// every cell's next night would read as changed settings against all its earlier ones; a
+// cell that uses it has settings of its own.
+TEST_F(HistoryTest, SettingsDigestsStayWhatEarlierReleasesStored) {
+  std::ifstream in(std::string(LOADLAB_SOURCE_DIR) + "/tests/data/history/before-arrivals.json");
+  const auto night = nlohmann::json::parse(in);
+  ASSERT_EQ(append_run_file(db_, run_folder("before", night)).outcome, AppendOutcome::kAdded);
+  const std::pair<const char*, const char*> stored[] = {{"server/d0/t1", "c759414ce85ae438"},
+                                                        {"server/d0/t4", "2ee5557d4f283783"},
+                                                        {"server/d2/t1", "95e5f7e070f7a26c"},
+                                                        {"server/d2/t4", "28b88ef60b3cdf8c"}};
+  for (auto [key, digest] : stored)
+    EXPECT_EQ(query(std::string("SELECT settings FROM cells WHERE key = '") + key + "'"), digest) << key;
+  auto poisson = night;
+  poisson["started_at"] = "2026-12-04T00:00:00Z";
+  poisson["cells"][0]["cell"]["arrivals"] = "poisson";
+  poisson["cells"][0]["cell"]["seed"] = "5";
+  ASSERT_EQ(append_run_file(db_, run_folder("poisson", poisson)).outcome, AppendOutcome::kAdded);
+  EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d0/t1'"), "2");
+  EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d0/t4'"), "1");
+}
+
 TEST_F(HistoryTest, ARunIsStoredWithItsProvenanceAndEveryRepetition) {
   auto file = run_folder("night-1",
                          synthetic_result("hello", "2024-05-01T02:00:00Z", "abc123",
@@ -186,7 +210,7 @@ TEST_F(HistoryTest, AVersionOneDatabaseIsMigratedAndKeepsItsRuns) {
   sqlite3_close(db);
 
   auto h = History::open(db_, History::Mode::kExisting);
-  EXPECT_EQ(query("PRAGMA user_version"), "4");
+  EXPECT_EQ(query("PRAGMA user_version"), std::to_string(History::kSchemaVersion));
   auto runs = h.runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].git_commit, "c0ffee");
@@ -272,7 +296,8 @@ TEST_F(HistoryTest, WrongFilesAreInputErrorsNamingWhatIsWrong) {
   sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
   sqlite3_close(db);
   EXPECT_EQ(input_error_of([&] { History::open(db_, History::Mode::kExisting); }),
-            "FILE: history schema version 99 is newer than this loadlab's (4); use a newer loadlab");
+            "FILE: history schema version 99 is newer than this loadlab's (" +
+                std::to_string(History::kSchemaVersion) + "); use a newer loadlab");
 }
 
 TEST_F(HistoryTest, ADocumentThatIsNotAResultIsRefusedAndStoresNothing) {
@@ -295,7 +320,7 @@ TEST_F(HistoryTest, EveryCompareMetricIsAHistoryMetricWithItsDirection) {
   EXPECT_FALSE(history_metric("p99_ms").higher_is_better);
   EXPECT_EQ(input_error_of([] { history_metric("speed"); }),
             "--metric: unknown metric \"speed\"; allowed: qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, "
-            "server_rss_kb, client_cpu_pct");
+            "server_rss_kb, client_cpu_pct, capacity");
 }
 
 }  // namespace

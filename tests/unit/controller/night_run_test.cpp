@@ -34,20 +34,7 @@ class NightRun : public ::testing::Test {
     set_governor("performance");
     // The target: started (with its build), ready, the window's usage on the final mark.
     agent_.on_host_target = [this](TargetStream& t) {
-      t.on_write = [this](const v1::TargetCommand& cmd, TargetStream& t) {
-        if (cmd.has_spec()) {
-          v1::TargetEvent started;
-          started.mutable_started()->set_pid(1234);
-          started.mutable_started()->set_build(build_);
-          t.send(started);
-          t.send(fake::ready("127.0.0.1:9000", 7));
-        }
-        if (cmd.has_mark() && cmd.mark().kind() == v1::Mark::FINAL) t.send(fake::target_usage(40));
-      };
-      t.on_writes_done = [](TargetStream& t) {
-        t.send(fake::exited(0, 0, ""));
-        t.end();
-      };
+      fake::host_steady_target(t, 40, [this] { return build_; });
     };
     // The load: the next scripted figure of its cell, or a refusal no retry can fix.
     agent_.on_run_load = [this](LoadStream& l) {

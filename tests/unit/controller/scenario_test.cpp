@@ -88,11 +88,11 @@ TEST(Scenario, TheDemoScenarioIsValid) {
 TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "repetition": 3)")),
             "/repetition: unknown key; allowed here: name, description, targets, matrix, load, repetitions, "
-            "placement, execution, regression, ab");
+            "placement, execution, regression, ab, search");
   EXPECT_EQ(
       error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")),
       "/matrix/thread: unknown axis; allowed: delay_ms, threads, connections_per_thread, connections, rate, "
-      "body_size, server_threads, keep_alive, client, protocol, tls_version, streams");
+      "body_size, server_threads, keep_alive, client, protocol, tls_version, streams, arrivals");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keepalive": true)")).substr(0, 33),
             "/load/keepalive: unknown key; all");
   EXPECT_EQ(error_of(with(R"("builtin": "hello")", R"("builtin": "hello", "bdy": "x")")).substr(0, 20),
@@ -351,7 +351,7 @@ TEST(Overrides, SetReplacesOrAddsAValueBeforeTheCheck) {
       message({"load.total_request=5"}),
       "/load/total_request: unknown key; allowed here: requests_per_thread, total_requests, duration_s, "
       "threads, connections_per_thread, connections, client, warmup_s, keep_alive, method, path, headers, "
-      "body, timeout_ms, rate, protocol, tls_version, tls_resume, zero_rtt, streams");
+      "body, timeout_ms, rate, protocol, tls_version, tls_resume, zero_rtt, streams, arrivals, seed");
   EXPECT_EQ(message({"noequals"}).substr(0, 30), "--set: must be PATH=VALUE with");
   EXPECT_EQ(message({"targets.7.name=x"}),
             "--set: \"7\" in targets.7.name is not an index of that array (0..1)");
@@ -400,6 +400,102 @@ TEST(Matrix, ProtocolAndTlsVersionAreKnobsWithCheckedValues) {
   EXPECT_EQ(cells[0].tls_version, "");
   EXPECT_EQ(cells[1].key(), "b/h3");
   EXPECT_EQ(cells[1].tls_version, "1.3");  // the default
+}
+
+TEST(Matrix, ArrivalsAreAKnobOfTheBuiltInClientsOpenLoop) {
+  auto cells = expand(with_matrix(R"({"arrivals": ["uniform", "poisson"]})", R"(, "rate": 1000, "seed": 9)"));
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].key(), "b/uniform");
+  EXPECT_EQ(cells[1].key(), "b/poisson");
+  EXPECT_EQ(cells[1].arrivals, "poisson");
+  EXPECT_EQ(cells[1].seed, 9u);
+  cells = expand(with_matrix(R"({"rate": [500, 1000]})", R"(, "arrivals": "poisson")"));
+  EXPECT_EQ(cells[0].key(), "b/r500");
+  EXPECT_EQ(cells[0].arrivals, "poisson");
+  EXPECT_EQ(cells[0].seed, 1u);  // the default
+  // Poisson paces an open loop, and only the built-in client draws its gaps: the cell that
+  // asks otherwise is named by the values that make it.
+  EXPECT_EQ(
+      matrix_error(R"({"rate": [0, 1000]})", R"(, "arrivals": "poisson")"),
+      "/load/arrivals: poisson paces an open loop: the cell needs a rate (/matrix/rate/0), got 0 (closed "
+      "loop)");
+  EXPECT_EQ(
+      matrix_error(R"({"client": ["loadlab", "wrk"]})", R"(, "rate": 100, "arrivals": "poisson")"),
+      "/load/arrivals: poisson needs the built-in client (loadlab): wrk (/matrix/client/1) paces evenly "
+      "if at all");
+  EXPECT_EQ(matrix_error(R"({"arrivals": ["poisson", "bursty"]})", R"(, "rate": 100)"),
+            "/matrix/arrivals/1: must be \"uniform\" (an even pace) or \"poisson\" (exponential gaps)");
+  EXPECT_EQ(matrix_error(R"({"threads": [1]})", R"(, "rate": 100, "arrivals": "poisson", "seed": -1)"),
+            "/load/seed: must be an integer in 0..18446744073709551615 (2^64 - 1)");
+  EXPECT_EQ(matrix_error(R"({"threads": [1]})", R"(, "rate": 100, "arrivals": "poisson", "seed": 1.5)"),
+            "/load/seed: must be an integer in 0..18446744073709551615 (2^64 - 1)");
+}
+
+// A one-target capacity search over `matrix`, with these search keys and load keys.
+std::string searched(const std::string& matrix, const std::string& search, const std::string& load = "") {
+  return R"({"name": "cap", "targets": [{"name": "b", "builtin": "hello"}], "matrix": )" + matrix +
+         R"(, "load": {"threads": 1)" + load + R"(}, "search": {)" + search + "}}";
+}
+
+TEST(Search, ABlockOfObjectivesAndARateRangeMakesEveryCellASearch) {
+  auto s = parse_scenario(nlohmann::json::parse(searched(
+      R"({"delay_ms": [0, 5], "arrivals": ["uniform", "poisson"]})",
+      R"("slo": {"p99_ms": 10, "errors_pct": 0.1}, "rate": {"min": 100, "max": 500000}, "precision_pct": 2,
+         "step_s": 5, "min_requests": 20000, "validate_s": 30, "max_threads": 8)")));
+  ASSERT_TRUE(s.search);
+  ASSERT_EQ(s.search->slo.size(), 2u);
+  EXPECT_EQ(s.search->slo[0].figure, "p99_ms");
+  EXPECT_EQ(s.search->slo[0].limit, 10);
+  EXPECT_EQ(s.search->slo[1].figure, "errors_pct");
+  EXPECT_EQ(s.search->rate_min, 100);
+  EXPECT_EQ(s.search->rate_max, 500000);
+  EXPECT_EQ(s.search->max_threads, 8u);
+  EXPECT_FALSE(s.load.duration_s);             // each step has its own window
+  EXPECT_EQ(s.regression.metric, "capacity");  // judged by what it finds
+  EXPECT_EQ(expand(s).size(), 4u);             // poisson without a rate: the search gives each step one
+  // The defaults.
+  s = parse_scenario(nlohmann::json::parse(
+      searched(R"({"delay_ms": [0]})", R"("slo": {"p999_ms": 5}, "rate": {"min": 1, "max": 2})")));
+  EXPECT_EQ(s.search->precision_pct, 2);
+  EXPECT_EQ(s.search->step_s, 5);
+  EXPECT_EQ(s.search->min_requests, 20000u);
+  EXPECT_EQ(s.search->validate_s, 30);
+  EXPECT_EQ(s.search->max_threads, 0u);
+}
+
+TEST(Search, WhatCannotBeSearchedIsAnErrorNamingThePaths) {
+  const std::string slo = R"("slo": {"p99_ms": 10}, "rate": {"min": 100, "max": 1000})";
+  EXPECT_EQ(error_of(searched(R"({"rate": [100, 200]})", slo)),
+            "/matrix/rate: cannot be an axis of a search: each cell's rate is what it finds, between "
+            "/search/rate/min and /search/rate/max");
+  EXPECT_EQ(error_of(searched(R"({"delay_ms": [0]})", slo, R"(, "rate": 500)")),
+            "/load/rate: a search sets each step's rate (/search/rate): give none");
+  EXPECT_EQ(error_of(searched(R"({"delay_ms": [0]})", slo, R"(, "duration_s": 5)")),
+            "/load/duration_s: a search measures each step for its own window (/search/step_s, "
+            "/search/min_requests, /search/validate_s): give no stop condition");
+  EXPECT_EQ(error_of(searched(R"({"client": ["loadlab", "hey"]})", slo)),
+            "/matrix/client/1: a search needs the built-in client (loadlab), whose latency counts from the "
+            "intended send times; got hey");
+  EXPECT_EQ(
+      error_of(searched(R"({"delay_ms": [0]})", R"("slo": {"p98_ms": 10}, "rate": {"min": 1, "max": 2})")),
+      "/search/slo/p98_ms: unknown objective; allowed: p50_ms, p90_ms, p99_ms, p999_ms, max_ms, errors_pct");
+  EXPECT_EQ(
+      error_of(searched(R"({"delay_ms": [0]})", R"("slo": {}, "rate": {"min": 1, "max": 2})")),
+      "/search/slo: must name at least one objective: p50_ms, p90_ms, p99_ms, p999_ms, max_ms, errors_pct");
+  EXPECT_EQ(
+      error_of(searched(R"({"delay_ms": [0]})", R"("slo": {"p99_ms": 0}, "rate": {"min": 1, "max": 2})")),
+      "/search/slo/p99_ms: must be a latency in ms, more than 0 and at most 3600000");
+  EXPECT_EQ(error_of(searched(R"({"delay_ms": [0]})",
+                              R"("slo": {"errors_pct": 101}, "rate": {"min": 1, "max": 2})")),
+            "/search/slo/errors_pct: must be a percentage of requests in 0..100");
+  EXPECT_EQ(
+      error_of(searched(R"({"delay_ms": [0]})", R"("slo": {"p99_ms": 5}, "rate": {"min": 10, "max": 10})")),
+      "/search/rate/max: must be more than /search/rate/min (10), got 10");
+  EXPECT_EQ(error_of(searched(R"({"delay_ms": [0]})", R"("slo": {"p99_ms": 5}, "rate": {"min": 10})"))
+                .substr(0, 19),
+            "/search/rate/max: i");
+  EXPECT_EQ(error_of(searched(R"({"delay_ms": [0]})", slo + R"(, "precision": 2)")).substr(0, 42),
+            "/search/precision: unknown key; allowed he");
 }
 
 TEST(Matrix, StreamsAreAKnobOfHttp2Only) {

@@ -113,6 +113,16 @@ INSTANTIATE_TEST_SUITE_P(
                 "(0.001..1e+07 per thread)"},
         BadCase{"huge_rate", [](LoadOptions& o) { o.rate = 1.1e7; }, "--rate"},
         BadCase{"nan_rate", [](LoadOptions& o) { o.rate = std::nan(""); }, "--rate"},
+        BadCase{"arrivals", [](LoadOptions& o) { o.arrivals = "bursty"; },
+                "--arrivals: must be uniform or poisson, got 'bursty'"},
+        BadCase{"poisson_closed_loop", [](LoadOptions& o) { o.arrivals = "poisson"; },
+                "--arrivals: poisson paces an open loop: give --rate with it"},
+        BadCase{"seed_without_poisson",
+                [](LoadOptions& o) {
+                  o.rate = 100.0;
+                  o.seed = 3;
+                },
+                "--seed: seeds the Poisson gaps: give it with --arrivals poisson"},
         BadCase{"zero_timeout", [](LoadOptions& o) { o.timeout_ms = 0; }, "--timeout"},
         BadCase{"bad_method", [](LoadOptions& o) { o.method = "GE T"; }, "-m/--method"},
         BadCase{"bad_header", [](LoadOptions& o) { o.headers = {"NoColon"}; }, "-H/--header"},

@@ -133,6 +133,35 @@ TEST(LoadSpec, Http2SpecsBecomeProtocolH2WithTheirStreams) {
       << input_error_of([&] { validate_spec(s); });
 }
 
+// Poisson arrivals reach the worker with their seed; an even pace adds nothing to the command.
+TEST(LoadSpec, PoissonArrivalsCarryTheirSeed) {
+  auto s = good();
+  s.set_rate(500);
+  auto plain = command_line("l", options_from_spec(s));
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "--arrivals"), plain.end());
+  s.set_arrivals("poisson");
+  s.set_seed(77);
+  LoadOptions o = options_from_spec(s);
+  EXPECT_EQ(o.arrivals, "poisson");
+  EXPECT_EQ(o.seed, 77u);
+  auto argv = command_line("l", o);
+  auto at = std::find(argv.begin(), argv.end(), "--arrivals");
+  ASSERT_NE(at, argv.end());
+  EXPECT_EQ(std::vector<std::string>(at, at + 4),
+            (std::vector<std::string>{"--arrivals", "poisson", "--seed", "77"}));
+  EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");
+  // In a closed loop, or a name the worker does not know: the worker's own words.
+  s.set_rate(0);
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("--arrivals: poisson paces an open loop"),
+            std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
+  s.set_rate(500);
+  s.set_arrivals("Poisson");
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("--arrivals: must be uniform or poisson"),
+            std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
+}
+
 TEST(LoadSpec, ValidationIsTheWorkersAndNamesTheField) {
   auto s = good();
   EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");

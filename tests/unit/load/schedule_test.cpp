@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "progress_line.hpp"
 #include "request_log.hpp"
@@ -54,6 +57,86 @@ TEST(ScheduleTest, TimesStayFiniteAtTheSlowestRateAndLargestSlot) {
   EXPECT_GT(far, start);
   EXPECT_LE(far - start, std::chrono::nanoseconds(static_cast<int64_t>(Schedule::kHorizonNs)));
   EXPECT_GT(s.first_slot_at(start + std::chrono::hours(24 * 365 * 40)), 0);  // beyond the horizon, no loop
+}
+
+// Every send time of a Poisson schedule before `end`, over all its lanes, in order.
+std::vector<double> poisson_times_s(const Schedule& s, int lanes, Clock::time_point start,
+                                    Clock::time_point end) {
+  std::vector<double> t;
+  for (int i = 0; i < lanes; ++i)
+    for (int64_t k = 0;; ++k) {
+      auto at = s.time_of(i, k);
+      if (at >= end) break;
+      t.push_back(std::chrono::duration<double>(at - start).count());
+    }
+  std::sort(t.begin(), t.end());
+  return t;
+}
+
+// The merged send times of Poisson arrivals are a Poisson process of the asked rate: their
+// count in a window is the rate's (within 4 standard deviations: sqrt(n)), and their gaps are
+// exponential (a Kolmogorov-Smirnov distance inside the 0.1 % critical value, 1.95 / sqrt(n)),
+// whose coefficient of variation is 1 (an even pace has 0).
+TEST(ScheduleTest, PoissonArrivalsAreAPoissonProcessOfTheRate) {
+  const Clock::time_point start{};
+  const double rate = 20000;
+  const int lanes = 7;
+  Schedule s(start, rate, lanes, 1, 0);
+  ASSERT_TRUE(s.poisson());
+  auto t = poisson_times_s(s, lanes, start, start + 10s);
+  const double n = static_cast<double>(t.size());
+  EXPECT_NEAR(n, rate * 10, 4 * std::sqrt(rate * 10));
+  std::vector<double> gaps;
+  for (size_t i = 1; i < t.size(); ++i) gaps.push_back(t[i] - t[i - 1]);
+  std::sort(gaps.begin(), gaps.end());
+  double ks = 0, sum = 0, sum2 = 0;
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    const double f = 1 - std::exp(-rate * gaps[i]);
+    ks = std::max({ks, std::abs(f - static_cast<double>(i) / gaps.size()),
+                   std::abs(f - static_cast<double>(i + 1) / gaps.size())});
+    sum += gaps[i];
+    sum2 += gaps[i] * gaps[i];
+  }
+  EXPECT_LT(ks, 1.95 / std::sqrt(static_cast<double>(gaps.size())));
+  const double mean = sum / gaps.size();
+  const double cv = std::sqrt(sum2 / gaps.size() - mean * mean) / mean;
+  EXPECT_NEAR(cv, 1.0, 0.02);
+  EXPECT_NEAR(mean, 1 / rate, 0.02 / rate);
+  // The counts the rate check uses are the times' own.
+  EXPECT_EQ(s.slots_between(start + 2s, start + 7s),
+            std::count_if(t.begin(), t.end(), [](double x) { return x >= 2 && x < 7; }));
+}
+
+TEST(ScheduleTest, PoissonArrivalsRepeatForASeedAndDifferForAnotherOrAnotherThread) {
+  const Clock::time_point start{};
+  Schedule a(start, 1000, 3, 42, 0), again(start, 1000, 3, 42, 0), other_seed(start, 1000, 3, 43, 0),
+      other_thread(start, 1000, 3, 42, 1);
+  int same_seed_differs = 0, seed_differs = 0, thread_differs = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int64_t k = 0; k < 100; ++k) {
+      same_seed_differs += a.time_of(i, k) != again.time_of(i, k);
+      seed_differs += a.time_of(i, k) != other_seed.time_of(i, k);
+      thread_differs += a.time_of(i, k) != other_thread.time_of(i, k);
+    }
+  EXPECT_EQ(same_seed_differs, 0);
+  EXPECT_EQ(seed_differs, 300);
+  EXPECT_EQ(thread_differs, 300);
+  // Asking again, or going back, gives the same time: a connection asks twice for its turn.
+  const auto fifth = a.time_of(1, 5);
+  EXPECT_EQ(a.time_of(1, 5), fifth);
+  EXPECT_EQ(a.time_of(1, 2), again.time_of(1, 2));
+  EXPECT_EQ(a.time_of(1, 5), fifth);
+  // Lanes are independent streams, each in increasing time.
+  for (int i = 0; i < 3; ++i)
+    for (int64_t k = 1; k < 100; ++k) EXPECT_GT(a.time_of(i, k), a.time_of(i, k - 1));
+}
+
+TEST(ScheduleTest, PoissonTimesStayFiniteAtTheSlowestRate) {
+  Clock::time_point start{};
+  Schedule s(start, 0.001, 1, 7, 0);
+  auto far = s.time_of(0, 2000000);  // 2e9 s of mean gaps: past the horizon
+  EXPECT_GT(far, start);
+  EXPECT_LE(far - start, std::chrono::nanoseconds(static_cast<int64_t>(Schedule::kHorizonNs)));
 }
 
 RequestRecord record(int64_t start, uint32_t total, int status, uint64_t bytes, uint32_t connect = 0,

@@ -3,13 +3,16 @@
 // is bounded; the target is stopped by pid.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <vector>
 
 #include "fd_limit.hpp"
 #include "load_runner.hpp"
 #include "load_test_support.hpp"
 #include "loadlab/load/load_options.hpp"
+#include "request_csv_rows.hpp"
 #include "target_process.hpp"
 
 namespace loadlab::load {
@@ -168,6 +171,54 @@ TEST(OpenLoopTest, RequestBudgetIsExact) {
   ASSERT_TRUE(seen.has_value());
   EXPECT_EQ(*seen, 2000);
   EXPECT_GE(r.duration_s, 0.5 * 0.99);  // 2000 requests at 4000/s take no less than 0.5 s
+}
+
+// Poisson arrivals: the intended send times (the CSV's start offsets, from which latency
+// counts) have exponential gaps of the rate's mean (Kolmogorov-Smirnov distance inside the
+// 0.1 % critical value), the rate is held, and the same seed sends at the same times again.
+// 2000 requests/s over 20 connections to a 1 ms server: a burst finds free connections.
+TEST(OpenLoopTest, PoissonArrivalsSendAtExponentialGapsAndRepeatForASeed) {
+  TargetProcess target({"--threads", "1", "--delay-ms", "1"});
+  ASSERT_NE(target.port(), 0);
+  LoadOptions o;
+  o.url = target.url();
+  o.connections = 20;
+  o.rate = 2000;
+  o.arrivals = "poisson";
+  o.seed = 5;
+  o.duration_s = 2;
+  auto first = testing::run_with_csv(o, "poisson-1");
+  auto again = testing::run_with_csv(o, "poisson-2");
+  target.stop();
+  for (const auto* run : {&first, &again}) {
+    EXPECT_EQ(run->result.errors, 0);
+    EXPECT_TRUE(run->result.rate_held) << run->result.achieved_rate;
+    EXPECT_EQ(run->result.arrivals, "poisson");
+  }
+  const double n = static_cast<double>(first.rows.size());
+  EXPECT_NEAR(n, 4000, 4 * std::sqrt(4000.0));  // a Poisson count: 4 standard deviations
+  std::vector<long long> starts, starts_again;
+  for (auto& r : first.rows) starts.push_back(r.start);
+  for (auto& r : again.rows) starts_again.push_back(r.start);
+  std::sort(starts.begin(), starts.end());
+  std::sort(starts_again.begin(), starts_again.end());
+  std::vector<double> gaps;
+  for (size_t i = 1; i < starts.size(); ++i)
+    gaps.push_back(static_cast<double>(starts[i] - starts[i - 1]) / 1e6);
+  std::sort(gaps.begin(), gaps.end());
+  double ks = 0;
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    // The offsets are whole microseconds: the CDF at the gap's upper rounding edge and lower.
+    const double hi = 1 - std::exp(-2000 * (gaps[i] + 0.5e-6)),
+                 lo = 1 - std::exp(-2000 * std::max(0.0, gaps[i] - 0.5e-6));
+    ks = std::max(
+        {ks, lo - static_cast<double>(i + 1) / gaps.size(), static_cast<double>(i) / gaps.size() - hi, 0.0});
+  }
+  EXPECT_LT(ks, 1.95 / std::sqrt(static_cast<double>(gaps.size())));
+  // The same seed: the same intended times (within the microsecond the CSV rounds to).
+  ASSERT_GT(starts_again.size(), 1000u);
+  ASSERT_GT(starts.size(), 1000u);
+  for (size_t i = 0; i < 1000; ++i) EXPECT_NEAR(starts[i], starts_again[i], 1) << i;
 }
 
 // The target holds every response for 1 s, 1 s after the first request. Requests intended

@@ -33,14 +33,17 @@ class CellExecutor {
   CellExecutor& operator=(const CellExecutor&) = delete;
   // The cell's result, failed or not; nullopt when the run is stopping (the cell is left
   // for --resume, not recorded as failed). `finished`: cells done so far, for the progress.
+  // A scenario with a `search` block: a capacity search per repetition (search()).
   std::optional<CellResult> run(const Cell& cell, size_t finished);
   // `count` more repetitions of a finished cell, each on a fresh target process, into
-  // `into.confirmations` (execution.confirm). False when the run is stopping (what was
+  // `into.confirmations` (execution.confirm); a capacity search's cell: `count` more searches,
+  // their figures (each with its capacity). False when the run is stopping (what was
   // measured is kept); a failed repetition ends the confirmation with what it has.
   bool confirm(CellResult& into, uint32_t count, size_t finished);
   // The scenario's repetitions of a finished cell once more, on fresh target processes: when
   // they all ran, they become the cell's repetitions and the ones it had are added to
-  // `into.disturbed`; a failed repetition leaves the cell as it was. False when the run is
+  // `into.disturbed` (a capacity search's cell: its searches again, which replace its
+  // searches); a failed repetition leaves the cell as it was. False when the run is
   // stopping (the cell is left as it was).
   bool remeasure(CellResult& into, size_t finished);
   // A/B: the scenario's pairs of the finished cells `a` and `b` once more, in the same order (A
@@ -64,6 +67,12 @@ class CellExecutor {
     std::vector<v1::Repetition>* reps;
     std::string* error;
   };
+  // `count` capacity searches of the cell (capacity_search.hpp), into `into`: each
+  // step one repetition of the cell at the step's rate, load threads, connections and window,
+  // with its retries; the search's figures (its last passing step, else its last) into
+  // `into.reps`. A step that could not be measured fails the cell. False when the run is
+  // stopping.
+  bool search(const Cell& cell, uint32_t count, size_t finished, CellResult& into);
   // `count` pairs of `a` and `b` into their sides; false when the run is stopping.
   bool pairs(const Cell& a, const Cell& b, uint32_t count, size_t finished, Side a_side, Side b_side);
   // Repetitions until `count` are in `reps`, or one fails (its error in `error`); false when

@@ -20,7 +20,8 @@ struct CellMetric {
   const char* unavailable_figure;
 };
 
-// qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_mb, client_cpu_pct, client_mb.
+// qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, server_mb, client_cpu_pct, client_mb, capacity
+// (a capacity search's cell: its median search's capacity; none for other cells).
 const std::vector<CellMetric>& cell_metrics();
 // The metric named `id`; throws std::out_of_range for an unknown one (a programming error).
 const CellMetric& cell_metric(const std::string& id);

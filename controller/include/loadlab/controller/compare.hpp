@@ -34,11 +34,12 @@ struct RegressionDef {
 // Reads a "regression" object (the scenario's, or a result.json's copy of it). InputError
 // naming the path of a bad value.
 [[nodiscard]] RegressionDef parse_regression(const ObjectReader& r);
-// The scenario copy's regression settings of a result.json; the defaults when it has none.
+// The scenario copy's regression settings of a result.json; the defaults when it has none (a
+// capacity search's: the metric capacity).
 RegressionDef regression_of_result(const nlohmann::json& result);
 
-// qps (higher is better); p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb,
-// client_cpu_pct (lower is better).
+// qps and capacity (a capacity search's; higher is better); p50_ms, p90_ms, p99_ms,
+// server_cpu_pct, server_rss_kb, client_cpu_pct (lower is better).
 const std::vector<std::string>& metric_names();
 // Whether a larger value of the metric is better; InputError naming --metric and the
 // allowed names for an unknown one.

@@ -17,7 +17,16 @@ struct CellResult {
   std::vector<v1::Repetition> confirmations;  // CellResult.confirmations
   std::vector<v1::Repetition> disturbed;      // CellResult.disturbed: replaced by `reps`
   std::string error;                          // why the cell failed; empty when it succeeded
+  // A capacity search's cell (Scenario::search): one search per repetition, whose figures at
+  // the capacity found are the repetition in `reps` of the same index (CellResult.searches).
+  std::vector<v1::SearchResult> searches;
   bool ok() const { return error.empty() && !reps.empty(); }
+  // The median search's capacity (the lower median), and the spread; 0 without searches.
+  double capacity() const;
+  double capacity_min() const;
+  double capacity_max() const;
+  // The search whose capacity is capacity() (the lower median); the cell must have searches.
+  const v1::SearchResult& median_search() const;
   // The repetition with the median QPS (lower median for an even count); the cell's
   // figures are that repetition's, so they belong to one real run.
   size_t median_index() const;
@@ -26,6 +35,9 @@ struct CellResult {
   double qps_max() const;
   std::vector<std::string> flags() const;  // union over repetitions
 };
+
+// Whether the run was a capacity search (Scenario::search): some cell has searches.
+bool any_searched(const std::vector<CellResult>& cells);
 
 // The cell as result.json and the journal keep it.
 v1::CellResult to_proto(const CellResult& c);

@@ -46,6 +46,29 @@ struct LoadDef {
   bool tls_resume = false;          // over TLS, a reconnection offers its previous session
   bool zero_rtt = false;            // h3 cells with tls_resume: resumed connections send 0-RTT data
   uint32_t streams = 1;             // HTTP/2: requests in flight per connection; when streams is not an axis
+  // Open loop: how the send times fall, "uniform" or "poisson" (LoadSpec.arrivals); when
+  // arrivals is not an axis. `seed`: poisson's draws (the same seed, the same send times).
+  std::string arrivals = "uniform";
+  uint64_t seed = 1;
+};
+
+// A figure a step must keep within its limit: a latency percentile (from the intended send
+// times: the open loop's corrected latency) or the error rate.
+struct SloObjective {
+  std::string figure;  // one of slo_figures()
+  double limit = 0;    // ms for latencies, % of requests for errors_pct
+};
+
+// The scenario's `search` block (docs/capacity.md): every cell is a capacity search.
+struct SearchDef {
+  std::vector<SloObjective> slo;  // all must hold
+  double rate_min = 100, rate_max = 1e6;
+  double precision_pct = 2;       // the bisection ends when (hi - lo) / lo is at most this
+  double step_s = 5;              // a step's measured window, at least (min_requests / rate)
+  uint64_t min_requests = 20000;  // a step's window holds at least this many (a p99 needs them)
+  double validate_s = 30;         // the validation run's window
+  uint32_t max_threads = 0;       // client-bound steps add load threads up to this; 0: never
+  uint32_t max_connections = 0;   // connections a step may have; 0: the load's limits
 };
 
 // Which agents of the lab take which part of a cell.
@@ -97,7 +120,8 @@ enum class Knob {
   kClient,
   kProtocol,
   kTlsVersion,
-  kStreams
+  kStreams,
+  kArrivals
 };
 
 struct KnobInfo {
@@ -132,6 +156,8 @@ struct Scenario {
   // "ab": two targets of `targets` run interleaved, cell by cell and repetition by repetition
   // (A B, B A, ...), and B judged against A with a paired test. Empty when not asked.
   std::string ab_a, ab_b;
+  // "search": every cell is a capacity search under these objectives, not one measurement.
+  std::optional<SearchDef> search;
   nlohmann::json source;               // the scenario as run (overrides applied), kept in result.json
   std::string source_text;             // the same, as text in the file's key order (the run folder's copy)
   std::vector<std::string> overrides;  // the --set assignments applied, in order

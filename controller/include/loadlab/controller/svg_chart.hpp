@@ -46,4 +46,22 @@ struct BandChart {
 };
 std::string svg_band_chart(const BandChart& c);
 
+// A capacity search's picture, the "hockey stick": for each cell a line through the latency
+// its steps measured against the rate they asked (log scale when the rates span more than
+// 50×), the objective's limit as a dashed line, and the capacity found as a ring. Latencies
+// far above the limit are drawn at the top edge (their tooltip says the figure).
+struct CapacityChart {
+  std::string panel;    // data-panel attribute: the target
+  std::string title;    // accessible name
+  std::string y_title;  // e.g. "p99 ms"
+  std::optional<double> limit;
+  struct Series {
+    std::string name;                                // the cell, without its target
+    std::vector<std::pair<double, double>> points;   // (rate, latency), any order
+    std::optional<std::pair<double, double>> found;  // the capacity and its latency
+  };
+  std::vector<Series> series;
+};
+std::string svg_capacity_chart(const CapacityChart& c);
+
 }  // namespace loadlab::controller

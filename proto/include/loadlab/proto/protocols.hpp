@@ -23,5 +23,10 @@ bool multiplexes(v1::Protocol p);
 // The TLS versions a client may force ("1.2", "1.3"); "" means the default, "1.3".
 inline constexpr std::string_view kDefaultTlsVersion = "1.3";
 bool is_tls_version(std::string_view v);
+// How an open loop's send times fall (LoadSpec.arrivals): "uniform" (the default, also "")
+// or "poisson".
+inline constexpr std::string_view kUniformArrivals = "uniform";
+inline constexpr std::string_view kPoissonArrivals = "poisson";
+inline bool is_arrivals(std::string_view v) { return v == kUniformArrivals || v == kPoissonArrivals; }
 
 }  // namespace loadlab::proto

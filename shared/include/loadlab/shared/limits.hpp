@@ -19,6 +19,7 @@ inline constexpr int64_t kMaxRequests = 1'000'000'000'000;  // -n / total_reques
 inline constexpr double kMaxDurationS = 86'400;             // one day
 inline constexpr double kMaxWarmupS = 3'600;
 inline constexpr int kMaxTimeoutMs = 3'600'000;
+inline constexpr int kDefaultTimeoutMs = 5'000;  // a load request's, when none is given
 // A request body travels in the LoadSpec gRPC message (gRPC's default cap is 4 MiB).
 inline constexpr int kMaxBodyBytes = 1 << 20;
 inline constexpr int kMaxMethodLength = 32;

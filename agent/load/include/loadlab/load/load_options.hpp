@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "loadlab/shared/input_error.hpp"
+#include "loadlab/shared/limits.hpp"
 
 namespace loadlab::load {
 
@@ -25,11 +26,15 @@ struct LoadOptions {
   // --rate: requests per second overall, open loop (each thread paces rate / threads);
   // none = closed loop. Latency then counts from each request's intended send time.
   std::optional<double> rate;
-  std::string csv_requests;  // --csv-requests FILE: one row per measured request; empty = none
+  // --arrivals: how the open loop's send times fall, "uniform" (an even pace; also "") or
+  // "poisson" (exponential gaps from --seed: the same seed, the same send times).
+  std::string arrivals;
+  std::optional<uint64_t> seed;  // --seed, poisson only; none = 1
+  std::string csv_requests;      // --csv-requests FILE: one row per measured request; empty = none
   std::string method = "GET";
   std::vector<std::string> headers;  // "Name: value"
   std::string body;
-  int timeout_ms = 5000;  // per request (and per connect)
+  int timeout_ms = limits::kDefaultTimeoutMs;  // per request (and per connect)
   bool keep_alive = true;
   // https:// only (each refused with an http:// URL).
   std::string tls_version;  // --tls-version "1.2" | "1.3"; empty = 1.3
@@ -78,6 +83,7 @@ std::vector<std::pair<std::string, std::string>> h2_request_headers(const LoadOp
 inline bool uses_h2(const LoadOptions& options) { return options.protocol == "h2"; }
 inline bool uses_h3(const LoadOptions& options) { return options.protocol == "h3"; }
 inline int streams_of(const LoadOptions& options) { return options.streams.value_or(1); }
+inline bool poisson_arrivals(const LoadOptions& options) { return options.arrivals == "poisson"; }
 
 // The TLS version a run forces: "1.2" or "1.3" (--tls-version, 1.3 by default).
 inline std::string_view tls_version_of(const LoadOptions& options) {

@@ -1,0 +1,145 @@
+#pragma once
+// Capacity under a latency objective: the search a cell with a scenario `search` block makes
+// instead of one measurement (docs/capacity.md). The highest open-loop rate the cell holds
+// within its objectives (SLO), found by an exponential ramp from `rate.min` until the SLO
+// breaks, then bisection to `precision_pct`, then a validation run at the found rate (a
+// validation that fails lowers the rate and validates again, at most 3 times).
+//
+// The search itself is a state machine of the steps' outcomes, without agents: next() says
+// what to measure, record() takes what a step measured. Its cost is bounded: at most
+// ceil(log2(max / min)) + ceil(log2(100 / precision)) + 4 judged steps, validations included
+// (max_steps(); a validation that would pass the bound is not made, and the capacity is then
+// unvalidated); a step the busy-machine check flags, or one that found the client the limit
+// while more load threads were allowed, is measured again and counted apart.
+//
+// It knows what it cannot measure: a fixed set of HTTP/1.1 connections caps the rate at
+// connections ÷ latency, so each step asks for connections (or h2/h3 streams) ≥ rate × the
+// SLO's latency bound, within the limits, and a step that cannot have them is flagged
+// `connection-bound`; a step whose load could not hold the rate while the client was
+// saturated says nothing about the server (`client-bound`).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loadlab/controller/scenario.hpp"
+#include "loadlab/v1/result.pb.h"
+
+namespace loadlab::controller {
+
+// "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "errors_pct".
+const std::vector<std::string>& slo_figures();
+// The figure's value in a repetition; NaN when it has none (no request measured).
+double slo_value(const v1::Repetition& rep, const std::string& figure);
+
+// The largest latency limit of the SLO in seconds; `timeout_s` when it has none (a request
+// slower than the timeout fails, so the error rate bounds it).
+double latency_bound_s(const SearchDef& def, double timeout_s);
+
+// What the search asks a step to be.
+struct StepPlan {
+  enum class Kind { kRamp, kBisect, kValidate };
+  Kind kind = Kind::kRamp;
+  double rate = 0;        // requests per second over the cell
+  double duration_s = 0;  // the measured window
+  uint32_t threads = 1;   // load threads over the cell
+  uint32_t connections = 1;
+  uint32_t streams = 1;           // h2/h3: per connection
+  bool connection_bound = false;  // fewer connections (or streams) than rate × latency bound
+};
+const char* kind_name(StepPlan::Kind k);  // "ramp", "bisect", "validate"
+
+// How a step's outcome is judged.
+enum class StepVerdict {
+  kPass,         // the rate held and every objective within its limit
+  kFail,         // an objective broken (or the rate not held) with the client not the limit
+  kClientBound,  // the load could not hold the rate and the client was saturated
+  kDisturbed,    // other work ran on the step's CPUs (busy-machine): measured again
+  kFailed,       // the step could not be measured (the cell's error)
+};
+const char* verdict_name(StepVerdict v);  // "pass", "fail", "client-bound", "disturbed", "failed"
+
+// A step as measured and judged.
+struct SearchStep {
+  StepPlan plan;
+  StepVerdict verdict = StepVerdict::kFailed;
+  std::string why;  // the broken objective, or the flag, in words
+  double achieved_rate = 0;
+  std::vector<std::pair<std::string, double>> figures;  // each objective's figure
+  bool counted = true;  // false: measured again (disturbed, or client-bound with threads to add)
+};
+
+// Judges a step's repetition against the SLO. `error`: the step's failure ("" if measured).
+StepVerdict judge_step(const SearchDef& def, const StepPlan& plan, const v1::Repetition* rep,
+                       const std::string& error, std::string* why,
+                       std::vector<std::pair<std::string, double>>* figures);
+
+// The cell's load as the search starts it: threads, connections, streams, and which
+// protocol (h2/h3 carry several requests per connection), with the limits a step stays in.
+struct SearchLoad {
+  uint32_t threads = 1;
+  uint32_t connections = 1;  // the scenario's: a step has at least these
+  bool multiplexed = false;  // h2, h2c, h3: streams grow before connections do
+  double timeout_s = 5;      // a request's timeout (the latency bound of an errors-only SLO)
+  double warmup_s = 0;
+};
+
+class CapacitySearch {
+ public:
+  enum class End {
+    kSearching,
+    kFound,        // validated at `capacity`
+    kAtMax,        // the SLO held up to rate.max (validated there): the capacity is beyond it
+    kBrokenAtMin,  // the SLO broke at rate.min: no capacity within the objectives
+    kClientBound,  // the load could not hold the rate with the threads allowed
+    // Validated, but the lowest rate that failed had fewer connections (× streams) than
+    // rate × latency bound: `capacity` is the client's connections' limit, a lower bound of
+    // the server's.
+    kConnectionBound,
+    kUnvalidated,  // four validations failed: `capacity` is the last rate the steps held
+    kFailed,       // a step could not be measured
+  };
+
+  CapacitySearch(SearchDef def, SearchLoad load);
+
+  // The next step to measure; nullopt once the search has ended.
+  std::optional<StepPlan> next() const;
+  // What the step next() gave measured (its repetition, or its error).
+  void record(const v1::Repetition* rep, const std::string& error);
+
+  End end() const { return end_; }
+  double capacity() const { return capacity_; }          // req/s; 0 when none was found
+  const std::string& reason() const { return reason_; }  // the end in words
+  const std::vector<SearchStep>& steps() const { return steps_; }
+  size_t counted_steps() const;
+  // ceil(log2(max / min)) + ceil(log2(100 / precision)) + 4.
+  static size_t max_steps(const SearchDef& def);
+
+  // Times a disturbed step is measured again before it is judged as it is.
+  static constexpr int kDisturbedRetries = 2;
+  static constexpr int kMaxValidations = 4;  // the first and three at lower rates
+
+ private:
+  StepPlan plan(StepPlan::Kind kind, double rate) const;
+  void pass(double rate);
+  void fail(double rate);
+  void bisect_or_validate();
+  void finish(End end, double capacity, std::string reason);
+
+  SearchDef def_;
+  SearchLoad load_;
+  std::optional<StepPlan> pending_;
+  std::vector<SearchStep> steps_;
+  std::optional<double> lo_, hi_;     // the highest rate that passed, the lowest that failed
+  bool hi_connection_bound_ = false;  // the step at hi_ had too few connections
+  uint32_t threads_;
+  int validations_ = 0;
+  int retries_ = 0;  // of the pending step (disturbed)
+  End end_ = End::kSearching;
+  double capacity_ = 0;
+  std::string reason_;
+};
+
+const char* end_name(CapacitySearch::End e);  // "found", "at-max", "broken-at-min", ...
+
+}  // namespace loadlab::controller

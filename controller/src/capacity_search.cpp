@@ -1,0 +1,333 @@
+#include "loadlab/controller/capacity_search.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "loadlab/shared/format.hpp"
+#include "loadlab/shared/limits.hpp"
+
+namespace loadlab::controller {
+
+namespace {
+
+bool busy_step(const v1::Repetition& rep) {
+  return std::any_of(rep.flags().begin(), rep.flags().end(),
+                     [](const std::string& f) { return f.rfind("busy-machine:", 0) == 0; });
+}
+
+bool step_flagged(const v1::Repetition& rep, const char* flag) {
+  return std::find(rep.flags().begin(), rep.flags().end(), flag) != rep.flags().end();
+}
+
+// A verdict without the busy-machine check: a step still disturbed after its retries is
+// judged by what it measured, and says so.
+StepVerdict judge_one(const SearchDef& def, const StepPlan& plan, const v1::Repetition* rep,
+                      const std::string& error, bool busy_counts, std::string* why,
+                      std::vector<std::pair<std::string, double>>* figures) {
+  why->clear();
+  figures->clear();
+  if (!error.empty() || !rep) {
+    *why = error.empty() ? "not measured" : error;
+    return StepVerdict::kFailed;
+  }
+  if (busy_counts && busy_step(*rep)) {
+    *why = "other work ran on its CPUs (busy-machine)";
+    return StepVerdict::kDisturbed;
+  }
+  std::vector<std::string> broken;
+  for (const auto& o : def.slo) {
+    const double v = slo_value(*rep, o.figure);
+    figures->emplace_back(o.figure, v);
+    if (!std::isfinite(v))
+      broken.push_back(o.figure + " unknown (no request measured)");
+    else if (v > o.limit)
+      broken.push_back(fmt::format("{} {:g} > {:g}", o.figure, v, o.limit));
+  }
+  const bool saturated = step_flagged(*rep, "client-saturated");
+  if (rep->rate_not_held() || !broken.empty()) {
+    if (saturated) {
+      *why = fmt::format("the client was saturated ({:.0f} % CPU) and {}", rep->client().cpu_pct(),
+                         rep->rate_not_held() ? fmt::format("held {} of {}", rate_text(rep->achieved_rate()),
+                                                            rate_text(plan.rate))
+                                              : broken.front());
+      return StepVerdict::kClientBound;
+    }
+    std::string w;
+    for (const auto& b : broken) w += (w.empty() ? "" : ", ") + b;
+    if (rep->rate_not_held())
+      w += std::string(w.empty() ? "" : ", ") + "rate not held: achieved " + rate_text(rep->achieved_rate()) +
+           " of " + rate_text(plan.rate);
+    if (plan.connection_bound)
+      w += fmt::format(" (connection-bound: {} connections × {} streams, fewer than rate × latency bound)",
+                       plan.connections, plan.streams);
+    *why = w;
+    return StepVerdict::kFail;
+  }
+  return StepVerdict::kPass;
+}
+
+}  // namespace
+
+const std::vector<std::string>& slo_figures() {
+  static const std::vector<std::string> all = {"p50_ms",  "p90_ms", "p99_ms",
+                                               "p999_ms", "max_ms", "errors_pct"};
+  return all;
+}
+
+double slo_value(const v1::Repetition& rep, const std::string& figure) {
+  if (rep.requests() == 0) return NAN;
+  const auto& l = rep.latency();
+  if (figure == "p50_ms") return l.p50_us() / 1000.0;
+  if (figure == "p90_ms") return l.p90_us() / 1000.0;
+  if (figure == "p99_ms") return l.p99_us() / 1000.0;
+  if (figure == "p999_ms") return l.p999_us() / 1000.0;
+  if (figure == "max_ms") return l.max_us() / 1000.0;
+  if (figure == "errors_pct")
+    return 100.0 * static_cast<double>(rep.errors()) / static_cast<double>(rep.requests());
+  return NAN;
+}
+
+double latency_bound_s(const SearchDef& def, double timeout_s) {
+  double bound = 0;
+  for (const auto& o : def.slo)
+    if (o.figure != "errors_pct") bound = std::max(bound, o.limit / 1000.0);
+  return bound > 0 ? bound : timeout_s;
+}
+
+const char* kind_name(StepPlan::Kind k) {
+  switch (k) {
+    case StepPlan::Kind::kRamp:
+      return "ramp";
+    case StepPlan::Kind::kBisect:
+      return "bisect";
+    case StepPlan::Kind::kValidate:
+      return "validate";
+  }
+  return "";
+}
+
+const char* verdict_name(StepVerdict v) {
+  switch (v) {
+    case StepVerdict::kPass:
+      return "pass";
+    case StepVerdict::kFail:
+      return "fail";
+    case StepVerdict::kClientBound:
+      return "client-bound";
+    case StepVerdict::kDisturbed:
+      return "disturbed";
+    case StepVerdict::kFailed:
+      return "failed";
+  }
+  return "";
+}
+
+const char* end_name(CapacitySearch::End e) {
+  switch (e) {
+    case CapacitySearch::End::kSearching:
+      return "searching";
+    case CapacitySearch::End::kFound:
+      return "found";
+    case CapacitySearch::End::kAtMax:
+      return "at-max";
+    case CapacitySearch::End::kBrokenAtMin:
+      return "broken-at-min";
+    case CapacitySearch::End::kClientBound:
+      return "client-bound";
+    case CapacitySearch::End::kConnectionBound:
+      return "connection-bound";
+    case CapacitySearch::End::kUnvalidated:
+      return "unvalidated";
+    case CapacitySearch::End::kFailed:
+      return "failed";
+  }
+  return "";
+}
+
+StepVerdict judge_step(const SearchDef& def, const StepPlan& plan, const v1::Repetition* rep,
+                       const std::string& error, std::string* why,
+                       std::vector<std::pair<std::string, double>>* figures) {
+  return judge_one(def, plan, rep, error, true, why, figures);
+}
+
+CapacitySearch::CapacitySearch(SearchDef def, SearchLoad load)
+    : def_(std::move(def)), load_(load), threads_(std::max<uint32_t>(load.threads, 1)) {
+  pending_ = plan(StepPlan::Kind::kRamp, def_.rate_min);
+}
+
+size_t CapacitySearch::max_steps(const SearchDef& def) {
+  const auto ramp = static_cast<size_t>(std::ceil(std::log2(def.rate_max / def.rate_min) - 1e-12));
+  const auto bisect = static_cast<size_t>(std::ceil(std::log2(100.0 / def.precision_pct) - 1e-12));
+  return ramp + bisect + kMaxValidations;
+}
+
+size_t CapacitySearch::counted_steps() const {
+  return static_cast<size_t>(std::count_if(steps_.begin(), steps_.end(), [](auto& s) { return s.counted; }));
+}
+
+std::optional<StepPlan> CapacitySearch::next() const {
+  return end_ == End::kSearching ? pending_ : std::nullopt;
+}
+
+StepPlan CapacitySearch::plan(StepPlan::Kind kind, double rate) const {
+  StepPlan p;
+  p.kind = kind;
+  p.rate = rate;
+  const double window = kind == StepPlan::Kind::kValidate ? def_.validate_s : def_.step_s;
+  p.duration_s =
+      std::min(limits::kMaxDurationS, std::max(window, static_cast<double>(def_.min_requests) / rate));
+  p.threads = threads_;
+  // In flight at the latency bound (Little's law): what the step needs to carry its rate
+  // without the client's connections being the limit.
+  const double needed = std::ceil(rate * latency_bound_s(def_, load_.timeout_s));
+  const uint64_t cap = def_.max_connections
+                           ? def_.max_connections
+                           : std::min<uint64_t>(limits::kMaxConnections,
+                                                uint64_t{p.threads} * limits::kMaxConnectionsPerThread);
+  const uint64_t least = std::max<uint64_t>(load_.connections, p.threads);
+  if (load_.multiplexed) {
+    // Streams first (they cost no socket), then connections.
+    const uint64_t connections = std::clamp<uint64_t>(
+        static_cast<uint64_t>(std::ceil(needed / limits::kMaxStreams)), least, std::max(cap, least));
+    p.connections = static_cast<uint32_t>(connections);
+    p.streams = static_cast<uint32_t>(std::clamp<uint64_t>(
+        static_cast<uint64_t>(std::ceil(needed / static_cast<double>(connections))), 1, limits::kMaxStreams));
+    p.connection_bound = static_cast<double>(p.connections) * p.streams < needed;
+  } else {
+    const uint64_t connections =
+        std::clamp<uint64_t>(static_cast<uint64_t>(needed), least, std::max(cap, least));
+    p.connections = static_cast<uint32_t>(connections);
+    p.connection_bound = static_cast<double>(p.connections) < needed;
+  }
+  return p;
+}
+
+void CapacitySearch::record(const v1::Repetition* rep, const std::string& error) {
+  if (end_ != End::kSearching || !pending_) return;
+  SearchStep s;
+  s.plan = *pending_;
+  if (rep) s.achieved_rate = rep->achieved_rate();
+  s.verdict = judge_one(def_, s.plan, rep, error, true, &s.why, &s.figures);
+  if (s.verdict == StepVerdict::kDisturbed) {
+    if (retries_ < kDisturbedRetries) {
+      ++retries_;
+      s.counted = false;
+      steps_.push_back(std::move(s));
+      return;  // the same step again
+    }
+    // Still disturbed: judged by what it measured, and it says so.
+    std::string busy_why = s.why;
+    s.verdict = judge_one(def_, s.plan, rep, error, false, &s.why, &s.figures);
+    s.why = (s.why.empty() ? "" : s.why + "; ") + busy_why + " each of " +
+            std::to_string(kDisturbedRetries + 1) + " times";
+  }
+  retries_ = 0;
+  if (s.verdict == StepVerdict::kClientBound && threads_ < def_.max_threads) {
+    s.counted = false;
+    const double rate = s.plan.rate;
+    const auto kind = s.plan.kind;
+    steps_.push_back(std::move(s));
+    threads_ = std::min(def_.max_threads, threads_ * 2);
+    pending_ = plan(kind, rate);  // the same rate with more load threads
+    return;
+  }
+  const StepPlan p = s.plan;
+  const StepVerdict v = s.verdict;
+  const std::string why = s.why;
+  steps_.push_back(std::move(s));
+  switch (v) {
+    case StepVerdict::kFailed:
+      return finish(End::kFailed, lo_.value_or(0), "the step at " + rate_text(p.rate) + " failed: " + why);
+    case StepVerdict::kClientBound:
+      return finish(End::kClientBound, lo_.value_or(0),
+                    "client-bound at " + rate_text(p.rate) + " with " + std::to_string(p.threads) +
+                        " load threads (search.max_threads " + std::to_string(def_.max_threads) +
+                        "): " + why);
+    case StepVerdict::kPass:
+      return pass(p.rate);
+    case StepVerdict::kFail:
+    case StepVerdict::kDisturbed:
+      return fail(p.rate);
+  }
+}
+
+void CapacitySearch::pass(double rate) {
+  switch (pending_->kind) {
+    case StepPlan::Kind::kRamp:
+      lo_ = rate;
+      if (rate >= def_.rate_max) {
+        pending_ = plan(StepPlan::Kind::kValidate, rate);
+        return;
+      }
+      pending_ = plan(StepPlan::Kind::kRamp, std::min(2 * rate, def_.rate_max));
+      return;
+    case StepPlan::Kind::kBisect:
+      lo_ = rate;
+      return bisect_or_validate();
+    case StepPlan::Kind::kValidate:
+      ++validations_;
+      if (!hi_ && rate >= def_.rate_max)
+        return finish(
+            End::kAtMax, rate,
+            "the SLO held up to rate.max " + rate_text(rate) + " (validated): the capacity is beyond it");
+      if (hi_ && hi_connection_bound_)
+        return finish(
+            End::kConnectionBound, rate,
+            fmt::format("{} holds the SLO (validated for {:g} s), but {} failed with fewer connections "
+                        "than rate × latency bound: the client's connections may be the limit "
+                        "(search.max_connections)",
+                        rate_text(rate), pending_->duration_s, rate_text(*hi_)));
+      return finish(
+          End::kFound, rate,
+          fmt::format("{} holds the SLO (validated for {:g} s)", rate_text(rate), pending_->duration_s));
+  }
+}
+
+void CapacitySearch::fail(double rate) {
+  switch (pending_->kind) {
+    case StepPlan::Kind::kRamp:
+      if (!lo_) return finish(End::kBrokenAtMin, 0, "the SLO broke at rate.min " + rate_text(rate));
+      hi_ = rate;
+      hi_connection_bound_ = pending_->connection_bound;
+      return bisect_or_validate();
+    case StepPlan::Kind::kBisect:
+      hi_ = rate;
+      hi_connection_bound_ = pending_->connection_bound;
+      return bisect_or_validate();
+    case StepPlan::Kind::kValidate: {
+      ++validations_;
+      hi_ = rate;
+      hi_connection_bound_ = pending_->connection_bound;
+      const double lower = rate * (1 - def_.precision_pct / 100);
+      // Never beyond the step bound: a ramp that had to test rate.max (max / min a power of
+      // two) and a full bisection leave three validations, not four.
+      if (validations_ >= kMaxValidations || counted_steps() >= max_steps(def_) || lower < def_.rate_min)
+        return finish(
+            End::kUnvalidated, *lo_,
+            fmt::format("not validated: {} held for {:g} s steps, but {} validations down to {} failed",
+                        rate_text(*lo_), def_.step_s, validations_, rate_text(rate)));
+      pending_ = plan(StepPlan::Kind::kValidate, lower);
+      return;
+    }
+  }
+}
+
+void CapacitySearch::bisect_or_validate() {
+  if ((*hi_ - *lo_) / *lo_ <= def_.precision_pct / 100) {
+    pending_ = plan(StepPlan::Kind::kValidate, *lo_);
+    return;
+  }
+  pending_ = plan(StepPlan::Kind::kBisect, (*lo_ + *hi_) / 2);
+}
+
+void CapacitySearch::finish(End end, double capacity, std::string reason) {
+  end_ = end;
+  capacity_ = capacity;
+  reason_ = std::move(reason);
+  pending_.reset();
+}
+
+}  // namespace loadlab::controller
