@@ -62,7 +62,7 @@ bool CellExecutor::search(const Cell& cell, uint32_t count, size_t finished, Cel
       step.window_s = plan->duration_s;
       std::vector<v1::Repetition> measured;
       std::string error;
-      progress_.note(cell.key() + fmt::format(" search {}: {} at {:.0f} req/s ({} connections, {:g} s)",
+      progress_.info(cell.key() + fmt::format(" search {}: {} at {:.0f} req/s ({} connections, {:g} s)",
                                               rep + 1, kind_name(plan->kind), plan->rate, plan->connections,
                                               plan->duration_s));
       if (!one(step, rep, count, finished, measured, error)) return false;  // stopping
@@ -85,7 +85,7 @@ bool CellExecutor::search(const Cell& cell, uint32_t count, size_t finished, Cel
         last = *r;
         if (judged.verdict == StepVerdict::kPass && judged.counted) last_pass = *r;
       }
-      progress_.note(cell.key() + " " + verdict_name(judged.verdict) +
+      progress_.info(cell.key() + " " + verdict_name(judged.verdict) +
                      (judged.why.empty() ? "" : ": " + judged.why));
     }
     for (const auto& o : scenario_.search->slo) (*result.mutable_slo())[o.figure] = o.limit;
