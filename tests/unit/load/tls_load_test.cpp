@@ -275,11 +275,11 @@ TEST(TlsLoadBinaryTest, APlainWorkerMapsNoTlsOrQuicLibraryAndHttpsHandsTheSamePr
     // Its own memory: the five latency histograms of its thread cost the pages their values fall
     // in (about 140 KiB of counters each when all were written: 1.7 MB in all, 0.5 MB now).
     // Its code: the functions a run executes are linked together (agent/load/loadlab-load.order,
-    // bench/symbol_order.sh), so about 1.4 MB of its text is resident, not 2.6 MB as in the
-    // default layout. A stale order file or a lost linker flag shows here.
+    // bench/symbol_order.sh), so 1.4-1.8 MB of its text is resident, 2.6-2.8 MB in the default
+    // layout (the bound is between). A stale order file or a lost linker flag shows here.
     if (!maps_any(libraries, "libasan.") && !maps_any(libraries, "libtsan.")) {  // sanitizers' shadow memory
       EXPECT_LT(loadlab::testing::status_kb(plain.pid(), "RssAnon:"), 1024) << protocol;
-      EXPECT_LT(loadlab::testing::own_code_kb(plain.pid()), 1900) << protocol;
+      EXPECT_LT(loadlab::testing::own_code_kb(plain.pid()), 2300) << protocol;
     }
     kill(plain.pid(), SIGTERM);
     EXPECT_EQ(plain.wait_exit(), 0) << plain.read_stderr();

@@ -391,11 +391,12 @@ TEST(TargetBinaryTls, APlainTargetMapsNoTlsOrQuicLibraryAndTlsHandsTheSameProces
     EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(plain.pid()) + "/exe").filename(),
               "loadlab-target");
     // Its code: the functions serving executes are linked together (agent/target/
-    // loadlab-target.order, bench/symbol_order.sh): about 0.3 MB of its text is resident after a
-    // request, 1.2 MB in the default layout. A stale order file or a lost linker flag shows here.
+    // loadlab-target.order, bench/symbol_order.sh): 0.3-0.9 MB of its text is resident after a
+    // request (large page-cache folios map more at times), 1.2 MB in the default layout. A stale order file
+    // or a lost linker flag shows here.
     if (!loadlab::testing::maps_any(libraries, "libasan.") &&
         !loadlab::testing::maps_any(libraries, "libtsan."))
-      EXPECT_LT(loadlab::testing::own_code_kb(plain.pid()), 700);
+      EXPECT_LT(loadlab::testing::own_code_kb(plain.pid()), 1000);
   }
   TempDir dir;
   const auto cert_out = dir.file("cert.pem");
