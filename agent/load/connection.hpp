@@ -70,9 +70,9 @@ class Connection final : public ClientConnection {
   Clock::time_point sent_{};        // when the request was written
   Clock::time_point first_byte_{};  // of the response being read; {} until it comes
   RequestCost cost_;
-  int64_t turn_ = 0;         // open loop: requests this connection has begun
-  bool waiting_ = false;     // open loop: idle in the worker's waiters until its slot
-  bool preconnect_ = false;  // open loop: the connect before the first slot
+  std::optional<Clock::time_point> slot_;  // open loop: the slot taken and not yet begun
+  bool waiting_ = false;                   // open loop: idle in the worker's waiters until its slot
+  bool preconnect_ = false;                // open loop: the connect before the first slot
   bool connected_ = false;
   bool measured_ = false;
   bool timed_out_ = false;

@@ -52,7 +52,8 @@ void Connection<Transport>::next() {
     return begin(now, now);
   }
   worker_.resume_due(now);  // other connections whose slots came while this one was busy
-  auto due = worker_.schedule().time_of(index_, turn_);
+  if (!slot_) slot_ = worker_.take_slot();
+  const auto due = *slot_;
   if (plan.measure_end && due >= *plan.measure_end) return end();
   if (due > now) {
     waiting_ = true;
@@ -65,14 +66,14 @@ template <class Transport>
 void Connection<Transport>::resume(Clock::time_point now) {
   if (!waiting_) return;  // stopped while waiting
   waiting_ = false;
-  begin(worker_.schedule().time_of(index_, turn_), now);
+  begin(*slot_, now);
 }
 
 // `origin`: the intended send time in open loop; now in closed loop (then re-set at the write).
 template <class Transport>
 void Connection<Transport>::begin(Clock::time_point origin, Clock::time_point now) {
   origin_ = origin;
-  ++turn_;
+  slot_.reset();
   measured_ = origin >= worker_.plan().measure_start;
   if (measured_ && !worker_.take_ticket(now)) return end();
   if (connected_)

@@ -11,10 +11,10 @@
 // becomes pending meanwhile stays in nghttp2 and goes out, coalesced, with the next write.
 //
 // Closed loop: a stream that ends is replaced at once (after the read that ended it).
-// Open loop (--rate): the connection keeps its schedule lane as an HTTP/1.1 connection does
-// (its k-th request is due at the worker schedule's time_of(index, k)) and sends each due
-// request on any free stream; when every stream is busy the due request waits for one, and
-// its latency still counts from its intended send time (no coordinated omission).
+// Open loop (--rate): a connection with a free stream takes the worker's next slot, as an
+// HTTP/1.1 connection does (schedule.hpp), and sends it on that stream at its time; when every
+// stream of every connection is busy the due request waits for the first one freed, and its
+// latency still counts from its intended send time (no coordinated omission).
 //
 // Cost: the requests that wait for a new connection (the first `streams` after a connect,
 // or the one request of a --no-keepalive connection) each paid its TCP connect and TLS

@@ -54,7 +54,7 @@ struct H3Slot : StreamRequest<int64_t> {
 
 class H3Connection final : public MultiplexedConnection<H3Connection, H3Slot> {
  public:
-  // `index`: this connection's place among its worker's connections (its schedule lane).
+  // `index`: this connection's place among its worker's connections (its waiter's index).
   H3Connection(Worker& worker, int index);
   ~H3Connection() override;
 

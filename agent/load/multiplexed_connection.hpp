@@ -90,7 +90,7 @@ class MultiplexedConnection : public ClientConnection {
  protected:
   enum class State : uint8_t { kIdle, kConnecting, kOpen, kClosing };
 
-  // `index`: this connection's place among its worker's connections (its schedule lane).
+  // `index`: this connection's place among its worker's connections (its waiter's index).
   MultiplexedConnection(Worker& worker, int index)
       : worker_(worker), index_(index), slots_(static_cast<std::size_t>(worker.plan().streams)) {}
   ~MultiplexedConnection() override = default;

@@ -1,24 +1,28 @@
 #pragma once
-// The intended send times of one worker in open loop (--rate).
+// The intended send times of one worker in open loop (--rate): a single sequence of slots
+// that the worker's connections share as a pool. A connection that is free takes the next
+// slot nobody has taken (Worker::take_slot) and sends at its time; a slot that comes while
+// every connection is busy goes to the first one to be free, late. A request therefore waits
+// in the client only when all of the thread's connections are in use, as with a client's
+// connection pool, never behind one busy connection while another is idle (a connection of
+// its own per stream of arrivals, as wrk2 has, adds a queue per connection: at 70 % of a
+// one-thread server's capacity and as many connections as rate × p99, it put the p99 15-50 %
+// above the server's own).
 //
-// Uniform arrivals (the default): slot m is due at start + m / rate; connection i of n owns
-// slots i, i + n, i + 2n, ..., so its k-th request is slot k * n + i and the worker's
-// connections take turns at an even pace.
+// Uniform arrivals (the default): slot m is due at start + m / rate.
 //
-// Poisson arrivals (--arrivals poisson): each connection i is a Poisson process of rate / n
-// (exponential gaps drawn from its own stream of the run's seed, the worker and i), so the
-// worker's requests together are a Poisson process of `rate` (a sum of independent Poisson
-// processes is one), and the same seed gives the same send times. A connection asks for its
-// times in order, so each keeps its place in its stream.
+// Poisson arrivals (--arrivals poisson): the gaps between slots are exponential of mean
+// 1 / rate, drawn from the worker's own stream of the run's seed, so the worker's sends are a
+// Poisson process of `rate` (and the threads' together one of their summed rates), and the
+// same seed gives the same send times.
 //
-// A connection whose previous request is still in flight when its time comes (HTTP/2: all of
-// whose streams are busy) sends late, and its latency still counts from the intended time
-// (the correction for coordinated omission). Internal.
+// A request whose slot comes while every connection (HTTP/2, h3: every stream) is busy sends
+// late, and its latency still counts from the intended time (the correction for coordinated
+// omission). Internal.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include "run_plan.hpp"
 
@@ -40,40 +44,34 @@ class Schedule {
   static constexpr double kHorizonNs = 1e18;
 
   Schedule() = default;
-  Schedule(Clock::time_point start, double rate_per_s, int connections)
-      : start_(start), ns_per_slot_(1e9 / rate_per_s), connections_(connections) {}
+  Schedule(Clock::time_point start, double rate_per_s) : start_(start), ns_per_slot_(1e9 / rate_per_s) {}
   // Poisson arrivals: `stream` tells this worker's draws from other workers' of the same seed.
-  Schedule(Clock::time_point start, double rate_per_s, int connections, uint64_t seed, uint64_t stream)
-      : Schedule(start, rate_per_s, connections) {
-    lanes_.resize(static_cast<std::size_t>(std::max(connections, 0)));
-    for (std::size_t i = 0; i < lanes_.size(); ++i) {
-      uint64_t s = seed ^ (stream * 0xd1b54a32d192ed03ULL);
-      const uint64_t a = splitmix64(s);
-      uint64_t t = a ^ (static_cast<uint64_t>(i) * 0x8cb92ba72f3d8dd7ULL);
-      lanes_[i].seed = splitmix64(t);
-      lanes_[i].mean_ns = ns_per_slot_ * connections;
-      lanes_[i].reset();
-    }
+  Schedule(Clock::time_point start, double rate_per_s, uint64_t seed, uint64_t stream)
+      : Schedule(start, rate_per_s) {
+    uint64_t s = seed ^ (stream * 0xd1b54a32d192ed03ULL);
+    const uint64_t a = splitmix64(s);
+    uint64_t t = a;
+    lane_.seed = splitmix64(t);
+    lane_.mean_ns = ns_per_slot_;
+    lane_.reset();
+    poisson_ = true;
   }
 
-  bool poisson() const { return !lanes_.empty(); }
+  bool poisson() const { return poisson_; }
 
   // Uniform arrivals: the time of slot `slot`.
   Clock::time_point slot_time(int64_t slot) const {
     double ns = std::min(static_cast<double>(slot) * ns_per_slot_, kHorizonNs);
     return start_ + std::chrono::nanoseconds(static_cast<int64_t>(ns));
   }
-  // The time of connection `index`'s `k`-th request (k = 0, 1, 2...). Poisson: in order is
-  // O(1) a call; going back starts the connection's stream again.
-  Clock::time_point time_of(int index, int64_t k) const {
-    if (!poisson()) return slot_time(k * connections_ + index);
-    Lane& lane = lanes_[static_cast<std::size_t>(index)];
-    if (k < lane.k) lane.reset();
-    while (lane.k < k) lane.advance();
-    return at(lane.ns);
+  // The time of slot `m` (m = 0, 1, 2...), whichever the arrivals. Poisson: in order is O(1)
+  // a call; going back draws the stream again from its start.
+  Clock::time_point time_of(int64_t m) const {
+    if (!poisson_) return slot_time(m);
+    if (m < lane_.k) lane_.reset();
+    while (lane_.k < m) lane_.advance();
+    return at(lane_.ns);
   }
-  int connection_of(int64_t slot) const { return static_cast<int>(slot % connections_); }
-  int64_t turn_of(int64_t slot) const { return slot / connections_; }
   // The first slot due at or after `t` (0 before the start).
   int64_t first_slot_at(Clock::time_point t) const {
     if (t <= start_) return 0;
@@ -85,28 +83,24 @@ class Schedule {
     while (slot_time(slot) < t) ++slot;
     return slot;
   }
-  // Slots due in [from, to), over all connections. Poisson: each connection's stream is
-  // drawn again from its start (O(rate × (to - start))), so call it once, at the end.
+  // Slots due in [from, to). Poisson: the stream is drawn again from its start
+  // (O(rate × (to - start))), so call it once, at the end.
   int64_t slots_between(Clock::time_point from, Clock::time_point to) const {
     if (to <= from) return 0;
-    if (!poisson()) return first_slot_at(to) - first_slot_at(from);
-    int64_t due = 0;
-    for (const Lane& l : lanes_) {
-      Lane lane = l;
-      lane.reset();
-      while (at(lane.ns) < from) lane.advance();
-      const int64_t first = lane.k;
-      while (at(lane.ns) < to) lane.advance();
-      due += lane.k - first;
-    }
-    return due;
+    if (!poisson_) return first_slot_at(to) - first_slot_at(from);
+    Lane lane = lane_;
+    lane.reset();
+    while (at(lane.ns) < from) lane.advance();
+    const int64_t first = lane.k;
+    while (at(lane.ns) < to) lane.advance();
+    return lane.k - first;
   }
 
  private:
-  // One connection's Poisson stream: its k-th time, `ns` after the start.
+  // The Poisson stream: its k-th time, `ns` after the start.
   struct Lane {
     uint64_t seed = 0;
-    double mean_ns = 0;  // of a gap: connections / rate
+    double mean_ns = 0;  // of a gap: 1 / rate
     uint64_t state = 0;
     int64_t k = 0;
     double ns = 0;
@@ -132,8 +126,8 @@ class Schedule {
 
   Clock::time_point start_{};
   double ns_per_slot_ = 0;
-  int connections_ = 1;
-  mutable std::vector<Lane> lanes_;  // Poisson: one per connection; empty for uniform arrivals
+  bool poisson_ = false;
+  mutable Lane lane_;  // Poisson: where the stream was last read
 };
 
 }  // namespace loadlab::load

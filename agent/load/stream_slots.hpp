@@ -6,6 +6,7 @@
 // (kFree, kQueued, kOpen), `origin` and `measured`. Lives on its worker's thread.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "run_plan.hpp"
@@ -28,8 +29,9 @@ struct StreamSlots {
   int index_of(const Slot& slot) const { return static_cast<int>(&slot - slots_.data()); }
 
   // Begins the requests that free slots can take now, queued for the connection: in closed
-  // loop as many as slots are free, in open loop the ones whose time has come on the
-  // connection's schedule `lane` (else it waits in the worker for the next one). `done` once
+  // loop as many as slots are free, in open loop the ones whose time has come among the
+  // worker's slots, taken one at a time (else the connection `lane` waits in the worker for
+  // the one it took). `done` once
   // nothing more will be begun (the window ended, the budget is spent, a stop).
   void fill(Worker& worker, int lane, Clock::time_point now, bool stopped) {
     const RunPlan& plan = worker.plan();
@@ -47,7 +49,8 @@ struct StreamSlots {
           break;
         }
       } else {
-        origin = worker.schedule().time_of(lane, turn);
+        if (!slot) slot = worker.take_slot();
+        origin = *slot;
         if (plan.measure_end && origin >= *plan.measure_end) {
           done = true;
           break;
@@ -59,7 +62,7 @@ struct StreamSlots {
           }
           break;
         }
-        ++turn;
+        slot.reset();
       }
       const bool measured = origin >= plan.measure_start;
       if (measured && !worker.take_ticket(now)) {
@@ -107,12 +110,12 @@ struct StreamSlots {
     free_.push_back(index_of(s));
   }
 
-  std::vector<int> queued;  // indices of queued slots, in the order they were begun
-  int open = 0;             // slots in kOpen
-  int64_t turn = 0;         // open loop: requests this connection has begun
-  int64_t carried = 0;      // requests submitted on the current connection
-  bool waiting = false;     // open loop: in the worker's waiters until its slot
-  bool done = false;        // no request will be begun any more
+  std::vector<int> queued;                // indices of queued slots, in the order they were begun
+  int open = 0;                           // slots in kOpen
+  std::optional<Clock::time_point> slot;  // open loop: the worker's slot taken, not yet begun
+  int64_t carried = 0;                    // requests submitted on the current connection
+  bool waiting = false;                   // open loop: in the worker's waiters until its slot
+  bool done = false;                      // no request will be begun any more
 
  private:
   std::vector<Slot> slots_;  // never resized

@@ -29,9 +29,9 @@ Worker::Worker(const RunPlan& plan, RunState& state, int index, int connections,
       connections_.push_back(std::make_unique<Connection<PlainTransport>>(*this, i));
   }
   if (plan.rate_per_thread > 0) {
-    schedule_ = plan.poisson ? Schedule(plan.pace_start, plan.rate_per_thread, connections, plan.seed,
-                                        static_cast<uint64_t>(index))
-                             : Schedule(plan.pace_start, plan.rate_per_thread, connections);
+    schedule_ = plan.poisson
+                    ? Schedule(plan.pace_start, plan.rate_per_thread, plan.seed, static_cast<uint64_t>(index))
+                    : Schedule(plan.pace_start, plan.rate_per_thread);
     waiters_.reserve(connections);
   }
 }
@@ -75,8 +75,9 @@ void Worker::schedule_sweep() {
   });
 }
 
-// Open loop. A connection that is early for its slot waits in `waiters_`; every completion
-// on this thread resumes the ones that are due (resume_due), and one timer covers the
+// Open loop. The connections share the worker's slots as a pool (schedule.hpp): a free
+// connection takes the next slot (take_slot). A connection that is early for its slot waits in `waiters_`;
+// every completion on this thread resumes the ones that are due (resume_due), and one timer covers the
 // earliest waiter for when no completion comes first. The timer is re-armed only when a
 // waiter is earlier than its expiry, and wakes at most once per `plan.pace_gap`: under load
 // a wake-up hands out several slots instead of one, and a slot is never served early.

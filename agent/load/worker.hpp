@@ -89,10 +89,12 @@ class Worker {
   boost::asio::io_context& io() { return ioc_; }
   bool stopping() const { return stopping_; }
   bool open_loop() const { return plan_.rate_per_thread > 0; }
-  const Schedule& schedule() const { return schedule_; }
+  // Open loop: the time of the next slot no connection has taken, now taken by the caller
+  // (which sends at it, or later if it is busy until then).
+  Clock::time_point take_slot() { return schedule_.time_of(next_slot_++); }
   // HTTP/1.1 connections read their whole responses through it (complete_response.hpp).
   CompleteResponseReader& response_reader() { return response_reader_; }
-  // Open loop: connection `index` is idle until `due`; the worker calls its resume() then
+  // Open loop: connection `index` is idle until `due` (the slot it took); the worker calls its resume() then
   // (or later, never earlier).
   void wait_for_slot(Clock::time_point due, int index);
   // Open loop: resumes every connection whose slot is due at `now`. Called from every
@@ -142,6 +144,7 @@ class Worker {
   boost::asio::steady_timer end_timer_;
   boost::asio::steady_timer pace_timer_;
   Schedule schedule_;
+  int64_t next_slot_ = 0;  // open loop: the first slot no connection has taken
   CompleteResponseReader response_reader_;
   // Open loop: the idle connections, a min-heap on their due time (one entry each at most).
   struct Waiter {

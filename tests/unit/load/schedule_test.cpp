@@ -17,73 +17,68 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(ScheduleTest, SlotsAreEvenlySpacedAndConnectionsTakeTurns) {
+TEST(ScheduleTest, SlotsAreEvenlySpaced) {
   Clock::time_point start{};
-  Schedule s(start, 1000.0, 4);  // a slot every 1 ms, 4 lanes
+  Schedule s(start, 1000.0);  // a slot every 1 ms
+  EXPECT_FALSE(s.poisson());
   EXPECT_EQ(s.slot_time(0), start);
   EXPECT_EQ(s.slot_time(1), start + 1ms);
   EXPECT_EQ(s.slot_time(2500), start + 2500ms);
-  EXPECT_EQ(s.time_of(0, 0), start);
-  EXPECT_EQ(s.time_of(3, 0), start + 3ms);
-  EXPECT_EQ(s.time_of(1, 2), start + 9ms);  // slot 2 * 4 + 1
-  EXPECT_EQ(s.connection_of(9), 1);
-  EXPECT_EQ(s.turn_of(9), 2);
+  EXPECT_EQ(s.time_of(0), start);
+  EXPECT_EQ(s.time_of(9), start + 9ms);
 }
 
 TEST(ScheduleTest, FractionalRatesDoNotDrift) {
   Clock::time_point start{};
-  Schedule s(start, 3.0, 1);  // 333.33.. ms apart
+  Schedule s(start, 3.0);  // 333.33.. ms apart
   // An hour of slots lands on the exact hour: times are computed, not accumulated.
   EXPECT_EQ(s.slot_time(3 * 3600), start + 3600s);
 }
 
 TEST(ScheduleTest, SlotsInAWindowAreCountedExactly) {
   Clock::time_point start{};
-  Schedule s(start, 1000.0, 3);
+  Schedule s(start, 1000.0);
   EXPECT_EQ(s.first_slot_at(start), 0);
   EXPECT_EQ(s.first_slot_at(start + 1ms), 1);
   EXPECT_EQ(s.first_slot_at(start + 1ms + 1ns), 2);
   EXPECT_EQ(s.slots_between(start, start + 1s), 1000);
   EXPECT_EQ(s.slots_between(start + 500us, start + 1s + 500us), 1000);
   EXPECT_EQ(s.slots_between(start + 1s, start), 0);
-  Schedule third(start, 3.0, 1);
+  Schedule third(start, 3.0);
   EXPECT_EQ(third.slots_between(start, start + 1s), 3);  // 0, 333.3, 666.7 ms
 }
 
 TEST(ScheduleTest, TimesStayFiniteAtTheSlowestRateAndLargestSlot) {
   Clock::time_point start{};
-  Schedule s(start, 0.001, 1);  // a slot every 1000 s
+  Schedule s(start, 0.001);  // a slot every 1000 s
   auto far = s.slot_time(int64_t{1} << 40);
   EXPECT_GT(far, start);
   EXPECT_LE(far - start, std::chrono::nanoseconds(static_cast<int64_t>(Schedule::kHorizonNs)));
   EXPECT_GT(s.first_slot_at(start + std::chrono::hours(24 * 365 * 40)), 0);  // beyond the horizon, no loop
 }
 
-// Every send time of a Poisson schedule before `end`, over all its lanes, in order.
-std::vector<double> poisson_times_s(const Schedule& s, int lanes, Clock::time_point start,
-                                    Clock::time_point end) {
+// Every send time of a Poisson schedule before `end`, in order.
+std::vector<double> poisson_times_s(const Schedule& s, Clock::time_point start, Clock::time_point end) {
   std::vector<double> t;
-  for (int i = 0; i < lanes; ++i)
-    for (int64_t k = 0;; ++k) {
-      auto at = s.time_of(i, k);
-      if (at >= end) break;
-      t.push_back(std::chrono::duration<double>(at - start).count());
-    }
-  std::sort(t.begin(), t.end());
+  for (int64_t m = 0;; ++m) {
+    auto at = s.time_of(m);
+    if (at >= end) break;
+    t.push_back(std::chrono::duration<double>(at - start).count());
+  }
   return t;
 }
 
-// The merged send times of Poisson arrivals are a Poisson process of the asked rate: their
+// The send times of Poisson arrivals are a Poisson process of the asked rate: their
 // count in a window is the rate's (within 4 standard deviations: sqrt(n)), and their gaps are
 // exponential (a Kolmogorov-Smirnov distance inside the 0.1 % critical value, 1.95 / sqrt(n)),
 // whose coefficient of variation is 1 (an even pace has 0).
 TEST(ScheduleTest, PoissonArrivalsAreAPoissonProcessOfTheRate) {
   const Clock::time_point start{};
   const double rate = 20000;
-  const int lanes = 7;
-  Schedule s(start, rate, lanes, 1, 0);
+  Schedule s(start, rate, 1, 0);
   ASSERT_TRUE(s.poisson());
-  auto t = poisson_times_s(s, lanes, start, start + 10s);
+  auto t = poisson_times_s(s, start, start + 10s);
+  ASSERT_TRUE(std::is_sorted(t.begin(), t.end()));
   const double n = static_cast<double>(t.size());
   EXPECT_NEAR(n, rate * 10, 4 * std::sqrt(rate * 10));
   std::vector<double> gaps;
@@ -109,32 +104,30 @@ TEST(ScheduleTest, PoissonArrivalsAreAPoissonProcessOfTheRate) {
 
 TEST(ScheduleTest, PoissonArrivalsRepeatForASeedAndDifferForAnotherOrAnotherThread) {
   const Clock::time_point start{};
-  Schedule a(start, 1000, 3, 42, 0), again(start, 1000, 3, 42, 0), other_seed(start, 1000, 3, 43, 0),
-      other_thread(start, 1000, 3, 42, 1);
+  Schedule a(start, 1000, 42, 0), again(start, 1000, 42, 0), other_seed(start, 1000, 43, 0),
+      other_thread(start, 1000, 42, 1);
   int same_seed_differs = 0, seed_differs = 0, thread_differs = 0;
-  for (int i = 0; i < 3; ++i)
-    for (int64_t k = 0; k < 100; ++k) {
-      same_seed_differs += a.time_of(i, k) != again.time_of(i, k);
-      seed_differs += a.time_of(i, k) != other_seed.time_of(i, k);
-      thread_differs += a.time_of(i, k) != other_thread.time_of(i, k);
-    }
+  for (int64_t m = 0; m < 300; ++m) {
+    same_seed_differs += a.time_of(m) != again.time_of(m);
+    seed_differs += a.time_of(m) != other_seed.time_of(m);
+    thread_differs += a.time_of(m) != other_thread.time_of(m);
+  }
   EXPECT_EQ(same_seed_differs, 0);
   EXPECT_EQ(seed_differs, 300);
   EXPECT_EQ(thread_differs, 300);
-  // Asking again, or going back, gives the same time: a connection asks twice for its turn.
-  const auto fifth = a.time_of(1, 5);
-  EXPECT_EQ(a.time_of(1, 5), fifth);
-  EXPECT_EQ(a.time_of(1, 2), again.time_of(1, 2));
-  EXPECT_EQ(a.time_of(1, 5), fifth);
-  // Lanes are independent streams, each in increasing time.
-  for (int i = 0; i < 3; ++i)
-    for (int64_t k = 1; k < 100; ++k) EXPECT_GT(a.time_of(i, k), a.time_of(i, k - 1));
+  // Asking again, or going back, gives the same time.
+  const auto fifth = a.time_of(5);
+  EXPECT_EQ(a.time_of(5), fifth);
+  EXPECT_EQ(a.time_of(2), again.time_of(2));
+  EXPECT_EQ(a.time_of(5), fifth);
+  // In increasing time.
+  for (int64_t m = 1; m < 300; ++m) EXPECT_GT(a.time_of(m), a.time_of(m - 1));
 }
 
 TEST(ScheduleTest, PoissonTimesStayFiniteAtTheSlowestRate) {
   Clock::time_point start{};
-  Schedule s(start, 0.001, 1, 7, 0);
-  auto far = s.time_of(0, 2000000);  // 2e9 s of mean gaps: past the horizon
+  Schedule s(start, 0.001, 7, 0);
+  auto far = s.time_of(2000000);  // 2e9 s of mean gaps: past the horizon
   EXPECT_GT(far, start);
   EXPECT_LE(far - start, std::chrono::nanoseconds(static_cast<int64_t>(Schedule::kHorizonNs)));
 }
