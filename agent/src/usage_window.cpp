@@ -160,6 +160,10 @@ void UsageWindow::start() {
   machine_start_ = reader_.machine_cpu();
   machine_end_.reset();
   cpus_ = reader_.cpus_allowed(root_).value_or("");
+  probe_.reset();
+  stalls_.reset();
+  auto cpus = CpuList::parse(cpus_);
+  probe_ = std::make_unique<StallProbe>(cpus ? cpus->cpus() : std::vector<uint32_t>{});
   delays_.clear();
   delays_known_ = false;
   read_delays();
@@ -203,7 +207,12 @@ void UsageWindow::close_at_now() {
     t1_ = clock_();
     machine_end_ = reader_.machine_cpu();
     read_delays();
+    stop_probe();
   }
+}
+
+void UsageWindow::stop_probe() {
+  if (probe_ && !stalls_) stalls_ = probe_->stop();
 }
 
 v1::Usage UsageWindow::finish_closed(const std::string& label, const TreeReading& end) {
@@ -223,6 +232,7 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
     machine_end_ = reader_.machine_cpu();
     read_delays();
   }
+  stop_probe();
   const double window_s = t1_ - t0_;
   f.set_window_s(window_s);
   if (end.rss_kb > 0) {
@@ -260,6 +270,12 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
     for (auto& [tid, first_last] : delays_) waited += first_last.second - first_last.first;
     f.set_wait_pct(waited / window_s * 100.0);
   }
+  if (stalls_) {
+    f.set_stalls(stalls_->stalls);
+    f.set_stall_max_ms(stalls_->longest_ms);
+    f.set_stall_total_ms(stalls_->total_ms);
+  }
+  probe_.reset();
   for (auto& p : series_) {
     auto* point = f.add_series();
     point->set_t_s(p.t_s);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "loadlab/controller/flags.hpp"
 #include "loadlab/shared/format.hpp"
 #include "loadlab/shared/limits.hpp"
 
@@ -13,9 +14,16 @@ namespace loadlab::controller {
 
 namespace {
 
-bool busy_step(const v1::Repetition& rep) {
-  return std::any_of(rep.flags().begin(), rep.flags().end(),
-                     [](const std::string& f) { return f.rfind("busy-machine:", 0) == 0; });
+uint32_t stalls_of_load(const v1::Repetition& rep) {
+  uint32_t n = 0;
+  for (const auto& p : rep.load_parts()) n += p.client().stalls();
+  return n;
+}
+
+double longest_stall_ms(const v1::Repetition& rep) {
+  double longest = rep.server().stall_max_ms();
+  for (const auto& p : rep.load_parts()) longest = std::max(longest, p.client().stall_max_ms());
+  return longest;
 }
 
 bool step_flagged(const v1::Repetition& rep, const char* flag) {
@@ -33,7 +41,7 @@ StepVerdict judge_one(const SearchDef& def, const StepPlan& plan, const v1::Repe
     *why = error.empty() ? "not measured" : error;
     return StepVerdict::kFailed;
   }
-  if (busy_counts && busy_step(*rep)) {
+  if (busy_counts && busy_machine(*rep)) {
     *why = "other work ran on its CPUs (busy-machine)";
     return StepVerdict::kDisturbed;
   }
@@ -47,6 +55,14 @@ StepVerdict judge_one(const SearchDef& def, const StepPlan& plan, const v1::Repe
       broken.push_back(fmt::format("{} {:g} > {:g}", o.figure, v, o.limit));
   }
   const bool saturated = step_flagged(*rep, "client-saturated");
+  if (busy_counts && (rep->rate_not_held() || !broken.empty()) && stalled(*rep)) {
+    // A stop of the CPUs queues every request that comes meanwhile: a tail broken then may be
+    // the machine's. A step that held the SLO through a stall passes.
+    *why = fmt::format("{} while the machine's CPUs stopped {} times, {:.0f} ms at the longest (stalled)",
+                       broken.empty() ? "the rate was not held" : broken.front(),
+                       rep->server().stalls() + stalls_of_load(*rep), longest_stall_ms(*rep));
+    return StepVerdict::kDisturbed;
+  }
   if (rep->rate_not_held() || !broken.empty()) {
     if (saturated) {
       *why = fmt::format("the client was saturated ({:.0f} % CPU) and {}", rep->client().cpu_pct(),
@@ -77,17 +93,35 @@ const std::vector<std::string>& slo_figures() {
   return all;
 }
 
-double slo_value(const v1::Repetition& rep, const std::string& figure) {
-  if (rep.requests() == 0) return NAN;
-  const auto& l = rep.latency();
+namespace {
+
+double latency_figure(const v1::Latency& l, const std::string& figure) {
   if (figure == "p50_ms") return l.p50_us() / 1000.0;
   if (figure == "p90_ms") return l.p90_us() / 1000.0;
   if (figure == "p99_ms") return l.p99_us() / 1000.0;
   if (figure == "p999_ms") return l.p999_us() / 1000.0;
   if (figure == "max_ms") return l.max_us() / 1000.0;
+  return NAN;
+}
+
+// Every objective held by the figures counted from each request's write: what the server
+// (and the network) took, without the wait in the client for a free connection.
+bool held_from_the_write(const SearchDef& def, const v1::Repetition& rep) {
+  if (!(rep.latency_uncorrected().max_us() > 0)) return false;  // not measured (an external client)
+  return std::all_of(def.slo.begin(), def.slo.end(), [&](const SloObjective& o) {
+    const double v = o.figure == "errors_pct" ? slo_value(rep, o.figure)
+                                              : latency_figure(rep.latency_uncorrected(), o.figure);
+    return std::isfinite(v) && v <= o.limit;
+  });
+}
+
+}  // namespace
+
+double slo_value(const v1::Repetition& rep, const std::string& figure) {
+  if (rep.requests() == 0) return NAN;
   if (figure == "errors_pct")
     return 100.0 * static_cast<double>(rep.errors()) / static_cast<double>(rep.requests());
-  return NAN;
+  return latency_figure(rep.latency(), figure);
 }
 
 double latency_bound_s(const SearchDef& def, double timeout_s) {
@@ -119,6 +153,8 @@ const char* verdict_name(StepVerdict v) {
       return "client-bound";
     case StepVerdict::kDisturbed:
       return "disturbed";
+    case StepVerdict::kConnectionShort:
+      return "connection-short";
     case StepVerdict::kFailed:
       return "failed";
   }
@@ -172,7 +208,9 @@ std::optional<StepPlan> CapacitySearch::next() const {
   return end_ == End::kSearching ? pending_ : std::nullopt;
 }
 
-StepPlan CapacitySearch::plan(StepPlan::Kind kind, double rate) const {
+double connections_for(double in_flight) { return std::ceil(in_flight + 3 * std::sqrt(in_flight)); }
+
+StepPlan CapacitySearch::plan(StepPlan::Kind kind, double rate, bool full) const {
   StepPlan p;
   p.kind = kind;
   p.rate = rate;
@@ -181,8 +219,15 @@ StepPlan CapacitySearch::plan(StepPlan::Kind kind, double rate) const {
       std::min(limits::kMaxDurationS, std::max(window, static_cast<double>(def_.min_requests) / rate));
   p.threads = threads_;
   // In flight at the latency bound (Little's law): what the step needs to carry its rate
-  // without the client's connections being the limit.
-  const double needed = std::ceil(rate * latency_bound_s(def_, load_.timeout_s));
+  // without the client's connections being the limit, even with the server's latency at the
+  // objective. Opened at every rate, that many idle connections are a load of their own on a
+  // server (a looser objective would open more and find less), so a step opens what the
+  // latency last measured needs, twice over, and a step short of them is measured again with
+  // the bound's (record()).
+  const double bound = latency_bound_s(def_, load_.timeout_s);
+  const double needed = std::ceil(rate * bound);
+  p.full = full || !measured_latency_s_ || 2 * *measured_latency_s_ >= bound;
+  const double wanted = p.full ? needed : std::min(needed, connections_for(rate * 2 * *measured_latency_s_));
   const uint64_t cap = def_.max_connections
                            ? def_.max_connections
                            : std::min<uint64_t>(limits::kMaxConnections,
@@ -191,17 +236,20 @@ StepPlan CapacitySearch::plan(StepPlan::Kind kind, double rate) const {
   if (load_.multiplexed) {
     // Streams first (they cost no socket), then connections.
     const uint64_t connections = std::clamp<uint64_t>(
-        static_cast<uint64_t>(std::ceil(needed / limits::kMaxStreams)), least, std::max(cap, least));
+        static_cast<uint64_t>(std::ceil(wanted / limits::kMaxStreams)), least, std::max(cap, least));
     p.connections = static_cast<uint32_t>(connections);
     p.streams = static_cast<uint32_t>(std::clamp<uint64_t>(
-        static_cast<uint64_t>(std::ceil(needed / static_cast<double>(connections))), 1, limits::kMaxStreams));
-    p.connection_bound = static_cast<double>(p.connections) * p.streams < needed;
+        static_cast<uint64_t>(std::ceil(wanted / static_cast<double>(connections))), 1, limits::kMaxStreams));
+    const uint64_t most = std::max(cap, least) * limits::kMaxStreams;
+    p.connection_bound = static_cast<double>(most) < needed;
   } else {
     const uint64_t connections =
-        std::clamp<uint64_t>(static_cast<uint64_t>(needed), least, std::max(cap, least));
+        std::clamp<uint64_t>(static_cast<uint64_t>(wanted), least, std::max(cap, least));
     p.connections = static_cast<uint32_t>(connections);
-    p.connection_bound = static_cast<double>(p.connections) < needed;
+    p.connection_bound = static_cast<double>(std::max(cap, least)) < needed;
   }
+  // Nothing more to open: the step is as full as the limits let it be.
+  p.full = p.full || static_cast<double>(p.connections) * p.streams >= needed || p.connection_bound;
   return p;
 }
 
@@ -225,6 +273,25 @@ void CapacitySearch::record(const v1::Repetition* rep, const std::string& error)
             std::to_string(kDisturbedRetries + 1) + " times";
   }
   retries_ = 0;
+  if (s.verdict == StepVerdict::kFail && !s.plan.full && held_from_the_write(def_, *rep)) {
+    // The requests waited in the client for a connection: the step is measured again with
+    // every connection the bound allows.
+    s.verdict = StepVerdict::kConnectionShort;
+    s.why = fmt::format(
+        "{} (the figures from each request's write held the SLO: requests waited for one of "
+        "{} connections, sized for the latency last measured)",
+        s.why, s.plan.connections);
+    s.counted = false;
+    const double rate = s.plan.rate;
+    const auto kind = s.plan.kind;
+    steps_.push_back(std::move(s));
+    pending_ = plan(kind, rate, true);
+    return;
+  }
+  if (s.verdict == StepVerdict::kPass) {
+    const double from_write_us = rep->latency_uncorrected().p99_us();
+    measured_latency_s_ = (from_write_us > 0 ? from_write_us : rep->latency().p99_us()) / 1e6;
+  }
   if (s.verdict == StepVerdict::kClientBound && threads_ < def_.max_threads) {
     s.counted = false;
     const double rate = s.plan.rate;
@@ -250,6 +317,7 @@ void CapacitySearch::record(const v1::Repetition* rep, const std::string& error)
       return pass(p.rate);
     case StepVerdict::kFail:
     case StepVerdict::kDisturbed:
+    case StepVerdict::kConnectionShort:
       return fail(p.rate);
   }
 }

@@ -93,6 +93,9 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
   if (r.rate_not_held()) add("rate-not-held");
   for (auto& [agent, other] : other_work(r, cores))
     if (other.pct >= busy_machine_threshold_pct(other.cpus)) add("busy-machine:" + agent);
+  if (r.server().stalls() > 0) add("stalled:" + r.target_agent());
+  for (auto& p : r.load_parts())
+    if (p.client().stalls() > 0) add("stalled:" + p.agent());
   return flags;
 }
 
@@ -124,9 +127,14 @@ std::optional<double> other_work_pct(const v1::Repetition& r) {
   return most;
 }
 
-bool busy_machine(const v1::Repetition& r) {
+namespace {
+bool flagged(const v1::Repetition& r, const char* prefix) {
   return std::any_of(r.flags().begin(), r.flags().end(),
-                     [](const std::string& f) { return f.rfind("busy-machine:", 0) == 0; });
+                     [prefix](const std::string& f) { return f.rfind(prefix, 0) == 0; });
 }
+}  // namespace
+
+bool busy_machine(const v1::Repetition& r) { return flagged(r, "busy-machine:"); }
+bool stalled(const v1::Repetition& r) { return flagged(r, "stalled:"); }
 
 }  // namespace loadlab::controller

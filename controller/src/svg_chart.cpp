@@ -36,6 +36,28 @@ double nice_step(double max, int parts) {
   return 10 * mag;
 }
 
+// Round rates to mark an x axis from `lo` to `hi`: on a log axis 1, 2 and 5 × 10^k (1 and
+// 3 × 10^k, then 10^k alone, when they would crowd it), on a linear one the multiples of a
+// round step.
+std::vector<double> round_ticks(double lo, double hi, bool log) {
+  if (!(hi > lo)) return {lo};
+  std::vector<double> ticks;
+  if (log) {
+    for (const auto& mantissas :
+         {std::vector<double>{1, 2, 5}, std::vector<double>{1, 3}, std::vector<double>{1}}) {
+      ticks.clear();
+      for (double mag = std::pow(10.0, std::floor(std::log10(lo))); mag <= hi; mag *= 10)
+        for (double m : mantissas)
+          if (m * mag >= lo * (1 - 1e-9) && m * mag <= hi * (1 + 1e-9)) ticks.push_back(m * mag);
+      if (ticks.size() <= 6) break;
+    }
+    return ticks;
+  }
+  const double step = nice_step(hi - lo, 4);
+  for (double x = std::ceil(lo / step - 1e-9) * step; x <= hi * (1 + 1e-9); x += step) ticks.push_back(x);
+  return ticks;
+}
+
 class XScale {
  public:
   explicit XScale(const LineChart& c) : n_(c.x_labels.size()) {
@@ -261,13 +283,10 @@ std::string svg_capacity_chart(const CapacityChart& c) {
   };
   const double plot_h = kHeight - kTop - kBottom;
   auto py = [&](double y) { return kHeight - kBottom - std::clamp(y, 0.0, top) / top * plot_h; };
-  // The x axis: about five rates, at the ends and between (by value or by log).
+  // The x axis: round rates between the ends (by value or by log).
   o << "<line class=\"axis\" x1=\"" << kLeft << "\" x2=\"" << kWidth - kRight << "\" y1=\""
     << kHeight - kBottom << "\" y2=\"" << kHeight - kBottom << "\"/>";
-  for (int i = 0; i <= 4; ++i) {
-    const double x = x_hi == x_lo ? x_lo
-                     : log        ? x_lo * std::pow(x_hi / x_lo, i / 4.0)
-                                  : x_lo + (x_hi - x_lo) * i / 4.0;
+  for (const double x : round_ticks(x_lo, x_hi, log)) {
     o << "<text class=\"tick\" x=\"" << num(px(x)) << "\" y=\"" << kHeight - kBottom + 16
       << "\" text-anchor=\"middle\">" << short_number(x) << "</text>";
   }

@@ -70,26 +70,29 @@ size_t counted_steps(const v1::SearchResult& s) {
 std::string steps_text(const v1::SearchResult& s) {
   std::string out = s.end() + ": " + s.reason() + "\n";
   for (const auto& st : s.steps())
-    out += fmt::format("  {} {:.0f} req/s ({} connections): held {:.0f}, p99 {:.2f} ms, {}{} {}\n", st.kind(),
-                       st.rate(), st.connections(), st.repetition().achieved_rate(),
-                       st.repetition().latency().p99_us() / 1000.0, st.verdict(),
-                       st.counted() ? "" : " (again)", st.why());
+    out += fmt::format(
+        "  {} {:.0f} req/s ({} connections): held {:.0f}, p99 {:.2f} ms ({:.2f} from the write), {}{} {}\n",
+        st.kind(), st.rate(), st.connections(), st.repetition().achieved_rate(),
+        st.repetition().latency().p99_us() / 1000.0, st.repetition().latency_uncorrected().p99_us() / 1000.0,
+        st.verdict(), st.counted() ? "" : " (again)", st.why());
   return out;
 }
 
-// Other work ran on a step's CPUs (the busy-machine check): the search measured it again and
-// then judged what it had, and says so in the step. A latency truth cannot be held against
-// such a search (another process busy on the target's core doubles its service time and adds
-// its time slices to the latency); the test then holds only that the search said it, and is
-// skipped.
+// Other work ran on a step's CPUs (the busy-machine check), or they stopped (stalled), each of
+// the three times the search measured it: it then judged what it had, and says so in the step.
+// (A step disturbed once and then measured clean counts as the clean one.) A latency truth cannot be held
+// against such a search (another process busy on the target's core doubles its service time and adds its time
+// slices to the latency); the test then holds only that the search said it, and is skipped.
 bool disturbed(const v1::SearchResult& s) {
   return std::any_of(s.steps().begin(), s.steps().end(), [](const v1::SearchStep& st) {
-    return st.verdict() == "disturbed" || st.why().find("busy-machine") != std::string::npos;
+    return st.counted() &&
+           (st.verdict() == "disturbed" || st.why().find("busy-machine") != std::string::npos ||
+            st.why().find("(stalled)") != std::string::npos);
   });
 }
-#define SKIP_IF_DISTURBED(search)                                                               \
-  if (disturbed(search))                                                                        \
-  GTEST_SKIP() << "other work ran on the steps' CPUs, and the search says so (busy-machine):\n" \
+#define SKIP_IF_DISTURBED(search)                                                                 \
+  if (disturbed(search))                                                                          \
+  GTEST_SKIP() << "other work ran on the steps' CPUs, or they stopped, and the search says so:\n" \
                << steps_text(search)
 
 // The step that validated the capacity found.
@@ -181,9 +184,13 @@ TEST(CapacityTruth, UniformArrivalsFindOneOverTheServiceTime) {
   EXPECT_EQ(cell.capacity(), search.capacity());
 }
 
-// Poisson arrivals at a one-thread target burning 0.5 ms a request: an M/D/1 queue. The SLO
+// Poisson arrivals at a one-thread target burning 0.5 ms a request: an M/D/1 queue, the
+// client's connections a pool whose queue is first come first served (schedule.hpp). The SLO
 // is set where the model puts the p99 at 75 % of the capacity; the search's capacity must
-// then be a rate whose measured p99 the model gives within 15 %.
+// then be a rate whose measured p99 the model gives within 15 %. This held at -12 to +4 %
+// once the load worker's connections were a pool and a step during which the CPUs stopped
+// was measured again (before: +7 to +43 %, and a search ending at 40 % of the capacity when
+// the VM's CPUs stopped for 20 ms).
 TEST(CapacityTruth, PoissonArrivalsMeetTheMd1QueuesP99AtTheCapacityFound) {
   TempDir dir;
   auto lab = solo_lab(dir);
@@ -197,40 +204,33 @@ TEST(CapacityTruth, PoissonArrivalsMeetTheMd1QueuesP99AtTheCapacityFound) {
   const double service = closed.server_cpu_s, rest = std::max(0.0, 1 / closed.qps - service);
   const double slo_ms = (md1_p99_s(0.75 / service, service) + rest) * 1e3;
   const double min = std::floor(0.4 / service), max = 8 * min;  // 0.4 to 3.2 times the capacity
-  // Near saturation a p99 is steep in the rate, and this VM's tail (a wake-up, a neighbour's
-  // time slice) moves it by up to a fifth between runs: a clean clone's CI measured 4.78 ms
-  // against the model's 4.03 once in six runs. The truth must hold in one of two searches;
-  // every other figure is held in each.
-  for (int attempt = 1; attempt <= 2; ++attempt) {
-    SCOPED_TRACE("search " + std::to_string(attempt));
-    auto cell = run_cell(dir, lab, "search" + std::to_string(attempt),
-                         std::string(R"({"name": "poisson", "targets": [)") + kBurn +
-                             R"(], "matrix": {"arrivals": ["poisson"]},
+  auto cell = run_cell(dir, lab, "search",
+                       std::string(R"({"name": "poisson", "targets": [)") + kBurn +
+                           R"(], "matrix": {"arrivals": ["poisson"]},
       "load": {"threads": 1, "warmup_s": 0.3, "seed": 7)" +
-                             burn + R"(},
+                           burn + R"(},
       "search": {"slo": {"p99_ms": )" +
-                             std::to_string(slo_ms) + R"(}, "rate": {"min": )" + std::to_string(min) +
-                             R"(, "max": )" + std::to_string(max) + R"(}, "precision_pct": 2,
+                           std::to_string(slo_ms) + R"(}, "rate": {"min": )" + std::to_string(min) +
+                           R"(, "max": )" + std::to_string(max) + R"(}, "precision_pct": 2,
                  "step_s": 2, "min_requests": 5000, "validate_s": 6}})");
-    ASSERT_TRUE(cell.ok()) << cell.error();
-    const auto& search = cell.searches(0);
-    SKIP_IF_DISTURBED(search);
-    EXPECT_EQ(search.end(), "found") << steps_text(search);
-    const auto* at = validation(search);
-    ASSERT_NE(at, nullptr) << search.reason();
-    EXPECT_GT(search.capacity() * service, 0.6);
-    EXPECT_LT(search.capacity() * service, 0.9);
-    EXPECT_LE(counted_steps(search), step_bound(min, max, 2));
-    const double measured_ms = at->repetition().latency().p99_us() / 1000.0;
-    const double model_ms = (md1_p99_s(search.capacity(), service) + rest) * 1e3;
-    const std::string figures = "capacity " + std::to_string(search.capacity()) + " req/s (rho " +
-                                std::to_string(search.capacity() * service) + "), p99 " +
-                                std::to_string(measured_ms) + " ms measured, " + std::to_string(model_ms) +
-                                " ms by M/D/1 (S " + std::to_string(service * 1e3) + " ms)";
-    std::cout << figures << "\n";
-    if (std::abs(measured_ms / model_ms - 1) <= 0.15) return;
-    if (attempt == 2) ADD_FAILURE() << "twice outside 15 %: " << figures;
-  }
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  const auto& search = cell.searches(0);
+  SKIP_IF_DISTURBED(search);
+  EXPECT_EQ(search.end(), "found") << steps_text(search);
+  const auto* at = validation(search);
+  ASSERT_NE(at, nullptr) << search.reason();
+  EXPECT_GT(search.capacity() * service, 0.6);
+  EXPECT_LT(search.capacity() * service, 0.9);
+  EXPECT_LE(counted_steps(search), step_bound(min, max, 2));
+  const double measured_ms = at->repetition().latency().p99_us() / 1000.0;
+  const double model_ms = (md1_p99_s(search.capacity(), service) + rest) * 1e3;
+  const std::string figures = fmt::format(
+      "capacity {:.0f} req/s (rho {:.3f}), p99 {:.3f} ms measured, {:.3f} ms by M/D/1 ({:+.1f} %); "
+      "S {:.3f} ms, the rest of a round trip {:.3f} ms",
+      search.capacity(), search.capacity() * service, measured_ms, model_ms,
+      100 * (measured_ms / model_ms - 1), service * 1e3, rest * 1e3);
+  std::cout << figures << "\n" << steps_text(search);
+  EXPECT_NEAR(measured_ms / model_ms, 1, 0.15) << figures;
 }
 
 // A server of 4 slots, each request holding one for 20 ms: its latency is flat up to

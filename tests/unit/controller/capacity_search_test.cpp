@@ -17,6 +17,9 @@ struct Answer {
   bool held = true;
   bool saturated = false;
   bool busy = false;
+  // The p99 from each request's write (the server's); < 0: the same as p99_ms (no request
+  // waited in the client).
+  double from_write_ms = -1;
 };
 
 v1::Repetition repetition(const StepPlan& p, const Answer& a) {
@@ -29,6 +32,10 @@ v1::Repetition repetition(const StepPlan& p, const Answer& a) {
   r.mutable_latency()->set_p50_us(static_cast<uint64_t>(a.p99_ms * 500));
   r.mutable_latency()->set_p99_us(static_cast<uint64_t>(a.p99_ms * 1000));
   r.mutable_latency()->set_max_us(static_cast<uint64_t>(a.p99_ms * 2000));
+  const double from_write_ms = a.from_write_ms < 0 ? a.p99_ms : a.from_write_ms;
+  r.mutable_latency_uncorrected()->set_p50_us(static_cast<uint64_t>(from_write_ms * 500));
+  r.mutable_latency_uncorrected()->set_p99_us(static_cast<uint64_t>(from_write_ms * 1000));
+  r.mutable_latency_uncorrected()->set_max_us(static_cast<uint64_t>(from_write_ms * 2000));
   if (a.saturated) {
     r.add_flags("client-saturated");
     r.mutable_client()->set_cpu_pct(99);
@@ -206,8 +213,9 @@ TEST(CapacitySearch, TheSloBrokenAtTheFirstRateIsSaid) {
   EXPECT_EQ(s.steps()[0].why, "p99_ms 25 > 10");
 }
 
-// Connections are sized from the rate and the SLO's latency bound (Little's law): an
-// HTTP/1.1 step at 10 000 req/s within p99 10 ms needs 100. Fewer allowed: connection-bound.
+// Before any latency is measured, connections are sized from the rate and the SLO's latency
+// bound (Little's law): an HTTP/1.1 step at 10 000 req/s within p99 10 ms needs 100. Fewer
+// allowed: connection-bound.
 TEST(CapacitySearch, ConnectionsAreSizedFromTheRateAndTheLatencyBound) {
   auto d = def(10000, 20000, 2);
   SearchLoad load;
@@ -252,6 +260,61 @@ TEST(CapacitySearch, ConnectionsAreSizedFromTheRateAndTheLatencyBound) {
   // Only an error rate in the SLO: the request timeout bounds the latency.
   d.slo = {{"errors_pct", 0.1}};
   EXPECT_DOUBLE_EQ(latency_bound_s(d, 2.5), 2.5);
+}
+
+// Connections follow the latency measured: after a step passes at p99 2 ms (from the write),
+// the next opens what twice that needs (with a Poisson margin), not what the objective's bound
+// would, so a looser objective opens no more connections at the same rate. A step short of
+// them (its figures from the write hold the SLO; the requests waited in the client) is
+// measured again with the bound's, and the search goes on as if it had been measured so.
+TEST(CapacitySearch, ConnectionsFollowTheLatencyMeasuredAndAShortStepIsMeasuredAgain) {
+  // A server of 2 ms up to 40 000 req/s, 6 ms up to its cliff at 60 000. A step with fewer
+  // connections than rate × 6 ms × 1.5 at 6 ms makes its requests wait in the client.
+  auto server = [](const StepPlan& p) {
+    if (p.rate >= 60000) return Answer{80.0, true};
+    const double ms = p.rate < 40000 ? 2.0 : 6.0;
+    Answer a{ms, true};
+    if (p.connections < p.rate * ms / 1000 * 1.5) a = Answer{50.0, true, false, false, ms};
+    return a;
+  };
+  auto d = def(1000, 500000, 2);
+  auto s = run(d, server);
+  EXPECT_EQ(s.end(), CapacitySearch::End::kFound) << s.reason();
+  EXPECT_LT(s.capacity(), 60000);
+  EXPECT_GT(s.capacity(), 60000 / 1.02);
+  // The first step knows no latency: the bound's, 1000 req/s × 10 ms.
+  EXPECT_EQ(s.steps()[0].plan.connections, 10u);
+  EXPECT_TRUE(s.steps()[0].plan.full);
+  // 32 000 req/s after a pass at 2 ms: 128 in flight at 4 ms, plus 3 × sqrt(128), not 320.
+  ASSERT_EQ(s.steps()[5].plan.rate, 32000);
+  EXPECT_EQ(s.steps()[5].plan.connections, 162u);
+  EXPECT_FALSE(s.steps()[5].plan.full);
+  EXPECT_FALSE(s.steps()[5].plan.connection_bound);
+  // The ramp's 64 000 fails from the write (the server's queue); the bisection's 48 000 is
+  // short of connections at 6 ms, and measured again with 48 000 × 10 ms.
+  ASSERT_EQ(s.steps()[6].plan.rate, 64000);
+  EXPECT_EQ(s.steps()[6].verdict, StepVerdict::kFail);
+  ASSERT_EQ(s.steps()[7].plan.rate, 48000);
+  EXPECT_EQ(s.steps()[7].verdict, StepVerdict::kConnectionShort);
+  EXPECT_FALSE(s.steps()[7].counted);
+  EXPECT_NE(s.steps()[7].why.find("requests waited for one of 234 connections"), std::string::npos)
+      << s.steps()[7].why;
+  EXPECT_EQ(s.steps()[8].plan.rate, 48000);
+  EXPECT_EQ(s.steps()[8].plan.connections, 480u);
+  EXPECT_TRUE(s.steps()[8].plan.full);
+  EXPECT_EQ(s.steps()[8].verdict, StepVerdict::kPass);
+  EXPECT_LE(s.counted_steps(), CapacitySearch::max_steps(d));
+  // A four times looser objective: the same connections at every rate below the knee.
+  auto loose = d;
+  loose.slo = {{"p99_ms", 40}};
+  auto l = run(loose, server);
+  for (size_t i = 1; i < 6; ++i) {
+    ASSERT_EQ(l.steps()[i].plan.rate, s.steps()[i].plan.rate);
+    EXPECT_EQ(l.steps()[i].plan.connections, s.steps()[i].plan.connections) << i;
+  }
+  // A failure from the write is the server's, whatever the connections: not measured again.
+  for (const auto& st : s.steps())
+    if (st.plan.rate >= 60000) EXPECT_EQ(st.verdict, StepVerdict::kFail);
 }
 
 TEST(CapacitySearch, AStepThatCouldNotBeMeasuredEndsTheSearch) {

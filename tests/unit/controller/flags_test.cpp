@@ -26,6 +26,25 @@ TEST(SaturationFlags, FlagAClientNearItsCoresAndABusyMachine) {
   EXPECT_TRUE(saturation_flags(r, {{"srv", 4}, {"cli", 2}}).empty());
 }
 
+// A stop of the CPUs (Usage.stalls) on either side's machine flags the repetition with that
+// agent's name, whatever the other work.
+TEST(SaturationFlags, StalledCpusFlagTheAgentWhoseCpusStopped) {
+  v1::Repetition r;
+  r.set_target_agent("srv");
+  auto* p = r.add_load_parts();
+  p->set_agent("cli");
+  EXPECT_TRUE(saturation_flags(r, {}).empty());
+  EXPECT_FALSE(stalled(r));
+  p->mutable_client()->set_stalls(1);
+  p->mutable_client()->set_stall_max_ms(21);
+  EXPECT_EQ(saturation_flags(r, {}), (std::vector<std::string>{"stalled:cli"}));
+  r.mutable_server()->set_stalls(2);
+  EXPECT_EQ(saturation_flags(r, {}), (std::vector<std::string>{"stalled:srv", "stalled:cli"}));
+  r.add_flags("stalled:srv");
+  EXPECT_TRUE(stalled(r));
+  EXPECT_FALSE(busy_machine(r));
+}
+
 TEST(SaturationFlags, AnOpenLoopThatFellBehindOnOneLoadAgentFlagsTheRepetition) {
   v1::LoadResult held = part({100}, 1000), behind = part({100}, 400);
   held.set_rate(1000);

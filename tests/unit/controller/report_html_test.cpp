@@ -231,5 +231,28 @@ TEST(SvgChart, PointsArePlacedByValueAndGapsBreakTheLine) {
   EXPECT_NE(svg.find("viewBox=\"0 0 480 300\""), std::string::npos);
 }
 
+// The rate axis of a capacity chart is marked at round rates, by log when the steps span more
+// than 50×, by value otherwise: never at a geometric point like "3363.59".
+TEST(SvgChart, ACapacityChartsRateAxisIsMarkedAtRoundRates) {
+  auto x_ticks = [](double lo, double hi) {
+    CapacityChart c;
+    c.panel = "t";
+    c.y_title = "p99 ms";
+    c.limit = 5;
+    c.series = {{"cell", {{lo, 1.0}, {std::sqrt(lo * hi), 2.0}, {hi, 30.0}}, std::pair{hi / 1.5, 4.0}}};
+    const std::string svg = svg_capacity_chart(c);
+    std::vector<std::string> ticks;
+    const std::regex tick("<text class=\"tick\" x=\"[0-9.]+\" y=\"[0-9.]+\" text-anchor=\"middle\">([^<]*)<");
+    for (std::sregex_iterator it(svg.begin(), svg.end(), tick), end; it != end; ++it)
+      ticks.push_back((*it)[1]);
+    return ticks;
+  };
+  EXPECT_EQ(x_ticks(1000, 256000), (std::vector<std::string>{"1000", "3000", "10k", "30k", "100k"}));
+  EXPECT_EQ(x_ticks(1100, 60000), (std::vector<std::string>{"2000", "5000", "10k", "20k", "50k"}));
+  EXPECT_EQ(x_ticks(7, 90000), (std::vector<std::string>{"10", "100", "1000", "10k"}));
+  EXPECT_EQ(x_ticks(2000, 6000), (std::vector<std::string>{"2000", "3000", "4000", "5000", "6000"}));
+  EXPECT_EQ(x_ticks(40000, 47000), (std::vector<std::string>{"40k", "42k", "44k", "46k"}));
+}
+
 }  // namespace
 }  // namespace loadlab::controller

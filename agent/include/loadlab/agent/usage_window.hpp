@@ -11,11 +11,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "loadlab/agent/proc_reader.hpp"
+#include "loadlab/agent/stall_probe.hpp"
 #include "loadlab/v1/agent.pb.h"
 
 namespace loadlab::agent {
@@ -82,6 +85,10 @@ class UsageWindow {
   void read_delays();
   std::map<pid_t, std::pair<double, double>> delays_;
   bool delays_known_ = false;
+  // The job's CPUs stopping (Usage.stalls): probed while the window is open.
+  void stop_probe();
+  std::unique_ptr<StallProbe> probe_;
+  std::optional<StallProbe::Figures> stalls_;
 };
 
 // The monotonic clock in seconds.

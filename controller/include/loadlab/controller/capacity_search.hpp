@@ -13,10 +13,14 @@
 // while more load threads were allowed, is measured again and counted apart.
 //
 // It knows what it cannot measure: a fixed set of HTTP/1.1 connections caps the rate at
-// connections ÷ latency, so each step asks for connections (or h2/h3 streams) ≥ rate × the
-// SLO's latency bound, within the limits, and a step that cannot have them is flagged
-// `connection-bound`; a step whose load could not hold the rate while the client was
-// saturated says nothing about the server (`client-bound`).
+// connections ÷ latency. Each step opens the connections (or h2/h3 streams) the requests in
+// flight need at the latency last measured (twice the last step's p99 from the write, with a
+// Poisson margin; the SLO's latency bound for the first step), never more than rate × the
+// bound; a step that broke a latency objective only because requests waited in the client
+// for a connection (the figures from the write within the SLO) is measured again with
+// rate × bound connections (`connection-short`). A step that cannot have rate × bound within
+// the limits is flagged `connection-bound`; a step whose load could not hold the rate while
+// the client was saturated says nothing about the server (`client-bound`).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +40,10 @@ double slo_value(const v1::Repetition& rep, const std::string& figure);
 // slower than the timeout fails, so the error rate bounds it).
 double latency_bound_s(const SearchDef& def, double timeout_s);
 
+// The connections (or streams) a step opens for `in_flight` requests expected in flight:
+// that many plus three standard deviations of a Poisson count (arrivals over a latency).
+double connections_for(double in_flight);
+
 // What the search asks a step to be.
 struct StepPlan {
   enum class Kind { kRamp, kBisect, kValidate };
@@ -46,6 +54,9 @@ struct StepPlan {
   uint32_t connections = 1;
   uint32_t streams = 1;           // h2/h3: per connection
   bool connection_bound = false;  // fewer connections (or streams) than rate × latency bound
+  // Sized for rate × the SLO's latency bound (the most a step opens), not for the latency
+  // last measured: the first step, and a step measured again after a `connection-short`.
+  bool full = false;
 };
 const char* kind_name(StepPlan::Kind k);  // "ramp", "bisect", "validate"
 
@@ -55,9 +66,13 @@ enum class StepVerdict {
   kFail,         // an objective broken (or the rate not held) with the client not the limit
   kClientBound,  // the load could not hold the rate and the client was saturated
   kDisturbed,    // other work ran on the step's CPUs (busy-machine): measured again
-  kFailed,       // the step could not be measured (the cell's error)
+  // A latency objective broken only because requests waited in the client for one of the
+  // connections sized from the latency last measured: measured again with rate × bound.
+  kConnectionShort,
+  kFailed,  // the step could not be measured (the cell's error)
 };
-const char* verdict_name(StepVerdict v);  // "pass", "fail", "client-bound", "disturbed", "failed"
+// "pass", "fail", "client-bound", "disturbed", "connection-short", "failed".
+const char* verdict_name(StepVerdict v);
 
 // A step as measured and judged.
 struct SearchStep {
@@ -66,7 +81,8 @@ struct SearchStep {
   std::string why;  // the broken objective, or the flag, in words
   double achieved_rate = 0;
   std::vector<std::pair<std::string, double>> figures;  // each objective's figure
-  bool counted = true;  // false: measured again (disturbed, or client-bound with threads to add)
+  // false: measured again (disturbed, connection-short, or client-bound with threads to add).
+  bool counted = true;
 };
 
 // Judges a step's repetition against the SLO. `error`: the step's failure ("" if measured).
@@ -120,7 +136,7 @@ class CapacitySearch {
   static constexpr int kMaxValidations = 4;  // the first and three at lower rates
 
  private:
-  StepPlan plan(StepPlan::Kind kind, double rate) const;
+  StepPlan plan(StepPlan::Kind kind, double rate, bool full = false) const;
   void pass(double rate);
   void fail(double rate);
   void bisect_or_validate();
@@ -135,6 +151,9 @@ class CapacitySearch {
   uint32_t threads_;
   int validations_ = 0;
   int retries_ = 0;  // of the pending step (disturbed)
+  // The latency the last measured step's requests took from their write (its p99, seconds);
+  // unset before the first: connections are then sized for the SLO's bound.
+  std::optional<double> measured_latency_s_;
   End end_ = End::kSearching;
   double capacity_ = 0;
   std::string reason_;

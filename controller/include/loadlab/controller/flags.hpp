@@ -17,6 +17,10 @@ namespace loadlab::controller {
 // (their Usage.cpus; the whole machine from an agent that does not say) spent at least
 // busy_machine_threshold_pct of them on work other than theirs during the window (a noisy
 // neighbour).
+// "stalled:NAME": the CPUs of the cell's processes on an agent's machine stopped for 5 ms or
+// more during the window (Usage.stalls: the hypervisor took the VM's CPU, or a kernel thread
+// held it), which no other-work figure shows. It moves a tail latency, not a rate: a capacity
+// search measures such a step again (docs/capacity.md); other verdicts only show it.
 // `cores` maps agent names to their core counts (from Describe).
 std::vector<std::string> saturation_flags(const v1::Repetition& r,
                                           const std::map<std::string, uint32_t>& cores);
@@ -49,5 +53,7 @@ std::optional<double> other_work_pct(const v1::Repetition& r);
 
 // The repetition carries a "busy-machine:" flag (any agent's).
 bool busy_machine(const v1::Repetition& r);
+// The repetition carries a "stalled:" flag (any agent's).
+bool stalled(const v1::Repetition& r);
 
 }  // namespace loadlab::controller

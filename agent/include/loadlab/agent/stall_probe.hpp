@@ -1,0 +1,53 @@
+#pragma once
+// Notices a job's CPUs stopping for everything on them: the hypervisor preempting the VM's
+// virtual CPU (a host that does not report steal shows nothing else), or a kernel thread that
+// does not yield. Neither shows as other work in the busy-machine check, yet a 20 ms stop
+// queues every request that arrives meanwhile and moves a p99 by more than its tolerance.
+//
+// One thread per CPU of the job, pinned to it and at real-time priority when the agent may
+// set one (SCHED_FIFO 1: it then runs the moment it wakes, so a wake-up is late only if the
+// CPU itself was gone: idle or beside a `yes`, its wake-ups here were at most 2.2 ms late),
+// sleeps kPeriod at a time and measures how late it woke. A wake-up kStallMs or more late is
+// a stall. Its cost: 200 wake-ups a second a CPU, a few µs each.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace loadlab::agent {
+
+class StallProbe {
+ public:
+  static constexpr std::chrono::milliseconds kPeriod{5};
+  static constexpr double kStallMs = 5;
+  static constexpr size_t kMaxCpus = 256;  // a probe on each of the first 256 of a job's CPUs
+
+  struct Figures {
+    uint32_t stalls = 0;
+    double longest_ms = 0;  // the latest wake-up, a stall or not
+    double total_ms = 0;    // summed over the stalls
+    bool realtime = false;  // every probe thread ran at real-time priority
+  };
+
+  // Starts probing `cpus` (every online CPU when empty).
+  explicit StallProbe(std::vector<uint32_t> cpus);
+  ~StallProbe();
+  StallProbe(const StallProbe&) = delete;
+  StallProbe& operator=(const StallProbe&) = delete;
+
+  // Stops the threads (at most kPeriod later) and gives what they saw since the start.
+  Figures stop();
+
+ private:
+  void probe(uint32_t cpu);
+
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  Figures figures_;
+  int not_realtime_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace loadlab::agent
