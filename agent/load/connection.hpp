@@ -24,7 +24,7 @@ namespace loadlab::load {
 template <class Transport>
 class Connection final : public ClientConnection {
  public:
-  // `index`: this connection's place among its worker's connections (its schedule lane).
+  // `index`: this connection's place among its worker's connections (its waiter's index).
   Connection(Worker& worker, int index);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;

@@ -65,7 +65,7 @@ class H2Connection final : public MultiplexedConnection<H2Connection<Transport>,
   using typename Base::State;
 
  public:
-  // `index`: this connection's place among its worker's connections (its schedule lane).
+  // `index`: this connection's place among its worker's connections (its waiter's index).
   H2Connection(Worker& worker, int index);
   ~H2Connection() override;
 

@@ -88,6 +88,8 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
     auto c = cores.find(p.agent());
     auto allowed = CpuList::parse(p.client().cpus());
     uint32_t n = allowed ? allowed->size() : c != cores.end() ? c->second : 0;
+    // A worker of fewer threads than CPUs uses at most a core a thread.
+    if (p.threads() > 0) n = n > 0 ? std::min(n, p.threads()) : p.threads();
     if (n > 0 && p.client().cpu_pct() >= 0.9 * 100.0 * n) add("client-saturated");
   }
   if (r.rate_not_held()) add("rate-not-held");

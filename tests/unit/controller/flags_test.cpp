@@ -170,6 +170,11 @@ TEST(SaturationFlags, APinnedClientSaturatesAtItsOwnCpus) {
   EXPECT_EQ(saturation_flags(r, {{"cli", 8}}), (std::vector<std::string>{"client-saturated"}));
   p->mutable_client()->set_cpus("2-3");
   EXPECT_TRUE(saturation_flags(r, {{"cli", 8}}).empty());
+  // One load thread uses one core at most, whatever it may run on.
+  p->set_threads(1);
+  EXPECT_EQ(saturation_flags(r, {{"cli", 8}}), (std::vector<std::string>{"client-saturated"}));
+  p->set_threads(2);
+  EXPECT_TRUE(saturation_flags(r, {{"cli", 8}}).empty());
 }
 
 }  // namespace

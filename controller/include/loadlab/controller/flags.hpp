@@ -10,7 +10,8 @@
 namespace loadlab::controller {
 
 // "client-saturated": a load agent's worker used ≥ 90 % of its CPUs (the set it was allowed
-// on, Usage.cpus; else its machine's cores).
+// on, Usage.cpus; else its machine's cores; no more CPUs than it has threads: a one-thread
+// worker at 95 % of a core is saturated on any machine).
 // "rate-not-held": open loop, a load agent began fewer than 99 % of the requests its
 // schedule had due: the figures are at a lower rate than asked.
 // "busy-machine:NAME": the CPUs the cell's processes on an agent's machine were allowed on
