@@ -28,7 +28,6 @@ class StallProbe {
     uint32_t stalls = 0;
     double longest_ms = 0;  // the latest wake-up, a stall or not
     double total_ms = 0;    // summed over the stalls
-    bool realtime = false;  // every probe thread ran at real-time priority
   };
 
   // Starts probing `cpus` (every online CPU when empty).
@@ -46,7 +45,6 @@ class StallProbe {
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   Figures figures_;
-  int not_realtime_ = 0;
   std::vector<std::thread> threads_;
 };
 
