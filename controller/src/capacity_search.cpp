@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "loadlab/controller/flags.hpp"
+#include "loadlab/shared/cpu_list.hpp"
 #include "loadlab/shared/format.hpp"
 #include "loadlab/shared/limits.hpp"
 
@@ -113,6 +114,16 @@ bool held_from_the_write(const SearchDef& def, const v1::Repetition& rep) {
                                               : latency_figure(rep.latency_uncorrected(), o.figure);
     return std::isfinite(v) && v <= o.limit;
   });
+}
+
+// The server could not answer faster: the rate not held while its processes used 90 % or
+// more of the CPUs they were allowed (the machine's when not pinned). More connections would
+// only queue more requests in it, and add their own cost.
+bool server_at_its_cpus(const v1::Repetition& rep) {
+  if (!rep.rate_not_held()) return false;
+  const auto allowed = CpuList::parse(rep.server().cpus());
+  const uint32_t n = allowed ? allowed->size() : rep.server().machine_cores();
+  return n > 0 && rep.server().cpu_pct() >= 0.9 * 100.0 * n;
 }
 
 }  // namespace
@@ -273,7 +284,13 @@ void CapacitySearch::record(const v1::Repetition* rep, const std::string& error)
             std::to_string(kDisturbedRetries + 1) + " times";
   }
   retries_ = 0;
-  if (s.verdict == StepVerdict::kFail && !s.plan.full && held_from_the_write(def_, *rep)) {
+  const bool waited_in_client =
+      s.verdict == StepVerdict::kFail && !s.plan.full && held_from_the_write(def_, *rep);
+  if (waited_in_client && server_at_its_cpus(*rep))
+    s.why += fmt::format(" (the server at {:.0f} % CPU of its {}: overloaded, not short of connections)",
+                         rep->server().cpu_pct(),
+                         rep->server().cpus().empty() ? "machine" : "CPUs " + rep->server().cpus());
+  if (waited_in_client && !server_at_its_cpus(*rep)) {
     // The requests waited in the client for a connection: the step is measured again with
     // every connection the bound allows.
     s.verdict = StepVerdict::kConnectionShort;

@@ -116,28 +116,34 @@ TEST(ExternalClient, WrkThroughTheAgentGivesWhatWrkGivesRunDirectly) {
   DelayTarget target(2);
   ASSERT_FALSE(target.endpoint().empty());
   // 8 connections on a 2 ms server: at most 4000 requests/s, for wrk alone and for wrk
-  // through the agent alike.
-  auto direct =
-      run_command({"/usr/bin/wrk", "-t2", "-c8", "-d2s", "--latency", "http://" + target.endpoint() + "/"});
-  ASSERT_EQ(direct.code, 0) << direct.output_tail;
-  const double direct_qps =
-      clients::parse_output(clients::Tool::kWrk, direct.stdout_text, "", 0).result.qps();
-
+  // through the agent alike. Each is run twice, alternating, and the best of each compared:
+  // this VM's CPUs stop for tens of ms now and then, which only ever lowers a 2 s run's rate.
   ClientAgent agent;
   auto spec = spec_for(target.endpoint(), "wrk");
   spec.set_duration_s(2);
-  const uint64_t served_before = target.served();
-  auto run = agent.run(spec);
-  const uint64_t served = target.served() - served_before;
-  ASSERT_TRUE(run.status.ok()) << run.status.error_message();
-  EXPECT_EQ(run.events, (std::vector<std::string>{"measure_start", "result", "usage"}));
+  double direct_qps = 0;
+  ClientAgent::Run run;
+  for (int round = 0; round < 2; ++round) {
+    auto direct =
+        run_command({"/usr/bin/wrk", "-t2", "-c8", "-d2s", "--latency", "http://" + target.endpoint() + "/"});
+    ASSERT_EQ(direct.code, 0) << direct.output_tail;
+    direct_qps = std::max(direct_qps,
+                          clients::parse_output(clients::Tool::kWrk, direct.stdout_text, "", 0).result.qps());
+
+    const uint64_t served_before = target.served();
+    auto through = agent.run(spec);
+    const uint64_t served = target.served() - served_before;
+    ASSERT_TRUE(through.status.ok()) << through.status.error_message();
+    EXPECT_EQ(through.events, (std::vector<std::string>{"measure_start", "result", "usage"}));
+    // wrk counts completed responses; the server also answered the ones in flight at the end.
+    EXPECT_GE(served, through.result.requests());
+    EXPECT_LE(served, through.result.requests() + 8);
+    if (through.result.qps() > run.result.qps()) run = std::move(through);
+  }
   const auto& r = run.result;
-  EXPECT_NEAR(r.qps(), direct_qps, direct_qps * 0.10) << "through the agent vs direct";
+  EXPECT_NEAR(r.qps(), direct_qps, direct_qps * 0.10) << "through the agent vs direct, the best of two each";
   EXPECT_LE(r.qps(), 4000 * 1.02);
   EXPECT_GE(r.qps(), 4000 * 0.5);  // half of connections ÷ delay: serialized would be far less
-  // wrk counts completed responses; the server also answered the ones in flight at the end.
-  EXPECT_GE(served, r.requests());
-  EXPECT_LE(served, r.requests() + 8);
   EXPECT_EQ(r.errors(), 0u);
   EXPECT_GE(r.latency().p50_us(), 2000);
   EXPECT_EQ(r.threads(), 2u);

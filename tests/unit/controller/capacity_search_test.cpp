@@ -20,6 +20,7 @@ struct Answer {
   // The p99 from each request's write (the server's); < 0: the same as p99_ms (no request
   // waited in the client).
   double from_write_ms = -1;
+  double server_cpu_pct = 50;  // of its one CPU
 };
 
 v1::Repetition repetition(const StepPlan& p, const Answer& a) {
@@ -41,6 +42,9 @@ v1::Repetition repetition(const StepPlan& p, const Answer& a) {
     r.mutable_client()->set_cpu_pct(99);
   }
   if (a.busy) r.add_flags("busy-machine:lab1");
+  r.mutable_server()->set_cpus("1");
+  r.mutable_server()->set_machine_cores(2);
+  r.mutable_server()->set_cpu_pct(a.server_cpu_pct);
   return r;
 }
 
@@ -315,6 +319,34 @@ TEST(CapacitySearch, ConnectionsFollowTheLatencyMeasuredAndAShortStepIsMeasuredA
   // A failure from the write is the server's, whatever the connections: not measured again.
   for (const auto& st : s.steps())
     if (st.plan.rate >= 60000) EXPECT_EQ(st.verdict, StepVerdict::kFail);
+}
+
+// A server at its CPUs that could not hold the rate is overloaded: its requests waited in the
+// client only because each connection held one while the server queued. More connections
+// would queue them in the server instead, so the step fails without being measured again.
+TEST(CapacitySearch, AnOverloadedServerIsNotShortOfConnections) {
+  auto step = [](double server_cpu_pct, bool held, const std::string& cpus) {
+    CapacitySearch s(def(1000, 500000, 2), {});
+    auto pass = repetition(*s.next(), Answer{2.0});
+    s.record(&pass, "");  // 1000 req/s at 2 ms: the next step is sized for 4 ms
+    auto p = *s.next();
+    EXPECT_FALSE(p.full);
+    auto rep = repetition(p, Answer{50.0, held, false, false, 6.0, server_cpu_pct});
+    rep.mutable_server()->set_cpus(cpus);
+    s.record(&rep, "");
+    return s.steps().back();
+  };
+  auto overloaded = step(97, false, "1");
+  EXPECT_EQ(overloaded.verdict, StepVerdict::kFail);
+  EXPECT_TRUE(overloaded.counted);
+  EXPECT_NE(overloaded.why.find("the server at 97 % CPU of its CPUs 1: overloaded"), std::string::npos)
+      << overloaded.why;
+  // Not pinned: 90 % of the machine's two cores.
+  EXPECT_EQ(step(185, false, "").verdict, StepVerdict::kFail);
+  EXPECT_EQ(step(150, false, "").verdict, StepVerdict::kConnectionShort);
+  // CPU to spare, or the rate held (a pause, a burst): measured again with every connection.
+  EXPECT_EQ(step(60, false, "1").verdict, StepVerdict::kConnectionShort);
+  EXPECT_EQ(step(97, true, "1").verdict, StepVerdict::kConnectionShort);
 }
 
 TEST(CapacitySearch, AStepThatCouldNotBeMeasuredEndsTheSearch) {

@@ -17,8 +17,9 @@
 // flight need at the latency last measured (twice the last step's p99 from the write, with a
 // Poisson margin; the SLO's latency bound for the first step), never more than rate × the
 // bound; a step that broke a latency objective only because requests waited in the client
-// for a connection (the figures from the write within the SLO) is measured again with
-// rate × bound connections (`connection-short`). A step that cannot have rate × bound within
+// for a connection (the figures from the write within the SLO, and not a server at its CPUs
+// that could not hold the rate) is measured again with rate × bound connections
+// (`connection-short`). A step that cannot have rate × bound within
 // the limits is flagged `connection-bound`; a step whose load could not hold the rate while
 // the client was saturated says nothing about the server (`client-bound`).
 #include <cstdint>
