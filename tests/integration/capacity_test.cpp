@@ -158,8 +158,13 @@ TEST(CapacityTruth, UniformArrivalsFindOneOverTheServiceTime) {
   const std::string burn = R"(, "headers": {"x-loadlab-work-us": "2000"})";
   auto closed = closed_loop(dir, lab, "closed", kBurn, burn, 1);
   ASSERT_GT(closed.qps, 0);
+  ASSERT_GT(closed.server_cpu_s, 0);
   if (closed.busy) GTEST_SKIP() << "other work ran beside the closed loop that measures S (busy-machine)";
-  const double s = 1 / closed.qps;
+  // S is the server's CPU per request, as in the Poisson test below: the rest of the closed
+  // loop's round trip (0.2-0.3 ms here) does not hold the server, and an open loop over
+  // several connections overlaps it with the next request's service (1 / the round trip was
+  // 11 % below the capacity found, once the connections were a pool).
+  const double s = closed.server_cpu_s;
   // The range around 1 / S, whatever this machine's speed: a fifth of it to 3.2 times (16×).
   const double min = std::floor(0.2 / s), max = 16 * min;
   auto cell =
@@ -177,7 +182,8 @@ TEST(CapacityTruth, UniformArrivalsFindOneOverTheServiceTime) {
   SKIP_IF_DISTURBED(search);
   EXPECT_EQ(search.end(), "found") << steps_text(search);
   EXPECT_NEAR(search.capacity() * s, 1, 0.10)
-      << "capacity " << search.capacity() << " req/s, 1 / S " << 1 / s << " (S " << s * 1e3 << " ms)";
+      << "capacity " << search.capacity() << " req/s, 1 / S " << 1 / s << " (S " << s * 1e3
+      << " ms; a closed loop's round trip " << 1e3 / closed.qps << " ms)";
   ASSERT_NE(validation(search), nullptr) << search.reason();
   EXPECT_EQ(validation(search)->rate(), search.capacity());
   EXPECT_LE(counted_steps(search), step_bound(min, max, 2));
@@ -307,8 +313,8 @@ TEST(CapacityTruth, AClientBoundSearchSaysSo) {
   ASSERT_TRUE(cell.ok()) << cell.error();
   const auto& search = cell.searches(0);
   SKIP_IF_DISTURBED(search);
-  EXPECT_EQ(search.end(), "client-bound") << search.reason();
-  EXPECT_NE(search.reason().find("client-bound at "), std::string::npos) << search.reason();
+  EXPECT_EQ(search.end(), "client-bound") << steps_text(search);
+  EXPECT_NE(search.reason().find("client-bound at "), std::string::npos) << steps_text(search);
 }
 
 }  // namespace
