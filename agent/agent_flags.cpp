@@ -113,11 +113,19 @@ void add_agent_flags(CLI::App& app, AgentFlags& flags) {
          "--idle-timeout-s", l.idle_timeout_s,
          "end a call whose peer keeps it waiting this long (the controller sends a heartbeat every 5 s)")
       ->check(loadlab::number_in(lim::kMinIdleTimeoutS, lim::kMaxIdleTimeoutS));
+  // Test knobs, not in --help: a clock offset and a slow warm-up (AgentOptions).
+  app.add_option("--test-clock-offset-ms", flags.test_clock_offset_ms)
+      ->check(loadlab::number_in(-86'400'000, 86'400'000))
+      ->group("");
+  app.add_option("--test-ready-delay-ms", flags.options.test_ready_delay_ms)
+      ->check(loadlab::number_in(0, 600'000))
+      ->group("");
 }
 
 AgentOptions agent_options(const AgentFlags& flags) {
   AgentOptions options = flags.options;
   options.insecure = check_callers_proven(flags);
+  options.test_clock_offset_ns = static_cast<int64_t>(flags.test_clock_offset_ms * 1e6);
   if (!flags.token_file.empty()) {
     check_secret_file(flags.token_file, "--token-file", flags.allow_readable_credentials);
     options.token = read_token_file(flags.token_file, "--token-file");

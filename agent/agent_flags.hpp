@@ -21,6 +21,7 @@ struct AgentFlags {
   bool allow_readable_credentials = false;
   std::string job_user;
   std::vector<std::string> allow_load_to;
+  double test_clock_offset_ms = 0;  // hidden: AgentOptions::test_clock_offset_ns
 };
 
 void add_agent_flags(CLI::App& app, AgentFlags& flags);

@@ -48,13 +48,13 @@ void Connection<Transport>::next() {
   const RunPlan& plan = worker_.plan();
   auto now = Clock::now();
   if (!worker_.open_loop()) {
-    if (plan.measure_end && now >= *plan.measure_end) return end();
+    if (plan.measure_end() && now >= *plan.measure_end()) return end();
     return begin(now, now);
   }
   worker_.resume_due(now);  // other connections whose slots came while this one was busy
   if (!slot_) slot_ = worker_.take_slot();
   const auto due = *slot_;
-  if (plan.measure_end && due >= *plan.measure_end) return end();
+  if (plan.measure_end() && due >= *plan.measure_end()) return end();
   if (due > now) {
     waiting_ = true;
     return worker_.wait_for_slot(due, index_);
@@ -74,7 +74,7 @@ template <class Transport>
 void Connection<Transport>::begin(Clock::time_point origin, Clock::time_point now) {
   origin_ = origin;
   slot_.reset();
-  measured_ = origin >= worker_.plan().measure_start;
+  measured_ = origin >= worker_.plan().measure_start();
   if (measured_ && !worker_.take_ticket(now)) return end();
   if (connected_)
     do_write();

@@ -41,6 +41,10 @@ void add_load_flags(CLI::App& app, LoadFlags& flags) {
                      "the same send times");
   app.add_option("--warmup", flags.options.warmup_s,
                  "warm-up seconds, excluded from every figure (default 0)");
+  app.add_flag("--start-on-signal", flags.options.scheduled_start,
+               "after warm-up, say so (a ready event with --json-events) and go on loading, unmeasured, "
+               "until SIGUSR1: sent with sigqueue, its value is the CLOCK_MONOTONIC nanosecond the window "
+               "opens at; sent with kill, it opens at once. The window then lasts -d");
   app.add_option("-m,--method", flags.options.method, "request method (default GET)");
   app.add_option("-H,--header", flags.options.headers, "request header 'Name: value' (repeatable)");
   auto* body_opt = app.add_option("--body", flags.options.body, "request body");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 
@@ -22,6 +23,22 @@ namespace {
 
 std::atomic<loadlab::load::LoadRunner*> g_runner{nullptr};
 std::atomic<bool> g_signalled{false};  // a signal came before the runner existed
+
+// --start-on-signal: the instant the window opens, named before the runner existed (0: none).
+std::atomic<std::chrono::steady_clock::rep> g_start_at{0};
+
+// SIGUSR1: from sigqueue, its value is the CLOCK_MONOTONIC nanosecond the window opens at
+// (steady_clock's, on Linux); from kill, now.
+extern "C" void on_start_signal(int, siginfo_t* info, void*) {
+  static_assert(sizeof(void*) == sizeof(int64_t), "a sigval carries a 64-bit instant");
+  const auto at = info->si_code == SI_QUEUE ? std::chrono::steady_clock::time_point(std::chrono::nanoseconds(
+                                                  reinterpret_cast<intptr_t>(info->si_value.sival_ptr)))
+                                            : std::chrono::steady_clock::now();  // clock_gettime: signal-safe
+  if (auto* runner = g_runner.load())
+    runner->start_at(at);
+  else
+    g_start_at.store(at.time_since_epoch().count());
+}
 
 extern "C" void on_signal(int sig) {
   g_signalled.store(true);
@@ -63,6 +80,13 @@ loadlab::load::RunCallbacks callbacks_for(loadlab::load::OutputMode output, bool
     };
   }
   if (events)
+    callbacks.on_ready = [] {
+      loadlab::v1::LoadEvent ev;
+      ev.mutable_ready()->set_agent_ns(
+          std::chrono::nanoseconds(std::chrono::steady_clock::now().time_since_epoch()).count());
+      print_line(ev);
+    };
+  if (events)
     callbacks.on_measure_start = [] {
       loadlab::v1::LoadEvent ev;
       ev.mutable_measure_start();
@@ -78,6 +102,8 @@ int run_load(const loadlab::load::LoadOptions& o, loadlab::load::MakeSecureClien
   loadlab::load::LoadRunner runner(o, callbacks_for(o.output, progress_shown), make_secure);
   g_runner.store(&runner);
   if (g_signalled.load()) runner.initiate_shutdown();
+  if (auto at = g_start_at.load())
+    runner.start_at(std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(at)));
   loadlab::load::LoadResult result = runner.run();
   g_runner.store(nullptr);
   if (progress_shown) std::fputs("\r\x1b[K", stderr);  // the summary replaces the progress line
@@ -109,6 +135,11 @@ int load_main(int argc, char** argv, const LoadProgram& program) {
   // First: a SIGINT/SIGTERM during start-up still ends the run with its (empty) result.
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  struct sigaction start {};
+  start.sa_sigaction = on_start_signal;
+  start.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&start.sa_mask);
+  sigaction(SIGUSR1, &start, nullptr);
   const char* name = program.name;
   return program::run(name, [&] {
     CLI::App app{

@@ -183,6 +183,8 @@ void complete_and_validate(LoadOptions& o) {
     throw InputError("--arrivals", "poisson paces an open loop: give --rate with it");
   if (o.seed && !poisson_arrivals(o))
     throw InputError("--seed", "seeds the Poisson gaps: give it with --arrivals poisson");
+  if (o.scheduled_start && !o.duration_s)
+    throw InputError("--start-on-signal", "opens a window of -d seconds: give -d with it, not -n or --total");
   if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
     throw InputError("--timeout", "must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms));
   if (!is_token(o.method) || o.method.size() > static_cast<size_t>(kMaxMethodLength))

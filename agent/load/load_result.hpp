@@ -66,6 +66,10 @@ struct LoadResult {
   int64_t tls_handshakes = 0;
   int64_t tls_resumed = 0;
   int64_t tls_early_data = 0;  // --protocol h3 --zero-rtt: of those, whose 0-RTT data the server took
+  // When the measured window opened and closed (steady_clock, CLOCK_MONOTONIC, ns); 0 when it
+  // never did.
+  int64_t window_open_ns = 0;
+  int64_t window_close_ns = 0;
   // Measured responses: from the write of the request to the first byte of its response, µs.
   Histogram first_byte_histogram;
   bool tls = false;       // an https:// run

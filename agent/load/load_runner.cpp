@@ -48,17 +48,17 @@ void judge_rate(const RunPlan& plan, const std::vector<std::unique_ptr<Worker>>&
     const WorkerTotals& t = w->totals();
     begun += t.begun;
     std::optional<Clock::time_point> end;
-    if (plan.measure_end)
-      end = stopped_at ? std::min(*plan.measure_end, *stopped_at) : *plan.measure_end;
+    if (plan.measure_end())
+      end = stopped_at ? std::min(*plan.measure_end(), *stopped_at) : *plan.measure_end();
     else if (t.last_begun)
       end = *t.last_begun + std::chrono::nanoseconds(1);
-    if (!end || *end <= plan.measure_start) continue;
-    window = std::max(window, *end - plan.measure_start);
+    if (!end || *end <= plan.measure_start()) continue;
+    window = std::max(window, *end - plan.measure_start());
     int64_t due = w->slots_due_before(*end);
     if (static_cast<double>(t.begun) < std::floor(0.99 * static_cast<double>(due))) result.rate_held = false;
   }
   // -n/--total: the last slot's own interval belongs to the window.
-  if (!plan.measure_end && window > Clock::duration::zero())
+  if (!plan.measure_end() && window > Clock::duration::zero())
     window += std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(1.0 / plan.rate_per_thread));
   double s = seconds(window);
@@ -107,14 +107,19 @@ std::string make_plan(const LoadOptions& o, const Url& url, MakeSecureClients ma
   return "";
 }
 
-// The run's clock: pacing from `start`, the measured window after the warm-up.
+// The run's clock: pacing from `start`, the measured window after the warm-up (or, with a
+// scheduled start, when the signal names it).
 void place_windows(const LoadOptions& o, Clock::time_point start, RunPlan& plan) {
   plan.pace_start = start;
-  plan.measure_start =
+  plan.warmup_end =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_s));
+  plan.scheduled_start = o.scheduled_start;
+  if (o.scheduled_start) return;
+  std::optional<Clock::time_point> end;
   if (o.duration_s)
-    plan.measure_end = plan.measure_start + std::chrono::duration_cast<Clock::duration>(
-                                                std::chrono::duration<double>(*o.duration_s));
+    end = plan.warmup_end +
+          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*o.duration_s));
+  plan.window.place(plan.warmup_end, end);
 }
 
 // Descriptors: one per connection, plus stdio, epoll and eventfds per thread and a margin.
@@ -215,15 +220,21 @@ std::optional<Clock::time_point> merge_totals(const std::vector<std::unique_ptr<
 void measure_window(const RunPlan& plan, const std::vector<std::unique_ptr<Worker>>& workers,
                     std::optional<Clock::time_point> stopped_at,
                     std::optional<Clock::time_point> last_completion, LoadResult& result) {
-  if (plan.measure_end) {
+  if (plan.measure_end()) {
     // Open loop: connections end after their last slot, a little before the window does;
     // the window is still the whole of it unless a stop cut it short.
-    auto window_end = stopped_at ? std::min(*plan.measure_end, *stopped_at) : *plan.measure_end;
-    result.duration_s = std::max(0.0, seconds(window_end - plan.measure_start));
+    auto window_end = stopped_at ? std::min(*plan.measure_end(), *stopped_at) : *plan.measure_end();
+    result.duration_s = std::max(0.0, seconds(window_end - plan.measure_start()));
   } else if (last_completion) {
-    result.duration_s = std::max(0.0, seconds(*last_completion - plan.measure_start));
+    result.duration_s = std::max(0.0, seconds(*last_completion - plan.measure_start()));
   }
   result.qps = result.duration_s > 0 ? result.requests / result.duration_s : 0;
+  if (plan.window.placed() && result.duration_s > 0) {
+    const auto open = plan.measure_start();
+    result.window_open_ns = std::chrono::nanoseconds(open.time_since_epoch()).count();
+    result.window_close_ns =
+        result.window_open_ns + static_cast<int64_t>(std::llround(result.duration_s * 1e9));
+  }
   if (plan.rate_per_thread > 0) judge_rate(plan, workers, stopped_at, result);
 }
 
@@ -290,7 +301,18 @@ LoadResult LoadRunner::run() {
 // The threads run their workers; this one reports progress and the measure start, and passes a
 // stop on. Returns when the stop came (a signal, or the workers' own: the target unreachable),
 // none when the load ran out by itself.
-std::optional<Clock::time_point> LoadRunner::run_workers(const RunPlan& plan, RunState& state,
+void LoadRunner::place_scheduled_window(RunPlan& plan, std::vector<std::unique_ptr<Worker>>& workers) {
+  const auto named = start_at_.load();
+  if (named == 0 || plan.window.placed()) return;
+  // A late instant opens the window now (read after the instant was: never before the signal
+  // came): what began before it was begun as warm-up.
+  const auto open = std::max(Clock::now(), Clock::time_point(Clock::duration(named)));
+  plan.window.place(open, open + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(options_.duration_s.value_or(0))));
+  for (auto& w : workers) w->post_window_placed();
+}
+
+std::optional<Clock::time_point> LoadRunner::run_workers(RunPlan& plan, RunState& state,
                                                          std::vector<std::unique_ptr<Worker>>& workers,
                                                          LoadResult& result) {
   // Without warm-up the window opens now: say so before the first request, so the target's
@@ -300,7 +322,8 @@ std::optional<Clock::time_point> LoadRunner::run_workers(const RunPlan& plan, Ru
     measure_started = true;
     if (callbacks_.on_measure_start) callbacks_.on_measure_start();
   };
-  if (options_.warmup_s <= 0) open_window();
+  if (options_.warmup_s <= 0 && !plan.scheduled_start) open_window();
+  bool ready = false;  // --start-on-signal: warm-up over, said once
   std::mutex mutex;
   std::condition_variable cv;
   size_t finished = 0;
@@ -322,12 +345,22 @@ std::optional<Clock::time_point> LoadRunner::run_workers(const RunPlan& plan, Ru
       std::unique_lock lock(mutex);
       // Wakes at the end of warm-up exactly, else every 20 ms for progress and the signal flag.
       auto wake = Clock::now() + 20ms;
-      if (!measure_started) wake = std::min(wake, plan.measure_start);
+      if (!measure_started) wake = std::min(wake, plan.measure_start());
+      if (plan.scheduled_start && !ready) wake = std::min(wake, plan.warmup_end);
       if (cv.wait_until(lock, wake, [&] { return finished == workers.size(); })) break;
     }
-    const auto now = Clock::now();
-    if (!measure_started && now >= plan.measure_start) open_window();
-    if (auto p = progress.tick(now, workers, plan.measure_start); p && callbacks_.on_progress)
+    auto now = Clock::now();
+    if (plan.scheduled_start) {
+      if (!ready && now >= plan.warmup_end) {
+        ready = true;
+        if (callbacks_.on_ready) callbacks_.on_ready();
+      }
+      // The instant is named ahead of itself: this loop then wakes for it exactly.
+      place_scheduled_window(plan, workers);
+      now = Clock::now();
+    }
+    if (!measure_started && now >= plan.measure_start()) open_window();
+    if (auto p = progress.tick(now, workers, plan.measure_start()); p && callbacks_.on_progress)
       callbacks_.on_progress(*p);
     const bool interrupted = shutdown_.load(std::memory_order_relaxed);
     if (!stopped_at && (interrupted || state.stop.load())) {
@@ -344,7 +377,7 @@ std::optional<Clock::time_point> LoadRunner::run_workers(const RunPlan& plan, Ru
     stopped_at = end;
     result.interrupted = shutdown_.load(std::memory_order_relaxed);
   }
-  if (!measure_started && end >= plan.measure_start && !stopped_at && callbacks_.on_measure_start)
+  if (!measure_started && end >= plan.measure_start() && !stopped_at && callbacks_.on_measure_start)
     callbacks_.on_measure_start();
   return stopped_at;
 }

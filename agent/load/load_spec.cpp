@@ -58,6 +58,7 @@ LoadOptions options_from_spec(const v1::LoadSpec& s) {
   o.body = s.body();
   if (s.timeout_ms() != 0) o.timeout_ms = static_cast<int>(std::min<uint32_t>(s.timeout_ms(), INT32_MAX));
   o.keep_alive = s.keep_alive();
+  o.scheduled_start = s.scheduled_start();
   o.output = OutputMode::kJsonEvents;
   return o;
 }
@@ -112,6 +113,7 @@ std::vector<std::string> command_line(const std::string& binary, const LoadOptio
   if (o.zero_rtt) argv.push_back("--zero-rtt");
   if (!o.protocol.empty()) argv.insert(argv.end(), {"--protocol", o.protocol});
   if (o.streams) argv.insert(argv.end(), {"--streams", std::to_string(*o.streams)});
+  if (o.scheduled_start) argv.push_back("--start-on-signal");
   argv.push_back("--json-events");
   return argv;
 }

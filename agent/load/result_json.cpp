@@ -48,6 +48,8 @@ v1::LoadResult to_proto(const LoadResult& r) {
   out.set_tls_handshakes(static_cast<uint64_t>(r.tls_handshakes));
   out.set_tls_resumed(static_cast<uint64_t>(r.tls_resumed));
   out.set_tls_early_data(static_cast<uint64_t>(r.tls_early_data));
+  out.set_window_open_ns(r.window_open_ns);
+  out.set_window_close_ns(r.window_close_ns);
   if (r.tls_handshakes > 0) proto::latency_of(r.tls_histogram, out.mutable_tls_handshake());
   if (r.first_byte_histogram.count() > 0) proto::latency_of(r.first_byte_histogram, out.mutable_first_byte());
   out.set_connects(static_cast<uint64_t>(r.connects));

@@ -5,6 +5,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,7 +20,33 @@ class SecureClients;
 
 using Clock = std::chrono::steady_clock;
 
-// Written once by the runner before the workers start, read-only afterwards.
+// The measured window, read by every thread. Placed before the workers start; or, with a
+// scheduled start, closed (every request warm-up) until the runner opens it, once, at the
+// instant the controller chose.
+class MeasureWindow {
+ public:
+  // Requests started at or after `start` (and, with an end, not after it) are measured.
+  void place(Clock::time_point start, std::optional<Clock::time_point> end) {
+    end_.store(end ? end->time_since_epoch().count() : kNone, std::memory_order_relaxed);
+    start_.store(start.time_since_epoch().count(), std::memory_order_release);
+  }
+  // Clock::time_point::max() while a scheduled start has not come.
+  Clock::time_point start() const { return at(start_.load(std::memory_order_acquire)); }
+  std::optional<Clock::time_point> end() const {
+    const auto e = end_.load(std::memory_order_relaxed);
+    return e == kNone ? std::nullopt : std::optional(at(e));
+  }
+  bool placed() const { return start_.load(std::memory_order_acquire) != kNone; }
+
+ private:
+  static constexpr Clock::rep kNone = std::numeric_limits<Clock::rep>::max();
+  static Clock::time_point at(Clock::rep r) { return Clock::time_point(Clock::duration(r)); }
+  std::atomic<Clock::rep> start_{kNone};
+  std::atomic<Clock::rep> end_{kNone};
+};
+
+// Written once by the runner before the workers start, read-only afterwards (but for the
+// window of a scheduled start).
 struct RunPlan {
   std::string request;  // HTTP/1.1: serialised once, written as is
   // --protocol h2: every connection is an HTTP/2 session (h2 through ALPN over TLS, h2c with
@@ -39,8 +66,14 @@ struct RunPlan {
   TlsClient* tls = nullptr;
   // https:// or h3: what makes each connection (loadlab_load_secure's); nullptr for http://.
   SecureClients* secure = nullptr;
-  Clock::time_point measure_start;               // requests started before it are warm-up
-  std::optional<Clock::time_point> measure_end;  // -d only: nothing is sent or counted after it
+  // Requests started before its start are warm-up; -d only: nothing is sent or counted after
+  // its end.
+  MeasureWindow window;
+  Clock::time_point measure_start() const { return window.start(); }
+  std::optional<Clock::time_point> measure_end() const { return window.end(); }
+  Clock::time_point warmup_end;  // the window's start, unless a scheduled start places it later
+  // --start-on-signal: the window opens at the instant a signal names (LoadRunner::start_at).
+  bool scheduled_start = false;
   Clock::duration timeout{};
   bool keep_alive = true;
   bool head = false;  // HEAD: responses carry no body whatever their Content-Length says

@@ -44,14 +44,14 @@ struct StreamSlots {
       if (!plan.keep_alive && (open > 0 || !queued.empty() || carried > 0)) break;
       Clock::time_point origin = now;
       if (!worker.open_loop()) {
-        if (plan.measure_end && now >= *plan.measure_end) {
+        if (plan.measure_end() && now >= *plan.measure_end()) {
           done = true;
           break;
         }
       } else {
         if (!slot) slot = worker.take_slot();
         origin = *slot;
-        if (plan.measure_end && origin >= *plan.measure_end) {
+        if (plan.measure_end() && origin >= *plan.measure_end()) {
           done = true;
           break;
         }
@@ -64,7 +64,7 @@ struct StreamSlots {
         }
         slot.reset();
       }
-      const bool measured = origin >= plan.measure_start;
+      const bool measured = origin >= plan.measure_start();
       if (measured && !worker.take_ticket(now)) {
         done = true;
         break;

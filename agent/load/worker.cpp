@@ -41,16 +41,23 @@ Worker::~Worker() = default;
 void Worker::run() {
   active_ = static_cast<int>(connections_.size());
   if (active_ == 0) return;
-  if (plan_.measure_end) {
-    end_timer_.expires_at(*plan_.measure_end);
-    end_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) stop_now();
-    });
-  }
+  arm_end_timer();
   schedule_sweep();
   for (auto& c : connections_) c->start();
   ioc_.run();
   publish();
+}
+
+void Worker::arm_end_timer() {
+  if (!plan_.measure_end()) return;
+  end_timer_.expires_at(*plan_.measure_end());
+  end_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) stop_now();
+  });
+}
+
+void Worker::post_window_placed() {
+  asio::post(ioc_, [this] { arm_end_timer(); });
 }
 
 void Worker::post_stop() {
@@ -143,7 +150,7 @@ bool Worker::counts(bool measured, Clock::time_point done) {
     return false;
   }
   // -d: a response that arrives after the window closed is not part of it.
-  if (plan_.measure_end && done > *plan_.measure_end) return false;
+  if (plan_.measure_end() && done > *plan_.measure_end()) return false;
   ++totals_.requests;
   if (!totals_.last_measured_completion || done > *totals_.last_measured_completion)
     totals_.last_measured_completion = done;
@@ -159,7 +166,7 @@ uint32_t micros32(int64_t us) { return static_cast<uint32_t>(std::clamp<int64_t>
 void Worker::log_request(Clock::time_point origin, Clock::time_point done, int64_t first_byte_us, int status,
                          size_t bytes, const RequestCost& cost) {
   RequestRecord r{};
-  r.start_offset_us = micros(origin - plan_.measure_start);
+  r.start_offset_us = micros(origin - plan_.measure_start());
   r.total_us = micros32(micros(done - origin));
   r.connect_us = micros32(micros(cost.connect));
   r.tls_us = micros32(micros(cost.tls));
@@ -208,7 +215,7 @@ void Worker::record_failure(bool measured, Clock::time_point origin, Clock::time
 }
 
 bool Worker::in_window(Clock::time_point t) const {
-  return t >= plan_.measure_start && !(plan_.measure_end && t > *plan_.measure_end);
+  return t >= plan_.measure_start() && !(plan_.measure_end() && t > *plan_.measure_end());
 }
 
 void Worker::record_connect(Clock::time_point started, Clock::time_point done) {

@@ -69,12 +69,14 @@ class Worker {
   void run();
   // Any thread; non-blocking and idempotent. In-flight requests are discarded.
   void post_stop();
+  // Any thread, once: a scheduled start placed the window (its end stops the worker).
+  void post_window_placed();
 
   // After run() returned.
   const WorkerTotals& totals() const { return totals_; }
   // Open loop: slots of this worker's schedule due in [measure start, `end`).
   int64_t slots_due_before(Clock::time_point end) const {
-    return schedule_.slots_between(plan_.measure_start, end);
+    return schedule_.slots_between(plan_.measure_start(), end);
   }
   RequestLog& log() { return totals_.log; }
 
@@ -126,6 +128,7 @@ class Worker {
  private:
   void stop_now();
   void schedule_sweep();
+  void arm_end_timer();  // -d: the window's end stops the worker
   void resume_due_slow(Clock::time_point now);
   void arm_pacer();
   void on_pace(const boost::system::error_code& ec);

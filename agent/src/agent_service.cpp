@@ -97,6 +97,7 @@ Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeReques
       (*info->mutable_client_protocols())[c].add_protocols(p);
   }
   info->set_busy(target_slot_.busy() || load_slot_.busy());
+  info->set_scheduled_start(true);
   info->set_process_control(std::string(to_string(proc_control().mode)));
   return Status::OK;
 }
@@ -183,6 +184,11 @@ Status AgentService::check_client(const v1::LoadSpec& spec, const ClientEntry** 
       for (auto& n : options_.catalog.client_names()) known += (known.empty() ? "" : ", ") + n;
       return Status(StatusCode::NOT_FOUND, "unknown client \"" + name + "\"; this agent runs: " + known);
     }
+    if (spec.scheduled_start())
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    "scheduled_start: " + name +
+                        " starts measuring when it is run; only the built-in worker (client loadlab) waits "
+                        "for a scheduled start");
     try {
       clients::check_spec((*client)->tool, spec);  // what the tool cannot do as asked
     } catch (const InputError& e) {

@@ -533,6 +533,16 @@ void ChildProcess::kill_job(const DescendantPidfds& escaped) {
   escaped.signal_all(SIGKILL);
 }
 
+bool ChildProcess::queue_signal(int sig, sigval value) {
+  if (pidfd_ >= 0) return queue_signal_pidfd(pidfd_, sig, value);  // open until the destructor
+  std::lock_guard lock(exit_mutex_);
+  if (reaped_) {
+    errno = ESRCH;
+    return false;
+  }
+  return sigqueue(pid_, sig, value) == 0;
+}
+
 void ChildProcess::reap() {
   std::lock_guard lock(exit_mutex_);
   if (reaped_) return;

@@ -1,5 +1,14 @@
 #include "load_job.hpp"
 
+#include <signal.h>
+#include <time.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <thread>
+
 #include "job_support.hpp"
 #include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/load/load_spec.hpp"
@@ -12,6 +21,82 @@ namespace loadlab::agent {
 using grpc::Status;
 using grpc::StatusCode;
 using namespace std::chrono_literals;
+
+namespace {
+
+// The thread that reads a scheduled start's commands. It ends when the controller half-closes
+// the stream; one that does not within a second of the job's end has its call cancelled (a
+// stream may not outlive its handler).
+class CommandReader {
+ public:
+  CommandReader(grpc::ServerContext& ctx, std::function<void()> read) : ctx_(ctx) {
+    thread_ = std::thread([this, read = std::move(read)] {
+      read();
+      std::lock_guard lock(mutex_);
+      done_ = true;
+      cv_.notify_all();
+    });
+  }
+  ~CommandReader() {
+    {
+      std::unique_lock lock(mutex_);
+      if (!cv_.wait_for(lock, 1s, [this] { return done_; })) ctx_.TryCancel();
+    }
+    thread_.join();
+  }
+  CommandReader(const CommandReader&) = delete;
+  CommandReader& operator=(const CommandReader&) = delete;
+
+ private:
+  grpc::ServerContext& ctx_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+}  // namespace
+
+int64_t LoadJob::now_ns() const { return monotonic_ns() + options_.test_clock_offset_ns; }
+
+bool LoadJob::write(const v1::LoadEvent& ev) {
+  std::lock_guard lock(write_mutex_);
+  return stream_->Write(ev);
+}
+
+void LoadJob::read_commands() {
+  v1::LoadCommand cmd;
+  while (stream_->Read(&cmd)) {
+    const int64_t received = now_ns();
+    if (cmd.has_clock_probe()) {
+      v1::LoadEvent ev;
+      auto* echo = ev.mutable_clock_echo();
+      echo->set_controller_ns(cmd.clock_probe().controller_ns());
+      echo->set_received_ns(received);
+      echo->set_sent_ns(now_ns());
+      write(ev);
+    } else if (cmd.has_start_at()) {
+      // The worker opens its window at that instant of the machine's clock (loadlab-load
+      // --start-on-signal): the value of a queued SIGUSR1.
+      sigval value{};
+      value.sival_ptr = reinterpret_cast<void*>(
+          static_cast<intptr_t>(cmd.start_at().agent_ns() - options_.test_clock_offset_ns));
+      if (!child_->queue_signal(SIGUSR1, value))
+        component_logger("agent")->warn("load pid {}: cannot send its start: {}", child_->pid(),
+                                        strerror(errno));
+      else
+        component_logger("agent")->debug("load pid {}: window opens in {:.1f} ms", child_->pid(),
+                                         (cmd.start_at().agent_ns() - received) / 1e6);
+      // The worker's usage window opens at the same instant, not at its MeasureStart (which
+      // comes a pipe and a parse later).
+      window_->prepare();
+      const int64_t at = cmd.start_at().agent_ns() - options_.test_clock_offset_ns;
+      while (monotonic_ns() < at && !ctx_->IsCancelled())
+        sleep_until_monotonic_ns(std::min(at, monotonic_ns() + 100'000'000));
+      window_->start();
+    }
+  }
+}
 
 Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
   std::vector<std::string> argv;
@@ -33,6 +118,9 @@ Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
   component_logger("agent")->info("load pid {} started against {}", child_->pid(), spec.endpoint());
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
   window_->set_cpu_binding(child_->cpu_binding());
+  scheduled_ = spec.scheduled_start();
+  std::optional<CommandReader> commands;
+  if (scheduled_) commands.emplace(*ctx_, [this] { read_commands(); });
   {
     PeriodicSampler sampler(*window_, options_.sample_interval_ms, nullptr);
     if (auto st = relay_events(lease); !st.ok()) return st;
@@ -63,7 +151,17 @@ Status LoadJob::on_line(const std::string& line) {
     return Status(StatusCode::INTERNAL,
                   "load worker printed a line that is not a LoadEvent (" + err + "): " + line.substr(0, 200));
   }
-  if (ev.has_measure_start()) window_->start();
+  if (ev.has_ready()) {
+    if (options_.test_ready_delay_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.test_ready_delay_ms));
+    ev.mutable_ready()->set_agent_ns(now_ns());
+  }
+  if (ev.has_result() && ev.result().window_open_ns() != 0) {
+    auto* r = ev.mutable_result();
+    r->set_window_open_ns(r->window_open_ns() + options_.test_clock_offset_ns);
+    r->set_window_close_ns(r->window_close_ns() + options_.test_clock_offset_ns);
+  }
+  if (ev.has_measure_start() && !scheduled_) window_->start();  // else opened by read_commands()
   if (ev.has_result()) {
     // The window ends here. The worker is usually still alive: read it now; if it has
     // already exited, its final CPU comes from wait4() in finish().
@@ -74,7 +172,7 @@ Status LoadJob::on_line(const std::string& line) {
       window_->close_at_now();
     have_result_ = true;
   }
-  if (!stream_->Write(ev)) {  // the controller is gone: so is the reason to load
+  if (!write(ev)) {  // the controller is gone: so is the reason to load
     stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
     return Status(StatusCode::CANCELLED, "the controller's stream is gone");
   }
@@ -102,7 +200,9 @@ Status LoadJob::finish() {
   proc_.forget_exited();
   v1::LoadEvent ev;
   *ev.mutable_usage() = std::move(*client_usage_);
-  if (!stream_->Write(ev)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");
+  ev.mutable_usage()->set_opened_ns(ev.usage().opened_ns() + options_.test_clock_offset_ns);
+  ev.mutable_usage()->set_closed_ns(ev.usage().closed_ns() + options_.test_clock_offset_ns);
+  if (!write(ev)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");
   return Status::OK;
 }
 

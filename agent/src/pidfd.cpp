@@ -14,6 +14,16 @@ int open_pidfd(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid,
 
 bool signal_pidfd(int pidfd, int sig) { return syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0; }
 
+bool queue_signal_pidfd(int pidfd, int sig, sigval value) {
+  siginfo_t info{};
+  info.si_signo = sig;
+  info.si_code = SI_QUEUE;
+  info.si_pid = getpid();
+  info.si_uid = getuid();
+  info.si_value = value;
+  return syscall(SYS_pidfd_send_signal, pidfd, sig, &info, 0) == 0;
+}
+
 int wait_pidfd(int pidfd, siginfo_t* info, int options, rusage* ru) {
   info->si_pid = 0;
   return static_cast<int>(syscall(SYS_waitid, kPidfdIdType, pidfd, info, options, ru));

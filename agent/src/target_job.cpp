@@ -195,13 +195,34 @@ Status TargetJob::fail_start(const std::string& why) {
 // Marks until the controller half-closes or cancels the stream.
 void TargetJob::serve_marks() {
   v1::TargetCommand cmd;
+  const int64_t offset = options_.test_clock_offset_ns;  // the clock this agent reports
   while (stream_->Read(&cmd)) {
+    if (cmd.has_clock_probe()) {
+      v1::TargetEvent ev;
+      auto* echo = ev.mutable_clock_echo();
+      echo->set_controller_ns(cmd.clock_probe().controller_ns());
+      echo->set_received_ns(monotonic_ns() + offset);
+      echo->set_sent_ns(monotonic_ns() + offset);
+      write(ev);
+      continue;
+    }
     if (!cmd.has_mark()) continue;  // a second spec is ignored: one target per stream
+    // A scheduled window: its instant in this agent's clock.
+    if (cmd.mark().at_ns() != 0 && cmd.mark().kind() != v1::Mark::HEARTBEAT) {
+      if (cmd.mark().kind() == v1::Mark::RESET) window_->prepare();
+      // In slices, so that a cancelled call is not held for a whole window.
+      const int64_t at = cmd.mark().at_ns() - offset;
+      while (monotonic_ns() < at && !ctx_->IsCancelled())
+        sleep_until_monotonic_ns(std::min(at, monotonic_ns() + 100'000'000));
+      if (ctx_->IsCancelled()) return;
+    }
     if (cmd.mark().kind() == v1::Mark::RESET) {
       window_->start();
     } else if (cmd.mark().kind() == v1::Mark::FINAL) {
       v1::TargetEvent ev;
       *ev.mutable_usage() = window_->finish(cmd.mark().label());
+      ev.mutable_usage()->set_opened_ns(ev.usage().opened_ns() + offset);
+      ev.mutable_usage()->set_closed_ns(ev.usage().closed_ns() + offset);
       write(ev);
     }
   }

@@ -1,7 +1,11 @@
 #include "loadlab/agent/usage_window.hpp"
 
+#include <time.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,6 +15,21 @@ namespace loadlab::agent {
 
 double monotonic_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void sleep_until_monotonic_ns(int64_t at_ns) {
+  if (at_ns <= monotonic_ns()) return;
+  timespec ts{};
+  ts.tv_sec = at_ns / 1'000'000'000;
+  ts.tv_nsec = at_ns % 1'000'000'000;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
 }
 
 namespace {
@@ -155,20 +174,33 @@ void UsageWindow::read_delays() {
 UsageWindow::UsageWindow(ProcReader& reader, pid_t root, Clock clock)
     : reader_(reader), root_(root), clock_(std::move(clock)) {}
 
-void UsageWindow::start() {
+void UsageWindow::prepare() {
   std::lock_guard lock(mutex_);
-  machine_start_ = reader_.machine_cpu();
-  machine_end_.reset();
+  prepare_locked();
+}
+
+void UsageWindow::prepare_locked() {
   cpus_ = reader_.cpus_allowed(root_).value_or("");
   probe_.reset();
   stalls_.reset();
   auto cpus = CpuList::parse(cpus_);
   probe_ = std::make_unique<StallProbe>(cpus ? cpus->cpus() : std::vector<uint32_t>{});
+  prepared_ = true;
+}
+
+void UsageWindow::start() {
+  std::lock_guard lock(mutex_);
+  // The job's CPU first, at the window's opening; then what takes longer. What a window
+  // needs beforehand (the stall probe's threads) was started by prepare() if it was called.
+  t0_ = clock_();
+  start_ = read_tree(reader_, root_);
+  machine_start_ = reader_.machine_cpu();
+  machine_end_.reset();
+  if (!prepared_) prepare_locked();
+  prepared_ = false;
   delays_.clear();
   delays_known_ = false;
   read_delays();
-  start_ = read_tree(reader_, root_);
-  t0_ = clock_();
   t1_ = -1;
   open_ = true;
   rss_sum_ = start_.rss_kb;
@@ -235,6 +267,8 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
   stop_probe();
   const double window_s = t1_ - t0_;
   f.set_window_s(window_s);
+  f.set_opened_ns(std::llround(t0_ * 1e9));
+  f.set_closed_ns(std::llround(t1_ * 1e9));
   if (end.rss_kb > 0) {
     rss_sum_ += end.rss_kb;
     rss_peak_ = std::max(rss_peak_, end.rss_kb);

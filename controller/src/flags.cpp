@@ -101,6 +101,26 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
   return flags;
 }
 
+std::vector<std::string> summarized_flags(const std::vector<std::string>& flags) {
+  std::vector<std::string> kinds;  // in the order they first appear
+  std::map<std::string, std::vector<std::string>> by_kind;
+  for (const auto& f : flags) {
+    const auto colon = f.find(':');
+    const std::string kind = colon == std::string::npos ? f : f.substr(0, colon);
+    if (!by_kind.count(kind)) kinds.push_back(kind);
+    by_kind[kind].push_back(f);
+  }
+  std::vector<std::string> out;
+  for (const auto& kind : kinds) {
+    const auto& all = by_kind[kind];
+    if (all.size() > kFlagAgentsListed && all.front().size() > kind.size())
+      out.push_back(kind + ": " + std::to_string(all.size()) + " agents");
+    else
+      out.insert(out.end(), all.begin(), all.end());
+  }
+  return out;
+}
+
 double busy_machine_threshold_pct(uint32_t cpus) { return std::max(20.0, 10.0 * cpus); }
 
 void flag_busy_outliers(const std::vector<v1::Repetition*>& reps,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "loadlab/controller/cell_specs.hpp"
+#include "loadlab/controller/clock_offset.hpp"
 #include "loadlab/controller/load_session.hpp"
 #include "loadlab/controller/result_merge.hpp"
 #include "loadlab/controller/stream_events.hpp"
@@ -13,6 +14,8 @@
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::controller {
+
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -52,37 +55,94 @@ class RepetitionRunner {
   }
 
  private:
-  // Every load agent's share starts; the target's events are read from now on too.
+  // Every load agent's share starts; the target's events are read from now on too. A load
+  // measured for a duration by the built-in worker waits, warmed up, for a scheduled start.
   void start_loads() {
     target_.read_into(events_);
     watchdog_.arm("warmup", scenario_.load.warmup_s + options_.limits.warmup_extra_s);
     auto shares = split_load(scenario_, cell_, placement_.loads.size());
+    std::vector<v1::LoadSpec> specs;
     for (size_t i = 0; i < shares.size(); ++i) {
-      loads_.push_back(std::make_unique<LoadSession>(i, placement_.loads[i], shares[i], watchdog_));
-      auto spec = load_spec(scenario_, cell_, shares[i], target_.endpoint());
-      spec.set_cpus(i < placement_.load_cpus.size() ? placement_.load_cpus[i] : "");
-      loads_.back()->start(spec, events_);
+      specs.push_back(load_spec(scenario_, cell_, shares[i], target_.endpoint()));
+      specs.back().set_cpus(i < placement_.load_cpus.size() ? placement_.load_cpus[i] : "");
     }
+    scheduled_ =
+        !specs.empty() && placement_.target.scheduled_start &&
+        std::all_of(placement_.loads.begin(), placement_.loads.end(),
+                    [](const AgentRef& a) { return a.scheduled_start; }) &&
+        std::all_of(specs.begin(), specs.end(), [](const v1::LoadSpec& s) {
+          return s.stop_case() == v1::LoadSpec::kDurationS && (s.client().empty() || s.client() == "loadlab");
+        });
+    if (scheduled_) window_ns_ = static_cast<int64_t>(specs.front().duration_s() * 1e9);
+    for (size_t i = 0; i < shares.size(); ++i) {
+      specs[i].set_scheduled_start(scheduled_);
+      loads_.push_back(std::make_unique<LoadSession>(i, placement_.loads[i], shares[i], watchdog_));
+      loads_.back()->start(specs[i], events_);
+    }
+    if (scheduled_) send_probes();
   }
 
   // Until every load stream has ended and the target has reported the window's usage.
   void await_window() {
     while (ended_ < loads_.size() || !server_) {
-      auto m = events_.pop();
-      if (m.source == StreamMessage::kTarget)
-        on_target(m);
-      else if (m.end)
-        on_load_end(*loads_[m.source], m.status);
+      std::optional<StreamMessage> m;
+      if (scheduled_ && start_ns_ == 0) {
+        // Probing every clock until the start is sent.
+        if (!(m = events_.pop_until(next_probe_))) {
+          send_probes();
+          continue;
+        }
+      } else {
+        m = events_.pop();
+      }
+      if (m->source == StreamMessage::kTarget)
+        on_target(*m);
+      else if (m->end)
+        on_load_end(*loads_[m->source], m->status);
       else
-        on_load_event(*loads_[m.source], m.load_event);
+        on_load_event(*loads_[m->source], m->load_event, m->read_ns);
     }
+  }
+
+  // A clock probe on every stream: every 50 ms until each clock has kClockSamples, then every
+  // 250 ms (they are the load streams' heartbeats until the start).
+  void send_probes() {
+    bool enough = target_.clock().samples() >= kClockSamples;
+    for (auto& load : loads_) {
+      if (!load->ended()) load->probe();  // a stream that is gone says why when it ends
+      enough = enough && load->clock().samples() >= kClockSamples;
+    }
+    target_.probe();
+    next_probe_ = std::chrono::steady_clock::now() + (enough ? 250ms : 50ms);
+  }
+
+  // Once every load agent is ready and every clock known: one instant for every window, a
+  // margin ahead of now (twice the slowest round trip, at least kStartMargin), in each
+  // agent's clock. The target's window opens then too, and closes a window later.
+  void start_when_ready() {
+    if (!scheduled_ || start_ns_ != 0 || !target_.clock().known()) return;
+    int64_t slowest = target_.clock().round_trip_ns();
+    for (auto& load : loads_) {
+      if (!load->ready() || !load->clock().known()) return;
+      slowest = std::max(slowest, load->clock().round_trip_ns());
+    }
+    const int64_t margin = std::max<int64_t>(kStartMargin.count(), 2 * slowest);
+    start_ns_ = controller_now_ns() + margin;
+    for (auto& load : loads_) load->start_at(start_ns_);  // a stream that is gone says why when it ends
+    target_.mark(v1::Mark::RESET, cell_.key(), "measure", start_ns_);
+    target_.mark(v1::Mark::FINAL, cell_.key(), "usage", start_ns_ + window_ns_);
+    measuring_ = loads_.size();
+    watchdog_.arm("measure", measure_limit_s() + margin / 1e9);
   }
 
   void on_target(const StreamMessage& m) {
     if (m.end)
       throw watchdog_.error(window_phase(),
                             "target agent " + target_.agent_name() + " lost: the stream ended");
-    if (m.target_event.has_usage()) {
+    if (m.target_event.has_clock_echo()) {
+      target_.record(m.target_event.clock_echo(), m.read_ns);
+      start_when_ready();
+    } else if (m.target_event.has_usage()) {
       server_ = m.target_event.usage();
     } else if (m.target_event.has_exited()) {
       // The target died under load: the cell cannot be measured any more.
@@ -91,10 +151,14 @@ class RepetitionRunner {
     }
   }
 
-  void on_load_event(LoadSession& load, const v1::LoadEvent& ev) {
-    load.record(ev);
+  void on_load_event(LoadSession& load, const v1::LoadEvent& ev, int64_t read_ns) {
+    load.record(ev, read_ns);
     if (ev.has_progress()) {
       report_progress();
+    } else if (ev.has_ready() || ev.has_clock_echo()) {
+      start_when_ready();
+    } else if (scheduled_) {
+      // The target's marks went with the start.
     } else if (ev.has_measure_start()) {
       // The server's window opens with the first load agent's and closes with the last.
       if (measuring_++ == 0) {
@@ -109,8 +173,9 @@ class RepetitionRunner {
     }
   }
 
-  void on_load_end(const LoadSession& load, const grpc::Status& status) {
+  void on_load_end(LoadSession& load, const grpc::Status& status) {
     ++ended_;
+    load.set_ended();
     if (!status.ok())
       throw watchdog_.error("measure", "load agent " + load.agent().name + ": " + status_text(status),
                             status.error_code());
@@ -148,7 +213,42 @@ class RepetitionRunner {
       else
         add_usage(*r.mutable_client(), loads_[i]->usage());
     }
+    if (scheduled_) add_skew(r);
     return r;
+  }
+
+  // Where each window opened against the instant chosen, in the controller's clock; the skew
+  // between the earliest and the latest, within the sum of their clocks' uncertainties.
+  void add_skew(v1::Repetition& r) const {
+    struct Open {
+      int64_t at_ns;
+      int64_t uncertainty_ns;
+    };
+    std::vector<Open> opens;
+    for (size_t i = 0; i < loads_.size(); ++i) {
+      const auto& result = loads_[i]->result();
+      if (result.window_open_ns() == 0) continue;
+      const auto& clock = loads_[i]->clock();
+      opens.push_back({clock.to_controller(result.window_open_ns()), clock.uncertainty_ns()});
+      r.mutable_load_parts(static_cast<int>(i))->set_window_open_ms((opens.back().at_ns - start_ns_) / 1e6);
+    }
+    if (server_->opened_ns() != 0) {
+      opens.push_back(
+          {target_.clock().to_controller(server_->opened_ns()), target_.clock().uncertainty_ns()});
+      r.set_target_window_open_ms((opens.back().at_ns - start_ns_) / 1e6);
+    }
+    if (opens.empty()) return;
+    auto [first, last] = std::minmax_element(opens.begin(), opens.end(),
+                                             [](const Open& a, const Open& b) { return a.at_ns < b.at_ns; });
+    r.set_window_skew_ms((last->at_ns - first->at_ns) / 1e6);
+    // Any part could really be the earliest or the latest: the skew is off by at most the two
+    // largest uncertainties.
+    std::vector<int64_t> u;
+    for (const auto& o : opens) u.push_back(o.uncertainty_ns);
+    std::sort(u.rbegin(), u.rend());
+    r.set_window_skew_uncertainty_ms((u[0] + (u.size() > 1 ? u[1] : 0)) / 1e6);
+    const double bound_ms = scenario_.execution.max_skew_ms.value_or(window_ns_ / 1e6 / 100);
+    if (r.window_skew_ms() > bound_ms) r.add_flags("window-skew");
   }
 
   // The load agents' measured progress, interval by interval (as many as every agent sent).
@@ -199,6 +299,14 @@ class RepetitionRunner {
   StreamEvents events_;
   TargetSession target_;
   std::vector<std::unique_ptr<LoadSession>> loads_;
+  // A scheduled start: the load agents wait, warmed up, for one instant (start_ns_, in the
+  // controller's clock; 0 until sent) at which every window opens, window_ns_ long.
+  static constexpr size_t kClockSamples = 4;
+  static constexpr std::chrono::nanoseconds kStartMargin = 100ms;
+  bool scheduled_ = false;
+  int64_t start_ns_ = 0;
+  int64_t window_ns_ = 0;
+  std::chrono::steady_clock::time_point next_probe_;
   size_t measuring_ = 0;             // load agents whose window has started
   size_t results_ = 0;               // load agents that sent their result
   size_t ended_ = 0;                 // load streams that ended

@@ -5,6 +5,7 @@
 
 #include "loadlab/controller/ab_verdicts.hpp"
 #include "loadlab/controller/cell_metrics.hpp"
+#include "loadlab/controller/flags.hpp"
 #include "loadlab/controller/matrix_pivot.hpp"
 #include "loadlab/controller/report_html.hpp"
 #include "loadlab/controller/verdict.hpp"
@@ -27,7 +28,7 @@ std::string mb(uint64_t kb) { return fixed_text(static_cast<double>(kb) / 1024.0
 std::string flags_text(const std::vector<std::string>& flags) {
   if (flags.empty()) return "ok";
   std::string out = "ok, but";
-  for (auto& f : flags) out += " " + f;
+  for (auto& f : summarized_flags(flags)) out += " " + f;
   return out;
 }
 
@@ -306,7 +307,7 @@ void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
       out << ",,,,,,,,,,,,,,,,,,,," << c.reps.size() << ",";
     }
     std::string flags;
-    for (auto& f : c.flags()) flags += (flags.empty() ? "" : " ") + f;
+    for (auto& f : summarized_flags(c.flags())) flags += (flags.empty() ? "" : " ") + f;
     out << csv_field(flags) << ",";
     out << csv_field(c.error) << "\n";
   }

@@ -58,7 +58,7 @@ std::string cell_summary(const CellResult& c) {
   };
   std::string s = rate_text(m.qps()) + ", p50 " + ms("latency.p50_us", m.latency().p50_us()) + ", p99 " +
                   ms("latency.p99_us", m.latency().p99_us()) + ", " + std::to_string(m.errors()) + " errors";
-  for (auto& f : c.flags()) s += " [" + f + "]";
+  for (auto& f : summarized_flags(c.flags())) s += " [" + f + "]";
   return s;
 }
 

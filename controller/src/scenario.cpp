@@ -322,7 +322,7 @@ PlacementDef parse_placement(const ObjectReader& p) {
 
 ExecutionDef parse_execution(const ObjectReader& e) {
   e.allow({"retries", "retry_backoff_s", "cooldown_s", "shuffle_seed", "deadlines", "confirm",
-           "remeasure_disturbed", "remeasure_wait_s"});
+           "remeasure_disturbed", "remeasure_wait_s", "max_skew_ms"});
   ExecutionDef d;
   d.retries = static_cast<uint32_t>(e.integer("retries", 0, limits::kMaxRetries, 2));
   d.retry_backoff_s = e.number("retry_backoff_s", 0, limits::kMaxRetryBackoffS, d.retry_backoff_s);
@@ -352,6 +352,7 @@ ExecutionDef parse_execution(const ObjectReader& e) {
   d.remeasure_disturbed = static_cast<uint32_t>(
       e.integer("remeasure_disturbed", 0, limits::kMaxRemeasures, d.remeasure_disturbed));
   d.remeasure_wait_s = e.number("remeasure_wait_s", 0, limits::kMaxRemeasureWaitS, d.remeasure_wait_s);
+  if (e.has("max_skew_ms")) d.max_skew_ms = e.number("max_skew_ms", 0, limits::kMaxSkewMs, 0);
   return d;
 }
 

@@ -45,7 +45,10 @@ CellError TargetSession::failure(const std::string& phase) {
 void TargetSession::read_into(StreamEvents& events) {
   reader_ = std::thread([&events, stream = stream_.get()] {
     StreamMessage m;  // source kTarget
-    while (stream->Read(&m.target_event)) events.push(m);
+    while (stream->Read(&m.target_event)) {
+      m.read_ns = m.target_event.has_clock_echo() ? controller_now_ns() : 0;
+      events.push(m);
+    }
     events.push({StreamMessage::kTarget, true, {}, {}, {}});  // finish() is the owner's
   });
   heartbeat_ = std::thread([this] {
@@ -72,10 +75,18 @@ void TargetSession::stop_heartbeat() {
   if (heartbeat_.joinable()) heartbeat_.join();
 }
 
-void TargetSession::mark(v1::Mark::Kind kind, const std::string& label, const std::string& phase) {
+bool TargetSession::probe() {
+  v1::TargetCommand cmd;
+  cmd.mutable_clock_probe()->set_controller_ns(controller_now_ns());
+  return write(cmd);
+}
+
+void TargetSession::mark(v1::Mark::Kind kind, const std::string& label, const std::string& phase,
+                         int64_t at_ns) {
   v1::TargetCommand cmd;
   cmd.mutable_mark()->set_kind(kind);
   cmd.mutable_mark()->set_label(label);
+  if (at_ns != 0) cmd.mutable_mark()->set_at_ns(clock_.to_agent(at_ns));
   if (!write(cmd)) throw watchdog_.error(phase, "target agent " + agent_.name + " lost: cannot send a mark");
 }
 

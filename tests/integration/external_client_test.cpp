@@ -18,37 +18,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::bin;
+using testing::DelayTarget;
 using testing::result_cells;
 using testing::run_command;
 using testing::TempDir;
 
 bool installed(const char* path) { return access(path, X_OK) == 0; }
-
-// loadlab-target on 127.0.0.1 with a fixed delay: a delay-bound server, whose rate at N
-// connections is N / delay whatever the machine's speed.
-class DelayTarget {
- public:
-  explicit DelayTarget(int delay_ms) {
-    proc_ = agent::ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.1:0", "--threads", "1",
-                                        "--delay-ms", std::to_string(delay_ms)});
-    std::string line;
-    if (proc_->next_line(line, 10s) == agent::ChildProcess::LineStatus::kLine &&
-        line.rfind("listening on ", 0) == 0)
-      endpoint_ = line.substr(13);
-  }
-  const std::string& endpoint() const { return endpoint_; }
-  // The requests the server answered so far (GET /__loadlab/stats, not counted itself).
-  uint64_t served() const {
-    auto body = testing::http_get_body(endpoint_, "/__loadlab/stats");
-    std::smatch m;
-    std::regex number(R"("requests":\s*(\d+))");
-    return std::regex_search(body, m, number) ? std::stoull(m[1]) : 0;
-  }
-
- private:
-  std::unique_ptr<agent::ChildProcess> proc_;  // terminated (and reaped) by its destructor
-  std::string endpoint_;
-};
 
 // An in-process agent whose catalog names the three tools that are installed.
 class ClientAgent {

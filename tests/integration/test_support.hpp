@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,32 @@ struct AgentProcess {
         << proc->output_tail();
     address = line.size() > 13 ? line.substr(13) : "";
   }
+};
+
+// loadlab-target on 127.0.0.1 with a fixed delay: a delay-bound server, whose rate at N
+// connections is N / delay whatever the machine's speed.
+class DelayTarget {
+ public:
+  explicit DelayTarget(int delay_ms) {
+    proc_ = agent::ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.1:0", "--threads", "1",
+                                        "--delay-ms", std::to_string(delay_ms)});
+    std::string line;
+    if (proc_->next_line(line, std::chrono::seconds(10)) == agent::ChildProcess::LineStatus::kLine &&
+        line.rfind("listening on ", 0) == 0)
+      endpoint_ = line.substr(13);
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  // The requests the server answered so far (GET /__loadlab/stats, not counted itself).
+  uint64_t served() const {
+    auto body = http_get_body(endpoint_, "/__loadlab/stats");
+    std::smatch m;
+    std::regex number(R"("requests":\s*(\d+))");
+    return std::regex_search(body, m, number) ? std::stoull(m[1]) : 0;
+  }
+
+ private:
+  std::unique_ptr<agent::ChildProcess> proc_;  // terminated (and reaped) by its destructor
+  std::string endpoint_;
 };
 
 // The direct children of this process, living or zombie.

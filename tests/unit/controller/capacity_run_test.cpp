@@ -37,17 +37,22 @@ class CapacityRun : public ::testing::Test {
     fs::create_directories(dir_);
     agent_.on_host_target = [](TargetStream& t) { fake::host_steady_target(t, 40); };
     agent_.on_run_load = [this](LoadStream& l) {
-      l.on_write = [this](const v1::LoadCommand& cmd, LoadStream& l) {
+      // The spec, then (a scheduled start: the fake says it is ready, the controller sends the
+      // instant) the half-close, at which the step's figures come.
+      auto spec = std::make_shared<v1::LoadSpec>();
+      l.on_write = [this, spec](const v1::LoadCommand& cmd, LoadStream&) {
         if (!cmd.has_spec() || cmd.spec().endpoint().empty()) return;
-        const auto& spec = cmd.spec();
-        {
-          std::lock_guard lock(mutex_);
-          specs_.push_back(spec);
-        }
-        const bool held = spec.rate() < kCliff;
-        auto r = held ? part({900, 1000, 1100}, spec.rate()) : part({30000, 40000, 40000}, 0.8 * spec.rate());
-        r.set_rate(spec.rate());
-        r.set_achieved_rate(held ? spec.rate() : 0.8 * spec.rate());
+        *spec = cmd.spec();
+        std::lock_guard lock(mutex_);
+        specs_.push_back(*spec);
+      };
+      l.on_writes_done = [spec](LoadStream& l) {
+        if (spec->endpoint().empty()) return;
+        const bool held = spec->rate() < kCliff;
+        auto r =
+            held ? part({900, 1000, 1100}, spec->rate()) : part({30000, 40000, 40000}, 0.8 * spec->rate());
+        r.set_rate(spec->rate());
+        r.set_achieved_rate(held ? spec->rate() : 0.8 * spec->rate());
         r.set_rate_not_held(!held);
         r.set_latency_corrected(true);
         *r.mutable_latency_uncorrected() = r.latency();  // the server's own queue, not the client's

@@ -12,8 +12,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "loadlab/controller/clock_offset.hpp"
 #include "loadlab/controller/watchdog.hpp"
 #include "loadlab/v1/agent_mock.grpc.pb.h"
 
@@ -97,6 +99,7 @@ class Stream {
     }
     cv_.notify_all();
     if (on_write) on_write(msg, *this);
+    answer_protocol(msg);
     return true;
   }
   void close_writes() {
@@ -113,6 +116,34 @@ class Stream {
   }
 
  private:
+  // What every agent does whatever the test plays (agent.proto): a clock probe is echoed (the
+  // fake's clock is the controller's), and a load spec with a scheduled start is warmed up at
+  // once. The test's scripts see these commands too, and may answer more.
+  void answer_protocol(const W& msg) {
+    if constexpr (std::is_same_v<W, v1::LoadCommand>) {
+      if (msg.has_clock_probe()) {
+        v1::LoadEvent e;
+        fill_echo(msg.clock_probe(), e.mutable_clock_echo());
+        send(std::move(e));
+      } else if (msg.has_spec() && msg.spec().scheduled_start()) {
+        v1::LoadEvent e;
+        e.mutable_ready()->set_agent_ns(controller_now_ns());
+        send(std::move(e));
+      }
+    } else if constexpr (std::is_same_v<W, v1::TargetCommand>) {
+      if (msg.has_clock_probe()) {
+        v1::TargetEvent e;
+        fill_echo(msg.clock_probe(), e.mutable_clock_echo());
+        send(std::move(e));
+      }
+    }
+  }
+  static void fill_echo(const v1::ClockProbe& probe, v1::ClockEcho* echo) {
+    echo->set_controller_ns(probe.controller_ns());
+    echo->set_received_ns(controller_now_ns());
+    echo->set_sent_ns(controller_now_ns());
+  }
+
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<R> inbox_;
@@ -151,6 +182,7 @@ class FakeAgent {
       : name_(std::move(name)) {
     info_.set_name(name_);
     info_.set_cores(4);
+    info_.set_scheduled_start(true);
     for (auto& c : catalog) info_.add_catalog(c);
   }
 

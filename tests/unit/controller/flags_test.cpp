@@ -8,6 +8,18 @@
 namespace loadlab::controller {
 namespace {
 
+// 41 load agents each flagged busy-machine: one readable word in a table, the list in
+// result.json; two agents' flags stay as they are.
+TEST(SummarizedFlags, AFlagOnManyAgentsIsCountedAndOnFewListed) {
+  std::vector<std::string> flags{"client-saturated", "busy-machine:srv", "stalled:l1"};
+  for (int i = 1; i <= 40; ++i) flags.push_back("busy-machine:l" + std::to_string(i));
+  flags.push_back("stalled:l2");
+  flags.push_back("window-skew");
+  EXPECT_EQ(summarized_flags(flags), (std::vector<std::string>{"client-saturated", "busy-machine: 41 agents",
+                                                               "stalled:l1", "stalled:l2", "window-skew"}));
+  EXPECT_TRUE(summarized_flags({}).empty());
+}
+
 TEST(SaturationFlags, FlagAClientNearItsCoresAndABusyMachine) {
   v1::Repetition r;
   r.set_target_agent("srv");

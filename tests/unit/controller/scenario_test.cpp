@@ -194,7 +194,7 @@ TEST(Scenario, RetryBackoffIsANumberOfSecondsWithARange) {
   EXPECT_EQ(error_of(with_backoff("\"1s\"")), "/execution/retry_backoff_s: must be a number in [0, 300]");
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "execution": {"retry_backof_s": 1})")),
             "/execution/retry_backof_s: unknown key; allowed here: retries, retry_backoff_s, cooldown_s, "
-            "shuffle_seed, deadlines, confirm, remeasure_disturbed, remeasure_wait_s");
+            "shuffle_seed, deadlines, confirm, remeasure_disturbed, remeasure_wait_s, max_skew_ms");
   // A disturbed cell is measured again up to 3 times by default, the second after 30 s.
   EXPECT_EQ(s.execution.remeasure_disturbed, 3u);
   EXPECT_DOUBLE_EQ(s.execution.remeasure_wait_s, 30.0);

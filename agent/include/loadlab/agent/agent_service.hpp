@@ -34,6 +34,12 @@ struct AgentOptions {
   std::string token;                                    // required of every call when not empty
   bool insecure = false;            // serves a network without proving its callers: warned at every Describe
   std::optional<JobUser> job_user;  // jobs run as this user (--job-user); none: as the agent's
+  // Test knobs (hidden flags): an offset added to every instant of this agent's monotonic
+  // clock it reports (ClockEcho, LoadReady, a window's times) and taken off every one it is
+  // given (StartAt), as a machine whose clock differs would; and a delay before a scheduled
+  // start's LoadReady is relayed, as a worker slow to warm up would.
+  int64_t test_clock_offset_ns = 0;
+  int test_ready_delay_ms = 0;
   const JobUser* job_user_or_null() const { return job_user ? &*job_user : nullptr; }
 };
 

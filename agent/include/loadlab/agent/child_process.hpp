@@ -94,6 +94,10 @@ class ChildProcess {
   // Next stdout line (without '\n'); waits up to `timeout`. Any thread, one at a time.
   LineStatus next_line(std::string& line, std::chrono::milliseconds timeout);
 
+  // Sends the child `sig` with a value (as sigqueue() does); never to a process that took its
+  // pid after it was reaped. Any thread. False with errno when it could not be sent.
+  bool queue_signal(int sig, sigval value);
+
   // Non-blocking: the exit status once the child has exited. It is reaped only by
   // terminate() (or the destructor), so that its pid and group stay reserved until then.
   std::optional<ExitStatus> poll_exit();

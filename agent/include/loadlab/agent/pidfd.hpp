@@ -16,6 +16,9 @@ int open_pidfd(pid_t pid);
 
 // Sends `sig` to the process; 0 checks that it still exists. False with errno on failure.
 bool signal_pidfd(int pidfd, int sig);
+// Sends `sig` with a value, as sigqueue() does (the receiver's si_code is SI_QUEUE, its
+// si_value `value`). False with errno on failure.
+bool queue_signal_pidfd(int pidfd, int sig, sigval value);
 
 // waitid() on a pidfd (P_PIDFD, Linux >= 5.4), with the rusage the kernel fills and glibc's
 // wrapper drops. `options` as for waitid (WEXITED, WNOHANG, WNOWAIT). Returns 0 or -1/errno;

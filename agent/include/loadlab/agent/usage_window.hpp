@@ -51,6 +51,9 @@ class UsageWindow {
 
   // How the job is held to its CPUs (Usage.cpu_binding; "" = not pinned). Before start().
   void set_cpu_binding(std::string binding) { cpu_binding_ = std::move(binding); }
+  // What a window needs before it opens and takes time to set up (a few ms on a busy VM: the
+  // stall probe's threads), ahead of a start() at a set instant. Optional.
+  void prepare();
   void start();   // opens (or re-opens) the window
   void sample();  // RSS (and series) sample if the window is open
   // Closes the window; figures since start(), labelled `label` (machine_cpu_pct -1 when the
@@ -68,6 +71,8 @@ class UsageWindow {
   Clock clock_;
   mutable std::mutex mutex_;
   bool open_ = false;
+  bool prepared_ = false;  // prepare() ran since the last start()
+  void prepare_locked();
   double t0_ = 0;
   double t1_ = -1;  // set by close_at_now()
   TreeReading start_;
@@ -93,5 +98,9 @@ class UsageWindow {
 
 // The monotonic clock in seconds.
 double monotonic_seconds();
+// The same clock (CLOCK_MONOTONIC, which steady_clock reads) in ns; and a sleep until an
+// instant of it.
+int64_t monotonic_ns();
+void sleep_until_monotonic_ns(int64_t at_ns);
 
 }  // namespace loadlab::agent

@@ -46,7 +46,8 @@ struct ConnectedAgent {
   std::vector<std::string> target_protocols(const std::string& target) const;
   std::vector<std::string> client_protocols(const std::string& client) const;
   AgentRef ref() const {
-    return {def.name, client.stub.get(), info.cores(), info.hostname(), info.allowed_cpus()};
+    return {def.name,        client.stub.get(),   info.cores(),
+            info.hostname(), info.allowed_cpus(), info.scheduled_start()};
   }
   // True when it answers Describe within `deadline`.
   bool answers(std::chrono::milliseconds deadline) const;

@@ -52,6 +52,13 @@ void flag_busy_outliers(const std::vector<v1::Repetition*>& reps,
 // with its baseline nights' level (NightVerdicts, "disturbed").
 std::optional<double> other_work_pct(const v1::Repetition& r);
 
+// The flags as the table, CSV, Markdown, HTML and log lines show them: a flag naming an agent
+// ("busy-machine:l1") is listed while at most kFlagAgentsListed agents carry it, and counted
+// beyond ("busy-machine: 41 agents"), in the order the kinds first appear. result.json keeps
+// every flag.
+inline constexpr size_t kFlagAgentsListed = 2;
+std::vector<std::string> summarized_flags(const std::vector<std::string>& flags);
+
 // The repetition carries a "busy-machine:" flag (any agent's).
 bool busy_machine(const v1::Repetition& r);
 // The repetition carries a "stalled:" flag (any agent's).

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "loadlab/controller/cell_specs.hpp"
+#include "loadlab/controller/clock_offset.hpp"
 #include "loadlab/controller/placement.hpp"
 #include "loadlab/controller/results.hpp"
 #include "loadlab/controller/stream_events.hpp"
@@ -25,12 +26,24 @@ class LoadSession {
   LoadSession& operator=(const LoadSession&) = delete;
 
   // Sends `spec` and starts reading into `events`. A refused spec shows as the stream's end.
+  // The stream is then closed from this side, unless the spec asks for a scheduled start:
+  // it stays open for probe() and start_at().
   void start(const v1::LoadSpec& spec, StreamEvents& events);
+  // A scheduled start, from the repetition's thread: a ClockProbe; and the instant the
+  // window opens, in this controller's clock (converted to the agent's by clock()), after
+  // which the stream is closed from this side. False when the stream is gone (its end
+  // says why).
+  bool probe();
+  bool start_at(int64_t controller_ns);
+  const ClockOffset& clock() const { return clock_; }
+  bool ready() const { return ready_; }
+  void set_ended() { ended_ = true; }  // its end was popped: nothing more is written
+  bool ended() const { return ended_; }
   // Once the stream's end has been popped (or the calls were cancelled).
   void join();
 
-  // Keeps what a popped event of this stream reports.
-  void record(const v1::LoadEvent& ev);
+  // Keeps what a popped event of this stream reports (`read_ns`: StreamMessage's).
+  void record(const v1::LoadEvent& ev, int64_t read_ns = 0);
   const AgentRef& agent() const { return agent_; }
   const v1::Progress& progress() const { return progress_; }
   const std::vector<v1::Progress>& measured_progress() const { return measured_; }  // after warm-up
@@ -53,6 +66,9 @@ class LoadSession {
   std::vector<v1::Progress> measured_;
   std::optional<v1::LoadResult> result_;
   std::optional<v1::Usage> usage_;
+  ClockOffset clock_;
+  bool ready_ = false;
+  bool ended_ = false;
 };
 
 }  // namespace loadlab::controller

@@ -12,8 +12,9 @@ struct AgentRef {
   std::string name;
   v1::Agent::StubInterface* stub = nullptr;  // owned by the AgentPool
   uint32_t cores = 0;
-  std::string hostname;      // from Describe: two agents of one machine share it
-  std::string allowed_cpus;  // from Describe (AgentInfo.allowed_cpus); "" from an older agent
+  std::string hostname;          // from Describe: two agents of one machine share it
+  std::string allowed_cpus;      // from Describe (AgentInfo.allowed_cpus); "" from an older agent
+  bool scheduled_start = false;  // AgentInfo.scheduled_start: false from an older agent
 };
 
 struct Placement {

@@ -105,6 +105,9 @@ struct ExecutionDef {
   // remeasure_wait_s, then twice that, ... (0: never).
   uint32_t remeasure_disturbed = 3;
   double remeasure_wait_s = 30;
+  // A scheduled start's windows further apart than this are flagged `window-skew`
+  // (Repetition.window_skew_ms); nullopt: 1 % of the window.
+  std::optional<double> max_skew_ms;
 };
 
 // The knobs a matrix axis may vary (docs/scenario.md, "Matrix").

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "loadlab/controller/clock_offset.hpp"
 #include "loadlab/controller/placement.hpp"
 #include "loadlab/controller/stream_events.hpp"
 #include "loadlab/controller/watchdog.hpp"
@@ -39,8 +40,14 @@ class TargetSession {
   // heartbeat thread sends Mark{HEARTBEAT} every timing::kHeartbeatMs, so that the agent
   // does not take the stream for abandoned during a long load (see agent.proto).
   void read_into(StreamEvents& events);
-  // Sends a mark labelled `label`; throws CellError(`phase`) when the agent is gone.
-  void mark(v1::Mark::Kind kind, const std::string& label, const std::string& phase);
+  // Sends a mark labelled `label`; throws CellError(`phase`) when the agent is gone. `at_ns`:
+  // the instant it takes effect, in this controller's clock (converted to the agent's by
+  // clock()); 0 = when the agent reads it.
+  void mark(v1::Mark::Kind kind, const std::string& label, const std::string& phase, int64_t at_ns = 0);
+  // After read_into(): a ClockProbe (false when the stream is gone); record() keeps the echo.
+  bool probe();
+  void record(const v1::ClockEcho& echo, int64_t read_ns) { clock_.add(echo, read_ns); }
+  const ClockOffset& clock() const { return clock_; }
   // Ends the stream from this side, so that the agent stops the target; waits for the
   // reader to drain it (Exited comes last) and returns its status.
   grpc::Status close();
@@ -68,6 +75,7 @@ class TargetSession {
   std::condition_variable heartbeat_cv_;
   bool heartbeat_stop_ = false;
   std::thread heartbeat_;
+  ClockOffset clock_;
 };
 
 }  // namespace loadlab::controller

@@ -80,6 +80,7 @@ inline constexpr double kMaxCooldownS = 3'600;
 // first wait between those times (it doubles).
 inline constexpr int64_t kMaxRemeasures = 10;
 inline constexpr double kMaxRemeasureWaitS = 3'600;
+inline constexpr double kMaxSkewMs = 3'600'000;  // execution.max_skew_ms
 // execution.deadlines: how long each phase of a repetition may take before it is cancelled.
 inline constexpr double kMinDeadlineS = 0.1;
 inline constexpr double kMaxReadyS = 86'400;

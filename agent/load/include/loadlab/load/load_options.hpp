@@ -30,7 +30,10 @@ struct LoadOptions {
   // "poisson" (exponential gaps from --seed: the same seed, the same send times).
   std::string arrivals;
   std::optional<uint64_t> seed;  // --seed, poisson only; none = 1
-  std::string csv_requests;      // --csv-requests FILE: one row per measured request; empty = none
+  // --start-on-signal: after warm-up, say so (ready) and go on loading, unmeasured, until
+  // SIGUSR1 names the instant the window opens (a scheduled start across load agents).
+  bool scheduled_start = false;
+  std::string csv_requests;  // --csv-requests FILE: one row per measured request; empty = none
   std::string method = "GET";
   std::vector<std::string> headers;  // "Name: value"
   std::string body;
