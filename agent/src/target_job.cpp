@@ -192,6 +192,19 @@ Status TargetJob::fail_start(const std::string& why) {
                                              st.describe() + "); last output:\n" + child_->output_tail());
 }
 
+void TargetJob::apply_mark(const v1::Mark& mark) {
+  if (mark.kind() == v1::Mark::RESET) {
+    window_->start();
+  } else if (mark.kind() == v1::Mark::FINAL) {
+    const int64_t offset = options_.test_clock_offset_ns;
+    v1::TargetEvent ev;
+    *ev.mutable_usage() = window_->finish(mark.label());
+    ev.mutable_usage()->set_opened_ns(ev.usage().opened_ns() + offset);
+    ev.mutable_usage()->set_closed_ns(ev.usage().closed_ns() + offset);
+    write(ev);
+  }
+}
+
 // Marks until the controller half-closes or cancels the stream.
 void TargetJob::serve_marks() {
   v1::TargetCommand cmd;
@@ -210,21 +223,17 @@ void TargetJob::serve_marks() {
     // A scheduled window: its instant in this agent's clock.
     if (cmd.mark().at_ns() != 0 && cmd.mark().kind() != v1::Mark::HEARTBEAT) {
       if (cmd.mark().kind() == v1::Mark::RESET) window_->prepare();
-      // In slices, so that a cancelled call is not held for a whole window.
+      // In slices, so that a cancelled call is not held for a whole window; at real-time
+      // priority, so that the window opens (or closes) at the instant on a loaded machine.
       const int64_t at = cmd.mark().at_ns() - offset;
+      RealtimeScope on_time;
       while (monotonic_ns() < at && !ctx_->IsCancelled())
         sleep_until_monotonic_ns(std::min(at, monotonic_ns() + 100'000'000));
       if (ctx_->IsCancelled()) return;
+      apply_mark(cmd.mark());
+      continue;
     }
-    if (cmd.mark().kind() == v1::Mark::RESET) {
-      window_->start();
-    } else if (cmd.mark().kind() == v1::Mark::FINAL) {
-      v1::TargetEvent ev;
-      *ev.mutable_usage() = window_->finish(cmd.mark().label());
-      ev.mutable_usage()->set_opened_ns(ev.usage().opened_ns() + offset);
-      ev.mutable_usage()->set_closed_ns(ev.usage().closed_ns() + offset);
-      write(ev);
-    }
+    apply_mark(cmd.mark());
   }
 }
 

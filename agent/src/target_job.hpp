@@ -35,7 +35,8 @@ class TargetJob {
   grpc::Status wait_ready(const v1::TargetSpec& spec, const CatalogEntry& entry);
   grpc::Status fail_start(const std::string& why);
   void serve_marks();
-  bool on_sample();  // sampler thread: false once the target has died
+  void apply_mark(const v1::Mark& mark);  // RESET opens the window, FINAL answers its Usage
+  bool on_sample();                       // sampler thread: false once the target has died
   grpc::Status stop();
   // False when the stream is gone (the read loop then ends and the target is stopped).
   bool write(const v1::TargetEvent& ev);

@@ -1,5 +1,7 @@
 #include "loadlab/agent/usage_window.hpp"
 
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -21,6 +23,22 @@ int64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+RealtimeScope::RealtimeScope() {
+  sched_param old{};
+  if (pthread_getschedparam(pthread_self(), &policy_, &old) != 0) return;
+  priority_ = old.sched_priority;
+  sched_param rt{};
+  rt.sched_priority = 1;
+  raised_ = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
+}
+
+RealtimeScope::~RealtimeScope() {
+  if (!raised_) return;
+  sched_param old{};
+  old.sched_priority = priority_;
+  pthread_setschedparam(pthread_self(), policy_, &old);
 }
 
 void sleep_until_monotonic_ns(int64_t at_ns) {

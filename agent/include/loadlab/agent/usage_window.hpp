@@ -103,4 +103,21 @@ double monotonic_seconds();
 int64_t monotonic_ns();
 void sleep_until_monotonic_ns(int64_t at_ns);
 
+// For a scheduled window's instant: the calling thread runs at real-time priority (SCHED_FIFO
+// 1, as the stall probe's threads do) while this lives, so that it wakes at the instant
+// instead of behind every busy thread of a loaded machine (a target agent's thread woke
+// 80-300 ms late beside 50 load workers on 2 cores). Where the agent may not, nothing changes.
+class RealtimeScope {
+ public:
+  RealtimeScope();
+  ~RealtimeScope();
+  RealtimeScope(const RealtimeScope&) = delete;
+  RealtimeScope& operator=(const RealtimeScope&) = delete;
+
+ private:
+  int policy_ = 0;
+  int priority_ = 0;
+  bool raised_ = false;
+};
+
 }  // namespace loadlab::agent
