@@ -24,25 +24,30 @@ pids=()
 cleanup() { for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -- "-$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
-start_agent() {  # NAME [FLAGS...]: prints the agent's address
+# NAME [FLAGS...]: starts an agent (in this shell, so that cleanup knows its pid) and sets
+# `address` to where it listens.
+start_agent() {
   local name=$1
   shift
   setsid "$BIN/loadlab-agent" --listen 127.0.0.1:0 --name "$name" --log-level warn "$@" \
     > "$work/$name.out" 2> "$work/$name.err" &
   pids+=($!)
   for _ in $(seq 100); do
-    if grep -q '^listening on ' "$work/$name.out"; then sed -n 's/^listening on //p' "$work/$name.out"; return; fi
+    if grep -q '^listening on ' "$work/$name.out"; then
+      address=$(sed -n 's/^listening on //p' "$work/$name.out")
+      return
+    fi
     sleep 0.05
   done
   echo "agent $name did not start" >&2
   exit 1
 }
 
-srv=$(start_agent srv)
-l1=$(start_agent l1)
-l2=$(start_agent l2 --test-ready-delay-ms 500)
-l3=$(start_agent l3 --test-clock-offset-ms 200)
-l4=$(start_agent l4)
+start_agent srv && srv=$address
+start_agent l1 && l1=$address
+start_agent l2 --test-ready-delay-ms 500 && l2=$address
+start_agent l3 --test-clock-offset-ms 200 && l3=$address
+start_agent l4 && l4=$address
 cat > "$work/lab.json" << EOF
 {"agents": [{"name": "srv", "address": "$srv", "roles": ["target"]},
   {"name": "l1", "address": "$l1", "roles": ["load"]}, {"name": "l2", "address": "$l2", "roles": ["load"]},
