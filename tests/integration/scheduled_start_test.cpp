@@ -26,6 +26,15 @@ int64_t monotonic_ns() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+// N connections to a one-thread server of `delay_ms`: at most N / delay requests a second,
+// and at least 3/4 of it even when each request also waits a few ms for a CPU (another
+// process busy on a core): what a window measured over a wrong span, or serialized, misses.
+void expect_delay_bound_qps(double qps, int connections, int delay_ms) {
+  const double bound = connections * 1000.0 / delay_ms;
+  EXPECT_LE(qps, bound * 1.02);
+  EXPECT_GE(qps, bound * 0.75);
+}
+
 // The worker's next event, skipping progress; EVENT_NOT_SET when none came in `timeout`.
 v1::LoadEvent next_event(agent::ChildProcess& worker, std::chrono::milliseconds timeout,
                          std::vector<v1::Progress>* progress = nullptr) {
@@ -78,7 +87,7 @@ TEST(ScheduledStart, TheWorkerOpensItsWindowAtTheInstantItIsSentAndNotBefore) {
   EXPECT_EQ(r.window_open_ns(), at);
   EXPECT_EQ(r.window_close_ns(), at + 1'000'000'000);
   EXPECT_DOUBLE_EQ(r.duration_s(), 1.0);
-  EXPECT_NEAR(r.qps(), 800, 80);
+  expect_delay_bound_qps(r.qps(), 8, 10);
   // Everything before the window was warm-up: 0.3 s plus the 1.5 s it waited.
   EXPECT_GT(r.warmup_requests(), 800u);
   EXPECT_EQ(r.errors(), 0u);
@@ -191,7 +200,7 @@ TEST(ScheduledStart, TheAgentEchoesProbesInItsClockAndStartsTheWorkerAtTheInstan
   EXPECT_LE(*start_seen - at_machine, 100'000'000);
   EXPECT_EQ(result.window_open_ns(), at_machine + offset);
   EXPECT_EQ(result.window_close_ns(), at_machine + offset + 1'000'000'000);
-  EXPECT_NEAR(result.qps(), 400, 40);
+  expect_delay_bound_qps(result.qps(), 4, 10);
 }
 
 TEST(ScheduledStart, AnExternalClientCannotWaitForOne) {
@@ -281,8 +290,8 @@ TEST(ScheduledStart, FourLoadAgentsOpenOneWindowWhateverTheirClocksAndWarmUps) {
       << "reported " << rep.window_skew_ms() << " ± " << rep.window_skew_uncertainty_ms() << " ms, real "
       << real_skew_ms << " ms";
   EXPECT_LT(rep.window_skew_uncertainty_ms(), 20);
-  // 8 connections to a 10 ms server, over one common second: 800 requests, whatever the split.
-  EXPECT_NEAR(rep.qps(), 800, 80);
+  // 8 connections to a 10 ms server over one common second, whatever the split.
+  expect_delay_bound_qps(rep.qps(), 8, 10);
   // Within 1 % of the window: not flagged.
   EXPECT_EQ(std::count(rep.flags().begin(), rep.flags().end(), "window-skew"),
             rep.window_skew_ms() > 10 ? 1 : 0);
@@ -313,7 +322,7 @@ TEST(ScheduledStart, ADistantAgentIsNotLateByItsOneWayDelay) {
   // The far clock is known within half its round trip: 50 ms at least.
   EXPECT_GE(rep.window_skew_uncertainty_ms(), 50);
   EXPECT_NEAR(rep.window_skew_ms(), real_skew_ms, rep.window_skew_uncertainty_ms() + 0.01);
-  EXPECT_NEAR(rep.qps(), 400, 40);
+  expect_delay_bound_qps(rep.qps(), 4, 10);
 }
 
 }  // namespace
