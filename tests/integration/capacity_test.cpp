@@ -214,7 +214,11 @@ TEST(CapacityTruth, PoissonArrivalsMeetTheMd1QueuesP99AtTheCapacityFound) {
   // the capacity a p99 is steep in the rate, and a 6 s validation on this VM can fail where
   // the 2 s steps held (four validations down, `unvalidated`), or a step broken by a stop
   // shorter than the stall probe's 5 ms can end the search low: such a search is run again,
-  // once.
+  // once. Near 75 % one such step moves the capacity by a p99's noise: the model's p99 is
+  // 7.4 service times at 70 % and 8.9 at 75 %, and CI's machine once failed a 2 s step at
+  // 60 % with a p99 of 5.8 ms where the model gives 3.0 (its capacity, found at 59 %, then
+  // measured 3.27 ms against the model's 3.02). So a found capacity from 55 % to 90 % is
+  // held against the model.
   for (int attempt = 1; attempt <= 2; ++attempt) {
     SCOPED_TRACE("search " + std::to_string(attempt));
     auto cell = run_cell(dir, lab, "search" + std::to_string(attempt),
@@ -232,7 +236,7 @@ TEST(CapacityTruth, PoissonArrivalsMeetTheMd1QueuesP99AtTheCapacityFound) {
     EXPECT_LE(counted_steps(search), step_bound(min, max, 2));
     const auto* at = validation(search);
     const double rho = search.capacity() * service;
-    if (search.end() != "found" || !at || rho < 0.6 || rho > 0.9) {
+    if (search.end() != "found" || !at || rho < 0.55 || rho > 0.9) {
       std::cout << "search " << attempt << " found no validated capacity near 75 %: " << steps_text(search);
       if (attempt == 2)
         ADD_FAILURE() << "twice no validated capacity near 75 % (rho " << rho << "):\n" << steps_text(search);
@@ -289,8 +293,8 @@ TEST(CapacityTruth, TooFewConnectionsAreSaid) {
   auto cell = run_cell(dir, lab, "search", R"({"name": "conns",
       "targets": [{"name": "b", "builtin": "hello", "server_threads": 1, "delay_ms": 20}],
       "matrix": {"arrivals": ["uniform"]}, "load": {"threads": 1, "warmup_s": 0.2},
-      "search": {"slo": {"p99_ms": 50}, "rate": {"min": 20, "max": 2000}, "precision_pct": 5,
-                 "step_s": 2, "min_requests": 100, "validate_s": 3, "max_connections": 4}})");
+      "search": {"slo": {"p99_ms": 50}, "rate": {"min": 50, "max": 2000}, "precision_pct": 5,
+                 "step_s": 1, "min_requests": 100, "validate_s": 2, "max_connections": 4}})");
   ASSERT_TRUE(cell.ok()) << cell.error();
   const auto& search = cell.searches(0);
   EXPECT_EQ(search.end(), "connection-bound") << search.reason();

@@ -23,8 +23,6 @@ using testing::TempDir;
 
 bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
 
-bool running(pid_t pid) { return loadlab::testing::process_running(pid); }
-
 // Two namespaces, "target host" (10.213.0.1) and "load host" (10.213.0.2), one cable.
 class TwoHosts {
  public:
@@ -116,9 +114,9 @@ TEST(NetnsLab, ACutLinkIsDetectedWithinTenSecondsAndTheCellEndsWithAReason) {
   };
   std::cout << "controller noticed the cut after " << secs() << " s\n";
   // The target host's agent notices the vanished controller and stops the target.
-  while (running(target_pid) && std::chrono::steady_clock::now() - cut_at < 10s)
+  while (loadlab::testing::process_running(target_pid) && std::chrono::steady_clock::now() - cut_at < 10s)
     std::this_thread::sleep_for(50ms);
-  EXPECT_FALSE(running(target_pid)) << "target outlived the cut link by 10 s";
+  EXPECT_FALSE(loadlab::testing::process_running(target_pid)) << "target outlived the cut link by 10 s";
   std::cout << "target host's agent stopped the target after " << secs() << " s\n";
 
   // The retry cannot reach the target host either: the cell fails, with a reason.

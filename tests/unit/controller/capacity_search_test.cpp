@@ -109,8 +109,8 @@ TEST(CapacitySearch, TheStepsStayWithinTheBoundForEveryCliff) {
     for (double c = min / 3; c < max * 3; c *= 1.07) {
       auto d = def(min, max, precision);
       auto s = run(d, cliff(c));
-      SCOPED_TRACE(testing::Message() << "min " << min << " max " << max << " precision " << precision
-                                      << " cliff " << c << ": " << s.reason());
+      SCOPED_TRACE(::testing::Message() << "min " << min << " max " << max << " precision " << precision
+                                        << " cliff " << c << ": " << s.reason());
       EXPECT_LE(s.counted_steps(), CapacitySearch::max_steps(d));
       if (c <= min) {
         EXPECT_EQ(s.end(), CapacitySearch::End::kBrokenAtMin);

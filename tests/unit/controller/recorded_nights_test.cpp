@@ -131,7 +131,7 @@ VerdictOptions options(size_t cells) {
   return o;
 }
 
-class RecordedNights : public testing::TestWithParam<const char*> {};
+class RecordedNights : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RecordedNights, UnchangedCodeIsNeverARegressionWhateverTheNightsDrift) {
   size_t remeasured = 0;
@@ -213,8 +213,8 @@ TEST_P(RecordedNights, AStepIsARegressionFromItsNightOnUntilAccepted) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Recordings, RecordedNights, testing::Values("nights.csv", "nights-2.csv"),
-                         [](const testing::TestParamInfo<const char*>& p) {
+INSTANTIATE_TEST_SUITE_P(Recordings, RecordedNights, ::testing::Values("nights.csv", "nights-2.csv"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
                            return p.index == 0 ? std::string("Dec02") : std::string("Dec03");
                          });
 

@@ -45,7 +45,7 @@ const char* kBase = R"({
 })";
 
 // The error a load throws: its file and message ("" when it loads).
-std::pair<std::string, std::string> error_of(const std::string& file) {
+std::pair<std::string, std::string> load_error_of(const std::string& file) {
   try {
     (void)load_scenario_file(file);
   } catch (const InputError& e) {
@@ -108,11 +108,11 @@ TEST(Include, AnErrorIsReportedInTheFileThatWroteTheValue) {
       "matrix": {"threads": [1, 0]}, "load": {"total_requests": 10}})");
   auto fixes = f.write("fixes.json", R"({"include": "base.json", "name": "v", "matrix": {"threads": [1, 2]},
       "load": {"keepalive": false}})");
-  auto [file, message] = error_of(fixes);
+  auto [file, message] = load_error_of(fixes);
   EXPECT_EQ(file, fixes);  // the typo is the variant's
   EXPECT_EQ(message.substr(0, 31), "/load/keepalive: unknown key; a");
   auto keeps = f.write("keeps.json", R"({"include": "base.json", "name": "v"})");
-  std::tie(file, message) = error_of(keeps);
+  std::tie(file, message) = load_error_of(keeps);
   EXPECT_EQ(file, f.path("base.json"));  // the bad thread count is the base's
   EXPECT_EQ(message, "/matrix/threads/1: must be an integer in 1..1024");
 }
@@ -121,7 +121,7 @@ TEST(Include, BadIncludesAreInputErrorsNamingTheIncludingFile) {
   Files f;
   auto expect = [&](const std::string& name, const std::string& text, const std::string& message) {
     auto file = f.write(name, text);
-    auto [at, what] = error_of(file);
+    auto [at, what] = load_error_of(file);
     EXPECT_EQ(at, file) << name;
     EXPECT_EQ(what, message) << name;
   };
@@ -140,12 +140,12 @@ TEST(Include, BadIncludesAreInputErrorsNamingTheIncludingFile) {
          "/include: includes itself: " + f.path("self.json") + " → " + f.path("self.json"));
   f.write("ping.json", R"({"include": "pong.json"})");
   f.write("pong.json", R"({"include": "ping.json"})");
-  auto [at, what] = error_of(f.path("ping.json"));
+  auto [at, what] = load_error_of(f.path("ping.json"));
   EXPECT_EQ(at, f.path("pong.json"));
   EXPECT_EQ(what, "/include: includes itself: " + f.path("ping.json") + " → " + f.path("pong.json") + " → " +
                       f.path("ping.json"));
   f.write("array.json", "[1]");  // the included file is the one that is wrong
-  std::tie(at, what) = error_of(f.write("of-array.json", R"({"include": "array.json"})"));
+  std::tie(at, what) = load_error_of(f.write("of-array.json", R"({"include": "array.json"})"));
   EXPECT_EQ(at, f.path("array.json"));
   EXPECT_EQ(what, "/: an included scenario file must hold a JSON object, got array");
 }
@@ -157,7 +157,7 @@ TEST(Include, NestingAndFileCountAreBounded) {
   for (int i = 0; i < n; ++i)
     f.write("c" + std::to_string(i) + ".json", R"({"include": "c)" + std::to_string(i + 1) + R"(.json"})");
   f.write("c" + std::to_string(n) + ".json", "{}");
-  auto [at, what] = error_of(f.path("c0.json"));
+  auto [at, what] = load_error_of(f.path("c0.json"));
   EXPECT_EQ(at, f.path("c" + std::to_string(limits::kMaxIncludeDepth) + ".json"));
   EXPECT_EQ(what, "/include: includes nest more than 16 files deep");
   // Many files, each included twice (no cycle), past the count.
@@ -165,7 +165,7 @@ TEST(Include, NestingAndFileCountAreBounded) {
   for (int i = 0; i < limits::kMaxScenarioFiles; ++i)
     list += std::string(list.empty() ? "" : ",") + "\"leaf.json\"";
   f.write("leaf.json", "{}");
-  std::tie(at, what) = error_of(f.write("many.json", "{\"include\": [" + list + "]}"));
+  std::tie(at, what) = load_error_of(f.write("many.json", "{\"include\": [" + list + "]}"));
   EXPECT_EQ(what, "/include/63: a scenario may read at most 64 files with its includes");
 }
 
