@@ -25,6 +25,7 @@
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/open_files.hpp"
 #include "local_agent.hpp"
 
 namespace {
@@ -265,6 +266,11 @@ int main(int argc, char** argv) {
       nlohmann::json ab = {{"a", cl.ab.substr(0, comma)}, {"b", cl.ab.substr(comma + 1)}};
       options.overrides.push_back("ab=" + ab.dump());
     }
+    // A channel to every agent of the lab, a stream to every agent of a cell: a lab of 1000
+    // agents needs more than the 1024 files a shell or systemd starts it with.
+    if (auto why = loadlab::raise_open_file_limit(); !why.empty())
+      loadlab::component_logger("controller")
+          ->warn("{}: no more agents than that can be reached at once", why);
     return run(options);
   } catch (const loadlab::InputError& e) {
     std::cerr << "loadlab: " << cl.input_name(e) << ": " << e.what() << "\n";

@@ -1,13 +1,10 @@
 #include <grpcpp/grpcpp.h>
-#include <sys/resource.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/open_files.hpp"
 #include "loadlab/shared/timing.hpp"
 
 namespace loadlab::agent {
@@ -21,14 +18,8 @@ AgentServer::~AgentServer() {
 std::string AgentServer::start(const std::string& listen, const TlsFiles& tls) {
   // Targets and workers inherit the limit: a target at thousands of connections must not
   // measure the agent's soft limit of open files.
-  rlimit nofile{};
-  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    const auto soft = nofile.rlim_cur;
-    nofile.rlim_cur = nofile.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
-      component_logger("agent")->warn("cannot raise the open-file limit to {}: {}; jobs inherit {}",
-                                      nofile.rlim_max, std::strerror(errno), soft);
-  }
+  if (auto why = raise_open_file_limit(); !why.empty())
+    component_logger("agent")->warn("{}: jobs inherit it", why);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, server_credentials(tls), &port);

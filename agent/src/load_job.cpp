@@ -91,7 +91,7 @@ void LoadJob::read_commands() {
       // comes a pipe and a parse later).
       window_->prepare();
       const int64_t at = cmd.start_at().agent_ns() - options_.test_clock_offset_ns;
-      RealtimeScope on_time;
+      RealtimeScope on_time(kLoadWindowPriority);
       while (monotonic_ns() < at && !ctx_->IsCancelled())
         sleep_until_monotonic_ns(std::min(at, monotonic_ns() + 100'000'000));
       window_->start();

@@ -34,7 +34,7 @@ void StallProbe::probe(uint32_t cpu) {
   CPU_SET(cpu, &set);
   const bool pinned = pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
   sched_param param{};
-  param.sched_priority = 1;
+  param.sched_priority = kStallProbePriority;
   // Not allowed (no CAP_SYS_NICE, a cgroup without real-time time): the probe runs at normal
   // priority, and beside a busy process wakes up to a few ms late, below kStallMs.
   if (pinned) pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);

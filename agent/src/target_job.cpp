@@ -226,7 +226,7 @@ void TargetJob::serve_marks() {
       // In slices, so that a cancelled call is not held for a whole window; at real-time
       // priority, so that the window opens (or closes) at the instant on a loaded machine.
       const int64_t at = cmd.mark().at_ns() - offset;
-      RealtimeScope on_time;
+      RealtimeScope on_time(kTargetWindowPriority);
       while (monotonic_ns() < at && !ctx_->IsCancelled())
         sleep_until_monotonic_ns(std::min(at, monotonic_ns() + 100'000'000));
       if (ctx_->IsCancelled()) return;

@@ -25,12 +25,24 @@ int64_t monotonic_ns() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-RealtimeScope::RealtimeScope() {
+PiMutex::PiMutex() {
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+  pthread_mutex_init(&mutex_, &attr);
+  pthread_mutexattr_destroy(&attr);
+}
+PiMutex::~PiMutex() { pthread_mutex_destroy(&mutex_); }
+void PiMutex::lock() { pthread_mutex_lock(&mutex_); }
+void PiMutex::unlock() { pthread_mutex_unlock(&mutex_); }
+bool PiMutex::try_lock() { return pthread_mutex_trylock(&mutex_) == 0; }
+
+RealtimeScope::RealtimeScope(int priority) {
   sched_param old{};
   if (pthread_getschedparam(pthread_self(), &policy_, &old) != 0) return;
   priority_ = old.sched_priority;
   sched_param rt{};
-  rt.sched_priority = 1;
+  rt.sched_priority = priority;
   raised_ = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
 }
 

@@ -19,6 +19,7 @@ void ClockOffset::add(const v1::ClockEcho& echo, int64_t read_ns) {
   s.offset = (t2 - t1) / 2 + (t3 - t4) / 2;
   s.delay = std::max<int64_t>(0, (t4 - t1) - (t3 - t2));
   ++samples_;
+  last_delay_ = s.delay;
   if (!best_ || s.delay < best_->delay) best_ = s;
 }
 

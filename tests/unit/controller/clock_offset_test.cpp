@@ -62,5 +62,21 @@ TEST(ClockOffset, AnAsymmetricPathIsOffByItsAsymmetryAndSaysSo) {
   EXPECT_EQ(c.samples(), 2u);
 }
 
+// The offset keeps the least-delayed sample; the latest round trip is what a message takes
+// now (a scheduled start's margin), however much longer than the least.
+TEST(ClockOffset, TheLatestRoundTripIsKeptBesideTheLeast) {
+  ClockOffset c;
+  int64_t read = 0;
+  auto first = echo(1'000'000'000, 5'000, 1'000'000, 10'000, 1'000'000, &read);
+  c.add(first, read);
+  EXPECT_EQ(c.round_trip_ns(), 2'000'000);
+  EXPECT_EQ(c.last_round_trip_ns(), 2'000'000);
+  auto slow = echo(2'000'000'000, 5'000, 60'000'000, 10'000, 40'000'000, &read);
+  c.add(slow, read);
+  EXPECT_EQ(c.round_trip_ns(), 2'000'000);
+  EXPECT_EQ(c.last_round_trip_ns(), 100'000'000);
+  EXPECT_EQ(c.offset_ns(), 5'000);
+}
+
 }  // namespace
 }  // namespace loadlab::controller

@@ -18,6 +18,14 @@
 
 namespace loadlab::agent {
 
+// The real-time priorities (SCHED_FIFO) of the agent's threads, lowest first: the stall
+// probe's; a load agent's window opening at a scheduled instant; the target's. At one
+// priority, a target agent beside 50 load agents on 2 cores opened its window 10-100 ms late,
+// queued behind their windows opening at the same instant, each reading its worker's tree.
+constexpr int kStallProbePriority = 1;
+constexpr int kLoadWindowPriority = 2;
+constexpr int kTargetWindowPriority = 3;
+
 class StallProbe {
  public:
   static constexpr std::chrono::milliseconds kPeriod{5};

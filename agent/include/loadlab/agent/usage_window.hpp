@@ -6,6 +6,7 @@
 // which also keeps the CPU of descendants that left the tree. RSS is sampled: the owner calls sample()
 // periodically (any thread; calls are serialised inside), which also records a time series
 // for charts. The tree is found afresh at every reading: the root and all its descendants.
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -44,6 +45,24 @@ struct SeriesPoint {
   uint64_t rss_kb = 0;
 };
 
+// A mutex with priority inheritance (PTHREAD_PRIO_INHERIT): a thread at real-time priority
+// that waits on it (a scheduled window opening at its instant, RealtimeScope) lends its
+// priority to the holder (the sampler's thread, at normal priority on a loaded machine,
+// which otherwise waits behind every busy thread while it holds the lock).
+class PiMutex {
+ public:
+  PiMutex();
+  ~PiMutex();
+  PiMutex(const PiMutex&) = delete;
+  PiMutex& operator=(const PiMutex&) = delete;
+  void lock();
+  void unlock();
+  bool try_lock();
+
+ private:
+  pthread_mutex_t mutex_;
+};
+
 class UsageWindow {
  public:
   using Clock = std::function<double()>;  // seconds, monotonic
@@ -69,7 +88,8 @@ class UsageWindow {
   ProcReader& reader_;
   pid_t root_;
   Clock clock_;
-  mutable std::mutex mutex_;
+  // Priority inheritance: start() and finish() run at a scheduled instant (RealtimeScope).
+  mutable PiMutex mutex_;
   bool open_ = false;
   bool prepared_ = false;  // prepare() ran since the last start()
   void prepare_locked();
@@ -104,12 +124,12 @@ int64_t monotonic_ns();
 void sleep_until_monotonic_ns(int64_t at_ns);
 
 // For a scheduled window's instant: the calling thread runs at real-time priority (SCHED_FIFO
-// 1, as the stall probe's threads do) while this lives, so that it wakes at the instant
-// instead of behind every busy thread of a loaded machine (a target agent's thread woke
-// 80-300 ms late beside 50 load workers on 2 cores). Where the agent may not, nothing changes.
+// at `priority`, stall_probe.hpp's) while this lives, so that it wakes at the instant instead
+// of behind every busy thread of a loaded machine (a target agent's thread woke 80-300 ms late
+// beside 50 load workers on 2 cores). Where the agent may not, nothing changes.
 class RealtimeScope {
  public:
-  RealtimeScope();
+  explicit RealtimeScope(int priority);
   ~RealtimeScope();
   RealtimeScope(const RealtimeScope&) = delete;
   RealtimeScope& operator=(const RealtimeScope&) = delete;

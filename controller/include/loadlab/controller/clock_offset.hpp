@@ -27,6 +27,9 @@ class ClockOffset {
   // The most the true offset can be off offset_ns(): half the round trip of the sample used.
   int64_t uncertainty_ns() const { return best_ ? best_->delay / 2 : 0; }
   int64_t round_trip_ns() const { return best_ ? best_->delay : 0; }
+  // The round trip of the latest sample: what a message to the agent takes now (a loaded
+  // machine's, when its workers warm up), not at best.
+  int64_t last_round_trip_ns() const { return last_delay_; }
   int64_t to_agent(int64_t controller_ns) const { return controller_ns + offset_ns(); }
   int64_t to_controller(int64_t agent_ns) const { return agent_ns - offset_ns(); }
 
@@ -36,6 +39,7 @@ class ClockOffset {
     int64_t delay = 0;
   };
   std::optional<Sample> best_;
+  int64_t last_delay_ = 0;
   size_t samples_ = 0;
 };
 
