@@ -17,10 +17,14 @@ BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache lld \
 # load generator's and the target's h3 tests.
 # python3-yaml: tests/deploy/k8s_manifests_test.py parses the manifests of deploy/k8s.
 # git: the scenario repository of tests/integration/scenario_folder_test.cpp and of loadlab-nightly.
+# prometheus (promtool), python3-prometheus-client (a strict OpenMetrics parser):
+# tests/integration/metrics_test.cpp checks the metrics the agent and the controller serve and
+# deploy/monitoring's Prometheus config.
 # chromium, python3-jsonschema, python3-pil: tests/integration/report_test.cpp renders report.html
 # headless and checks its screenshots, and validates result.json against docs/result.schema.json.
 TEST_PACKAGES := libgtest-dev libgmock-dev iproute2 clang-format \
-	wrk hey nghttp2-client nghttp2-server ngtcp2-client ngtcp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git
+	wrk hey nghttp2-client nghttp2-server ngtcp2-client ngtcp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git \
+	prometheus python3-prometheus-client
 
 DEB_PACKAGES := $(BUILD_PACKAGES) $(TEST_PACKAGES)
 # The programs `make demo` builds: the controller, the agent, and the plain HTTP target and load

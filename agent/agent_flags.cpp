@@ -61,6 +61,10 @@ JobUser checked_job_user(const std::string& name, const std::string& bin_dir) {
 
 void add_agent_flags(CLI::App& app, AgentFlags& flags) {
   app.add_option("--listen", flags.listen, "HOST:PORT to serve gRPC on (port 0: any free port)");
+  app.add_option(
+      "--metrics-listen", flags.metrics_listen,
+      "HOST:PORT to serve OpenMetrics text on, at /metrics (docs/agent.md, \"Metrics\"): the rules of "
+      "--listen, over its TLS and token");
   app.add_option("--name", flags.options.name, "agent name shown to the controller");
   app.add_option("--bin-dir", flags.options.bin_dir, "folder holding loadlab-target and loadlab-load")
       ->check(CLI::ExistingDirectory);
@@ -122,9 +126,17 @@ void add_agent_flags(CLI::App& app, AgentFlags& flags) {
       ->group("");
 }
 
+metrics::ServerTls metrics_tls(const AgentFlags& flags) {
+  return {flags.tls.cert, flags.tls.key, flags.tls.client_ca};
+}
+
 AgentOptions agent_options(const AgentFlags& flags) {
   AgentOptions options = flags.options;
   options.insecure = check_callers_proven(flags);
+  if (!flags.metrics_listen.empty())
+    metrics::check_listen(flags.metrics_listen, metrics_tls(flags), !flags.token_file.empty(),
+                          flags.options.insecure, "--metrics-listen",
+                          "--tls-cert and --tls-key, with --tls-client-ca or --token-file");
   options.test_clock_offset_ns = static_cast<int64_t>(flags.test_clock_offset_ms * 1e6);
   if (!flags.token_file.empty()) {
     check_secret_file(flags.token_file, "--token-file", flags.allow_readable_credentials);

@@ -8,12 +8,14 @@
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/caller_auth.hpp"
+#include "loadlab/metrics/server.hpp"
 
 namespace loadlab::agent {
 
 struct AgentFlags {
   AgentOptions options;  // the flags that map straight onto it
   std::string listen = "127.0.0.1:7700";
+  std::string metrics_listen;  // "" = no metrics endpoint
   std::string log_level = "info";
   std::string catalog_file;
   TlsFiles tls;
@@ -25,6 +27,9 @@ struct AgentFlags {
 };
 
 void add_agent_flags(CLI::App& app, AgentFlags& flags);
+
+// The metrics endpoint's TLS: the agent's own (--tls-cert, --tls-key, --tls-client-ca).
+metrics::ServerTls metrics_tls(const AgentFlags& flags);
 
 // The agent's options from the flags, checked (files read: the token, the catalog).
 AgentOptions agent_options(const AgentFlags& flags);

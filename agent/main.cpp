@@ -49,7 +49,19 @@ int serve(const loadlab::agent::AgentOptions& options, const loadlab::agent::Age
     log->warn("--insecure: {} is reachable from the network {}; anyone who can reach it can run jobs{}",
               bound, tls.enabled() ? "with TLS but no proof of its callers" : "without TLS",
               options.token.empty() ? "" : " if they have the token, which travels in clear text");
+  // The metrics endpoint (docs/agent.md, "Metrics"): its scrapes read the service's state.
+  auto& service = server.service();
+  loadlab::metrics::Server metrics(
+      [&service] { return service.metrics(); },
+      [&service](std::string_view authorization) { return service.authorizes(authorization); },
+      [&service] { service.count_metrics_refusal(); });
   std::cout << "listening on " << bound << std::endl;
+  if (!flags.metrics_listen.empty()) {
+    const auto at =
+        metrics.start(flags.metrics_listen, loadlab::agent::metrics_tls(flags), "--metrics-listen");
+    log->info("metrics on {}://{}/metrics", tls.enabled() ? "https" : "http", at);
+    std::cout << "metrics on " << at << std::endl;
+  }
   int sig = 0;
   for (;;) {  // reaps at each SIGCHLD, and every second in case signals merged
     const timespec second{1, 0};
@@ -58,6 +70,7 @@ int serve(const loadlab::agent::AgentOptions& options, const loadlab::agent::Age
     loadlab::agent::reap_strays();
   }
   log->info("signal {}: stopping; running jobs are cancelled and their processes stopped", sig);
+  metrics.stop();
   server.shutdown(1000);
   return loadlab::program::kOk;
 }

@@ -19,6 +19,7 @@
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/controller/scenario_folder.hpp"
+#include "loadlab/metrics/server.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/exit_status.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
@@ -64,6 +65,9 @@ struct CommandLine {
   std::string validate_path;
   std::vector<std::string> validate_overrides;
   std::string report_dir;
+  std::string metrics_listen;
+  loadlab::metrics::ServerTls metrics_tls;
+  bool metrics_insecure = false;
   CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd, *report_cmd;
   CLI::Option* threshold_opt;
   loadlab::controller::HistoryCommand history;
@@ -130,6 +134,22 @@ struct CommandLine {
                         "folder of loadlab-target and loadlab-load for the embedded agent");
     run_cmd->add_flag("--quiet", run.quiet,
                       "no progress bar, plain log lines (--log-level warn silences them)");
+    run_cmd->add_option(
+        "--metrics-listen", metrics_listen,
+        "HOST:PORT to serve the run's progress on as OpenMetrics text, at /metrics (loopback, "
+        "unless over TLS with a client CA, or --metrics-insecure)");
+    run_cmd
+        ->add_option("--metrics-tls-cert", metrics_tls.cert,
+                     "PEM certificate chain: serve the metrics over TLS")
+        ->check(CLI::ExistingFile);
+    run_cmd->add_option("--metrics-tls-key", metrics_tls.key, "PEM private key of --metrics-tls-cert")
+        ->check(CLI::ExistingFile);
+    run_cmd
+        ->add_option("--metrics-tls-client-ca", metrics_tls.client_ca,
+                     "PEM CA: scrapers must show a client certificate it signed")
+        ->check(CLI::ExistingFile);
+    run_cmd->add_flag("--metrics-insecure", metrics_insecure,
+                      "serve a non-loopback --metrics-listen to anyone who can reach it");
   }
 
   // `loadlab agents` and its flags.
@@ -209,7 +229,7 @@ int compare(const CommandLine& cl) {
   return status;
 }
 
-int run(loadlab::controller::RunOptions run) {
+int run(loadlab::controller::RunOptions run, const CommandLine& cl) {
   if (run.scenario_path.empty() == run.resume_dir.empty()) {
     std::cerr << "loadlab run: give either a SCENARIO file or --resume DIR\n";
     return 2;
@@ -226,6 +246,23 @@ int run(loadlab::controller::RunOptions run) {
   if (!run.resume_dir.empty() && !run.overrides.empty()) {
     std::cerr << "loadlab run: --set and --resume exclude each other (a resumed run keeps its scenario)\n";
     return 2;
+  }
+  // The run's progress for a lab's Prometheus (docs/operations.md, "Metrics"), from before the
+  // first cell to the end of the run.
+  loadlab::controller::RunMetrics progress;
+  loadlab::metrics::Server metrics([&progress] { return progress.families(); });
+  if (!cl.metrics_listen.empty()) {
+    if (cl.metrics_tls.cert.empty() != cl.metrics_tls.key.empty() ||
+        (!cl.metrics_tls.client_ca.empty() && cl.metrics_tls.cert.empty()))
+      throw loadlab::InputError("--metrics-tls-cert, --metrics-tls-key",
+                                "give both (and --metrics-tls-client-ca only with them)");
+    loadlab::metrics::check_listen(cl.metrics_listen, cl.metrics_tls, false, cl.metrics_insecure,
+                                   "--metrics-listen",
+                                   "--metrics-tls-cert, --metrics-tls-key and --metrics-tls-client-ca");
+    const auto at = metrics.start(cl.metrics_listen, cl.metrics_tls, "--metrics-listen");
+    std::cerr << "loadlab: metrics on " << (cl.metrics_tls.enabled() ? "https" : "http") << "://" << at
+              << "/metrics" << std::endl;
+    run.metrics = &progress;
   }
   static std::atomic<int> stop{0};
   stop_on_signals(stop);
@@ -271,7 +308,7 @@ int main(int argc, char** argv) {
     if (auto why = loadlab::raise_open_file_limit(); !why.empty())
       loadlab::component_logger("controller")
           ->warn("{}: no more agents than that can be reached at once", why);
-    return run(options);
+    return run(options, cl);
   } catch (const loadlab::InputError& e) {
     std::cerr << "loadlab: " << cl.input_name(e) << ": " << e.what() << "\n";
     return loadlab::exit_status::kBadInput;

@@ -71,6 +71,7 @@ loadlab::load::RunCallbacks callbacks_for(loadlab::load::OutputMode output, bool
         pp->set_errors(static_cast<uint64_t>(p.errors));
         pp->set_qps(p.qps);
         pp->set_warmup(p.warmup);
+        pp->set_latency_mean_ms(p.latency_mean_ms);
         print_line(ev);
       }
       if (tty) {

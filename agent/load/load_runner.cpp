@@ -161,14 +161,24 @@ class ProgressMeter {
     Progress p;
     p.elapsed_s = seconds(now - start_);
     p.warmup = warmup;
+    int64_t latency_sum_us = 0;
     for (const auto& w : workers) {
       p.requests += warmup ? w->completed() : w->measured();
       p.errors += warmup ? w->failed() : w->measured_failed();
+      latency_sum_us += w->measured_latency_sum_us();
     }
     const int64_t base = warmup == last_warmup_ ? last_count_ : 0;
     const auto since = warmup == last_warmup_ ? last_time_ : measure_start;
     const double dt = seconds(now - since);
     p.qps = dt > 0 ? (p.requests - base) / dt : 0;
+    if (!warmup) {
+      // The latency sum and the count are published apart: an interval's mean is off by at
+      // most one request's latency over the interval's requests.
+      const int64_t base_sum = last_warmup_ ? 0 : last_latency_sum_us_;
+      const int64_t n = p.requests - base;
+      p.latency_mean_ms = n > 0 ? std::max<int64_t>(0, latency_sum_us - base_sum) / 1000.0 / n : 0;
+    }
+    last_latency_sum_us_ = latency_sum_us;
     last_count_ = p.requests;
     last_warmup_ = warmup;
     last_time_ = now;
@@ -181,6 +191,7 @@ class ProgressMeter {
   Clock::duration interval_;
   Clock::time_point next_;
   int64_t last_count_ = 0;
+  int64_t last_latency_sum_us_ = 0;
   bool last_warmup_ = true;
   Clock::time_point last_time_;
 };

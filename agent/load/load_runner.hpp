@@ -25,6 +25,7 @@ struct Progress {
   int64_t errors = 0;    // same scope as `requests`
   double qps = 0;        // requests per second over the last interval
   bool warmup = false;
+  double latency_mean_ms = 0;  // of the requests measured over the last interval (0 in warm-up)
 };
 
 struct RunCallbacks {

@@ -189,6 +189,7 @@ void Worker::record_response(bool measured, Clock::time_point origin, Clock::tim
     int64_t first_byte_us = micros(first_byte - sent);
     ++totals_.responses;
     totals_.histogram.record(latency_us);
+    latency_sum_us_ += latency_us;
     totals_.first_byte_histogram.record(first_byte_us);
     if (open_loop()) totals_.histogram_uncorrected.record(micros(done - sent));
     if (plan_.log_requests) log_request(origin, done, first_byte_us, status, bytes, cost);
@@ -245,6 +246,7 @@ void Worker::publish() {
   pub_failed_.store(failed_, std::memory_order_relaxed);
   pub_measured_.store(totals_.requests, std::memory_order_relaxed);
   pub_measured_failed_.store(totals_.errors, std::memory_order_relaxed);
+  pub_latency_sum_us_.store(latency_sum_us_, std::memory_order_relaxed);
 }
 
 void Worker::on_connection_done() {

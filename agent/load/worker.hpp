@@ -85,6 +85,8 @@ class Worker {
   int64_t failed() const { return pub_failed_.load(std::memory_order_relaxed); }
   int64_t measured() const { return pub_measured_.load(std::memory_order_relaxed); }
   int64_t measured_failed() const { return pub_measured_failed_.load(std::memory_order_relaxed); }
+  // The sum of the measured requests' latencies, µs (the live mean of progress events).
+  int64_t measured_latency_sum_us() const { return pub_latency_sum_us_.load(std::memory_order_relaxed); }
 
   // --- called by this worker's connections, on the worker thread ---
   const RunPlan& plan() const { return plan_; }
@@ -170,6 +172,8 @@ class Worker {
   std::atomic<int64_t> pub_failed_{0};
   std::atomic<int64_t> pub_measured_{0};
   std::atomic<int64_t> pub_measured_failed_{0};
+  std::atomic<int64_t> pub_latency_sum_us_{0};
+  int64_t latency_sum_us_ = 0;
 };
 
 // Open loop with keep-alive: a connection connects before its first slot (as wrk2 does), so the

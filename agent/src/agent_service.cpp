@@ -13,6 +13,7 @@
 #include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/agent/machine_fingerprint.hpp"
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/agent/usage_window.hpp"
 #include "loadlab/clients/command_line.hpp"
 #include "loadlab/load/load_spec.hpp"
 #include "loadlab/proto/protocols.hpp"
@@ -39,6 +40,12 @@ std::vector<v1::Protocol> spoken_by(const ClientEntry* client) {
   if (!client)
     return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS, v1::PROTOCOL_H2, v1::PROTOCOL_H2C, v1::PROTOCOL_H3};
   return clients::protocols_of(client->tool);
+}
+
+// A job's end, counted as a failure unless it went well or its caller ended it.
+grpc::Status counted(JobSlot& slot, grpc::Status status) {
+  if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) slot.count_failure();
+  return status;
 }
 
 bool offers(const std::vector<v1::Protocol>& protocols, v1::Protocol p) {
@@ -105,7 +112,7 @@ Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeReques
 Status AgentService::HostTarget(grpc::ServerContext* ctx,
                                 grpc::ServerReaderWriter<v1::TargetEvent, v1::TargetCommand>* raw) {
   if (auto st = callers_.check(*ctx, "HostTarget"); !st.ok()) return st;
-  CallDeadlines deadlines(*ctx, idle_timeout(), "HostTarget from " + describe_caller(*ctx));
+  CallDeadlines deadlines(*ctx, idle_timeout(), "HostTarget from " + describe_caller(*ctx), expiries_);
   WatchedStream<v1::TargetEvent, v1::TargetCommand> stream(*raw, deadlines);
   v1::TargetCommand cmd;
   if (!stream.Read(&cmd)) return Status(StatusCode::INVALID_ARGUMENT, "stream closed before a TargetSpec");
@@ -133,14 +140,14 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   JobLease lease(target_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already hosts a target");
-  return TargetJob(options_, proc_, ctx, &stream).run(spec, *entry, lease);
+  return counted(target_slot_, TargetJob(options_, proc_, ctx, &stream).run(spec, *entry, lease));
 }
 
 Status AgentService::RunLoad(grpc::ServerContext* ctx,
                              grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* raw) {
   if (auto st = callers_.check(*ctx, "RunLoad"); !st.ok()) return st;
   const std::string caller = describe_caller(*ctx);
-  CallDeadlines deadlines(*ctx, idle_timeout(), "RunLoad from " + caller);
+  CallDeadlines deadlines(*ctx, idle_timeout(), "RunLoad from " + caller, expiries_);
   WatchedStream<v1::LoadEvent, v1::LoadCommand> stream(*raw, deadlines);
   v1::LoadCommand cmd;
   if (!stream.Read(&cmd) || !cmd.has_spec())
@@ -171,8 +178,9 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
       spec.stop_case() == v1::LoadSpec::kDurationS ? spec.duration_s() : options_.limits.duration_s;
   deadlines.limit_lifetime(std::chrono::milliseconds(
       static_cast<int64_t>((measured_s + spec.warmup_s()) * 1000) + 2 * options_.stop_grace_ms + 60'000));
-  if (client) return ExternalLoadJob(options_, proc_, ctx, &stream).run(spec, *client, lease);
-  return LoadJob(options_, proc_, ctx, &stream).run(spec, lease);
+  if (client)
+    return counted(load_slot_, ExternalLoadJob(options_, proc_, ctx, &stream).run(spec, *client, lease));
+  return counted(load_slot_, LoadJob(options_, proc_, ctx, &stream).run(spec, lease));
 }
 
 Status AgentService::check_client(const v1::LoadSpec& spec, const ClientEntry** client) const {
@@ -205,6 +213,71 @@ Status AgentService::check_client(const v1::LoadSpec& spec, const ClientEntry** 
 
 std::chrono::milliseconds AgentService::idle_timeout() const {
   return std::chrono::seconds(options_.limits.idle_timeout_s);
+}
+
+std::vector<metrics::Family> AgentService::metrics() {
+  using metrics::Family;
+  using metrics::Type;
+  std::vector<Family> out;
+  out.push_back(
+      {"loadlab_agent_build",
+       Type::kInfo,
+       "The agent's version, git commit and name.",
+       "",
+       {{{{"version", LOADLAB_VERSION}, {"commit", std::string(git_commit())}, {"name", options_.name}},
+         1}}});
+  Family running{
+      "loadlab_agent_jobs_running", Type::kGauge, "Jobs running now, by kind (at most one of each).", "", {}};
+  Family starts{
+      "loadlab_agent_job_starts", Type::kCounter, "Jobs accepted since the agent started, by kind.", "", {}};
+  Family failures{"loadlab_agent_job_failures",
+                  Type::kCounter,
+                  "Jobs that ended in an error (not ended by their caller), by kind.",
+                  "",
+                  {}};
+  Family cpu{
+      "loadlab_agent_job_cpu_seconds",
+      Type::kCounter,
+      "CPU time of the running job's processes since it started (its cgroup's, else its process tree's).",
+      "seconds",
+      {}};
+  Family rss{"loadlab_agent_job_resident_bytes",
+             Type::kGauge,
+             "Resident memory of the running job's processes.",
+             "bytes",
+             {}};
+  Family processes{"loadlab_agent_job_processes", Type::kGauge, "Processes of the running job.", "", {}};
+  for (auto [kind, slot] :
+       {std::pair<const char*, JobSlot*>{"target", &target_slot_}, {"load", &load_slot_}}) {
+    const metrics::Labels labels{{"kind", kind}};
+    running.samples.push_back({labels, slot->busy() ? 1.0 : 0.0});
+    starts.samples.push_back({labels, static_cast<double>(slot->starts())});
+    failures.samples.push_back({labels, static_cast<double>(slot->failures())});
+    if (const pid_t pid = slot->running(); pid > 0) {
+      const auto tree = read_tree(proc_, pid);
+      if (tree.processes > 0) {
+        cpu.samples.push_back({labels, tree.cpu_s()});
+        rss.samples.push_back({labels, static_cast<double>(tree.rss_kb) * 1024});
+        processes.samples.push_back({labels, static_cast<double>(tree.processes)});
+      }
+    }
+  }
+  for (auto* f : {&running, &starts, &failures, &cpu, &rss, &processes}) out.push_back(std::move(*f));
+  out.push_back(
+      {"loadlab_agent_lease_expiries",
+       Type::kCounter,
+       "Calls the agent ended because their caller kept them waiting past the idle timeout (idle) or "
+       "they ran past their lifetime (lifetime).",
+       "",
+       {{{{"reason", "idle"}}, static_cast<double>(expiries_.idle.load())},
+        {{{"reason", "lifetime"}}, static_cast<double>(expiries_.lifetime.load())}}});
+  out.push_back({"loadlab_agent_auth_refusals",
+                 Type::kCounter,
+                 "Requests refused for a missing or wrong token: gRPC calls, and metrics scrapes.",
+                 "",
+                 {{{{"endpoint", "grpc"}}, static_cast<double>(callers_.refusals())},
+                  {{{"endpoint", "metrics"}}, static_cast<double>(metrics_refusals_.load())}}});
+  return out;
 }
 
 }  // namespace loadlab::agent

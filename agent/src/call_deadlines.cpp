@@ -6,8 +6,9 @@
 
 namespace loadlab::agent {
 
-CallDeadlines::CallDeadlines(grpc::ServerContext& ctx, std::chrono::milliseconds idle, std::string what)
-    : ctx_(ctx), idle_(idle), what_(std::move(what)), thread_([this] { watch(); }) {}
+CallDeadlines::CallDeadlines(grpc::ServerContext& ctx, std::chrono::milliseconds idle, std::string what,
+                             LeaseExpiries& expiries)
+    : ctx_(ctx), idle_(idle), what_(std::move(what)), expiries_(expiries), thread_([this] { watch(); }) {}
 
 CallDeadlines::~CallDeadlines() {
   {
@@ -31,11 +32,14 @@ void CallDeadlines::watch() {
     const int64_t idle_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(idle_).count();
     const int64_t reading = reading_since_.load(), writing = writing_since_.load(), end = end_of_life_.load();
     std::string why;
-    if ((reading != 0 && now - reading > idle_ns) || (writing != 0 && now - writing > idle_ns))
+    if ((reading != 0 && now - reading > idle_ns) || (writing != 0 && now - writing > idle_ns)) {
       why = "its peer kept it waiting longer than the idle timeout (" +
             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle_).count()) + " s)";
-    else if (end != 0 && now > end)
+      ++expiries_.idle;
+    } else if (end != 0 && now > end) {
       why = "it ran past its lifetime (the agent's --max-duration-s plus warm-up and grace)";
+      ++expiries_.lifetime;
+    }
     if (why.empty()) continue;
     component_logger("agent")->warn("ending {}: {}", what_, why);
     ctx_.TryCancel();

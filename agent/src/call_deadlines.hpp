@@ -13,14 +13,17 @@
 #include <string>
 #include <thread>
 
+#include "loadlab/agent/job_slot.hpp"
+
 namespace loadlab::agent {
 
 class CallDeadlines {
  public:
   using Clock = std::chrono::steady_clock;
-  // `what` names the call in the log ("HostTarget from ipv4:…"). No lifetime when `lifetime`
-  // is zero.
-  CallDeadlines(grpc::ServerContext& ctx, std::chrono::milliseconds idle, std::string what);
+  // `what` names the call in the log ("HostTarget from ipv4:…"); an ending is counted in
+  // `expiries`. No lifetime until limit_lifetime().
+  CallDeadlines(grpc::ServerContext& ctx, std::chrono::milliseconds idle, std::string what,
+                LeaseExpiries& expiries);
   ~CallDeadlines();
   CallDeadlines(const CallDeadlines&) = delete;
   CallDeadlines& operator=(const CallDeadlines&) = delete;
@@ -53,6 +56,7 @@ class CallDeadlines {
   grpc::ServerContext& ctx_;
   const std::chrono::milliseconds idle_;
   const std::string what_;
+  LeaseExpiries& expiries_;
   std::atomic<int64_t> reading_since_{0};  // 0 = not waiting
   std::atomic<int64_t> writing_since_{0};  // writes are serialised by the jobs: one at a time
   std::atomic<int64_t> end_of_life_{0};    // 0 = none

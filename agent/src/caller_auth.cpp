@@ -61,22 +61,26 @@ void check_secret_file(const std::string& path, const std::string& flag, bool al
 
 CallerCheck::CallerCheck(std::string token) : token_digest_(token.empty() ? "" : sha256(token)) {}
 
+bool CallerCheck::carries_token(std::string_view authorization) const {
+  if (token_digest_.empty()) return true;
+  constexpr std::string_view kBearer = "Bearer ";
+  // Digests of equal length compared in constant time: neither the token's bytes nor its
+  // length leak through the time a refusal takes.
+  return authorization.substr(0, kBearer.size()) == kBearer &&
+         CRYPTO_memcmp(sha256(authorization.substr(kBearer.size())).data(), token_digest_.data(),
+                       token_digest_.size()) == 0;
+}
+
 grpc::Status CallerCheck::check(const grpc::ServerContext& ctx, const char* method) const {
   if (token_digest_.empty()) return grpc::Status::OK;
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
   const char* why = "no authorization metadata";
   if (it != md.end()) {
-    const std::string_view v(it->second.data(), it->second.size());
-    constexpr std::string_view kBearer = "Bearer ";
-    // Digests of equal length compared in constant time: neither the token's bytes nor its
-    // length leak through the time a refusal takes.
-    if (v.substr(0, kBearer.size()) == kBearer &&
-        CRYPTO_memcmp(sha256(v.substr(kBearer.size())).data(), token_digest_.data(), token_digest_.size()) ==
-            0)
-      return grpc::Status::OK;
+    if (carries_token(std::string_view(it->second.data(), it->second.size()))) return grpc::Status::OK;
     why = "a wrong token";
   }
+  ++refusals_;
   component_logger("agent")->warn("refused {} from {}: {}", method, describe_caller(ctx), why);
   return grpc::Status(
       grpc::StatusCode::UNAUTHENTICATED,

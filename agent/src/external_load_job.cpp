@@ -28,6 +28,7 @@ Status ExternalLoadJob::run(const v1::LoadSpec& spec, const ClientEntry& client,
     return Status(StatusCode::UNAVAILABLE, std::string("cannot prepare ") + client.name + ": " + e.what());
   }
   if (auto st = launch(argv, spec.cpus()); !st.ok()) return st;
+  lease.running(child_->pid());
   {
     PeriodicSampler sampler(*window_, options_.sample_interval_ms, nullptr);
     if (auto st = collect_output(lease); !st.ok()) return st;

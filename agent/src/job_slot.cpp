@@ -17,6 +17,7 @@ bool JobSlot::acquire(std::chrono::milliseconds wait_for_stopping) {
   if (busy_) return false;
   busy_ = true;
   stopping_ = false;
+  ++starts_;
   return true;
 }
 
@@ -33,6 +34,7 @@ void JobSlot::release() {
     std::lock_guard lock(mutex_);
     busy_ = false;
     stopping_ = false;
+    running_.store(0);
   }
   cv_.notify_all();
 }

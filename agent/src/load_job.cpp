@@ -117,6 +117,7 @@ Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
     return Status(StatusCode::UNAVAILABLE, std::string("cannot start load worker: ") + e.what());
   }
   component_logger("agent")->info("load pid {} started against {}", child_->pid(), spec.endpoint());
+  lease.running(child_->pid());
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
   window_->set_cpu_binding(child_->cpu_binding());
   scheduled_ = spec.scheduled_start();

@@ -74,6 +74,7 @@ std::string target_build(const CatalogEntry& entry, const std::string& bin_dir) 
 Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& entry, JobLease& lease) {
   if (auto st = prepare(spec, entry); !st.ok()) return st;
   if (auto st = launch(); !st.ok()) return st;
+  lease.running(child_->pid());
   if (auto st = wait_ready(spec, entry); !st.ok()) return st;
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
   window_->set_cpu_binding(child_->cpu_binding());

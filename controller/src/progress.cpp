@@ -44,11 +44,13 @@ void ProgressReporter::cell_started(size_t done, const std::string& key, uint32_
   done_ = done;
   current_ = reps > 1 ? key + " rep " + std::to_string(rep + 1) + "/" + std::to_string(reps) : key;
   live_ = {};
+  if (metrics_) metrics_->cell_started(key, rep, reps);
   if (tty_) draw();
 }
 
 void ProgressReporter::live(const LiveProgress& p) {
   live_ = p;
+  if (metrics_) metrics_->live(p);
   auto now = std::chrono::steady_clock::now();
   if (tty_ && now - last_draw_ > std::chrono::milliseconds(200)) draw();
 }

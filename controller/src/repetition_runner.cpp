@@ -208,7 +208,9 @@ class RepetitionRunner {
       live.errors += p.errors();
       live.qps += p.qps();
       live.warmup = live.warmup || p.warmup();
+      live.latency_mean_ms += p.latency_mean_ms() * p.qps();
     }
+    live.latency_mean_ms = live.qps > 0 ? live.latency_mean_ms / live.qps : 0;
     options_.progress(live);
   }
 

@@ -125,6 +125,8 @@ class ScenarioRun {
     header_ = header();
     save();
     ProgressReporter progress(cells_.size(), ProgressReporter::stderr_is_tty(), options_.quiet);
+    progress.set_metrics(options_.metrics);
+    if (options_.metrics) options_.metrics->run_started(scenario_.name, cells_.size());
     run_cells(progress);
     // A signal after the last cell (and its confirmations) changes nothing: the run is complete.
     const bool complete = all_finished() && judge_and_confirm(progress) && judge_and_confirm_ab(progress);
@@ -506,6 +508,7 @@ class ScenarioRun {
         folder().journal(cell);
         results_[index] = std::move(cell);
         progress.cell_finished(++finished, cells_[index].key(), cell_summary(*results_[index]));
+        if (options_.metrics) options_.metrics->cell_finished(cells_[index].key(), results_[index]->ok());
       }
       save();  // after every cell: a broken run keeps what it measured
     }

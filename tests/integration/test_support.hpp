@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -86,10 +87,20 @@ inline std::vector<v1::CellResult> result_cells(const std::filesystem::path& res
   return cells;
 }
 
-// The body of GET `path` on `endpoint` (one request, Connection: close); "" on failure.
-inline std::string http_get_body(const std::string& endpoint, const std::string& path) {
+// An HTTP reply: its status (0: no reply), its header block and body.
+struct HttpReply {
+  int status = 0;
+  std::string headers;
+  std::string body;
+};
+
+// GET `path` on `endpoint` (one request, Connection: close; `headers` are extra header lines,
+// each ending in \r\n).
+inline HttpReply http_get(const std::string& endpoint, const std::string& path,
+                          const std::string& headers = "") {
+  HttpReply reply;
   auto ep = parse_endpoint(endpoint);
-  if (!ep) return "";
+  if (!ep) return reply;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -99,15 +110,25 @@ inline std::string http_get_body(const std::string& endpoint, const std::string&
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string response;
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + endpoint + "\r\nConnection: close\r\n\r\n";
+    std::string req =
+        "GET " + path + " HTTP/1.1\r\nHost: " + endpoint + "\r\nConnection: close\r\n" + headers + "\r\n";
     if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
       char buf[4096];
       for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
     }
   }
   close(fd);
-  auto body = response.find("\r\n\r\n");
-  return body == std::string::npos ? "" : response.substr(body + 4);
+  auto end = response.find("\r\n\r\n");
+  if (response.rfind("HTTP/1.", 0) != 0 || end == std::string::npos) return reply;
+  reply.status = std::atoi(response.c_str() + 9);
+  reply.headers = response.substr(0, end);
+  reply.body = response.substr(end + 4);
+  return reply;
+}
+
+// The body of GET `path` on `endpoint`; "" on failure.
+inline std::string http_get_body(const std::string& endpoint, const std::string& path) {
+  return http_get(endpoint, path).body;
 }
 
 // The pids of `root` and its descendants now.

@@ -11,7 +11,8 @@ TEST(ProtoJson, DefaultsArePrintedWithTheProtosFieldNames) {
   v1::Progress p;
   p.set_requests(7);
   std::string json = to_json(p);
-  EXPECT_EQ(json, R"({"elapsed_s":0,"requests":"7","errors":"0","qps":0,"warmup":false})");
+  EXPECT_EQ(json,
+            R"({"elapsed_s":0,"requests":"7","errors":"0","qps":0,"warmup":false,"latency_mean_ms":0})");
   v1::Progress back;
   ASSERT_NO_THROW(from_json(json, &back));
   EXPECT_EQ(back.requests(), 7u);

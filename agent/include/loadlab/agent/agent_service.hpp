@@ -4,10 +4,13 @@
 // embedded agent.
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "loadlab/agent/agent_limits.hpp"
 #include "loadlab/agent/caller_auth.hpp"
@@ -18,6 +21,7 @@
 #include "loadlab/agent/load_destinations.hpp"
 #include "loadlab/agent/proc_reader.hpp"
 #include "loadlab/agent/target_spec_check.hpp"
+#include "loadlab/metrics/exposition.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
 
 namespace loadlab::agent {
@@ -57,6 +61,14 @@ class AgentService final : public loadlab::v1::Agent::Service {
   grpc::Status RunLoad(grpc::ServerContext* ctx,
                        grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* stream) override;
 
+  // The agent's metrics now (loadlab-agent --metrics-listen, docs/agent.md "Metrics"): its
+  // build, its jobs by kind (running, started, failed), what the running ones use (their
+  // process trees, read now), its calls ended by their deadlines, and refused callers.
+  std::vector<metrics::Family> metrics();
+  // A metrics request carries the token the agent requires (or none is required).
+  bool authorizes(std::string_view authorization) const { return callers_.carries_token(authorization); }
+  void count_metrics_refusal() { ++metrics_refusals_; }
+
  private:
   // The external client `spec` names (nullptr: the built-in loadlab-load), and whether it
   // can run the spec: NOT_FOUND for an unknown name, INVALID_ARGUMENT for what it cannot do.
@@ -68,6 +80,8 @@ class AgentService final : public loadlab::v1::Agent::Service {
   ProcFsReader proc_;
   JobSlot target_slot_;
   JobSlot load_slot_;
+  LeaseExpiries expiries_;
+  std::atomic<uint64_t> metrics_refusals_{0};
 };
 
 class AgentServer {
@@ -81,6 +95,7 @@ class AgentServer {
   // Cancels running streams after `grace_ms` (their children are then stopped) and joins.
   void shutdown(int grace_ms = 1000);
   void wait();
+  AgentService& service() { return service_; }
 
  private:
   AgentService service_;

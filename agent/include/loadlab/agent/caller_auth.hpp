@@ -5,8 +5,10 @@
 // before anything is spawned or a job slot is taken.
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace loadlab::agent {
 
@@ -34,9 +36,14 @@ class CallerCheck {
   // OK, or UNAUTHENTICATED (logged with the caller's address and certificate name) when a
   // token is required and the call's `authorization` metadata does not carry it.
   grpc::Status check(const grpc::ServerContext& ctx, const char* method) const;
+  // Calls refused since the agent started.
+  uint64_t refusals() const { return refusals_.load(); }
+  // Whether `authorization` ("Bearer TOKEN") carries the token; true when none is required.
+  bool carries_token(std::string_view authorization) const;
 
  private:
   std::string token_digest_;  // SHA-256 of the token: compared in constant time
+  mutable std::atomic<uint64_t> refusals_{0};
 };
 
 // "ipv4:10.0.0.5:51234 (CN=controller)" for logs: the peer and its certificate's name.

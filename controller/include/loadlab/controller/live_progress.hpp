@@ -11,6 +11,7 @@ struct LiveProgress {
   uint64_t requests = 0, errors = 0;
   double qps = 0;
   bool warmup = false;
+  double latency_mean_ms = 0;  // over the last interval, the load agents' weighted by their rates
 };
 // Called on the repetition's thread.
 using ProgressFn = std::function<void(const LiveProgress&)>;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "loadlab/controller/live_progress.hpp"
+#include "loadlab/controller/run_metrics.hpp"
 #include "loadlab/controller/status_line.hpp"
 
 namespace loadlab::controller {
@@ -28,6 +29,8 @@ class ProgressReporter {
   void info(const std::string& line);
   // Clears the bar, before the final table.
   void finish();
+  // Also tells `metrics` (none: nullptr) of the cells started and the live figures.
+  void set_metrics(RunMetrics* metrics) { metrics_ = metrics; }
 
   static bool stderr_is_tty();
 
@@ -42,6 +45,7 @@ class ProgressReporter {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_draw_{};
   std::shared_ptr<StatusLine> line_;  // set while the bar is drawn
+  RunMetrics* metrics_ = nullptr;
 };
 
 }  // namespace loadlab::controller

@@ -12,6 +12,7 @@
 #include "loadlab/controller/agent_pool.hpp"
 #include "loadlab/controller/embedded_agent.hpp"
 #include "loadlab/controller/errors.hpp"
+#include "loadlab/controller/run_metrics.hpp"
 #include "loadlab/controller/watchdog.hpp"
 
 namespace loadlab::controller {
@@ -44,6 +45,8 @@ struct RunOptions {
   StubFactory agent_stubs;
   CallCanceller cancel_calls;
   bool quiet = false;  // no progress bar: plain log lines, as in CI
+  // Fed with the run's progress, when given (--metrics-listen serves it).
+  RunMetrics* metrics = nullptr;
   // Nonzero (the signal's number) once SIGINT/SIGTERM asks the run to stop: the cell in
   // progress is cancelled and not recorded, retry waits and cool-downs end at once.
   const std::atomic<int>* stop = nullptr;

@@ -98,4 +98,11 @@ inline constexpr double kMinFalseAlarmPct = 0.001;
 inline constexpr double kMaxFalseAlarmPct = 50;
 inline constexpr int64_t kMaxBaselineNights = 1'000;
 
+// A metrics endpoint (loadlab-agent and loadlab run --metrics-listen): connections served at
+// once (more are closed at once), a request's header (a scrape's is a few hundred bytes), and
+// how long a connection may keep it waiting.
+inline constexpr int kMetricsMaxConnections = 32;
+inline constexpr int kMetricsMaxHeaderBytes = 8192;
+inline constexpr int kMetricsIdleTimeoutS = 30;
+
 }  // namespace loadlab::limits
