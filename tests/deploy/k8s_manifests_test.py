@@ -584,6 +584,17 @@ def check_containerfile(src, installs, packages, uid_of_manifests, commands_by_i
         tools = " ".join(re.findall(r"apt-get install ([^&]*)", stages["controller"]["body"])).split()
         for p in ("git", "ca-certificates"):
             check(p in tools, where, f"stage controller does not install {p} (the nightly job clones the scenarios)")
+    # The images made of .debs already built (deploy/containers/build-images.sh): the same stages
+    # but for where their .debs come from.
+    debs_file = os.path.join("deploy", "containers", "Containerfile.debs")
+    other = containerfile_stages(open(os.path.join(src, debs_file)).read())
+    def same(body):
+        return " ".join(re.sub(r"(?m)^\s*COPY\s.*$", "", body).split())
+    for name in ("agent", "controller"):
+        if check(name in other and name in stages, debs_file, f"no stage {name} (stages: {list(other)})"):
+            check(other[name]["from"] == "${BASE}", debs_file, f"stage {name} is FROM {other[name]['from']}, not ${{BASE}}")
+            check(same(other[name]["body"]) == same(stages[name]["body"]), debs_file,
+                  f"stage {name} differs from deploy/Containerfile's beyond its COPY of the .debs")
     for f in (".containerignore", ".dockerignore"):
         path = os.path.join(src, f)
         if check(os.path.exists(path), f, "missing: the build trees would be sent as the build context"):
