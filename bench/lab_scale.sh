@@ -11,7 +11,8 @@
 # its load workers with it) S seconds into the run and starts them again on the same ports a
 # second later: the repetitions they were in are retried whole, and every cell must complete.
 #
-# Env: BUILD_DIR (default build), N (100), CELLS (10), LOADS (50), KILL_AT (none), KILL_N.
+# Env: BUILD_DIR (default build), N (100), CELLS (10), LOADS (50), KILL_AT (none), KILL_N,
+# RUN_FLAGS (before `run`, e.g. --log-level debug: each repetition's start margin on stderr).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -25,7 +26,7 @@ BIN=$BUILD_DIR/bin
 [ -x /usr/bin/time ] || { echo "lab_scale.sh: needs GNU time (apt-get install time)" >&2; exit 2; }
 work=$(mktemp -d)
 declare -A pids
-cleanup() { for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done; [ -n "${KEEP:-}" ] && cp "$work/a0.err" "$work/time.txt" /tmp/; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
 # I [LISTEN]: starts agent aI (in this shell, so that cleanup has its pid).

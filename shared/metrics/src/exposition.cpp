@@ -8,32 +8,17 @@ namespace loadlab::metrics {
 
 namespace {
 
-// A label value: backslash, double quote and newline escaped (both formats).
-std::string label_value(std::string_view v) {
+// Backslash and newline escaped, and the double quote when `quote`: a label value's escapes
+// (both formats), and a HELP text's (OpenMetrics escapes its quote, 0.0.4 does not).
+std::string escaped(std::string_view v, bool quote) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
     if (c == '\\')
       out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
     else if (c == '\n')
       out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
-
-// HELP text: backslash and newline escaped; OpenMetrics escapes the double quote too.
-std::string help_text(std::string_view v, Format format) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '\n')
-      out += "\\n";
-    else if (c == '"' && format == Format::kOpenMetrics)
+    else if (c == '"' && quote)
       out += "\\\"";
     else
       out += c;
@@ -80,10 +65,12 @@ std::string render(const std::vector<Family>& families, Format format) {
       const char* type = f.type == Type::kCounter ? "counter" : f.type == Type::kInfo ? "info" : "gauge";
       out += fmt::format("# TYPE {} {}\n", f.name, type);
       if (!f.unit.empty()) out += fmt::format("# UNIT {} {}\n", f.name, f.unit);
-      if (!f.help.empty()) out += fmt::format("# HELP {} {}\n", f.name, help_text(f.help, format));
+      if (!f.help.empty())
+        out += fmt::format("# HELP {} {}\n", f.name, escaped(f.help, format == Format::kOpenMetrics));
     } else {
       // 0.0.4 has no info type: an info is a gauge of value 1; a family is named as its samples.
-      if (!f.help.empty()) out += fmt::format("# HELP {} {}\n", name, help_text(f.help, format));
+      if (!f.help.empty())
+        out += fmt::format("# HELP {} {}\n", name, escaped(f.help, format == Format::kOpenMetrics));
       out += fmt::format("# TYPE {} {}\n", name, f.type == Type::kCounter ? "counter" : "gauge");
     }
     for (const auto& s : f.samples) {
@@ -91,7 +78,8 @@ std::string render(const std::vector<Family>& families, Format format) {
       if (!s.labels.empty()) {
         out += '{';
         for (size_t i = 0; i < s.labels.size(); ++i)
-          out += fmt::format("{}{}=\"{}\"", i ? "," : "", s.labels[i].first, label_value(s.labels[i].second));
+          out +=
+              fmt::format("{}{}=\"{}\"", i ? "," : "", s.labels[i].first, escaped(s.labels[i].second, true));
         out += '}';
       }
       out += ' ';
