@@ -34,7 +34,7 @@ DEMO_PROGRAMS := loadlab loadlab-agent loadlab-target loadlab-load
 # tests, fuzz corpora, benches).
 PROGRAMS := $(DEMO_PROGRAMS) loadlab-target-secure loadlab-target-h3 loadlab-load-secure loadlab-load-h3
 
-.PHONY: all deps deps-demo build programs demo test sanitize sanitize-asan sanitize-tsan format format-check clean
+.PHONY: all deps deps-demo build programs demo test test-containers sanitize sanitize-asan sanitize-tsan format format-check clean
 
 all: build
 
@@ -86,6 +86,16 @@ demo: deps-demo
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j1
+
+# deploy/k8s played for real (tests/deploy/k8s_play_test.py): the images made from this build's
+# .debs on a debootstrap of Debian 12, the DaemonSet's and the CronJob's pod templates played
+# with podman kube play. Root; 80 s here (2 min 24 s from nothing), not part of `make test`
+# (CI time). Podman on a host with hybrid cgroups needs runtime = "runc" ([engine],
+# /etc/containers/containers.conf).
+CONTAINER_PACKAGES := podman runc debootstrap iproute2 git python3-yaml dpkg-dev file
+test-containers: programs
+	$(call install_missing,$(CONTAINER_PACKAGES))
+	python3 tests/deploy/k8s_play_test.py --build-dir $(BUILD_DIR)
 
 # Sanitizer runs (docs/sanitize.md; too long for CI). One tree per sanitizer, built with
 # LOADLAB_SANITIZE. A list names test executables, which are also their tests' ctest labels:

@@ -37,7 +37,11 @@ TAG=${TAG:-$version}
 for target in agent controller; do
   name=loadlab-$target
   [ "$target" = controller ] && name=loadlab-controller
+  # The image this tag named before, removed once the tag moves (not left as <none>, 0.4 GB a build).
+  old=$(podman image inspect -f '{{.Id}}' "localhost/$name:$TAG" 2> /dev/null || true)
   podman build -q -f deploy/containers/Containerfile.debs --build-arg BASE="$BASE" --target "$target" \
     -t "localhost/$name:$TAG" "$debs" > /dev/null
+  new=$(podman image inspect -f '{{.Id}}' "localhost/$name:$TAG")
+  if [ -n "$old" ] && [ "$old" != "$new" ]; then podman rmi "$old" > /dev/null 2>&1 || true; fi
   echo "localhost/$name:$TAG"
 done
