@@ -82,6 +82,10 @@ struct RunPlan {
   // `pace_start`; 0 = closed loop (send as soon as the previous response arrived).
   double rate_per_thread = 0;
   Clock::time_point pace_start;
+  // Uniform arrivals: thread i paces from pace_start + i / (threads × rate_per_thread), so the
+  // threads' slots interleave into one even pace of the worker's rate (in phase, they sent
+  // together: bursts of `threads` requests, which a one-thread server queued).
+  int threads = 1;
   // Open loop: the send times are a Poisson process (exponential gaps from `seed`), not an
   // even pace (schedule.hpp).
   bool poisson = false;

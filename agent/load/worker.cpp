@@ -29,9 +29,13 @@ Worker::Worker(const RunPlan& plan, RunState& state, int index, int connections,
       connections_.push_back(std::make_unique<Connection<PlainTransport>>(*this, i));
   }
   if (plan.rate_per_thread > 0) {
+    // Poisson: each thread its own stream of draws (their sum is a Poisson process of the
+    // worker's rate). Uniform: the threads' slots interleave (run_plan.hpp, `threads`).
+    const auto phase = std::chrono::nanoseconds(
+        static_cast<int64_t>(1e9 / plan.rate_per_thread * index / std::max(plan.threads, 1)));
     schedule_ = plan.poisson
                     ? Schedule(plan.pace_start, plan.rate_per_thread, plan.seed, static_cast<uint64_t>(index))
-                    : Schedule(plan.pace_start, plan.rate_per_thread);
+                    : Schedule(plan.pace_start + phase, plan.rate_per_thread);
     waiters_.reserve(connections);
   }
 }
