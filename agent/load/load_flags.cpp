@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 
 #include "loadlab/shared/credential_files.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
@@ -45,6 +46,11 @@ void add_load_flags(CLI::App& app, LoadFlags& flags) {
                "after warm-up, say so (a ready event with --json-events) and go on loading, unmeasured, "
                "until SIGUSR1: sent with sigqueue, its value is the CLOCK_MONOTONIC nanosecond the window "
                "opens at; sent with kill, it opens at once. The window then lasts -d");
+  app.add_option("--pace-share", flags.pace_share,
+                 "--rate over several workers: FIRST/TOTAL, this worker's threads are threads FIRST.. of "
+                 "TOTAL at one rate a thread; uniform: their slots interleave with the other workers' from "
+                 "the scheduled instant (--start-on-signal) into one even pace; poisson: thread g draws "
+                 "stream g of --seed");
   app.add_option("-m,--method", flags.options.method, "request method (default GET)");
   app.add_option("-H,--header", flags.options.headers, "request header 'Name: value' (repeatable)");
   auto* body_opt = app.add_option("--body", flags.options.body, "request body");
@@ -87,6 +93,14 @@ LoadOptions load_options_from(const LoadFlags& flags) {
   if (flags.duration_opt->count()) o.duration_s = flags.duration;
   if (flags.rate_opt->count()) o.rate = flags.rate;
   if (flags.seed_opt->count()) o.seed = flags.seed;
+  if (!flags.pace_share.empty()) {
+    unsigned first = 0, total = 0;
+    char slash = 0, rest = 0;
+    std::istringstream in(flags.pace_share);
+    if (!(in >> first >> slash >> total) || slash != '/' || (in >> rest))
+      throw InputError("--pace-share", "must be FIRST/TOTAL (e.g. 2/8), got '" + flags.pace_share + "'");
+    o.pace_share = std::make_pair(static_cast<uint32_t>(first), static_cast<uint32_t>(total));
+  }
   if (flags.streams_opt->count()) o.streams = flags.streams;
   o.keep_alive = !flags.no_keepalive;
   if (!flags.body_file.empty()) {

@@ -17,6 +17,7 @@ struct LoadFlags {
   double duration = 0, rate = 0;
   int streams = 0;
   std::uint64_t seed = 0;
+  std::string pace_share;  // --pace-share FIRST/TOTAL, parsed by load_options_from
   CLI::Option* requests_opt = nullptr;
   CLI::Option* total_opt = nullptr;
   CLI::Option* duration_opt = nullptr;

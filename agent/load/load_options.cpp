@@ -183,6 +183,15 @@ void complete_and_validate(LoadOptions& o) {
     throw InputError("--arrivals", "poisson paces an open loop: give --rate with it");
   if (o.seed && !poisson_arrivals(o))
     throw InputError("--seed", "seeds the Poisson gaps: give it with --arrivals poisson");
+  if (o.pace_share) {
+    const auto [first, total] = *o.pace_share;
+    if (!o.rate) throw InputError("--pace-share", "shares an open loop's pace: give --rate with it");
+    if (total < 1 || total > static_cast<uint32_t>(limits::kMaxThreads) ||
+        uint64_t{first} + static_cast<uint64_t>(o.threads) > total)
+      throw InputError("--pace-share", fmt::format("FIRST/TOTAL must hold this worker's {} threads: FIRST + "
+                                                   "{} <= TOTAL <= {}, got {}/{}",
+                                                   o.threads, o.threads, limits::kMaxThreads, first, total));
+  }
   if (o.scheduled_start && !o.duration_s)
     throw InputError("--start-on-signal", "opens a window of -d seconds: give -d with it, not -n or --total");
   if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)

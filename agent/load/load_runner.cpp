@@ -101,7 +101,8 @@ std::string make_plan(const LoadOptions& o, const Url& url, MakeSecureClients ma
   plan.head = o.method == "HEAD";
   plan.total_connections = o.connections;
   plan.rate_per_thread = o.rate ? *o.rate / o.threads : 0;
-  plan.threads = o.threads;
+  plan.first_thread = o.pace_share ? static_cast<int>(o.pace_share->first) : 0;
+  plan.pace_threads = o.pace_share ? static_cast<int>(o.pace_share->second) : o.threads;
   plan.poisson = poisson_arrivals(o);
   plan.seed = o.seed.value_or(1);
   plan.log_requests = !o.csv_requests.empty();

@@ -59,6 +59,7 @@ LoadOptions options_from_spec(const v1::LoadSpec& s) {
   if (s.timeout_ms() != 0) o.timeout_ms = static_cast<int>(std::min<uint32_t>(s.timeout_ms(), INT32_MAX));
   o.keep_alive = s.keep_alive();
   o.scheduled_start = s.scheduled_start();
+  if (s.cell_threads() != 0) o.pace_share = std::make_pair(s.first_thread(), s.cell_threads());
   o.output = OutputMode::kJsonEvents;
   return o;
 }
@@ -114,6 +115,9 @@ std::vector<std::string> command_line(const std::string& binary, const LoadOptio
   if (!o.protocol.empty()) argv.insert(argv.end(), {"--protocol", o.protocol});
   if (o.streams) argv.insert(argv.end(), {"--streams", std::to_string(*o.streams)});
   if (o.scheduled_start) argv.push_back("--start-on-signal");
+  if (o.pace_share)
+    argv.insert(argv.end(), {"--pace-share", std::to_string(o.pace_share->first) + "/" +
+                                                 std::to_string(o.pace_share->second)});
   argv.push_back("--json-events");
   return argv;
 }

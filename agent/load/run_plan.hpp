@@ -82,10 +82,14 @@ struct RunPlan {
   // `pace_start`; 0 = closed loop (send as soon as the previous response arrived).
   double rate_per_thread = 0;
   Clock::time_point pace_start;
-  // Uniform arrivals: thread i paces from pace_start + i / (threads × rate_per_thread), so the
-  // threads' slots interleave into one even pace of the worker's rate (in phase, they sent
-  // together: bursts of `threads` requests, which a one-thread server queued).
-  int threads = 1;
+  // Uniform arrivals: thread i (the cell's thread g = first_thread + i of pace_threads) paces
+  // from pace_start + g / (pace_threads × rate_per_thread), so the threads' slots interleave
+  // into one even pace, the worker's or, over several workers (--pace-share), the cell's (in
+  // phase, threads sent together: bursts of `threads` requests, which a one-thread server
+  // queued). With a scheduled start the pace is anchored again at the window's instant, so that
+  // every worker of the cell keeps the same grid. Poisson: thread g draws stream g.
+  int first_thread = 0;
+  int pace_threads = 1;
   // Open loop: the send times are a Poisson process (exponential gaps from `seed`), not an
   // even pace (schedule.hpp).
   bool poisson = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <cmath>
 #include <cstdint>
 
 #include "connection.hpp"
@@ -15,7 +16,13 @@ namespace asio = boost::asio;
 
 Worker::Worker(const RunPlan& plan, RunState& state, int index, int connections,
                std::optional<int64_t> budget)
-    : plan_(plan), state_(state), sweep_timer_(ioc_), end_timer_(ioc_), pace_timer_(ioc_), budget_(budget) {
+    : plan_(plan),
+      state_(state),
+      index_(index),
+      sweep_timer_(ioc_),
+      end_timer_(ioc_),
+      pace_timer_(ioc_),
+      budget_(budget) {
   // Timeouts are enforced by a sweep; its period bounds how late a timeout fires.
   sweep_interval_ = std::clamp<Clock::duration>(plan.timeout / 10, std::chrono::milliseconds(1),
                                                 std::chrono::milliseconds(100));
@@ -30,12 +37,10 @@ Worker::Worker(const RunPlan& plan, RunState& state, int index, int connections,
   }
   if (plan.rate_per_thread > 0) {
     // Poisson: each thread its own stream of draws (their sum is a Poisson process of the
-    // worker's rate). Uniform: the threads' slots interleave (run_plan.hpp, `threads`).
-    const auto phase = std::chrono::nanoseconds(
-        static_cast<int64_t>(1e9 / plan.rate_per_thread * index / std::max(plan.threads, 1)));
-    schedule_ = plan.poisson
-                    ? Schedule(plan.pace_start, plan.rate_per_thread, plan.seed, static_cast<uint64_t>(index))
-                    : Schedule(plan.pace_start + phase, plan.rate_per_thread);
+    // worker's rate). Uniform: the threads' slots interleave (run_plan.hpp, `pace_threads`).
+    schedule_ = plan.poisson ? Schedule(plan.pace_start, plan.rate_per_thread, plan.seed,
+                                        static_cast<uint64_t>(plan.first_thread + index))
+                             : Schedule(plan.pace_start + pace_phase(), plan.rate_per_thread);
     waiters_.reserve(connections);
   }
 }
@@ -60,8 +65,34 @@ void Worker::arm_end_timer() {
   });
 }
 
+Clock::duration Worker::pace_phase() const {
+  const double g = plan_.first_thread + index_;
+  return std::chrono::nanoseconds(
+      static_cast<int64_t>(1e9 / plan_.rate_per_thread * g / std::max(plan_.pace_threads, 1)));
+}
+
+// A scheduled start: the uniform pace is anchored again at the window's instant, on the grid
+// instant + phase + k / rate (k of either sign), from the first grid slot after the last slot
+// a connection took. So every worker of the cell paces on one grid from the instant on, and
+// the load goes on without a pause or a burst where the grids meet (one gap is shorter).
+void Worker::anchor_pace_at_window() {
+  if (plan_.rate_per_thread <= 0 || plan_.poisson || !plan_.scheduled_start) return;
+  const auto last = next_slot_ > 0 ? schedule_.time_of(next_slot_ - 1) : plan_.pace_start;
+  const double period_ns = 1e9 / plan_.rate_per_thread;
+  auto anchor = plan_.measure_start() + pace_phase();
+  if (anchor > last) {
+    const auto back = std::ceil(static_cast<double>((anchor - last).count()) / period_ns);
+    anchor -= std::chrono::nanoseconds(static_cast<int64_t>(back * period_ns));
+  }
+  schedule_ = Schedule(anchor, plan_.rate_per_thread);
+  next_slot_ = schedule_.first_slot_at(last + std::chrono::nanoseconds(1));
+}
+
 void Worker::post_window_placed() {
-  asio::post(ioc_, [this] { arm_end_timer(); });
+  asio::post(ioc_, [this] {
+    arm_end_timer();
+    anchor_pace_at_window();
+  });
 }
 
 void Worker::post_stop() {

@@ -101,6 +101,9 @@ class Worker {
   // Open loop: connection `index` is idle until `due` (the slot it took); the worker calls its resume() then
   // (or later, never earlier).
   void wait_for_slot(Clock::time_point due, int index);
+  // Open loop, uniform: this thread's offset on the pace's grid (run_plan.hpp, `pace_threads`).
+  Clock::duration pace_phase() const;
+  void anchor_pace_at_window();
   // Open loop: resumes every connection whose slot is due at `now`. Called from every
   // completion, so under load the slots are handed out without a timer wake-up.
   void resume_due(Clock::time_point now) {
@@ -142,6 +145,7 @@ class Worker {
 
   const RunPlan& plan_;
   RunState& state_;
+  const int index_;  // this worker's thread among the run's
   // Only this worker's thread does I/O on its sockets and timers; other threads only post()
   // (the scheduler keeps its lock), so the reactor's per-descriptor locks can go.
   boost::asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};

@@ -62,9 +62,17 @@ class RepetitionRunner {
     watchdog_.arm("warmup", scenario_.load.warmup_s + options_.limits.warmup_extra_s);
     auto shares = split_load(scenario_, cell_, placement_.loads.size());
     std::vector<v1::LoadSpec> specs;
+    uint32_t first_thread = 0, cell_threads = 0;
+    for (const auto& share : shares) cell_threads += share.threads;
     for (size_t i = 0; i < shares.size(); ++i) {
       specs.push_back(load_spec(scenario_, cell_, shares[i], target_.endpoint()));
       specs.back().set_cpus(i < placement_.load_cpus.size() ? placement_.load_cpus[i] : "");
+      // An open loop over several agents: one pace for the cell (LoadSpec.cell_threads).
+      if (shares.size() > 1 && specs.back().rate() > 0) {
+        specs.back().set_first_thread(first_thread);
+        specs.back().set_cell_threads(cell_threads);
+      }
+      first_thread += shares[i].threads;
     }
     scheduled_ =
         !specs.empty() && placement_.target.scheduled_start &&

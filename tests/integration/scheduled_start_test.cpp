@@ -7,6 +7,10 @@
 #include <time.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "delay_proxy.hpp"
 #include "loadlab/agent/agent_service.hpp"
@@ -94,6 +98,68 @@ TEST(ScheduledStart, TheWorkerOpensItsWindowAtTheInstantItIsSentAndNotBefore) {
   auto status = worker->wait_exit(5s);
   ASSERT_TRUE(status);
   EXPECT_EQ(status->code, 0);
+}
+
+// The intended send times (µs from the window's opening) of a --csv-requests file.
+std::vector<long long> csv_starts(const std::filesystem::path& file) {
+  std::vector<long long> starts;
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string field;
+    for (int i = 0; i < 4 && std::getline(fields, field, ','); ++i) {
+    }
+    starts.push_back(std::stoll(field));
+  }
+  return starts;
+}
+
+// Two workers of one cell's open loop (--pace-share 0/4 and 2/4: two threads each, 100
+// requests/s a thread), started 137 ms apart, so each paces from its own start while it warms
+// up: told one instant, both pace from it on one grid, and the cell's send times are one even
+// pace of 400 a second. Without the anchor the two grids were apart by whatever their starts
+// were, and the gaps anything from 0 to 5 ms.
+TEST(ScheduledStart, WorkersOfOneCellPaceOneEvenGridFromTheInstant) {
+  DelayTarget target(1);
+  ASSERT_FALSE(target.endpoint().empty());
+  testing::TempDir dir;
+  std::vector<std::unique_ptr<agent::ChildProcess>> workers;
+  for (int part = 0; part < 2; ++part) {
+    if (part) std::this_thread::sleep_for(137ms);
+    workers.push_back(agent::ChildProcess::spawn(
+        {bin("loadlab-load"), "http://" + target.endpoint() + "/", "-t", "2", "-c", "2", "--rate", "200",
+         "-d", "1", "--warmup", "0.2", "--start-on-signal", "--json-events", "--pace-share",
+         std::to_string(2 * part) + "/4", "--csv-requests",
+         (dir.path() / ("part" + std::to_string(part))).string()}));
+  }
+  for (auto& w : workers) ASSERT_TRUE(next_event(*w, 10s).has_ready()) << w->output_tail();
+  const int64_t at = monotonic_ns() + 200'000'000;
+  sigval value{};
+  value.sival_ptr = reinterpret_cast<void*>(static_cast<intptr_t>(at));
+  for (auto& w : workers) ASSERT_TRUE(w->queue_signal(SIGUSR1, value)) << strerror(errno);
+  std::vector<long long> starts;
+  for (int part = 0; part < 2; ++part) {
+    ASSERT_TRUE(next_event(*workers[part], 5s).has_measure_start()) << workers[part]->output_tail();
+    auto result = next_event(*workers[part], 5s);
+    ASSERT_TRUE(result.has_result()) << workers[part]->output_tail();
+    EXPECT_EQ(result.result().window_open_ns(), at);
+    EXPECT_FALSE(result.result().rate_not_held());
+    EXPECT_EQ(result.result().errors(), 0u);
+    auto status = workers[part]->wait_exit(5s);
+    ASSERT_TRUE(status);
+    EXPECT_EQ(status->code, 0);
+    auto part_starts = csv_starts(dir.path() / ("part" + std::to_string(part)));
+    starts.insert(starts.end(), part_starts.begin(), part_starts.end());
+  }
+  std::sort(starts.begin(), starts.end());
+  ASSERT_GE(starts.size(), 390u);
+  EXPECT_LE(starts.front(), 2500);  // the grid from the instant: its first slot within 2.5 ms
+  size_t even = 0;
+  for (size_t i = 1; i < starts.size(); ++i) even += std::abs(starts[i] - starts[i - 1] - 2500) <= 2;
+  EXPECT_GE(even, (starts.size() - 1) * 99 / 100)
+      << even << " of " << starts.size() - 1 << " gaps are 2.5 ms";
 }
 
 TEST(ScheduledStart, AWorkerToldAnInstantThatHasPassedOpensAtOnceAndNeedsADuration) {

@@ -123,6 +123,15 @@ INSTANTIATE_TEST_SUITE_P(
                   o.seed = 3;
                 },
                 "--seed: seeds the Poisson gaps: give it with --arrivals poisson"},
+        BadCase{"pace_share_closed_loop", [](LoadOptions& o) { o.pace_share = std::make_pair(0u, 4u); },
+                "--pace-share: shares an open loop's pace: give --rate with it"},
+        BadCase{"pace_share_too_few",
+                [](LoadOptions& o) {
+                  o.threads = 2;
+                  o.rate = 100.0;
+                  o.pace_share = std::make_pair(3u, 4u);
+                },
+                "--pace-share: FIRST/TOTAL must hold this worker's 2 threads: FIRST + 2 <= TOTAL <= 1024, got 3/4"},
         BadCase{"zero_timeout", [](LoadOptions& o) { o.timeout_ms = 0; }, "--timeout"},
         BadCase{"bad_method", [](LoadOptions& o) { o.method = "GE T"; }, "-m/--method"},
         BadCase{"bad_header", [](LoadOptions& o) { o.headers = {"NoColon"}; }, "-H/--header"},

@@ -162,6 +162,29 @@ TEST(LoadSpec, PoissonArrivalsCarryTheirSeed) {
       << input_error_of([&] { validate_spec(s); });
 }
 
+// A part of a cell's open loop over several agents reaches its worker as --pace-share.
+TEST(LoadSpec, APartOfACellsPaceCarriesItsThreads) {
+  auto s = good();
+  s.set_rate(500);
+  auto whole = command_line("l", options_from_spec(s));
+  EXPECT_EQ(std::find(whole.begin(), whole.end(), "--pace-share"), whole.end());
+  s.set_first_thread(4);
+  s.set_cell_threads(12);
+  LoadOptions o = options_from_spec(s);
+  ASSERT_TRUE(o.pace_share);
+  EXPECT_EQ(*o.pace_share, std::make_pair(4u, 12u));
+  auto argv = command_line("l", o);
+  auto at = std::find(argv.begin(), argv.end(), "--pace-share");
+  ASSERT_NE(at, argv.end());
+  ASSERT_NE(at + 1, argv.end());
+  EXPECT_EQ(*(at + 1), "4/12");
+  EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");
+  s.set_first_thread(10);  // 4 threads from 10 do not fit in 12
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("--pace-share: FIRST/TOTAL must hold"),
+            std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
+}
+
 TEST(LoadSpec, ValidationIsTheWorkersAndNamesTheField) {
   auto s = good();
   EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");

@@ -33,6 +33,12 @@ struct LoadOptions {
   // --start-on-signal: after warm-up, say so (ready) and go on loading, unmeasured, until
   // SIGUSR1 names the instant the window opens (a scheduled start across load agents).
   bool scheduled_start = false;
+  // --pace-share FIRST/TOTAL: open loop over several workers (a cell's load agents): this
+  // worker's threads are threads FIRST.. of TOTAL, each at rate / threads. Uniform: thread g of
+  // the TOTAL sends at (g + m × TOTAL) / (TOTAL × rate a thread) after the pace's anchor (the
+  // scheduled instant, with --start-on-signal), so the workers together keep one even pace;
+  // Poisson: thread g draws stream g of the seed. None: FIRST 0 of TOTAL = threads.
+  std::optional<std::pair<uint32_t, uint32_t>> pace_share;
   std::string csv_requests;  // --csv-requests FILE: one row per measured request; empty = none
   std::string method = "GET";
   std::vector<std::string> headers;  // "Name: value"
