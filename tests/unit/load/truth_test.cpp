@@ -224,7 +224,8 @@ TEST(OpenLoopTest, PoissonArrivalsSendAtExponentialGapsAndRepeatForASeed) {
 // Uniform arrivals from several threads are one even pace of the run's rate: the threads'
 // slots interleave. In phase (as they were), 4 threads at 500 requests/s sent 4 requests
 // together every 8 ms, and a one-thread server spending 400 us on each queued them: the p90
-// from the write was 4.0-5.9 ms where one thread at the same rate measured 0.6 ms. Each pair
+// from the write was 1.74-1.78 ms where one thread at the same rate measured 0.52-0.55 ms
+// (and 4 interleaved threads 0.50-0.61 ms). Each pair
 // of runs alternates one thread and four, so that both see the same machine.
 TEST(OpenLoopTest, UniformThreadsInterleaveIntoOneEvenPace) {
   TargetProcess target({"--threads", "1"});
