@@ -89,7 +89,7 @@ test: build
 
 # deploy/k8s played for real (tests/deploy/k8s_play_test.py): the images made from this build's
 # .debs on a debootstrap of Debian 12, the DaemonSet's and the CronJob's pod templates played
-# with podman kube play. Root; 80 s here (2 min 24 s from nothing), not part of `make test`
+# with podman kube play. Root; 66 s here (1 min 53 s from nothing), not part of `make test`
 # (CI time). Podman on a host with hybrid cgroups needs runtime = "runc" ([engine],
 # /etc/containers/containers.conf).
 CONTAINER_PACKAGES := podman runc debootstrap iproute2 git python3-yaml dpkg-dev file
