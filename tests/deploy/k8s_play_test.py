@@ -27,16 +27,18 @@ cluster would have done around them, each step said where it is done:
   4.3's secrets hold the files' bytes as they are), it has no projected volumes (the CronJob's
   /etc/loadlab is made as one Secret of the same files), no optional Secret that is absent
   (an empty folder, as in Kubernetes), no defaultMode and no fsGroup for a Secret's files (given
-  as the kubelet would, between creating the pods and starting them), no fsGroup (the PVC's volume is
-  given to the pods' group, as the kubelet would), and it makes a host-network pod's declared
+  as the kubelet would, between creating the pods and starting them), no fsGroup on a volume
+  (the PVC's is given to the pods' group, as the kubelet would), and it makes a host-network pod's declared
   ports into port mappings, which it then refuses (they are left out: with the host network
   they only tell the scheduler which node ports the pod takes).
 
 Then: both agent pods answer `loadlab agents` over mutual TLS with the token (and refuse it
 without the token), and the nightly pod clones the repository, runs its scenario on the two
 agents and leaves the night's run folder (result.json with every cell measured) and the history
-on the volume. Exit 0 when all holds, 1 with each failure said, 77 (skip) with one line when
-this machine cannot run it (not root, no podman, podman cannot start a container).
+on the volume. It removes the pods, Secrets and volumes of the manifests' names (loadlab-*)
+before and after, so it is for a machine where they are not a real lab's. Exit 0 when all
+holds, 1 with each failure said, 77 (skip) with one line when this machine cannot run it (not
+root, no podman, podman cannot start a container).
 """
 import argparse
 import base64
