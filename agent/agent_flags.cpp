@@ -1,5 +1,8 @@
 #include "agent_flags.hpp"
 
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include "loadlab/agent/job_user.hpp"
@@ -7,6 +10,7 @@
 #include "loadlab/shared/flag_ranges.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
+#include "loadlab/shared/logging.hpp"
 
 namespace loadlab::agent {
 
@@ -42,10 +46,11 @@ bool check_callers_proven(const AgentFlags& flags) {
 
 // --job-user: a user this agent can switch to, who can run the agent's programs.
 JobUser checked_job_user(const std::string& name, const std::string& bin_dir) {
-  if (!can_switch_users())
-    throw InputError("--job-user", "the agent runs as uid " + std::to_string(geteuid()) +
-                                       " without CAP_SETUID and CAP_SETGID; start it as root (or with "
-                                       "those capabilities) to run its jobs as another user");
+  if (const auto missing = missing_job_user_capabilities(); !missing.empty())
+    throw InputError("--job-user", "the agent runs as uid " + std::to_string(geteuid()) + " without " +
+                                       fmt::format("{}", fmt::join(missing, ", ")) +
+                                       "; start it as root, or with CAP_SETUID CAP_SETGID CAP_KILL "
+                                       "CAP_CHOWN in its effective set (systemd: AmbientCapabilities=)");
   auto user = resolve_job_user(name, "--job-user");
   const auto dir = bin_dir.empty() ? executable_dir() : bin_dir;
   for (const char* program : {"loadlab-target", "loadlab-load"}) {
@@ -55,6 +60,17 @@ JobUser checked_job_user(const std::string& name, const std::string& bin_dir) {
                                          "the agent where they are, e.g. /usr/bin, or give --bin-dir)");
   }
   return user;
+}
+
+// --metrics-listen: the rules of --listen; served to a network without proven callers
+// (--insecure), it is warned of as --listen is (main.cpp), with the address as given.
+void check_metrics_listen(const AgentFlags& flags) {
+  const bool token = !flags.token_file.empty();
+  if (metrics::check_listen(flags.metrics_listen, metrics_tls(flags), token, flags.options.insecure,
+                            "--metrics-listen",
+                            "--tls-cert and --tls-key, with --tls-client-ca or --token-file"))
+    component_logger("agent")->warn("{}", metrics::insecure_warning("--metrics-listen", flags.metrics_listen,
+                                                                    metrics_tls(flags), token, "--insecure"));
 }
 
 }  // namespace
@@ -68,7 +84,9 @@ void add_agent_flags(CLI::App& app, AgentFlags& flags) {
   app.add_option("--name", flags.options.name, "agent name shown to the controller");
   app.add_option("--bin-dir", flags.options.bin_dir, "folder holding loadlab-target and loadlab-load")
       ->check(CLI::ExistingDirectory);
-  app.add_option("--advertise", flags.options.target_host, "address targets bind and hand to load agents");
+  app.add_option("--advertise", flags.advertise,
+                 "address targets bind and hand to load agents (default: the --listen address when it "
+                 "names one, 127.0.0.1 when it is a wildcard or a unix socket)");
   app.add_option("--sample-interval-ms", flags.options.sample_interval_ms, "RSS sampling period")
       ->check(loadlab::number_in(10, 10000));
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, off");
@@ -90,7 +108,7 @@ void add_agent_flags(CLI::App& app, AgentFlags& flags) {
                "(warned); refused otherwise");
   app.add_option("--job-user", flags.job_user,
                  "run the jobs (targets, load workers, clients) as this user, who cannot read the agent's "
-                 "credentials or files; needs root, or CAP_SETUID and CAP_SETGID");
+                 "credentials or files; needs root, or CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_CHOWN");
   app.add_option("--allow-load-to", flags.allow_load_to,
                  "CIDRs load may be sent to (default: loopback, 127.0.0.0/8 ::1/128)");
   namespace lim = loadlab::limits;
@@ -99,7 +117,9 @@ void add_agent_flags(CLI::App& app, AgentFlags& flags) {
       ->check(loadlab::number_in(1, lim::kMaxThreads));
   app.add_option("--max-connections", l.connections, "most connections a load may ask for")
       ->check(loadlab::number_in(1, static_cast<double>(lim::kMaxConnections)));
-  app.add_option("--max-duration-s", l.duration_s, "longest load (seconds); also caps a load's whole run")
+  app.add_option("--max-duration-s", l.duration_s,
+                 "longest run of a load (seconds): its warm-up and duration together (a count of "
+                 "requests is ended there)")
       ->check(loadlab::number_in(0.001, lim::kMaxDurationS));
   app.add_option("--max-rate", l.rate, "highest open-loop rate (requests/s) a load may ask for")
       ->check(loadlab::number_in(lim::kMinRatePerThread, lim::kMaxRate));
@@ -130,17 +150,28 @@ metrics::ServerTls metrics_tls(const AgentFlags& flags) {
   return {flags.tls.cert, flags.tls.key, flags.tls.client_ca};
 }
 
+// The address targets bind and hand to load agents: --advertise, else the address --listen names
+// (an agent on a lab interface serves its targets there), else loopback (a wildcard names no
+// one interface).
+std::string target_host(const AgentFlags& flags) {
+  if (!flags.advertise.empty()) return flags.advertise;
+  const auto at = parse_endpoint(flags.listen);
+  in6_addr address{};
+  const bool numeric = at && (inet_pton(AF_INET, at->host.c_str(), &address) == 1 ||
+                              inet_pton(AF_INET6, at->host.c_str(), &address) == 1);
+  if (!numeric || at->host == "0.0.0.0" || at->host == "::") return flags.options.target_host;
+  return at->host;
+}
+
 AgentOptions agent_options(const AgentFlags& flags) {
   AgentOptions options = flags.options;
+  options.target_host = target_host(flags);
   options.insecure = check_callers_proven(flags);
-  if (!flags.metrics_listen.empty())
-    metrics::check_listen(flags.metrics_listen, metrics_tls(flags), !flags.token_file.empty(),
-                          flags.options.insecure, "--metrics-listen",
-                          "--tls-cert and --tls-key, with --tls-client-ca or --token-file");
+  if (!flags.metrics_listen.empty()) check_metrics_listen(flags);
   options.test_clock_offset_ns = static_cast<int64_t>(flags.test_clock_offset_ms * 1e6);
   if (!flags.token_file.empty()) {
     check_secret_file(flags.token_file, "--token-file", flags.allow_readable_credentials);
-    options.token = read_token_file(flags.token_file, "--token-file");
+    options.token_digest = read_token_digest(flags.token_file, "--token-file");
   }
   if (!flags.tls.key.empty()) check_secret_file(flags.tls.key, "--tls-key", flags.allow_readable_credentials);
   if (!flags.allow_load_to.empty())

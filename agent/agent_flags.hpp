@@ -15,6 +15,7 @@ namespace loadlab::agent {
 struct AgentFlags {
   AgentOptions options;  // the flags that map straight onto it
   std::string listen = "127.0.0.1:7700";
+  std::string advertise;       // "" = the --listen address when it names one, else loopback
   std::string metrics_listen;  // "" = no metrics endpoint
   std::string log_level = "info";
   std::string catalog_file;

@@ -1,6 +1,7 @@
 // loadlab-agent: the daemon on each lab machine. Parses flags, serves, stops on a signal.
 // Exit status (loadlab/shared/program.hpp): 0 stopped by a signal, 1 cannot serve, 2 bad flags.
 #include <signal.h>
+#include <sys/prctl.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -17,10 +18,15 @@
 
 namespace {
 
-// Orphans of the jobs' processes come to the agent (a child subreaper; as PID 1 in a container
-// they come anyway): it reaps them in serve() and kills them with their job (by the job's mark,
-// job_processes.hpp). How jobs are held is chosen (and logged) now, not at the first job.
+// No process of the agent's user (a job run as that user) may read the agent's memory, where
+// its TLS key is, through /proc/PID/mem or ptrace: the agent is not dumpable (the only guard
+// where the kernel has no Yama). Orphans of the jobs' processes come to the agent (a child
+// subreaper; as PID 1 in a container they come anyway): it reaps them in serve() and kills them
+// with their job (job_processes.hpp). How jobs are held is chosen (and logged) now, not at the
+// first job.
 void prepare_process() {
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+    loadlab::component_logger("agent")->warn("cannot make the agent undumpable: {}", std::strerror(errno));
   if (!loadlab::agent::become_subreaper())
     loadlab::component_logger("agent")->warn("cannot become a child subreaper: {}", std::strerror(errno));
   loadlab::agent::proc_control();
@@ -41,14 +47,14 @@ int serve(const loadlab::agent::AgentOptions& options, const loadlab::agent::Age
   const auto& tls = flags.tls;
   log->info("agent {} serving on {} ({}{}); load may go to {}", options.name, bound,
             tls.enabled() ? (tls.client_ca.empty() ? "TLS" : "mutual TLS") : "no TLS",
-            options.token.empty() ? "" : ", token required", options.allow_load_to.to_string());
+            options.token_digest.empty() ? "" : ", token required", options.allow_load_to.to_string());
   if (options.job_user)
     log->info("jobs run as user {} (uid {}), who cannot read this agent's credentials",
               options.job_user->name, options.job_user->uid);
   if (options.insecure)
     log->warn("--insecure: {} is reachable from the network {}; anyone who can reach it can run jobs{}",
               bound, tls.enabled() ? "with TLS but no proof of its callers" : "without TLS",
-              options.token.empty() ? "" : " if they have the token, which travels in clear text");
+              options.token_digest.empty() ? "" : " if they have the token, which travels in clear text");
   // The metrics endpoint (docs/agent.md, "Metrics"): its scrapes read the service's state.
   auto& service = server.service();
   loadlab::metrics::Server metrics(

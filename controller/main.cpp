@@ -52,6 +52,10 @@ void stop_on_signals(std::atomic<int>& stop) {
   }).detach();
 }
 
+constexpr const char* kIncludeRootHelp =
+    "DIR: the folder a scenario's includes must resolve inside (symlinks followed); default the "
+    "scenario file's folder, or the folder of scenarios";
+
 // The command line: the subcommands and the flags CLI11 fills in.
 struct CommandLine {
   CLI::App app{"loadlab: runs HTTP benchmark matrices on a lab of agents"};
@@ -64,6 +68,7 @@ struct CommandLine {
   std::string ab;
   std::string validate_path;
   std::vector<std::string> validate_overrides;
+  std::string validate_include_root;
   std::string report_dir;
   std::string metrics_listen;
   loadlab::metrics::ServerTls metrics_tls;
@@ -107,6 +112,7 @@ struct CommandLine {
     run_cmd->add_option("--set", run.overrides,
                         "PATH=VALUE: set a scenario value before the run, e.g. load.total_requests=5000000 "
                         "(dotted path; VALUE is JSON, or else a string); repeatable");
+    run_cmd->add_option("--include-root", run.include_root, kIncludeRootHelp)->check(CLI::ExistingDirectory);
     run_cmd->add_option(
         "--baseline", run.baseline,
         "judge the finished run: history (each cell against its earlier nights in --history; "
@@ -182,6 +188,8 @@ struct CommandLine {
     validate_cmd->add_option("scenario", validate_path, "scenario JSON file, or a folder of them")
         ->required();
     validate_cmd->add_option("--set", validate_overrides, "PATH=VALUE, as for run; repeatable");
+    validate_cmd->add_option("--include-root", validate_include_root, kIncludeRootHelp)
+        ->check(CLI::ExistingDirectory);
   }
 
   // `loadlab report` and its flags.
@@ -192,10 +200,11 @@ struct CommandLine {
   }
 };
 
-int validate(const std::string& path, const std::vector<std::string>& overrides) {
+int validate(const std::string& path, const std::vector<std::string>& overrides,
+             const std::string& include_root) {
   if (std::filesystem::is_directory(path))
-    return loadlab::controller::validate_scenario_folder(path, overrides, std::cout, std::cerr);
-  auto s = loadlab::controller::load_scenario_file(path, overrides);
+    return loadlab::controller::validate_scenario_folder(path, overrides, include_root, std::cout, std::cerr);
+  auto s = loadlab::controller::load_scenario_file(path, overrides, include_root);
   auto cells = loadlab::controller::expand(s);
   std::cout << path << ": ok, " << cells.size() << " cells × " << s.repetitions << " repetitions\n";
   for (size_t i = 1; i < s.files.size(); ++i) std::cout << "  includes " << s.files[i] << "\n";
@@ -256,12 +265,16 @@ int run(loadlab::controller::RunOptions run, const CommandLine& cl) {
         (!cl.metrics_tls.client_ca.empty() && cl.metrics_tls.cert.empty()))
       throw loadlab::InputError("--metrics-tls-cert, --metrics-tls-key",
                                 "give both (and --metrics-tls-client-ca only with them)");
-    loadlab::metrics::check_listen(cl.metrics_listen, cl.metrics_tls, false, cl.metrics_insecure,
-                                   "--metrics-listen",
-                                   "--metrics-tls-cert, --metrics-tls-key and --metrics-tls-client-ca");
+    const bool insecure = loadlab::metrics::check_listen(
+        cl.metrics_listen, cl.metrics_tls, false, cl.metrics_insecure, "--metrics-listen",
+        "--metrics-tls-cert, --metrics-tls-key and --metrics-tls-client-ca");
     const auto at = metrics.start(cl.metrics_listen, cl.metrics_tls, "--metrics-listen");
     std::cerr << "loadlab: metrics on " << (cl.metrics_tls.enabled() ? "https" : "http") << "://" << at
               << "/metrics" << std::endl;
+    if (insecure)
+      loadlab::component_logger("controller")
+          ->warn("{}", loadlab::metrics::insecure_warning("--metrics-listen", at, cl.metrics_tls, false,
+                                                          "--metrics-insecure"));
     run.metrics = &progress;
   }
   static std::atomic<int> stop{0};
@@ -287,7 +300,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (*cl.validate_cmd) return validate(cl.validate_path, cl.validate_overrides);
+    if (*cl.validate_cmd) return validate(cl.validate_path, cl.validate_overrides, cl.validate_include_root);
     if (*cl.agents_cmd)
       return loadlab::controller::describe_agents(cl.agents_lab, cl.agents_lab_credentials, std::cout);
     if (*cl.compare_cmd) return compare(cl);

@@ -140,6 +140,21 @@ void validate_protocol(const LoadOptions& o) {
                      "must be in 1.." + std::to_string(kMaxStreams) + ", got " + std::to_string(*o.streams));
 }
 
+// The duration, the warm-up, and the two together: a run of at most kMaxLoadRunS.
+void validate_run_time(const LoadOptions& o) {
+  if (o.duration_s && (!std::isfinite(*o.duration_s) || *o.duration_s <= 0 || *o.duration_s > kMaxDurationS))
+    throw InputError("-d/--duration",
+                     fmt::format("must be > 0 and <= {:g} seconds, got {:g}", kMaxDurationS, *o.duration_s));
+  if (!std::isfinite(o.warmup_s) || o.warmup_s < 0 || o.warmup_s > kMaxWarmupS)
+    throw InputError("--warmup",
+                     fmt::format("must be in 0..{:g} seconds, got {:g}", kMaxWarmupS, o.warmup_s));
+  if (o.duration_s && o.warmup_s + *o.duration_s > kMaxLoadRunS)
+    throw InputError("--warmup, -d/--duration",
+                     fmt::format("a run of {:g} s warm-up and {:g} s measured is {:g} s, over the limit of "
+                                 "{:g} s for both together",
+                                 o.warmup_s, *o.duration_s, o.warmup_s + *o.duration_s, kMaxLoadRunS));
+}
+
 }  // namespace
 
 void complete_and_validate(LoadOptions& o) {
@@ -165,11 +180,7 @@ void complete_and_validate(LoadOptions& o) {
   if (o.total_requests && (*o.total_requests < o.threads || *o.total_requests > kMaxRequests))
     throw InputError("--total", "must be in " + std::to_string(o.threads) +
                                     " (the thread count)..10^12, got " + std::to_string(*o.total_requests));
-  if (o.duration_s && (!std::isfinite(*o.duration_s) || *o.duration_s <= 0 || *o.duration_s > kMaxDurationS))
-    throw InputError("-d/--duration",
-                     "must be > 0 and <= 86400 seconds, got " + std::to_string(*o.duration_s));
-  if (!std::isfinite(o.warmup_s) || o.warmup_s < 0 || o.warmup_s > kMaxWarmupS)
-    throw InputError("--warmup", "must be in 0..3600 seconds, got " + std::to_string(o.warmup_s));
+  validate_run_time(o);
   if (o.rate && (!std::isfinite(*o.rate) || *o.rate < kMinRatePerThread * o.threads ||
                  *o.rate > kMaxRatePerThread * o.threads)) {
     throw InputError("--rate", fmt::format("must be in {:g}..{:g} requests per second with {} threads "

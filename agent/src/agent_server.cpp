@@ -1,13 +1,35 @@
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/environment_error.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "loadlab/shared/open_files.hpp"
 #include "loadlab/shared/timing.hpp"
 
 namespace loadlab::agent {
+
+namespace {
+
+// What anyone who reaches the port may make the server hold, from the limits table (and
+// docs/security.md): a message over kAgentMaxReceiveBytes ends its call RESOURCE_EXHAUSTED
+// before the service reads it; a connection opens at most kAgentMaxStreamsPerConnection calls
+// at once; all calls together hold at most kAgentMemoryQuotaBytes of the transport's buffers and
+// kAgentMaxThreads threads of the sync server (one a running call; a call past them is
+// refused RESOURCE_EXHAUSTED).
+void set_server_limits(grpc::ServerBuilder& builder) {
+  builder.SetMaxReceiveMessageSize(limits::kAgentMaxReceiveBytes);
+  builder.SetMaxSendMessageSize(limits::kAgentMaxSendBytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, limits::kAgentMaxStreamsPerConnection);
+  grpc::ResourceQuota quota("loadlab-agent");
+  quota.Resize(static_cast<size_t>(limits::kAgentMemoryQuotaBytes));
+  quota.SetMaxThreads(limits::kAgentMaxThreads);
+  builder.SetResourceQuota(quota);
+}
+
+}  // namespace
 
 AgentServer::AgentServer(AgentOptions options) : service_(std::move(options)) {}
 
@@ -34,6 +56,7 @@ std::string AgentServer::start(const std::string& listen, const TlsFiles& tls) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
                              timing::kMinPingIntervalMs);
+  set_server_limits(builder);
   server_ = builder.BuildAndStart();
   if (!server_ || (port == 0 && listen.rfind("unix:", 0) != 0))
     throw EnvironmentError("cannot listen on " + listen);

@@ -67,7 +67,8 @@ std::string executable_dir() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-AgentService::AgentService(AgentOptions options) : options_(std::move(options)), callers_(options_.token) {
+AgentService::AgentService(AgentOptions options)
+    : options_(std::move(options)), callers_(options_.token_digest) {
   if (options_.bin_dir.empty()) options_.bin_dir = executable_dir();
 }
 
@@ -172,12 +173,13 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
   JobLease lease(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already runs a load");
-  // However it stops (a count of requests may take any time), a load ends within the
-  // agent's duration limit, its warm-up, and a grace for start and stop.
-  const double measured_s =
-      spec.stop_case() == v1::LoadSpec::kDurationS ? spec.duration_s() : options_.limits.duration_s;
-  deadlines.limit_lifetime(std::chrono::milliseconds(
-      static_cast<int64_t>((measured_s + spec.warmup_s()) * 1000) + 2 * options_.stop_grace_ms + 60'000));
+  // However it stops (a count of requests may take any time), a load ends within its whole
+  // run (warm-up and duration, which check_limits held to --max-duration-s; a count's, that
+  // limit) and a grace for start and stop.
+  const double run_s = spec.stop_case() == v1::LoadSpec::kDurationS ? spec.warmup_s() + spec.duration_s()
+                                                                    : options_.limits.duration_s;
+  deadlines.limit_lifetime(
+      std::chrono::milliseconds(static_cast<int64_t>(run_s * 1000) + 2 * options_.stop_grace_ms + 60'000));
   if (client)
     return counted(load_slot_, ExternalLoadJob(options_, proc_, ctx, &stream).run(spec, *client, lease));
   return counted(load_slot_, LoadJob(options_, proc_, ctx, &stream).run(spec, lease));

@@ -37,7 +37,8 @@ void CallDeadlines::watch() {
             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle_).count()) + " s)";
       ++expiries_.idle;
     } else if (end != 0 && now > end) {
-      why = "it ran past its lifetime (the agent's --max-duration-s plus warm-up and grace)";
+      why =
+          "it ran past its lifetime (its warm-up and duration, or the agent's --max-duration-s, plus grace)";
       ++expiries_.lifetime;
     }
     if (why.empty()) continue;

@@ -1,7 +1,15 @@
 #include "loadlab/agent/caller_auth.hpp"
 
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <optional>
+#include <vector>
 
 #include "loadlab/agent/load_destinations.hpp"
 #include "loadlab/shared/credential_files.hpp"
@@ -39,14 +47,65 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& tls)
   return grpc::SslServerCredentials(opts);
 }
 
-std::string read_token_file(const std::string& path, const std::string& flag) {
-  auto token = token_of(read_file(path, flag));
-  if (!token) throw InputError(flag, "\"" + path + "\" must hold one token: one line without spaces");
-  if (token->size() < static_cast<size_t>(limits::kMinTokenBytes))
-    throw InputError(flag, "\"" + path + "\" holds a token of " + std::to_string(token->size()) +
+namespace {
+
+// The bytes of a token file, in a buffer that is wiped when it goes: the token itself is not
+// kept, only its digest (CallerCheck).
+class WipedBuffer {
+ public:
+  explicit WipedBuffer(size_t size) : bytes_(size) {}
+  ~WipedBuffer() { explicit_bzero(bytes_.data(), bytes_.size()); }
+  WipedBuffer(const WipedBuffer&) = delete;
+  WipedBuffer& operator=(const WipedBuffer&) = delete;
+  char* data() { return bytes_.data(); }
+  size_t size() const { return bytes_.size(); }
+
+ private:
+  std::vector<char> bytes_;
+};
+
+// Reads at most buffer.size() bytes of `path` (a regular file) into `buffer`; their count, or
+// nullopt when it cannot be read or holds more.
+std::optional<size_t> read_into(const std::string& path, WipedBuffer& buffer) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  size_t used = 0;
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  while (ok && used < buffer.size()) {
+    const ssize_t n = read(fd, buffer.data() + used, buffer.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = n == 0;
+      break;
+    }
+    used += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (!ok || used == buffer.size()) return std::nullopt;  // an error, or more than the limit
+  return used;
+}
+
+}  // namespace
+
+std::string read_token_digest(const std::string& path, const std::string& flag) {
+  WipedBuffer buffer(static_cast<size_t>(limits::kMaxCredentialFileBytes) + 1);
+  const auto size = read_into(path, buffer);
+  if (!size)
+    throw InputError(flag, "cannot read \"" + path + "\" (a regular file of at most " +
+                               std::to_string(limits::kMaxCredentialFileBytes) + " bytes)");
+  constexpr std::string_view kSpace = " \t\r\n";
+  std::string_view text(buffer.data(), *size);
+  const auto first = text.find_first_not_of(kSpace);
+  text = first == std::string_view::npos ? std::string_view()
+                                         : text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+  if (text.empty() || text.find_first_of(kSpace) != std::string_view::npos)
+    throw InputError(flag, "\"" + path + "\" must hold one token: one line without spaces");
+  if (text.size() < static_cast<size_t>(limits::kMinTokenBytes))
+    throw InputError(flag, "\"" + path + "\" holds a token of " + std::to_string(text.size()) +
                                " characters; at least " + std::to_string(limits::kMinTokenBytes) +
                                " are needed (openssl rand -hex 32)");
-  return *token;
+  return sha256(text);
 }
 
 void check_secret_file(const std::string& path, const std::string& flag, bool allow_readable) {
@@ -59,7 +118,9 @@ void check_secret_file(const std::string& path, const std::string& flag, bool al
                                   *why);
 }
 
-CallerCheck::CallerCheck(std::string token) : token_digest_(token.empty() ? "" : sha256(token)) {}
+CallerCheck::CallerCheck(std::string token_digest) : token_digest_(std::move(token_digest)) {}
+
+std::string token_digest(std::string_view token) { return sha256(token); }
 
 bool CallerCheck::carries_token(std::string_view authorization) const {
   if (token_digest_.empty()) return true;

@@ -20,6 +20,7 @@
 #include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/agent/descendant_pidfds.hpp"
 #include "loadlab/agent/job_cgroup.hpp"
+#include "loadlab/agent/job_credentials.hpp"
 #include "loadlab/agent/job_processes.hpp"
 #include "loadlab/agent/pidfd.hpp"
 #include "loadlab/agent/pids_limit.hpp"
@@ -83,7 +84,20 @@ Launcher& launcher() {
 }
 
 // Where the child failed between fork and exec, sent up the CLOEXEC pipe with errno.
-enum class Stage : int { kCgroup, kCpuset, kPids, kAffinity, kUser, kStdio, kChdir, kExec };
+enum class Stage : int {
+  kCgroup,
+  kCpuset,
+  kPids,
+  kAffinity,
+  kBounding,
+  kUser,
+  kCapabilities,
+  kWayBack,
+  kStdio,
+  kDescriptors,
+  kChdir,
+  kExec
+};
 struct ExecFailure {
   Stage stage;
   int error;
@@ -100,7 +114,9 @@ struct ExecPlan {
   int pids_procs_fd;          // -1 = no v1 job pids cgroup
   const cpu_set_t* affinity;  // nullptr = the agent's
   size_t affinity_size;
-  const JobUser* user;  // nullptr = the agent's
+  const JobUser* user;   // nullptr = the agent's
+  bool keep_privileges;  // SpawnOptions::keep_privileges (and no user)
+  uid_t agent_uid;       // the uid a job of another user must not get back
   int out_w, err_w, report_w;
   pid_t parent;
 };
@@ -110,6 +126,25 @@ struct ExecPlan {
   ssize_t ignored = write(report_w, &f, sizeof f);
   (void)ignored;
   _exit(127);
+}
+
+// Fails the child at `stage` when `error` (an errno from job_credentials.hpp) is not 0.
+void check_step(int report_w, Stage stage, int error) {
+  if (error == 0) return;
+  errno = error;
+  fail_in_child(report_w, stage);
+}
+
+// The job's credentials: its user (once the cgroups are joined, as the agent: the job cannot
+// write them), no capability in any set, no way back to the agent's uid (job_credentials.hpp).
+void switch_credentials(const ExecPlan& plan) {
+  if (plan.keep_privileges) return;
+  check_step(plan.report_w, Stage::kBounding, drop_capability_bounding_set());
+  if (plan.user != nullptr && (setgroups(plan.user->groups.size(), plan.user->groups.data()) != 0 ||
+                               setgid(plan.user->gid) != 0 || setuid(plan.user->uid) != 0))
+    fail_in_child(plan.report_w, Stage::kUser);
+  check_step(plan.report_w, Stage::kCapabilities, clear_capabilities());
+  if (plan.user != nullptr) check_step(plan.report_w, Stage::kWayBack, check_no_way_back(plan.agent_uid));
 }
 
 // The child's side of fork_exec: joins the job cgroup before anything can fork, so no
@@ -124,12 +159,12 @@ struct ExecPlan {
   if (plan.affinity && sched_setaffinity(0, plan.affinity_size, plan.affinity) != 0)
     fail_in_child(plan.report_w, Stage::kAffinity);
   setpgid(0, 0);
-  // The job's user, once the cgroups are joined (as the agent: the job cannot write them). Before
-  // the parent-death signal, which a change of user clears.
-  if (plan.user != nullptr && (setgroups(plan.user->groups.size(), plan.user->groups.data()) != 0 ||
-                               setgid(plan.user->gid) != 0 || setuid(plan.user->uid) != 0))
-    fail_in_child(plan.report_w, Stage::kUser);
-  // Dies with the agent (the forking thread is the launcher, which lives as long).
+  switch_credentials(plan);
+  // The job's orphans come to its first process, not to the agent: while it lives, every
+  // process of the job is in its tree, wherever it moved (the setting survives exec).
+  if (!plan.keep_privileges) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  // Dies with the agent (the forking thread is the launcher, which lives as long). After the
+  // changes of credentials, which clear it.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != plan.parent) _exit(127);
   sigset_t none;
@@ -139,6 +174,8 @@ struct ExecPlan {
   // dup2's copies do not inherit O_CLOEXEC. Output nobody reads would be a job without a voice.
   if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(plan.out_w, 1) < 0 || dup2(plan.err_w, 2) < 0)
     fail_in_child(plan.report_w, Stage::kStdio);
+  // Nothing else of the agent's (a listening socket, a file) reaches the job.
+  if (!plan.keep_privileges) check_step(plan.report_w, Stage::kDescriptors, mark_descriptors_cloexec());
   if (plan.cwd && chdir(plan.cwd) != 0) fail_in_child(plan.report_w, Stage::kChdir);
   execve(plan.argv[0], plan.argv, plan.envp);
   fail_in_child(plan.report_w, Stage::kExec);
@@ -156,9 +193,18 @@ std::string describe_failure(const ExecFailure& f, const std::string& path, cons
       return "cannot move " + path + " into its job pids cgroup: " + strerror(f.error);
     case Stage::kAffinity:
       return "cannot set the CPU affinity of " + path + ": " + strerror(f.error);
+    case Stage::kBounding:
+      return "cannot drop the capability bounding set of " + path + ": " + strerror(f.error);
     case Stage::kUser:
       return "cannot run " + path + " as user " + (user ? user->name : "") +
              " (loadlab-agent --job-user): " + strerror(f.error);
+    case Stage::kCapabilities:
+      return "cannot clear the capabilities of " + path + ": " + strerror(f.error);
+    case Stage::kWayBack:
+      return "refusing to run " + path + " as user " + (user ? user->name : "") +
+             ": it could still become the agent's user again, or holds a capability";
+    case Stage::kDescriptors:
+      return "cannot close the agent's descriptors in " + path + ": " + strerror(f.error);
     case Stage::kStdio:
       return "cannot give " + path + " its stdin, stdout and stderr: " + strerror(f.error);
     case Stage::kChdir:
@@ -310,6 +356,8 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
                 .affinity = mask ? mask->set() : nullptr,
                 .affinity_size = mask ? mask->size() : 0,
                 .user = options.user,
+                .keep_privileges = options.keep_privileges && options.user == nullptr,
+                .agent_uid = geteuid(),
                 .out_w = -1,  // fork_exec's pipes
                 .err_w = -1,
                 .report_w = -1,
@@ -578,6 +626,11 @@ ExitStatus ChildProcess::terminate(std::chrono::milliseconds grace) {
   // session, or was re-parented, still carries the job's mark.
   if (size_t n = kill_marked(mark_))
     component_logger("proc")->warn("pid {}: {} processes of the job had left it; killed", pid_, n);
+  // And what outlived the job's first process, adopted by the agent (job_processes.hpp): found
+  // by where it is, whatever its environment says.
+  if (size_t n = kill_adopted())
+    component_logger("proc")->warn("pid {}: {} processes outlived their job's first process; killed", pid_,
+                                   n);
   reap();
   std::lock_guard lock(exit_mutex_);
   if (exit_) return *exit_;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,6 +84,28 @@ void release_own_child(pid_t pid) {
   g_own.erase(pid);
 }
 
+// Whether the process the pidfd names has exited (a zombie not yet reaped, or gone).
+bool pidfd_exited(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+// The living processes this one adopted: its children that are not its own.
+std::vector<int> adopted_pidfds() {
+  std::lock_guard lock(g_own_mutex);  // no own child can be forked (and taken) meanwhile
+  std::vector<int> fds;
+  for (pid_t pid : own_children()) {
+    if (g_own.count(pid)) continue;
+    const int fd = open_pidfd(pid);  // a child: its pid is ours until reaped
+    if (fd < 0) continue;
+    if (pidfd_exited(fd))
+      close(fd);
+    else
+      fds.push_back(fd);
+  }
+  return fds;
+}
+
 size_t reap_strays() {
   std::lock_guard lock(g_own_mutex);  // no own child can be forked (and missed) meanwhile
   size_t reaped = 0;
@@ -92,6 +115,24 @@ size_t reap_strays() {
     if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG) == 0 && info.si_pid == pid) ++reaped;
   }
   return reaped;
+}
+
+size_t kill_adopted(int passes) {
+  // Only where orphans come to this process is a child that is not one of its own adopted: in
+  // another process (the controller's embedded agent, a test) it may be anyone's (popen).
+  int subreaper = 0;
+  if (getpid() != 1 && (prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) != 0 || subreaper == 0)) return 0;
+  size_t signalled = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    const auto fds = adopted_pidfds();
+    if (fds.empty()) break;
+    for (int fd : fds) {
+      if (signal_pidfd(fd, SIGKILL)) ++signalled;
+      close(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(pass < 5 ? 1 : 10));
+  }
+  return signalled;
 }
 
 bool become_subreaper() { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }

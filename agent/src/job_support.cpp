@@ -1,6 +1,7 @@
 #include "job_support.hpp"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,11 +29,17 @@ AuxFolder::AuxFolder(const std::vector<JobFile>& files, const JobUser* owner) {
     std::ofstream out(file, std::ios::binary);
     out << f.content;
     if (!out.flush()) fail("cannot write " + f.name + " into " + path_);
+    std::error_code ec;
+    std::filesystem::permissions(
+        file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
     if (owner != nullptr && chown(file.c_str(), owner->uid, owner->gid) != 0)
       fail("cannot give " + file.string() + " to user " + owner->name + ": " + std::strerror(errno));
   }
-  if (owner != nullptr && chown(path_.c_str(), owner->uid, owner->gid) != 0)
-    fail("cannot give " + path_ + " to user " + owner->name + ": " + std::strerror(errno));
+  // The folder stays the agent's, so that the agent removes whatever is in it (a non-root agent
+  // could not enter a folder of the job's user); the job's user may pass through it to its files,
+  // but neither list it nor add to it.
+  if (owner != nullptr && chmod(path_.c_str(), 0711) != 0)
+    fail("cannot open " + path_ + " to user " + owner->name + ": " + std::strerror(errno));
 }
 
 AuxFolder::~AuxFolder() {

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/shared/input_error.hpp"
@@ -38,16 +40,19 @@ JobUser resolve_job_user(const std::string& name, const std::string& flag) {
   return user;
 }
 
-bool can_switch_users() {
-  if (geteuid() == 0) return true;
+std::vector<std::string> missing_job_user_capabilities() {
+  if (geteuid() == 0) return {};
+  unsigned long long caps = 0;
   std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("CapEff:", 0) != 0) continue;
-    const auto caps = std::stoull(line.substr(7), nullptr, 16);
-    constexpr unsigned long long kSetgid = 1ULL << 6, kSetuid = 1ULL << 7;
-    return (caps & kSetgid) != 0 && (caps & kSetuid) != 0;
-  }
-  return false;
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("CapEff:", 0) == 0) caps = std::stoull(line.substr(7), nullptr, 16);
+  // The capabilities' numbers, from linux/capability.h.
+  const std::pair<int, const char*> needed[] = {
+      {6, "CAP_SETGID"}, {7, "CAP_SETUID"}, {5, "CAP_KILL"}, {0, "CAP_CHOWN"}};
+  std::vector<std::string> missing;
+  for (const auto& [bit, name] : needed)
+    if ((caps & (1ULL << bit)) == 0) missing.emplace_back(name);
+  return missing;
 }
 
 std::string check_job_user_runs(const JobUser& user, const std::string& program) {

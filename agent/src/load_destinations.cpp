@@ -37,9 +37,14 @@ std::vector<ip::address> require_allowed(const std::string& host, const NetworkL
   if (addrs.empty()) throw InputError(path, "\"" + host + "\" does not resolve to an address");
   for (auto& a : addrs)
     if (!allowed.contains(a))
-      throw InputError(path, "\"" + host + "\" is " + a.to_string() +
-                                 ", outside the networks this agent may load (--allow-load-to " +
-                                 allowed.to_string() + ")");
+      throw InputError(
+          path, "\"" + host + "\" is " + a.to_string() +
+                    ", outside the networks this agent may load (--allow-load-to " + allowed.to_string() +
+                    ")" +
+                    (a.is_loopback() ? ": a target agent on another machine serves on its loopback "
+                                       "unless it listens on its lab address or is given "
+                                       "--advertise ADDR"
+                                     : ""));
   return addrs;
 }
 

@@ -8,12 +8,14 @@
 #include <tuple>
 
 #include "loadlab/controller/errors.hpp"
+#include "loadlab/controller/tls_diagnosis.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/cpu_list.hpp"
 #include "loadlab/shared/endpoint.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "loadlab/shared/timing.hpp"
 
@@ -67,7 +69,7 @@ AgentStub grpc_stub(const AgentDef& def) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, timing::kKeepaliveTimeoutMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+  args.SetMaxReceiveMessageSize(limits::kAgentMaxSendBytes);  // what an agent may send
   AgentStub a;
   if (!def.credentials.server_name.empty()) args.SetSslTargetNameOverride(def.credentials.server_name);
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
@@ -140,9 +142,15 @@ const ConnectedAgent& AgentPool::add(const AgentDef& def, double timeout_s) {
                    std::chrono::milliseconds(static_cast<int>(timeout_s * 1000)));
   ctx.set_wait_for_ready(true);
   auto st = a->client.stub->Describe(&ctx, v1::DescribeRequest(), &a->info);
-  if (!st.ok())
-    a->error = "cannot reach agent " + def.name + " at " + def.address + ": " + st.error_message();
-  else if (a->info.version() != LOADLAB_VERSION || a->info.commit() != git_commit())
+  if (!st.ok()) {
+    // gRPC says "unavailable" or "deadline exceeded" for a refused handshake: name its cause.
+    const auto tls = st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                             st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                         ? diagnose_tls(def)
+                         : std::nullopt;
+    a->error =
+        "cannot reach agent " + def.name + " at " + def.address + ": " + (tls ? *tls : st.error_message());
+  } else if (a->info.version() != LOADLAB_VERSION || a->info.commit() != git_commit())
     // Allowed (a lab is upgraded one agent at a time), and recorded in result.json's agents.
     component_logger("controller")
         ->warn("agent {} runs loadlab {} (git {}), this controller {} (git {})", def.name, a->info.version(),

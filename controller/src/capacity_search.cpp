@@ -226,8 +226,10 @@ StepPlan CapacitySearch::plan(StepPlan::Kind kind, double rate, bool full) const
   p.kind = kind;
   p.rate = rate;
   const double window = kind == StepPlan::Kind::kValidate ? def_.validate_s : def_.step_s;
-  p.duration_s =
-      std::min(limits::kMaxDurationS, std::max(window, static_cast<double>(def_.min_requests) / rate));
+  // The step's warm-up and window together are one load's run (limits::kMaxLoadRunS; the
+  // scenario checker holds step_s and validate_s to it, min_requests at a low rate is cut).
+  p.duration_s = std::min(limits::kMaxLoadRunS - load_.warmup_s,
+                          std::max(window, static_cast<double>(def_.min_requests) / rate));
   p.threads = threads_;
   // In flight at the latency bound (Little's law): what the step needs to carry its rate
   // without the client's connections being the limit, even with the server's latency at the

@@ -35,19 +35,8 @@ std::string named_file(const ObjectReader& o, const char* key, const std::string
   return *text;
 }
 
-// "tls" and "token_file" of the lab or of one agent, over `base` (the lab's, for an agent).
-AgentCredentials credentials(const ObjectReader& o, const std::string& dir, AgentCredentials base) {
-  if (o.has("tls")) {
-    auto t = o.object("tls");
-    t.allow({"ca", "cert", "key", "server_name"});
-    base = AgentCredentials{named_file(t, "ca", dir), "", "", t.string("server_name", ""), base.token};
-    if (t.has("cert") != t.has("key"))
-      throw InputError(t.where(), "give both cert and key (the controller's client certificate), or neither");
-    if (t.has("cert")) {
-      base.cert_pem = named_file(t, "cert", dir);
-      base.key_pem = named_file(t, "key", dir);
-    }
-  }
+// "token_file" of the lab or of one agent, over `base`.
+AgentCredentials with_token(const ObjectReader& o, const std::string& dir, AgentCredentials base) {
   if (o.has("token_file")) {
     auto token = token_of(named_file(o, "token_file", dir));
     if (!token)
@@ -60,6 +49,28 @@ AgentCredentials credentials(const ObjectReader& o, const std::string& dir, Agen
     base.token = *token;
   }
   return base;
+}
+
+// "tls" and "token_file" of the lab or of one agent, over `base` (the lab's, for an agent).
+AgentCredentials credentials(const ObjectReader& o, const std::string& dir, AgentCredentials base) {
+  if (o.has("tls")) {
+    auto t = o.object("tls");
+    t.allow({"ca", "cert", "key", "server_name"});
+    // An agent's tls naming only the name its certificate holds keeps the lab's files.
+    const bool name_only = !t.has("ca") && !t.has("cert") && !t.has("key") && t.has("server_name");
+    if (name_only && !base.ca_pem.empty()) {
+      base.server_name = t.string("server_name");
+      return with_token(o, dir, std::move(base));
+    }
+    base = AgentCredentials{named_file(t, "ca", dir), "", "", t.string("server_name", ""), base.token};
+    if (t.has("cert") != t.has("key"))
+      throw InputError(t.where(), "give both cert and key (the controller's client certificate), or neither");
+    if (t.has("cert")) {
+      base.cert_pem = named_file(t, "cert", dir);
+      base.key_pem = named_file(t, "key", dir);
+    }
+  }
+  return with_token(o, dir, std::move(base));
 }
 
 // With credentials kept apart (--lab-credentials), the lab file names agents, not secrets:

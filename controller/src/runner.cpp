@@ -86,7 +86,7 @@ OpenedRun open_run(const RunOptions& o) {
     Scenario s = load_scenario_file(folder.scenario_path());
     return {std::move(s), std::move(folder), {}};
   }
-  Scenario s = load_scenario_file(o.scenario_path, o.overrides);
+  Scenario s = load_scenario_file(o.scenario_path, o.overrides, o.include_root);
   fs::path dir = o.out_dir.empty() ? RunFolder::new_run_path("runs", s.name, utc_now("%Y%m%dT%H%M%SZ"))
                                    : fs::path(o.out_dir);
   RunFolder::check_free(dir);
@@ -456,10 +456,12 @@ class ScenarioRun {
     if (!resuming_ || !h.contains("started_at")) {
       h["loadlab_version"] = LOADLAB_VERSION;
       h["scenario_path"] = options_.scenario_path;
-      h["scenario_file"] = file_provenance(options_.scenario_path);
-      // Every file read, the scenario file first, then what it includes, each with its git commit.
+      // Every file read, the scenario file first, then what it includes, each with its git
+      // commit: all from the repository holding the scenario file, asked once.
+      const ScenarioRepository repository(options_.scenario_path);
+      h["scenario_file"] = repository.provenance(options_.scenario_path);
       h["scenario_files"] = nlohmann::json::array();
-      for (auto& f : scenario_.files) h["scenario_files"].push_back(file_provenance(f));
+      for (auto& f : scenario_.files) h["scenario_files"].push_back(repository.provenance(f));
       h["scenario"] = scenario_.source;
       h["overrides"] = scenario_.overrides;  // --set, applied to scenario_file into scenario
       h["lab_path"] = lab_path_;

@@ -450,6 +450,23 @@ std::vector<MatrixAxis> parse_matrix(const ObjectReader& m, std::vector<std::str
   return axes;
 }
 
+// A load's whole run, its warm-up and measured time together, is at most kMaxLoadRunS, as
+// the agent's --max-duration-s caps it (a search's step runs for its window after the warm-up).
+void check_run_time(const Scenario& s) {
+  auto at_most = [&](const std::string& path, double measured_s) {
+    if (s.load.warmup_s + measured_s <= limits::kMaxLoadRunS) return;
+    throw InputError(
+        path, number_text(measured_s) + " s with /load/warmup_s's " + number_text(s.load.warmup_s) +
+                  " s is a run of " + number_text(measured_s + s.load.warmup_s) + " s, over the limit of " +
+                  number_text(limits::kMaxLoadRunS) + " s for a load's warm-up and duration together");
+  };
+  if (s.load.duration_s) at_most("/load/duration_s", *s.load.duration_s);
+  if (s.search) {
+    at_most("/search/step_s", s.search->step_s);
+    at_most("/search/validate_s", s.search->validate_s);
+  }
+}
+
 // Every cell's knobs together: what no single value shows (fewer connections than threads,
 // a rate a thread cannot pace), named by the paths of the values that make the cell.
 void check_cells(const Scenario& s) {
@@ -547,6 +564,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   s.matrix = parse_matrix(root.object("matrix"), matrix_order);
   if (root.has("search")) s.search = parse_search(root.object("search"));
   s.load = parse_load(root.object("load"), s.search.has_value());
+  check_run_time(s);
   check_cells(s);
   s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, limits::kMaxRepetitions, 1));
   if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
@@ -611,6 +629,9 @@ namespace {
 // A scenario file with its includes merged in (parse_scenario_text).
 class IncludeResolver {
  public:
+  // `root`: include_root_of's; `named`: the operator named it (--include-root).
+  IncludeResolver(std::string root, bool named) : root_(std::move(root)), named_(named) {}
+
   // The scenario file itself is read by the caller: it may be a pipe (loadlab run <(...)).
   nlohmann::ordered_json resolve(nlohmann::ordered_json top, const std::string& origin) {
     files_.push_back(origin);
@@ -649,9 +670,9 @@ class IncludeResolver {
     }
   }
 
-  // The paths `include` names, relative to `file`'s folder.
-  static std::vector<std::string> include_paths(const nlohmann::ordered_json& include,
-                                                const std::string& file) {
+  // The paths `include` names, as written and relative to `file`'s folder.
+  static std::vector<std::pair<std::string, std::string>> include_paths(const nlohmann::ordered_json& include,
+                                                                        const std::string& file) {
     std::vector<nlohmann::ordered_json> items;
     if (include.is_array())
       items.assign(include.begin(), include.end());
@@ -659,7 +680,7 @@ class IncludeResolver {
       items.push_back(include);
     if (items.empty())
       throw InputError("/include", "must be a file name or a non-empty array of file names").in_file(file);
-    std::vector<std::string> paths;
+    std::vector<std::pair<std::string, std::string>> paths;
     for (size_t i = 0; i < items.size(); ++i) {
       const std::string where = include.is_array() ? "/include/" + std::to_string(i) : "/include";
       if (!items[i].is_string() || items[i].get<std::string>().empty())
@@ -667,25 +688,28 @@ class IncludeResolver {
                          "must be a scenario file name (relative to this file), got " + items[i].dump())
             .in_file(file);
       const fs::path name = items[i].get<std::string>();
-      paths.push_back((name.is_absolute() ? name : fs::path(file).parent_path() / name).string());
+      paths.emplace_back(name.string(),
+                         (name.is_absolute() ? name : fs::path(file).parent_path() / name).string());
     }
     return paths;
   }
 
   // An included file: a regular file of at most kMaxScenarioFileBytes, holding an object.
-  static nlohmann::ordered_json read_included(const std::string& path, const std::string& from,
-                                              const std::string& where) {
+  // `path` as the errors name it, `real` the same with its symlinks resolved, which is read:
+  // the file checked to lie inside the root, whatever a link on the way points at later.
+  static nlohmann::ordered_json read_included(const std::string& path, const std::string& real,
+                                              const std::string& from, const std::string& where) {
     std::error_code ec;
-    const auto status = fs::status(path, ec);
+    const auto status = fs::status(real, ec);
     std::string problem;
     if (!fs::exists(status))
       problem = "no such file";
     else if (!fs::is_regular_file(status))
       problem = "not a regular file";
-    else if (fs::file_size(path, ec) > static_cast<uintmax_t>(limits::kMaxScenarioFileBytes))
+    else if (fs::file_size(real, ec) > static_cast<uintmax_t>(limits::kMaxScenarioFileBytes))
       problem = "larger than " + std::to_string(limits::kMaxScenarioFileBytes >> 20) + " MiB";
     if (!problem.empty()) throw InputError(where, "cannot include " + path + ": " + problem).in_file(from);
-    auto j = parse_ordered_json_text(read_text_file(path), path);
+    auto j = parse_ordered_json_text(read_text_file(real), path);
     if (!j.is_object())
       throw InputError("",
                        "an included scenario file must hold a JSON object, got " + std::string(j.type_name()))
@@ -707,7 +731,15 @@ class IncludeResolver {
     auto base = nlohmann::ordered_json::object();
     for (size_t i = 0; i < paths.size(); ++i) {
       const std::string where = paths.size() > 1 ? "/include/" + std::to_string(i) : "/include";
-      const std::string canon = canonical(paths[i]);
+      const auto& [written, path] = paths[i];
+      const std::string canon = canonical(path);
+      if (auto real = resolves_outside(canon, root_))
+        throw InputError(where, "\"" + written + "\" resolves to " + *real + ", outside " +
+                                    (named_ ? "the include root " + root_ + " (--include-root)"
+                                            : "the scenario's root " + root_ +
+                                                  " (an include must stay inside the folder of the "
+                                                  "scenario; --include-root names another)"))
+            .in_file(file);
       if (std::find(chain_.begin(), chain_.end(), canon) != chain_.end()) {
         std::string cycle;
         for (auto& f : chain_) cycle += f + " → ";
@@ -717,10 +749,10 @@ class IncludeResolver {
         throw InputError(where, "a scenario may read at most " + std::to_string(limits::kMaxScenarioFiles) +
                                     " files with its includes")
             .in_file(file);
-      files_.push_back(paths[i]);
-      auto included = read_included(paths[i], file, where);
+      files_.push_back(path);
+      auto included = read_included(path, canon, file, where);
       chain_.push_back(canon);
-      base.merge_patch(merged(std::move(included), paths[i], depth + 1));
+      base.merge_patch(merged(std::move(included), path, depth + 1));
       chain_.pop_back();
     }
     layers_.emplace_back(file, own);
@@ -728,6 +760,8 @@ class IncludeResolver {
     return base;
   }
 
+  const std::string root_;  // every include resolves inside this folder
+  const bool named_;
   std::vector<std::string> files_;
   std::vector<std::string> chain_;  // the files being merged, outermost first
   std::vector<std::pair<std::string, nlohmann::ordered_json>> layers_;  // each file's own keys, merge order
@@ -735,10 +769,29 @@ class IncludeResolver {
 
 }  // namespace
 
+std::string include_root_of(const std::string& origin, const std::string& include_root) {
+  std::error_code ec;
+  const fs::path folder =
+      fs::absolute(include_root.empty() ? fs::path(origin).parent_path() : fs::path(include_root), ec);
+  auto root = fs::weakly_canonical(folder, ec);
+  root = (ec ? folder : root).lexically_normal();
+  if (root.has_relative_path() && !root.has_filename()) root = root.parent_path();  // "DIR/": DIR
+  return root.string();
+}
+
+std::optional<std::string> resolves_outside(const std::string& path, const std::string& root) {
+  std::error_code ec;
+  auto real = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) real = fs::absolute(path).lexically_normal();
+  const auto relative = real.lexically_relative(root);
+  if (!relative.empty() && *relative.begin() != "..") return std::nullopt;
+  return real.string();
+}
+
 Scenario parse_scenario_text(const std::string& text, const std::string& origin,
-                             const std::vector<std::string>& overrides) {
+                             const std::vector<std::string>& overrides, const std::string& include_root) {
   // nlohmann::json keeps an object's keys sorted; the matrix's order is the file's.
-  IncludeResolver includes;
+  IncludeResolver includes(include_root_of(origin, include_root), !include_root.empty());
   auto ordered = includes.resolve(parse_ordered_json_text(text, origin), origin);
   for (auto& o : overrides) apply_override(ordered, o);
   std::vector<std::string> order;
@@ -755,8 +808,9 @@ Scenario parse_scenario_text(const std::string& text, const std::string& origin,
   }
 }
 
-Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
-  return parse_scenario_text(read_text_file(path), path, overrides);
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides,
+                            const std::string& include_root) {
+  return parse_scenario_text(read_text_file(path), path, overrides, include_root);
 }
 
 bool is_safe_name(const std::string& name) {

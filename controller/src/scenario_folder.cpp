@@ -30,15 +30,33 @@ std::string error_line(const std::string& file, const InputError& e) {
   return (e.file().empty() ? file : e.file()) + ": " + e.what();
 }
 
+// Where a file of the folder resolves when that is outside the root (its folder, or
+// `include_root`): a scenario repository's link must not read a file of the machine into a run.
+std::string outside_problem(const std::string& file, const std::string& include_root) {
+  const std::string root = include_root_of(file, include_root);
+  const auto real = resolves_outside(file, root);
+  if (!real) return "";
+  return file + ": resolves to " + *real + ", outside " +
+         (include_root.empty() ? "the folder " + root +
+                                     " (a scenario of a folder must be a file of it; "
+                                     "--include-root names another root)"
+                               : "the include root " + root + " (--include-root)");
+}
+
 // Each file's scenario, or its error; a name that an earlier file has is an error too.
-std::vector<Entry> check_all(const std::vector<std::string>& files,
-                             const std::vector<std::string>& overrides) {
+std::vector<Entry> check_all(const std::vector<std::string>& files, const std::vector<std::string>& overrides,
+                             const std::string& include_root) {
   std::vector<Entry> entries;
   std::map<std::string, std::string> names;  // scenario name → its first file
   for (auto& file : files) {
     Entry e{file};
+    e.problem = outside_problem(file, include_root);  // such a file is not read
     try {
-      e.scenario = load_scenario_file(file, overrides);
+      if (e.problem.empty()) e.scenario = load_scenario_file(file, overrides, include_root);
+    } catch (const InputError& x) {
+      e.problem = error_line(file, x);
+    }
+    if (e.scenario) {
       auto [first, fresh] = names.emplace(e.scenario->name, file);
       if (!fresh) {
         e.problem = file + ": /name: \"" + e.scenario->name + "\" names " + first->second +
@@ -46,8 +64,6 @@ std::vector<Entry> check_all(const std::vector<std::string>& files,
                     "are told apart by name)";
         e.scenario.reset();
       }
-    } catch (const InputError& x) {
-      e.problem = error_line(file, x);
     }
     if (!e.problem.empty()) e.status = exit_status::kBadInput;
     entries.push_back(std::move(e));
@@ -97,7 +113,7 @@ int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostre
                      "with a folder of scenarios only " + std::string(kHistory) +
                          " is allowed (each scenario's cells against their own nights in --history), got \"" +
                          options.baseline + "\"");
-  auto entries = check_all(scenario_files_in(options.scenario_path), options.overrides);
+  auto entries = check_all(scenario_files_in(options.scenario_path), options.overrides, options.include_root);
   for (auto& e : entries)
     if (!e.problem.empty()) err << "loadlab: " << e.problem << "\n";
   size_t runnable =
@@ -136,9 +152,9 @@ int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostre
 }
 
 int validate_scenario_folder(const std::string& dir, const std::vector<std::string>& overrides,
-                             std::ostream& out, std::ostream& err) {
+                             const std::string& include_root, std::ostream& out, std::ostream& err) {
   int status = 0;
-  for (auto& e : check_all(scenario_files_in(dir), overrides)) {
+  for (auto& e : check_all(scenario_files_in(dir), overrides, include_root)) {
     if (!e.problem.empty()) {
       err << "loadlab: " << e.problem << "\n";
       status = 2;

@@ -36,8 +36,11 @@ TEST(Install, PutsConfigCatalogUnitAndDocsUnderThePrefix) {
 // (a catalog whose argv[0] is missing does not load, and the agent exits 2).
 TEST(Install, AgentLoadsTheInstalledExampleCatalog) {
   InstalledTree tree;
+  agent::SpawnOptions tool;
+  tool.keep_privileges = true;  // an agent, not a job
   auto agent = agent::ChildProcess::spawn({tree.path("bin/loadlab-agent"), "--listen", "127.0.0.1:0",
-                                           "--catalog", tree.path("share/loadlab/examples/catalog.json")});
+                                           "--catalog", tree.path("share/loadlab/examples/catalog.json")},
+                                          tool);
   std::string line;
   ASSERT_EQ(agent->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine)
       << agent->output_tail();

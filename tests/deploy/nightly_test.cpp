@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "bare_lookalike_repo.hpp"
 #include "deploy_support.hpp"
 #include "loadlab/shared/json_input.hpp"
 
@@ -138,13 +139,21 @@ TEST_F(Nightly, EachNightRunsTheRepositorysNewestCommitAgainstTheNightsBefore) {
 
 // systemd stopping the service, or a pod's end, signals the script: the night stops keeping
 // its finished cells, and the exit status says it was stopped.
+// The script runs the controller and its embedded agent: a tool of the test's, not a job.
+agent::SpawnOptions tool() {
+  agent::SpawnOptions o;
+  o.keep_privileges = true;
+  return o;
+}
+
 TEST_F(Nightly, SigtermToTheScriptStopsTheRunKeepingItsFinishedCells) {
   ScenarioRepo repo(dir_.path() / "repo");
   repo.commit_delay(0);
   auto child = agent::ChildProcess::spawn(
       {"/usr/bin/env", "LOADLAB_SCENARIO_REPO=" + repo.url(), "LOADLAB_LAB=", "LOADLAB_STATE_DIR=" + state(),
        "LOADLAB_NIGHTLY_FLAGS=--set load={\"duration_s\":0.5} --set matrix.delay_ms=[1,2,3,4,5,6,7,8]",
-       tree_.path("bin/loadlab-nightly")});
+       tree_.path("bin/loadlab-nightly")},
+      tool());
   // Until the first cell is in the journal.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   fs::path journal;
@@ -212,6 +221,54 @@ TEST_F(Nightly, ALabFileFromTheRepositoryNamingCredentialsIsRefused) {
   EXPECT_NE(r.output_tail.find("LOADLAB_SCENARIO_REF must be a branch, tag or commit"), std::string::npos)
       << r.output_tail;
   EXPECT_FALSE(fs::exists(dir_.path() / "ran"));
+}
+
+// Issue 44, item 5: the scenario repository holds a folder laid out as a bare git repository
+// whose config runs a command when git obeys it, and the night's scenario includes a file of
+// it: no git call of the night (the script's, loadlab's provenance) runs the command, and the
+// included file's commit is the repository's.
+TEST_F(Nightly, AFolderOfTheRepositoryThatLooksLikeABareRepositoryRunsNoCommand) {
+  ScenarioRepo repo(dir_.path() / "repo");
+  repo.commit_file("scenarios/evil/part.json", R"({"load": {"requests_per_thread": 20}, "repetitions": 1})");
+  repo.commit_file("scenarios/nightly.json",
+                   R"({"include": ["base/matrix.json", "evil/part.json"], "name": "nightly"})");
+  const auto marker = dir_.path() / "MARKER";
+  const std::string commit = commit_bare_lookalike(dir_.path() / "repo", "scenarios/evil", marker);
+  ASSERT_EQ(commit.size(), 40u);
+  auto r = night(repo.url());
+  EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
+  EXPECT_FALSE(fs::exists(marker)) << "the committed folder's core.fsmonitor ran";
+  auto result = latest_result();
+  ASSERT_EQ(result["scenario_files"].size(), 3u) << result["scenario_files"].dump();
+  EXPECT_EQ(result["scenario_files"][2]["path"], state() + "/checkout/scenarios/evil/part.json");
+  for (auto& f : result["scenario_files"]) EXPECT_EQ(f["git"]["commit"], commit) << f.dump();
+}
+
+// Issue 44, item 6: a scenarios folder that is a link out of the checkout would read the
+// machine's files into the night: the night does not start.
+TEST_F(Nightly, AScenariosFolderThatIsALinkOutOfTheCheckoutIsRefused) {
+  const auto elsewhere = dir_.path() / "elsewhere", repo = dir_.path() / "linked";
+  fs::create_directories(elsewhere);
+  fs::create_directories(repo);
+  std::ofstream(elsewhere / "nightly.json")
+      << R"({"name": "nightly", "targets": [{"name": "beast", "builtin": "hello"}], "load": {"total_requests": 10}})";
+  fs::create_directory_symlink(elsewhere, repo / "scenarios");
+  for (std::vector<std::string> args : {std::vector<std::string>{"init", "-q", "-b", "main"},
+                                        {"add", "-A"},
+                                        {"commit", "-qm", "a link out"}}) {
+    std::vector<std::string> argv = {
+        LOADLAB_GIT, "-C", repo.string(), "-c", "user.name=t", "-c", "user.email=t@example.invalid"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ASSERT_EQ(run_command(argv).code, 0);
+  }
+  auto r = night("file://" + repo.string());
+  EXPECT_EQ(r.code, 4) << r.output_tail;
+  EXPECT_NE(
+      r.output_tail.find("resolves to " + fs::canonical(elsewhere).string() + ", outside the checkout " +
+                         state() + "/checkout: the scenarios folder must be a folder of the repository"),
+      std::string::npos)
+      << r.output_tail;
+  EXPECT_FALSE(fs::exists(state() + "/runs/latest"));
 }
 
 }  // namespace

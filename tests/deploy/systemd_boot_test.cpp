@@ -420,6 +420,7 @@ TEST(SystemdBoot, AgentUnitStartsAndAnswersDescribe) {
   auto boot = work.file("boot.sh", kBootScript);
   agent::SpawnOptions opts;
   opts.env.push_back({"SYSTEMD", systemd});
+  opts.keep_privileges = true;  // unshare and nsenter need root's capabilities
   ns.unshare =
       agent::ChildProcess::spawn({"/bin/sh", enter, cgroup, boot, work.path().string(), tree.prefix()}, opts);
 

@@ -35,8 +35,8 @@ struct Lab {
 Lab solo_lab(const TempDir& dir) {
   Lab l;
   l.agent =
-      agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo",
-                                  "--catalog", kSource + "/tests/integration/python_target/catalog.json"});
+      loadlab::testing::spawn_tool({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo",
+                                    "--catalog", kSource + "/tests/integration/python_target/catalog.json"});
   std::string line;
   EXPECT_EQ(l.agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << l.agent->output_tail();
   l.file = dir.file("lab.json", R"({"agents": [{"name": "solo", "address": ")" + line.substr(13) +

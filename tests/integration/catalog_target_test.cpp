@@ -191,7 +191,7 @@ const std::set<std::string> kToolchains = {"go", "gofmt", "java", "javac", "node
 testing::RunOutput run_with_path(const std::vector<std::string>& argv, const PathWithout& path) {
   agent::SpawnOptions o;
   o.env = {{"PATH", path.path()}, {"XDG_CACHE_HOME", (path.dir().path() / "cache").string()}};
-  auto child = agent::ChildProcess::spawn(argv, o);
+  auto child = loadlab::testing::spawn_tool(argv, o);
   testing::RunOutput out;
   auto st = child->wait_exit(30s);
   if (!st) st = child->terminate();
@@ -248,9 +248,9 @@ TEST(ExampleTargets, TheControllerShowsTheMissingToolchainLine) {
   PathWithout path(kToolchains);
   agent::SpawnOptions o;
   o.env = {{"PATH", path.path()}, {"XDG_CACHE_HOME", (path.dir().path() / "cache").string()}};
-  auto agent = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo",
-                                           "--catalog", kSource + "/examples/catalog.json"},
-                                          o);
+  auto agent = loadlab::testing::spawn_tool({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name",
+                                             "solo", "--catalog", kSource + "/examples/catalog.json"},
+                                            o);
   std::string line;
   ASSERT_EQ(agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << agent->output_tail();
   const auto& dir = path.dir();
@@ -280,8 +280,8 @@ TEST(ExampleTargets, TheControllerShowsTheMissingToolchainLine) {
 TEST(PythonCatalogTarget, ServesHttpsWithTheCertificateTheAgentMadeForTheJob) {
   TempDir dir;
   auto agent =
-      agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo",
-                                  "--catalog", kSource + "/tests/integration/python_target/catalog.json"});
+      loadlab::testing::spawn_tool({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo",
+                                    "--catalog", kSource + "/tests/integration/python_target/catalog.json"});
   std::string line;
   ASSERT_EQ(agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << agent->output_tail();
   auto lab = dir.file("lab.json", R"({"agents": [{"name": "solo", "address": ")" + line.substr(13) +

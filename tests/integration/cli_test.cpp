@@ -233,7 +233,8 @@ TEST(Cli, AgentRefusesAPortInUse) {
 
 TEST(Cli, RunsOnARemoteAgentFromALabFileAndTheAgentStopsCleanly) {
   TempDir dir;
-  auto agent = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "a1"});
+  auto agent =
+      loadlab::testing::spawn_tool({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "a1"});
   std::string line;
   ASSERT_EQ(agent->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine);
   ASSERT_EQ(line.rfind("listening on ", 0), 0u) << line;
@@ -264,7 +265,7 @@ struct LongRun {
   pid_t target_pid = 0, load_pid = 0;
 
   LongRun() {
-    agent = agent::ChildProcess::spawn({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "a1"});
+    agent = loadlab::testing::spawn_tool({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "a1"});
     std::string line;
     EXPECT_EQ(agent->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine);
     auto lab = dir.file("lab.json", R"({"agents": [{"name": "a1", "address": ")" + line.substr(13) +
@@ -272,7 +273,7 @@ struct LongRun {
     auto s = dir.file("s.json",
                       R"({"name": "long", "targets": [{"name": "b", "builtin": "hello", "server_threads": 1}],
         "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 60}})");
-    controller = agent::ChildProcess::spawn(
+    controller = loadlab::testing::spawn_tool(
         {bin("loadlab"), "run", s, "--lab", lab, "--out", (dir.path() / "out").string()});
     // The agent logs the pids of what it starts.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);

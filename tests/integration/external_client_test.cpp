@@ -185,7 +185,7 @@ SoloLab solo_lab(const TempDir& dir) {
   auto catalog =
       dir.file("catalog.json", R"({"clients": {"wrk": {"tool": "wrk"}, "h2load": {"tool": "h2load"}}})");
   SoloLab l;
-  l.agent = agent::ChildProcess::spawn(
+  l.agent = loadlab::testing::spawn_tool(
       {bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo", "--catalog", catalog});
   std::string line;
   EXPECT_EQ(l.agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << l.agent->output_tail();

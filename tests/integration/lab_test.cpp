@@ -119,7 +119,7 @@ TEST_F(LabTest, ALoadAgentKilledMidCellIsRetriedOnAnotherAndTheCellCompletes) {
       "matrix": {"delay_ms": [1], "threads": [2]}, "load": {"duration_s": 3}})");
   auto out = dir.path() / "out";
   auto controller =
-      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+      loadlab::testing::spawn_tool({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   // Wait until cli1 runs the load, then kill it.
   auto deadline = std::chrono::steady_clock::now() + 15s;
   while (agents[1]->proc->output_tail(50).find("load pid") == std::string::npos &&
@@ -164,7 +164,7 @@ TEST_F(RestartLabTest, ALoadAgentRestartedOnItsPortIsWaitedForAndEveryCellComple
       "placement": {"load": {"agents": 2}}})");
   auto out = dir.path() / "out";
   auto controller =
-      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+      loadlab::testing::spawn_tool({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   wait_for_load(*agents[1]);
   const std::string address = agents[1]->address;
   ASSERT_EQ(kill(agents[1]->proc->pid(), SIGKILL), 0);
@@ -200,7 +200,7 @@ TEST_F(LabTest, SigintDuringARetryWaitEndsTheRunAtOnce) {
       "placement": {"load": {"agents": 2}}, "execution": {"retry_backoff_s": 120}})");
   auto out = dir.path() / "out";
   auto controller =
-      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+      loadlab::testing::spawn_tool({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   wait_for_load(*agents[1]);
   ASSERT_EQ(kill(agents[1]->proc->pid(), SIGKILL), 0);
   auto deadline = std::chrono::steady_clock::now() + 15s;
@@ -228,7 +228,7 @@ TEST_F(LabTest, AKilledControllerResumesWithItsEarlierCellsIntact) {
       "matrix": {"delay_ms": [0, 1, 2], "threads": [1]}, "load": {"duration_s": 1.5}})");
   auto out = dir.path() / "out";
   auto controller =
-      agent::ChildProcess::spawn({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
+      loadlab::testing::spawn_tool({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()});
   // Kill it once the first cell is in the journal.
   auto journal = out / "journal.jsonl";
   auto lines = [&] {
@@ -264,7 +264,7 @@ TEST(LabCatalog, ATargetThatDiesMidCellFailsItWithItsExitStatus) {
                           R"({"targets": {"flaky": {"argv": ["/bin/sh", "-c",
       ")" + bin("loadlab-target") +
                               R"( --listen {host}:{port} --threads 1 & sleep 1.5; echo dying; exit 3"]}}})");
-  auto agent = agent::ChildProcess::spawn(
+  auto agent = loadlab::testing::spawn_tool(
       {bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "solo", "--catalog", catalog});
   std::string line;
   ASSERT_EQ(agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << agent->output_tail();

@@ -7,7 +7,9 @@
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <map>
 #include <regex>
 #include <set>
 #include <thread>
@@ -16,6 +18,7 @@
 #include "loadlab/agent/usage_window.hpp"
 #include "loadlab/controller/run_metrics.hpp"
 #include "loadlab/metrics/exposition.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
 #include "schedstat.hpp"
 #include "test_support.hpp"
@@ -227,6 +230,122 @@ TEST(AgentMetrics, ANetworkAddressNeedsTlsOrInsecureAndABadOneIsNamed) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "out")) << "nothing was run";
 }
 
+// A connection to a metrics endpoint held open by the test, read with a timeout: what a caller
+// holding one of its slots is.
+class HeldConnection {
+ public:
+  explicit HeldConnection(const std::string& endpoint) {
+    auto ep = parse_endpoint(endpoint);
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    timeval tv{3, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(ep ? ep->port : 0);
+    inet_pton(AF_INET, ep ? ep->host.c_str() : "127.0.0.1", &a.sin_addr);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~HeldConnection() { close(fd_); }
+  HeldConnection(const HeldConnection&) = delete;
+  HeldConnection& operator=(const HeldConnection&) = delete;
+  bool connected() const { return connected_; }
+
+  // Sends GET /metrics (keep-alive) with `headers` and reads the response: its status, 0 when
+  // none came (the connection was closed, or nothing within 3 s).
+  int scrape(const std::string& headers = "") {
+    const std::string req = "GET /metrics HTTP/1.1\r\nHost: test\r\n" + headers + "\r\n";
+    if (send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return 0;
+    std::string in;
+    size_t end = std::string::npos;
+    char buf[4096];
+    for (ssize_t n;
+         (end = in.find("\r\n\r\n")) == std::string::npos && (n = recv(fd_, buf, sizeof buf, 0)) > 0;)
+      in.append(buf, static_cast<size_t>(n));
+    if (end == std::string::npos || in.rfind("HTTP/1.1 ", 0) != 0) return 0;
+    static const std::regex length(R"(\r\n[Cc]ontent-[Ll]ength: *(\d+))");
+    std::smatch m;
+    const std::string head = in.substr(0, end);
+    const size_t body = std::regex_search(head, m, length) ? std::stoul(m[1]) : 0;
+    for (ssize_t n; in.size() < end + 4 + body && (n = recv(fd_, buf, sizeof buf, 0)) > 0;)
+      in.append(buf, static_cast<size_t>(n));
+    return std::atoi(in.c_str() + 9);
+  }
+  // Whether the server has closed the connection: the next read is the end of the stream (not
+  // a timeout after 3 s).
+  bool closed_by_server() {
+    char c;
+    return recv(fd_, &c, 1, 0) == 0;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+const std::string kBearer = "Authorization: Bearer metrics-token-0123456789\r\n";
+
+// A refused scrape costs its caller the connection: whoever lacks the token cannot keep a slot
+// by asking again and again. A scraper with the token keeps its connection between scrapes.
+TEST(AgentMetrics, A401ClosesItsConnectionAndAnAuthorizedScrapeKeepsIt) {
+  TempDir dir;
+  auto token = dir.secret("token", "metrics-token-0123456789\n");
+  AgentProcess agent("m", "127.0.0.1:0", {"--token-file", token, "--metrics-listen", "127.0.0.1:0"});
+  const auto at = metrics_address(agent);
+  HeldConnection refused(at);
+  ASSERT_TRUE(refused.connected());
+  EXPECT_EQ(refused.scrape(), 401);
+  EXPECT_TRUE(refused.closed_by_server()) << "the connection that got a 401 is still open";
+  HeldConnection scraper(at);
+  EXPECT_EQ(scraper.scrape(kBearer), 200);
+  EXPECT_EQ(scraper.scrape(kBearer), 200) << "an authorized scraper's connection was not kept";
+}
+
+// Whoever reaches the port cannot hold every slot: with a full cap of connections that send
+// nothing, and as many again that each took a 401, a scrape with the token is answered at once.
+TEST(AgentMetrics, IdleAndRefusedConnectionsDoNotShutOutAScrapeWithTheToken) {
+  TempDir dir;
+  auto token = dir.secret("token", "metrics-token-0123456789\n");
+  AgentProcess agent("m", "127.0.0.1:0", {"--token-file", token, "--metrics-listen", "127.0.0.1:0"});
+  const auto at = metrics_address(agent);
+  std::vector<std::unique_ptr<HeldConnection>> idle, refused;
+  for (int i = 0; i < limits::kMetricsMaxConnections; ++i) {
+    idle.push_back(std::make_unique<HeldConnection>(at));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  std::map<int, int> statuses;  // of the refused connections' scrapes, by status (0: none)
+  for (int i = 0; i < limits::kMetricsMaxConnections; ++i) {
+    refused.push_back(std::make_unique<HeldConnection>(at));
+    ++statuses[refused.back()->scrape()];
+  }
+  EXPECT_EQ(statuses, (std::map<int, int>{{401, limits::kMetricsMaxConnections}}));
+  const auto t0 = std::chrono::steady_clock::now();
+  HeldConnection scraper(at);
+  EXPECT_EQ(scraper.scrape(kBearer), 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
+// Served to a network without proven callers (--insecure), the metrics endpoint is warned of at
+// start as the agent's --listen is; the controller's (--metrics-insecure) too.
+TEST(AgentMetrics, AMetricsAddressServedInsecurelyIsWarnedOf) {
+  AgentProcess agent("m", "127.0.0.1:0", {"--metrics-listen", "0.0.0.0:0", "--insecure"});
+  metrics_address(agent);
+  kill(agent.proc->pid(), SIGTERM);
+  agent.proc->wait_exit(5s);
+  agent.proc->wait_output_end(2s);
+  EXPECT_THAT(agent.proc->output_tail(40),
+              HasSubstr("--insecure: --metrics-listen 0.0.0.0:0 is reachable from the network without TLS; "
+                        "anyone who can reach it can read the metrics"));
+  TempDir dir;
+  auto scenario = dir.file("s.json", R"({"name": "m", "targets": [{"name": "b", "builtin": "hello"}],
+      "matrix": {"delay_ms": [0]}, "load": {"duration_s": 0.2}})");
+  auto r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario, "--quiet", "--out",
+                        (dir.path() / "out").string(), "--metrics-listen", "0.0.0.0:0", "--metrics-insecure"},
+                       60s);
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_THAT(r.output_tail, HasSubstr("--metrics-insecure: --metrics-listen 0.0.0.0:"));
+  EXPECT_THAT(r.output_tail, HasSubstr("is reachable from the network without TLS"));
+}
+
 // A free port on 127.0.0.1 now (the controller's endpoint is given one: it says where on
 // stderr, which a test does not read line by line).
 int free_port() {
@@ -249,8 +368,8 @@ TEST(RunMetrics, TheLiveRateAndLatencyAreTheCellsOwn) {
       "server_threads": 1}], "matrix": {"delay_ms": [10]},
       "load": {"threads": 1, "connections": 4, "duration_s": 4, "warmup_s": 0.5}})");
   const std::string at = "127.0.0.1:" + std::to_string(free_port());
-  auto run = agent::ChildProcess::spawn({bin("loadlab"), "--log-level", "warn", "run", scenario, "--quiet",
-                                         "--out", (dir.path() / "out").string(), "--metrics-listen", at});
+  auto run = loadlab::testing::spawn_tool({bin("loadlab"), "--log-level", "warn", "run", scenario, "--quiet",
+                                           "--out", (dir.path() / "out").string(), "--metrics-listen", at});
   std::optional<double> qps, latency, planned;
   std::string seen;
   const auto deadline = std::chrono::steady_clock::now() + 60s;

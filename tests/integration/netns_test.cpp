@@ -65,12 +65,12 @@ TEST(NetnsLab, ACutLinkIsDetectedWithinTenSecondsAndTheCellEndsWithAReason) {
     GTEST_SKIP() << "this machine cannot make network namespaces with veth (ip netns add failed)";
   TempDir dir;
   // A lab network the test made itself: no TLS (--insecure), load to the lab's subnet.
-  auto target_agent = agent::ChildProcess::spawn(
+  auto target_agent = loadlab::testing::spawn_tool(
       hosts.in_target({bin("loadlab-agent"), "--listen", "10.213.0.1:7700", "--advertise", "10.213.0.1",
                        "--name", "srv", "--insecure"}));
-  auto load_agent =
-      agent::ChildProcess::spawn(hosts.in_load({bin("loadlab-agent"), "--listen", "10.213.0.2:7700", "--name",
-                                                "cli", "--insecure", "--allow-load-to", "10.213.0.0/24"}));
+  auto load_agent = loadlab::testing::spawn_tool(
+      hosts.in_load({bin("loadlab-agent"), "--listen", "10.213.0.2:7700", "--name", "cli", "--insecure",
+                     "--allow-load-to", "10.213.0.0/24"}));
   std::string line;
   ASSERT_EQ(target_agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine)
       << target_agent->output_tail();
@@ -85,7 +85,7 @@ TEST(NetnsLab, ACutLinkIsDetectedWithinTenSecondsAndTheCellEndsWithAReason) {
       "execution": {"retries": 1, "deadlines": {"ready_s": 5}}})");
   auto out = dir.path() / "out";
   // The controller runs on the load host: the cable is its only way to the target host.
-  auto controller = agent::ChildProcess::spawn(
+  auto controller = loadlab::testing::spawn_tool(
       hosts.in_load({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()}));
 
   pid_t target_pid = 0;

@@ -43,7 +43,7 @@ TEST_P(Placement, TheProcessesRunOnTheSetsTheCellRecords) {
   }
   agent::SpawnOptions env;
   env.env = {{"LOADLAB_CPU_BINDING", binding}};
-  auto agent = agent::ChildProcess::spawn(
+  auto agent = loadlab::testing::spawn_tool(
       {bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "one", "--bin-dir", wrappers.string()},
       env);
   std::string line;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "bare_lookalike_repo.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "test_support.hpp"
 
@@ -138,6 +139,97 @@ TEST(ScenarioFolder, ABadFolderOrTwoScenariosOfOneNameExitTwo) {
   EXPECT_NE(r.output_tail.find("--baseline: with a folder of scenarios only history is allowed"),
             std::string::npos)
       << r.output_tail;
+}
+
+// Issue 44, item 6: a scenario repository reads no file of the machine outside its tree. An
+// include by "..", by an absolute path or through a link that leads out of the scenario's
+// folder is refused with exit status 2, naming the file, the include and the root; a link
+// that stays inside is read; the operator's --include-root widens the root.
+TEST(ScenarioFolder, Item6IncludesThatLeaveTheScenariosFolderAreRefused) {
+  TempDir dir;
+  ScenarioRepo repo(dir);
+  const std::string secret = fs::canonical(dir.path()).string() + "/secret.json";
+  std::ofstream(secret) << R"({"name": "secret", "targets": [{"name": "t", "builtin": "hello"}],
+        "matrix": {"threads": [1]}, "load": {"total_requests": 100}})";
+  const std::string root = fs::canonical(repo.path).string();
+  fs::create_symlink(secret, repo.path / "link.json");
+  fs::create_symlink("base/matrix.json", repo.path / "alias.json");
+  repo.write("up.json", R"({"include": "../secret.json"})");
+  repo.write("abs.json", R"({"include": ")" + secret + R"("})");
+  repo.write("via-link.json", R"({"include": "link.json"})");
+  repo.write("inside.json", R"({"include": "alias.json", "name": "inside"})");
+  auto validate = [&](const std::string& file, std::vector<std::string> more = {}) {
+    std::vector<std::string> argv = {bin("loadlab"), "validate", (repo.path / file).string()};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return run_command(argv);
+  };
+  for (auto [file, written] : {std::pair<std::string, std::string>{"up.json", "../secret.json"},
+                               {"abs.json", secret},
+                               {"via-link.json", "link.json"}}) {
+    auto r = validate(file);
+    EXPECT_EQ(r.code, 2) << file << ": " << r.output_tail;
+    EXPECT_NE(r.output_tail.find("loadlab: " + (repo.path / file).string() + ": /include: \"" + written +
+                                 "\" resolves to " + secret + ", outside the scenario's root " + root +
+                                 " (an include must stay inside the folder of the scenario; --include-root "
+                                 "names another)"),
+              std::string::npos)
+        << r.output_tail;
+  }
+  auto r = validate("inside.json");
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("includes " + (repo.path / "alias.json").string()), std::string::npos)
+      << r.stdout_text;
+  r = validate("up.json", {"--include-root", dir.path().string()});
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+
+  // `run` refuses it before any agent or run folder.
+  r = run_command(
+      {bin("loadlab"), "run", (repo.path / "up.json").string(), "--out", (dir.path() / "run").string()});
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_NE(r.output_tail.find("/include: \"../secret.json\" resolves to " + secret), std::string::npos)
+      << r.output_tail;
+  EXPECT_FALSE(fs::exists(dir.path() / "run"));
+
+  // In a folder of scenarios, a scenario file that is a link out of the folder is not read.
+  fs::create_symlink(secret, repo.path / "linked-scenario.json");
+  r = run_command({bin("loadlab"), "validate", repo.path.string()});
+  EXPECT_EQ(r.code, 2) << r.output_tail;
+  EXPECT_NE(r.output_tail.find((repo.path / "linked-scenario.json").string() + ": resolves to " + secret +
+                               ", outside the folder " + root),
+            std::string::npos)
+      << r.output_tail;
+  EXPECT_NE(r.output_tail.find((repo.path / "up.json").string() + ": /include: \"../secret.json\""),
+            std::string::npos)
+      << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("inside.json: ok, inside"), std::string::npos) << r.stdout_text;
+}
+
+// Issue 44, item 5: a committed folder laid out as a bare git repository, whose config runs a
+// command when git obeys it, holds the scenario: `loadlab run` records its provenance from the
+// repository around it, and the command never runs.
+TEST(ScenarioFolder, Item5AFolderThatLooksLikeABareRepositoryRunsNoCommand) {
+  TempDir dir;
+  const fs::path outer = dir.path() / "outer", clone = dir.path() / "clone", marker = dir.path() / "MARKER";
+  fs::create_directories(outer / "evil");
+  std::ofstream(outer / "evil" / "part.json")
+      << R"({"targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}]})";
+  std::ofstream(outer / "evil" / "s.json")
+      << R"({"include": "part.json", "name": "evil", "matrix": {"threads": [1]}, "load": {"duration_s": 0.2}})";
+  const std::string commit = testing::commit_bare_lookalike(outer, "evil", marker);
+  ASSERT_EQ(commit.size(), 40u);
+  ASSERT_EQ(run_command({"/usr/bin/git", "clone", "-q", outer.string(), clone.string()}).code, 0);
+
+  auto r = run_command({bin("loadlab"), "--log-level", "warn", "run", (clone / "evil" / "s.json").string(),
+                        "--out", (dir.path() / "run").string()});
+  EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
+  EXPECT_FALSE(fs::exists(marker)) << "the committed folder's core.fsmonitor ran";
+  auto result = read_json_file((dir.path() / "run" / "result.json").string());
+  EXPECT_EQ(result["scenario_file"]["git"]["commit"], commit) << result["scenario_file"].dump();
+  ASSERT_EQ(result["scenario_files"].size(), 2u);
+  for (auto& f : result["scenario_files"]) {
+    EXPECT_EQ(f["git"]["commit"], commit) << f.dump();
+    EXPECT_EQ(f["git"]["dirty"], false) << f.dump();
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <future>
 #include <thread>
 
+#include "agent_calls.hpp"
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/proc_control.hpp"
 #include "loadlab/shared/timing.hpp"
@@ -24,11 +25,16 @@ using namespace std::chrono_literals;
 using loadlab::testing::AgentProcess;
 using loadlab::testing::bin;
 using loadlab::testing::child_pids;
+using loadlab::testing::Hosted;
+using loadlab::testing::load_to;
+using loadlab::testing::LoadRun;
 using loadlab::testing::result_cells;
 using loadlab::testing::run_command;
+using loadlab::testing::run_load;
+using loadlab::testing::stub_for;
+using loadlab::testing::TargetStream;
 using loadlab::testing::TempDir;
 using ::testing::HasSubstr;
-using TargetStream = grpc::ClientReaderWriter<v1::TargetCommand, v1::TargetEvent>;
 using LoadStream = grpc::ClientReaderWriter<v1::LoadCommand, v1::LoadEvent>;
 
 // A test CA with an agent certificate (for 127.0.0.1) and a controller client certificate,
@@ -61,11 +67,6 @@ sign rogue rogue-ca client.ext
   std::string d;
 };
 
-std::unique_ptr<v1::Agent::Stub> stub_for(const std::string& address,
-                                          const std::shared_ptr<grpc::ChannelCredentials>& creds) {
-  return v1::Agent::NewStub(grpc::CreateChannel(address, creds));
-}
-
 grpc::Status describe(v1::Agent::Stub& stub, const std::string& token = "", v1::AgentInfo* out = nullptr) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 5s);
@@ -78,61 +79,6 @@ v1::TargetSpec hello(uint32_t threads = 1) {
   v1::TargetSpec s;
   s.set_builtin("hello");
   s.set_threads(threads);
-  return s;
-}
-
-// One HostTarget stream: opened, spec sent, Ready (or the stream's end) read.
-struct Hosted {
-  grpc::ClientContext ctx;
-  std::unique_ptr<TargetStream> stream;
-  std::string endpoint;
-  pid_t pid = 0;
-  Hosted(v1::Agent::Stub& stub, const v1::TargetSpec& spec, const std::string& token = "") {
-    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
-    stream = stub.HostTarget(&ctx);
-    v1::TargetCommand cmd;
-    *cmd.mutable_spec() = spec;
-    stream->Write(cmd);
-    for (v1::TargetEvent ev; endpoint.empty() && stream->Read(&ev);) {
-      if (ev.has_started()) pid = ev.started().pid();
-      if (ev.has_ready()) endpoint = ev.ready().endpoint();
-    }
-  }
-  grpc::Status close() {
-    stream->WritesDone();
-    for (v1::TargetEvent ev; stream->Read(&ev);) {
-    }
-    return stream->Finish();
-  }
-};
-
-struct LoadRun {
-  grpc::Status status;
-  uint64_t requests = 0;
-};
-
-LoadRun run_load(v1::Agent::Stub& stub, const v1::LoadSpec& spec, const std::string& token = "") {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
-  auto stream = stub.RunLoad(&ctx);
-  v1::LoadCommand cmd;
-  *cmd.mutable_spec() = spec;
-  stream->Write(cmd);
-  stream->WritesDone();
-  LoadRun out;
-  for (v1::LoadEvent ev; stream->Read(&ev);)
-    if (ev.has_result()) out.requests = ev.result().requests();
-  out.status = stream->Finish();
-  return out;
-}
-
-v1::LoadSpec load_to(const std::string& endpoint, uint64_t requests = 100) {
-  v1::LoadSpec s;
-  s.set_endpoint(endpoint);
-  s.set_threads(1);
-  s.set_total_requests(requests);
-  s.set_keep_alive(true);
   return s;
 }
 
@@ -263,6 +209,25 @@ TEST(AgentListen, ANetworkAddressNeedsTlsOrAnExplicitInsecure) {
   EXPECT_THAT(log, HasSubstr("--insecure: 0.0.0.0:"));  // at start
   EXPECT_THAT(log, HasSubstr("Describe from ipv4:127.0.0.1:"));
   EXPECT_THAT(log, HasSubstr("without proving its callers (--insecure)"));  // at every Describe
+}
+
+// Without --advertise an agent that listens on one address serves its targets there (a lab
+// agent on its lab interface), and one on a wildcard on loopback; --advertise says otherwise.
+TEST(AgentListen, TargetsAreServedWhereTheAgentListensUnlessAdvertiseSaysOtherwise) {
+  auto endpoint_of = [](const std::string& listen, const std::vector<std::string>& extra) {
+    AgentProcess agent("adv", listen, extra);
+    const auto port = agent.address.substr(agent.address.rfind(':'));
+    auto stub =
+        stub_for(listen.substr(0, listen.rfind(':')) == "0.0.0.0" ? "127.0.0.1" + port : agent.address,
+                 grpc::InsecureChannelCredentials());
+    Hosted h(*stub, hello());
+    const std::string endpoint = h.endpoint;
+    EXPECT_TRUE(h.close().ok());
+    return endpoint;
+  };
+  EXPECT_THAT(endpoint_of("127.0.0.2:0", {}), ::testing::StartsWith("127.0.0.2:"));
+  EXPECT_THAT(endpoint_of("127.0.0.2:0", {"--advertise", "127.0.0.3"}), ::testing::StartsWith("127.0.0.3:"));
+  EXPECT_THAT(endpoint_of("0.0.0.0:0", {"--insecure"}), ::testing::StartsWith("127.0.0.1:"));
 }
 
 TEST_F(SecureAgentTest, LoadGoesOnlyWhereTheOperatorAllowsAndAThirdPartyGetsNoRequest) {
@@ -455,6 +420,36 @@ TEST(SecureLab, ARunGoesThroughMutualTlsAndTheTokenLabJsonNames) {
                   60s);
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.output_tail, HasSubstr("requires its token"));
+}
+
+// A lab file whose TLS does not fit the agent is reported by its cause and what to set, not
+// as an unavailable channel or a deadline: a name the certificate does not hold, a CA that did
+// not sign it, a client certificate the agent refuses or does not get, an agent without TLS.
+TEST(SecureLab, ATlsMismatchIsReportedByItsCauseAndWhatToSet) {
+  TempDir dir;
+  Pki pki(dir);
+  AgentProcess agent("srv", "127.0.0.1:0",
+                     {"--tls-cert", pki.path("agent.pem"), "--tls-key", pki.path("agent.key"),
+                      "--tls-client-ca", pki.path("ca.pem")});
+  AgentProcess plain("plain", "127.0.0.1:0");
+  auto agents_with = [&](const std::string& tls, const std::string& address) {
+    const auto lab =
+        dir.file("lab.json", R"({"tls": )" + tls + R"(, "agents": [{"name": "srv", "address": ")" + address +
+                                 R"(", "roles": ["target"]}]})");
+    return run_command({bin("loadlab"), "agents", "--lab", lab}, 60s).stdout_text;
+  };
+  const std::string mutual = R"("cert": "controller.pem", "key": "controller.key")";
+  EXPECT_THAT(agents_with(R"({"ca": "ca.pem", )" + mutual + R"(, "server_name": "srv1.lab"})", agent.address),
+              HasSubstr("the agent's certificate is for IP:127.0.0.1, not srv1.lab: set this agent's "
+                        "tls.server_name"));
+  EXPECT_THAT(agents_with(R"({"ca": "rogue-ca.pem", )" + mutual + "}", agent.address),
+              HasSubstr("the agent's certificate is not signed by the lab file's tls.ca"));
+  EXPECT_THAT(agents_with(R"({"ca": "ca.pem", "cert": "rogue.pem", "key": "rogue.key"})", agent.address),
+              HasSubstr("the agent refused the controller's client certificate"));
+  EXPECT_THAT(agents_with(R"({"ca": "ca.pem"})", agent.address), HasSubstr("the agent asks for one"));
+  EXPECT_THAT(agents_with(R"({"ca": "ca.pem", )" + mutual + "}", plain.address),
+              HasSubstr("the agent does not speak TLS at"));
+  EXPECT_THAT(agents_with(R"({"ca": "ca.pem", )" + mutual + "}", agent.address), HasSubstr("srv"));
 }
 
 // ---- An agent that is safe on a real network (issue 24): tests named after its items ----

@@ -56,10 +56,18 @@ struct RunOutput {
   std::string output_tail;  // last lines of stdout + stderr
 };
 
+// A program of the test's own that needs the test's privileges (an agent, the controller,
+// setpriv, ip netns exec), spawned as a tool and not as a job (SpawnOptions::keep_privileges).
+inline std::unique_ptr<agent::ChildProcess> spawn_tool(const std::vector<std::string>& argv,
+                                                       agent::SpawnOptions options = {}) {
+  options.keep_privileges = true;
+  return agent::ChildProcess::spawn(argv, options);
+}
+
 // Runs a command to its end (killed after `timeout`), collecting its stdout.
 inline RunOutput run_command(const std::vector<std::string>& argv,
                              std::chrono::seconds timeout = std::chrono::seconds(120)) {
-  auto child = agent::ChildProcess::spawn(argv);
+  auto child = spawn_tool(argv);
   RunOutput out;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string line;
@@ -161,7 +169,7 @@ struct AgentProcess {
     std::vector<std::string> argv{bin("loadlab-agent"), "--listen", listen, "--name", name};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.begin(), prefix.begin(), prefix.end());
-    proc = agent::ChildProcess::spawn(argv);
+    proc = spawn_tool(argv);
     std::string line;
     EXPECT_EQ(proc->next_line(line, std::chrono::seconds(10)), agent::ChildProcess::LineStatus::kLine)
         << proc->output_tail();

@@ -1,11 +1,14 @@
 #include "loadlab/metrics/server.hpp"
 
-#include <atomic>
+#include <fcntl.h>
+
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <list>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -41,31 +44,93 @@ bool check_listen(const std::string& listen, const ServerTls& tls, bool token, b
   return !proven;
 }
 
+std::string insecure_warning(const std::string& flag, const std::string& listen, const ServerTls& tls,
+                             bool token, const std::string& insecure_flag) {
+  return insecure_flag + ": " + flag + " " + listen + " is reachable from the network " +
+         (tls.enabled() ? "with TLS but no proof of its callers" : "without TLS") +
+         "; anyone who can reach it can read the metrics" +
+         (token && !tls.enabled() ? " if they have the token, which travels in clear text" : "");
+}
+
+// Admission. Anyone who reaches the port can open connections, so a cap that counts them all
+// alike is held by whoever opens them first (connect and send nothing, or take a 401 and keep
+// the connection), and a scraper with the token is shut out. So:
+//  - A connection is unproven until one of its requests passes `authorize` and is answered
+//    (with no token to check: until its first scrape). An unproven connection has
+//    kMetricsFirstRequestTimeoutS to send each request (a scraper sends it at once), a 401
+//    closes it, and at most kMetricsMaxUnprovenConnections are unproven: the other slots of
+//    kMetricsMaxConnections are left for proven scrapers, which no one without the token becomes.
+//  - A new connection is always accepted: a scraper must get its chance to prove itself. When it
+//    takes the unproven connections or all of them past their cap, the oldest unproven one is
+//    closed (it had the longest to prove itself); with none, the oldest proven one that waits
+//    for its next request; with none of those either (every other one is answering), the new one.
+// Someone opening connections without end can still close a scraper's new connection before its
+// request arrives (it takes kMetricsMaxUnprovenConnections of theirs in that moment), but can hold
+// no slot: the scraper's next try is served. A proven connection is closed for a newcomer only
+// when every slot is proven (with a token, only its holders get there) and it is idle: it then
+// connects again, as a scraper does after a closed keep-alive connection.
 struct Server::Impl {
+  // One connection, as admission sees it. Everything here runs on the server's one thread.
+  struct Slot {
+    virtual ~Slot() = default;
+    virtual void close_now() = 0;  // unlists it and closes its socket (its operations end)
+    bool proven = false;           // a request passed `authorize` and was answered
+    bool waiting = true;           // waiting for a request (not answering one)
+    bool listed = false;
+    std::list<Slot*>::iterator at;
+  };
+
   Collect collect;
   Authorize authorize;
   std::function<void()> on_refused;
-  std::atomic<int> connections{0};
+  std::list<Slot*> slots;  // open connections, oldest first
   std::optional<net::ssl::context> ssl;
   net::io_context io{1};  // after what its handlers' sessions use: they go first
   tcp::acceptor acceptor{io};
   std::thread thread;
 
   void accept();
-  http::response<http::string_body> answer(const http::request<http::empty_body>& req);
+  // Lists a new connection and closes one (see above) when it takes a count past its cap.
+  void admit(Slot& s);
+  void release(Slot& s);
+  // `authorized`: whether the request passed `authorize` (or there is none) and was served.
+  http::response<http::string_body> answer(const http::request<http::empty_body>& req, bool& authorized);
 };
+
+void Server::Impl::admit(Slot& s) {
+  s.at = slots.insert(slots.end(), &s);
+  s.listed = true;
+  const auto unproven = std::count_if(slots.begin(), slots.end(), [](Slot* c) { return !c->proven; });
+  const bool too_many = slots.size() > static_cast<size_t>(limits::kMetricsMaxConnections);
+  if (unproven <= limits::kMetricsMaxUnprovenConnections && !too_many) return;
+  auto oldest = [&](auto&& which) -> Slot* {
+    for (Slot* c : slots)
+      if (c != &s && which(*c)) return c;
+    return nullptr;
+  };
+  Slot* victim = oldest([](const Slot& c) { return !c.proven; });
+  if (!victim) victim = oldest([](const Slot& c) { return c.waiting; });
+  (victim ? victim : &s)->close_now();
+}
+
+void Server::Impl::release(Slot& s) {
+  if (!s.listed) return;
+  slots.erase(s.at);
+  s.listed = false;
+}
 
 namespace {
 
 template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>> {
+class Session : public std::enable_shared_from_this<Session<Stream>>, public Server::Impl::Slot {
  public:
-  Session(Server::Impl& impl, Stream stream) : impl_(impl), stream_(std::move(stream)) {
-    ++impl_.connections;
-  }
-  ~Session() { --impl_.connections; }
+  Session(Server::Impl& impl, Stream stream) : impl_(impl), stream_(std::move(stream)) {}
+  ~Session() override { impl_.release(*this); }
 
+  // Admits the connection (which may close it, or an older one) and serves it.
   void start() {
+    impl_.admit(*this);
+    if (!listed) return;
     expire();
     if constexpr (std::is_same_v<Stream, TlsStream>) {
       stream_.async_handshake(net::ssl::stream_base::server,
@@ -77,15 +142,23 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
   }
 
+  void close_now() override {
+    impl_.release(*this);
+    beast::get_lowest_layer(stream_).close();
+  }
+
  private:
+  // An unproven connection must send its request soon; a proven one may wait between scrapes.
   void expire() {
-    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(limits::kMetricsIdleTimeoutS));
+    beast::get_lowest_layer(stream_).expires_after(
+        std::chrono::seconds(proven ? limits::kMetricsIdleTimeoutS : limits::kMetricsFirstRequestTimeoutS));
   }
 
   void read() {
     parser_.emplace();
     parser_->header_limit(limits::kMetricsMaxHeaderBytes);
     parser_->body_limit(0);
+    waiting = true;
     expire();
     http::async_read(stream_, buffer_, *parser_,
                      [self = this->shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
@@ -93,8 +166,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void on_read(beast::error_code ec) {
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == net::error::operation_aborted)
+        ec == net::error::operation_aborted || !listed)
       return close();
+    waiting = false;
     if (ec) {
       // Not a request this endpoint serves (a body, a header too long, not HTTP): said, then closed.
       res_ = {http::status::bad_request, 11};
@@ -102,13 +176,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       res_.body() = "bad request: " + ec.message() + "\n";
       res_.keep_alive(false);
     } else {
-      res_ = impl_.answer(parser_->get());
+      bool authorized = false;
+      res_ = impl_.answer(parser_->get(), authorized);
+      proven = proven || authorized;
     }
     res_.prepare_payload();
     if (ec == beast::error_code{} && parser_->get().method() == http::verb::head) res_.body().clear();
     expire();
     http::async_write(stream_, res_, [self = this->shared_from_this()](beast::error_code wec, size_t) {
-      if (wec || !self->res_.keep_alive()) return self->close();
+      if (wec || !self->res_.keep_alive() || !self->listed) return self->close();
       self->read();
     });
   }
@@ -130,7 +206,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
 }  // namespace
 
-http::response<http::string_body> Server::Impl::answer(const http::request<http::empty_body>& req) {
+http::response<http::string_body> Server::Impl::answer(const http::request<http::empty_body>& req,
+                                                       bool& authorized) {
   http::response<http::string_body> res{http::status::ok, req.version()};
   res.keep_alive(req.keep_alive());
   res.set(http::field::content_type, "text/plain; charset=utf-8");
@@ -146,8 +223,10 @@ http::response<http::string_body> Server::Impl::answer(const http::request<http:
     res.result(http::status::unauthorized);
     res.set(http::field::www_authenticate, "Bearer realm=\"loadlab\"");
     res.body() = "unauthorized: send Authorization: Bearer and the token\n";
+    res.keep_alive(false);  // a refused caller keeps no slot (Admission, above)
     if (on_refused) on_refused();
   } else {
+    authorized = true;
     try {
       const auto format = negotiate(sv(req[http::field::accept]));
       res.set(http::field::content_type, std::string(content_type(format)));
@@ -160,14 +239,18 @@ http::response<http::string_body> Server::Impl::answer(const http::request<http:
   return res;
 }
 
+// Asio opens and accepts sockets without SOCK_CLOEXEC: a program the process starts (an agent's
+// job) would inherit them, and could accept scrapes or hold the port after the agent stops.
+namespace {
+void close_on_exec(int fd) { fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC); }
+}  // namespace
+
 void Server::Impl::accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
     if (!ec) {
-      if (connections.load() >= limits::kMetricsMaxConnections) {
-        beast::error_code ignored;
-        socket.close(ignored);
-      } else if (ssl) {
+      close_on_exec(socket.native_handle());
+      if (ssl) {
         std::make_shared<Session<TlsStream>>(*this, TlsStream(beast::tcp_stream(std::move(socket)), *ssl))
             ->start();
       } else {
@@ -216,7 +299,10 @@ std::string Server::start(const std::string& listen, const ServerTls& tls, const
     throw InputError(flag, "cannot resolve " + endpoint->host + ": " + (ec ? ec.message() : "no address"));
   const tcp::endpoint at = *results.begin();
   auto& acceptor = impl_->acceptor;
-  if (acceptor.open(at.protocol(), ec); !ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (acceptor.open(at.protocol(), ec); !ec) {
+    close_on_exec(acceptor.native_handle());
+    acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  }
   if (!ec) acceptor.bind(at, ec);
   if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) throw EnvironmentError(flag + " " + listen + ": cannot listen: " + ec.message());

@@ -72,6 +72,25 @@ TEST(AgentLimits, EachLoadFieldOverItsLimitNamesTheFieldTheLimitAndTheFlag) {
   EXPECT_THAT(input_error_of([&] { check_limits(s, l); }), StartsWith("connections: 4 is over"));
 }
 
+// --max-duration-s caps a load's whole run: its warm-up and duration together, and a count
+// of requests' warm-up.
+TEST(AgentLimits, AWarmUpCountsTowardTheDurationLimit) {
+  auto s = within();
+  s.set_duration_s(20);
+  s.set_warmup_s(10);
+  EXPECT_EQ(input_error_of([&] { check_limits(s, tight()); }), "");  // 30 s: at the limit
+  s.set_warmup_s(10.5);
+  auto e = input_error_of([&] { check_limits(s, tight()); });
+  EXPECT_THAT(e, StartsWith("warmup_s + duration_s: 10.5 + 20 = 30.5 is over this agent's limit of 30 "
+                            "(loadlab-agent --max-duration-s"));
+  s.set_total_requests(100);  // a count: its warm-up alone must fit
+  s.set_warmup_s(30);
+  EXPECT_EQ(input_error_of([&] { check_limits(s, tight()); }), "");
+  s.set_warmup_s(31);
+  EXPECT_THAT(input_error_of([&] { check_limits(s, tight()); }),
+              StartsWith("warmup_s: 31 is over this agent's limit of 30 (loadlab-agent --max-duration-s"));
+}
+
 TEST(AgentLimits, ATargetOverTheThreadOrBodyLimitIsRefused) {
   v1::TargetSpec t;
   t.set_threads(5);

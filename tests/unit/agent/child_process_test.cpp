@@ -111,7 +111,7 @@ TEST(JobUser, UnknownUsersRootAndTheAgentsOwnUserAreRefusedNamingTheFlag) {
     ASSERT_NE(own, nullptr);
     EXPECT_THROW(resolve_job_user(own->pw_name, "--job-user"), InputError);
   }
-  if (geteuid() == 0) EXPECT_TRUE(can_switch_users());
+  if (geteuid() == 0) EXPECT_EQ(missing_job_user_capabilities(), std::vector<std::string>{});
 }
 
 TEST_P(ChildProcessTest, TerminateStopsTheWholeProcessGroup) {
@@ -140,15 +140,31 @@ TEST_P(ChildProcessTest, ADescendantThatLeftTheGroupIsKilledToo) {
 
 // Double-forked away and re-parented to init: out of reach of the tree and the group, but
 // not of the job's cgroup.
-TEST_P(ChildProcessTest, ADoubleForkedDescendantIsKilledOnTheCgroupPaths) {
-  if (!on_cgroup()) GTEST_SKIP() << "the process-group path cannot find a descendant re-parented away";
-  auto c =
-      ChildProcess::spawn({"/bin/sh", "-c", "(setsid /bin/sh -c 'echo $$; exec sleep 30' &); exec sleep 30"});
+// A double-forked descendant in a session of its own is re-parented to the job's first process
+// (a child subreaper), not out of the job's tree: it is killed with the job on every path.
+TEST_P(ChildProcessTest, ADoubleForkedDescendantIsAdoptedByTheJobsFirstProcessAndKilledWithIt) {
+  auto c = ChildProcess::spawn(
+      {"/bin/sh", "-c", "(setsid /bin/sh -c 'echo $$; exec env -i /bin/sleep 30' &); exec sleep 30"});
   pid_t escaped = first_line_pid(*c);
   ASSERT_TRUE(alive(escaped));
-  ASSERT_NE(stat_field(escaped, 4), std::to_string(c->pid())) << "still the child's own child";
+  EXPECT_EQ(stat_field(escaped, 4), std::to_string(c->pid())) << "not adopted by the job's first process";
   c->terminate(300ms);
   EXPECT_TRUE(gone_soon(escaped));
+}
+
+// A tool that keeps its privileges (SpawnOptions::keep_privileges, for a test's agent) is no
+// subreaper: its orphans go where they went before.
+TEST_P(ChildProcessTest, AToolThatKeepsItsPrivilegesAdoptsNoOrphan) {
+  SpawnOptions tool;
+  tool.keep_privileges = true;
+  auto c = ChildProcess::spawn(
+      {"/bin/sh", "-c", "(setsid /bin/sh -c 'echo $$; exec sleep 30' &); exec sleep 30"}, tool);
+  pid_t escaped = first_line_pid(*c);
+  ASSERT_TRUE(alive(escaped));
+  EXPECT_NE(stat_field(escaped, 4), std::to_string(c->pid()));
+  c->terminate(300ms);
+  if (on_cgroup()) EXPECT_TRUE(gone_soon(escaped));
+  if (alive(escaped)) kill(escaped, SIGKILL);  // the test's own cleanup, by pid
 }
 
 TEST_P(ChildProcessTest, TheJobCgroupIsRemovedAfterTheJob) {

@@ -74,6 +74,17 @@ TEST(LoadDestination, AnEndpointOutsideTheNetworksIsRefusedNamingItsAddressAndTh
               StartsWith("endpoint: "));
 }
 
+// A target agent that announced its loopback (no --advertise, listening on a wildcard) is the
+// likely cause of a loopback endpoint a lab's load agent refuses: the error says what to set.
+TEST(LoadDestination, ALoopbackEndpointOutsideTheNetworksNamesAdvertise) {
+  const auto lab = NetworkList::parse({"10.0.0.0/24"}, "--allow-load-to");
+  auto loopback = spec_to("127.0.0.1:8080");
+  EXPECT_THAT(input_error_of([&] { check_load_destination(loopback, lab); }), HasSubstr("--advertise ADDR"));
+  auto elsewhere = spec_to("192.0.2.7:80");
+  EXPECT_THAT(input_error_of([&] { check_load_destination(elsewhere, lab); }),
+              ::testing::Not(HasSubstr("--advertise")));
+}
+
 TEST(LoadDestination, AHostHeaderNamingAnotherHostMustBeAllowedToo) {
   // An allowed forward proxy would carry the load on to the host the header names.
   auto s = spec_to("127.0.0.1:3128");

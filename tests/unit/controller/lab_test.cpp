@@ -60,6 +60,24 @@ TEST_F(LabCredentials, TheLabsCredentialsApplyToEachAgentThatGivesNoneOfItsOwn) 
   EXPECT_EQ(b.token, "other-other-other");
 }
 
+// An agent's tls that names only the name its certificate holds keeps the lab's files; without
+// a lab CA to keep, it still needs its own.
+TEST_F(LabCredentials, AnAgentsServerNameAloneKeepsTheLabsCaAndClientCertificate) {
+  auto lab = parse(R"({"tls": {"ca": "pki/ca.pem", "cert": "pki/c.pem", "key": "pki/c.key"},
+      "agents": [{"name": "a", "address": "10.0.0.1:7700", "roles": ["target"],
+                  "tls": {"server_name": "srv1"}}]})");
+  const auto& a = lab.agents[0].credentials;
+  EXPECT_EQ(a.ca_pem, "CA");
+  EXPECT_EQ(a.cert_pem, "CERT");
+  EXPECT_EQ(a.key_pem, "KEY");
+  EXPECT_EQ(a.server_name, "srv1");
+  EXPECT_THAT(input_error_of([&] {
+                parse(R"({"agents": [{"name": "a", "address": "127.0.0.1:7700", "roles": ["load"],
+                          "tls": {"server_name": "srv1"}}]})");
+              }),
+              StartsWith("/agents/0/tls/ca: "));
+}
+
 TEST_F(LabCredentials, ALabWithoutCredentialsHasNone) {
   auto lab = parse(R"({"agents": [{"name": "a", "address": "127.0.0.1:7700", "roles": ["load"]}]})");
   EXPECT_EQ(lab.agents[0].credentials.ca_pem, "");

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bare_lookalike_repo.hpp"
+
 namespace loadlab::controller {
 namespace {
 
@@ -39,6 +41,55 @@ TEST(Provenance, NamesTheCommitAndWhetherTheFileOrTreeIsDirty) {
   EXPECT_TRUE(tree["git"]["tree_dirty"].get<bool>());
   { std::ofstream(file) << "{\"changed\": 1}"; }
   EXPECT_TRUE(file_provenance(file)["git"]["dirty"].get<bool>());
+  std::filesystem::remove_all(dir);
+}
+
+// A committed folder laid out as a bare repository, with a config whose core.fsmonitor runs a
+// command: the provenance of a scenario in it, or of one it includes from beside it, comes
+// from the repository around it (its commit), and the command never runs.
+TEST(Provenance, AFolderThatLooksLikeABareRepositoryIsNotAskedAndRunsNothing) {
+  char tmpl[] = "/tmp/loadlab-git-XXXXXX";
+  const std::filesystem::path dir = mkdtemp(tmpl);
+  const auto marker = dir / "MARKER";
+  const auto outer = dir / "outer", clone = dir / "clone";
+  std::filesystem::create_directories(outer / "evil");
+  { std::ofstream(outer / "evil" / "s.json") << "{}"; }
+  { std::ofstream(outer / "evil" / "part.json") << "{}"; }
+  { std::ofstream(outer / "top.json") << "{}"; }
+  const std::string commit = testing::commit_bare_lookalike(outer, "evil", marker);
+  ASSERT_EQ(commit.size(), 40u);
+  ASSERT_EQ(std::system(("git clone -q '" + outer.string() + "' '" + clone.string() + "'").c_str()), 0);
+
+  auto in_evil = file_provenance((clone / "evil" / "s.json").string());
+  ASSERT_TRUE(in_evil["git"].is_object()) << in_evil.dump();
+  EXPECT_EQ(in_evil["git"]["commit"], commit);
+  EXPECT_EQ(in_evil["git"]["dirty"], false);
+  EXPECT_EQ(in_evil["git"]["tree_dirty"], false);
+  const ScenarioRepository repository((clone / "top.json").string());
+  EXPECT_EQ(repository.work_tree(), std::filesystem::canonical(clone));
+  auto included = repository.provenance((clone / "evil" / "part.json").string());
+  EXPECT_EQ(included["git"]["commit"], commit) << included.dump();
+  EXPECT_EQ(included["git"]["dirty"], false);
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the folder's core.fsmonitor ran";
+  std::filesystem::remove_all(dir);
+}
+
+// Only the scenario's repository is asked: a file outside its work tree has no git state, and
+// one git ignores is not what the commit holds.
+TEST(Provenance, AFileOutsideTheWorkTreeHasNoGitStateAndAnIgnoredOneIsDirty) {
+  char tmpl[] = "/tmp/loadlab-git-XXXXXX";
+  const std::filesystem::path dir = mkdtemp(tmpl);
+  std::filesystem::create_directories(dir / "repo");
+  { std::ofstream(dir / "repo" / "s.json") << "{}"; }
+  { std::ofstream(dir / "repo" / ".gitignore") << "local.json\n"; }
+  { std::ofstream(dir / "repo" / "local.json") << "{}"; }
+  { std::ofstream(dir / "outside.json") << "{}"; }
+  std::string git = "git -C " + (dir / "repo").string() + " -c user.name=t -c user.email=t@example.invalid ";
+  ASSERT_EQ(std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm init").c_str()), 0);
+  const ScenarioRepository repository((dir / "repo" / "s.json").string());
+  EXPECT_EQ(repository.provenance((dir / "repo" / "s.json").string())["git"]["dirty"], false);
+  EXPECT_TRUE(repository.provenance((dir / "outside.json").string())["git"].is_null());
+  EXPECT_EQ(repository.provenance((dir / "repo" / "local.json").string())["git"]["dirty"], true);
   std::filesystem::remove_all(dir);
 }
 

@@ -131,7 +131,9 @@ TEST(Include, BadIncludesAreInputErrorsNamingTheIncludingFile) {
   expect("dir.json", R"({"include": ["folder"]})",
          "/include: cannot include " + f.path("folder") + ": not a regular file");
   expect("device.json", R"({"include": "/dev/zero"})",
-         "/include: cannot include /dev/zero: not a regular file");
+         "/include: \"/dev/zero\" resolves to /dev/zero, outside the scenario's root " +
+             fs::canonical(f.path("")).string() +
+             " (an include must stay inside the folder of the scenario; --include-root names another)");
   expect("number.json", R"({"include": ["a.json", 3]})",
          "/include/1: must be a scenario file name (relative to this file), got 3");
   expect("empty.json", R"({"include": []})",
@@ -167,6 +169,55 @@ TEST(Include, NestingAndFileCountAreBounded) {
   f.write("leaf.json", "{}");
   std::tie(at, what) = load_error_of(f.write("many.json", "{\"include\": [" + list + "]}"));
   EXPECT_EQ(what, "/include/63: a scenario may read at most 64 files with its includes");
+}
+
+// A scenario repository must not read a file of the machine outside its tree into a run: an
+// include that resolves outside the scenario's folder, by "..", an absolute path or a link, is
+// refused naming it, where it leads and the root; --include-root widens the root.
+TEST(Include, AnIncludeThatResolvesOutsideTheScenariosFolderIsRefused) {
+  Files f;
+  const std::string outside = fs::canonical(f.path("")).string() + "/secret.json";
+  f.write("secret.json", R"({"name": "secret", "targets": [{"name": "t", "builtin": "hello"}],
+        "matrix": {"threads": [1]}, "load": {"total_requests": 100}})");
+  f.write("repo/base/matrix.json", kBase);
+  const std::string root = fs::canonical(f.path("repo")).string();
+  fs::create_symlink(outside, f.path("repo/link.json"));
+  auto refused = [&](const std::string& written) {
+    return "/include: \"" + written + "\" resolves to " + outside + ", outside the scenario's root " + root +
+           " (an include must stay inside the folder of the scenario; --include-root names another)";
+  };
+  for (const std::string& written : {std::string("../secret.json"), outside, std::string("link.json"),
+                                     std::string("base/../../secret.json")}) {
+    auto file = f.write("repo/s.json", "{\"include\": \"" + written + "\"}");
+    auto [at, what] = load_error_of(file);
+    EXPECT_EQ(at, file) << written;
+    EXPECT_EQ(what, refused(written));
+  }
+  // From an included file too, against the same root.
+  f.write("repo/base/leak.json", R"({"include": "../../secret.json"})");
+  auto [at, what] = load_error_of(f.write("repo/s.json", R"({"include": "base/leak.json"})"));
+  EXPECT_EQ(at, f.path("repo/base/leak.json"));
+  EXPECT_EQ(what, refused("../../secret.json"));
+
+  // Inside the root, through ".." or a link that stays inside, an include is read.
+  fs::create_symlink("base/matrix.json", f.path("repo/alias.json"));
+  auto s = load_scenario_file(
+      f.write("repo/s.json", R"({"include": ["alias.json", "base/../base/matrix.json"]})"));
+  EXPECT_EQ(s.name, "base");
+  EXPECT_EQ(s.files.size(), 3u);
+
+  // The operator's --include-root names another root.
+  auto wide = f.write("repo/wide.json", R"({"include": "../secret.json"})");
+  EXPECT_EQ(load_scenario_file(wide, {}, f.path("")).name, "secret");
+  std::tie(at, what) = load_error_of(wide);
+  EXPECT_EQ(what, refused("../secret.json"));
+  try {
+    (void)load_scenario_file(wide, {}, f.path("repo/base"));
+    ADD_FAILURE() << "an include outside --include-root was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.what(), "/include: \"../secret.json\" resolves to " + outside +
+                            ", outside the include root " + root + "/base (--include-root)");
+  }
 }
 
 }  // namespace

@@ -102,6 +102,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"zero_total", [](LoadOptions& o) { o.total_requests = 0; }, "--total"},
         BadCase{"zero_duration", [](LoadOptions& o) { o.duration_s = 0; }, "-d/--duration"},
         BadCase{"negative_warmup", [](LoadOptions& o) { o.warmup_s = -1; }, "--warmup"},
+        BadCase{"warmup_past_the_run",  // warm-up and duration are one run of at most a day
+                [](LoadOptions& o) {
+                  o.duration_s = 86'400;
+                  o.warmup_s = 1;
+                },
+                "--warmup, -d/--duration: a run of 1 s warm-up and 86400 s measured is 86401 s, over the "
+                "limit of 86400 s"},
         BadCase{"zero_rate", [](LoadOptions& o) { o.rate = 0.0; }, "--rate"},
         BadCase{"negative_rate", [](LoadOptions& o) { o.rate = -5.0; }, "--rate"},
         BadCase{"tiny_rate", [](LoadOptions& o) { o.rate = 1e-300; }, "--rate: must be in 0.001.."},

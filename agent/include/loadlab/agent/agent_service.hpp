@@ -35,8 +35,8 @@ struct AgentOptions {
   Catalog catalog;                                      // the targets this agent may run
   AgentLimits limits;                                   // what a job may ask for
   NetworkList allow_load_to = NetworkList::loopback();  // where its load may go
-  std::string token;                                    // required of every call when not empty
-  bool insecure = false;            // serves a network without proving its callers: warned at every Describe
+  std::string token_digest;  // SHA-256 of the token every call must carry (read_token_digest); "" = none
+  bool insecure = false;     // serves a network without proving its callers: warned at every Describe
   std::optional<JobUser> job_user;  // jobs run as this user (--job-user); none: as the agent's
   // Test knobs (hidden flags): an offset added to every instant of this agent's monotonic
   // clock it reports (ClockEcho, LoadReady, a window's times) and taken off every one it is

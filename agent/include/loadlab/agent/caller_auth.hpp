@@ -21,10 +21,13 @@ struct TlsFiles {
 // Reads the PEM files; throws InputError naming the flag of a file that cannot be read.
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& tls);
 
-// Reads a token file (one line; surrounding white space dropped). Throws InputError naming
-// `flag` when the file cannot be read, holds no token, or one shorter than
-// limits::kMinTokenBytes.
-[[nodiscard]] std::string read_token_file(const std::string& path, const std::string& flag);
+// Reads a token file (one line; surrounding white space dropped) and returns the SHA-256 of
+// the token (32 bytes); the bytes read are wiped, so no copy of the token stays in memory.
+// Throws InputError naming `flag` when the file cannot be read, holds no token, or one shorter
+// than limits::kMinTokenBytes.
+[[nodiscard]] std::string read_token_digest(const std::string& path, const std::string& flag);
+// The SHA-256 of `token` (for tests and callers that hold the token already).
+[[nodiscard]] std::string token_digest(std::string_view token);
 
 // A token or private key other users of the machine could read (readable_by_others) throws
 // InputError naming `flag`, or with `allow_readable` is logged as a warning.
@@ -32,7 +35,8 @@ void check_secret_file(const std::string& path, const std::string& flag, bool al
 
 class CallerCheck {
  public:
-  explicit CallerCheck(std::string token = "");  // "" = no token required
+  // The SHA-256 of the token every call must carry (read_token_digest); "" = none required.
+  explicit CallerCheck(std::string token_digest = "");
   // OK, or UNAUTHENTICATED (logged with the caller's address and certificate name) when a
   // token is required and the call's `authorization` metadata does not carry it.
   grpc::Status check(const grpc::ServerContext& ctx, const char* method) const;

@@ -59,6 +59,11 @@ struct SpawnOptions {
   // Runs the child as this user (loadlab-agent --job-user), switched to after it joined its
   // cgroups and before exec; nullptr = the agent's user.
   const JobUser* user = nullptr;
+  // A child is a job (code the lab does not trust): before exec it gives up every capability
+  // and every descriptor of its parent (job_credentials.hpp). Only a program that needs its
+  // parent's privileges and is not a job keeps them: an agent, setpriv or `ip netns exec` that
+  // a test starts. Ignored with `user`: a job user's child is always a job.
+  bool keep_privileges = false;
 };
 
 class ChildProcess {

@@ -1,11 +1,15 @@
 #pragma once
 // Every process of a job, wherever it went, and no zombie left behind.
 //
-// Orphans. A job's process whose parent exits is re-parented: to the agent when the agent is
-// a child subreaper (become_subreaper(), which loadlab-agent sets) or PID 1 in its container,
-// else to init. The agent reaps the ones it adopts (reap_strays()); its own children, whose
-// exit status their owners wait for (ChildProcess, the start-up probes), are forked through
-// fork_own_child() and left alone until released.
+// Orphans. A job's first process is a child subreaper (ChildProcess sets it before exec): a
+// process of the job whose parent exits is re-parented to it, so while it lives every process
+// of the job is in its tree, whatever session, group or environment it took. Once the first
+// process has exited, what is left of its job is re-parented to the agent (a child subreaper
+// too, become_subreaper(), which loadlab-agent sets; or PID 1 in its container). So every
+// process the agent adopted is the remains of a job whose first process is gone: kill_adopted()
+// stops them when a job stops, and the agent reaps them (reap_strays()). Its own children,
+// whose exit status their owners wait for (ChildProcess, the start-up probes), are forked
+// through fork_own_child() and left alone until released.
 //
 // Marks. Every job's processes carry LOADLAB_JOB=AGENTPID-N in their environment, inherited
 // by each descendant. A process that left the job's process group, session or cgroup (a
@@ -27,6 +31,12 @@ void release_own_child(pid_t pid);
 // Reaps every child of this process that has exited and is not one of its own. Returns how
 // many. Any thread.
 size_t reap_strays();
+// SIGKILL to every living process this one adopted (a child that is not one of its own),
+// pass after pass, since the children of one killed come to this process in turn, until none
+// is left or `passes` have run. Each is held by a pidfd. Returns how many were signalled. Any
+// thread. Does nothing unless this process is a child subreaper or PID 1: elsewhere a child
+// that is not one of its own was started by other code of the process.
+size_t kill_adopted(int passes = 50);
 // PR_SET_CHILD_SUBREAPER: orphans of the agent's descendants come to the agent. False with
 // errno on failure.
 bool become_subreaper();

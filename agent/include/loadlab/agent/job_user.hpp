@@ -2,8 +2,9 @@
 // `loadlab-agent --job-user NAME`: the agent's jobs (targets, load workers, external clients)
 // run as another user of the machine, so that a target under test cannot read what the agent
 // can (its --token-file and --tls-key, the other jobs' files). The agent switches to the user
-// in the child, after it joined its cgroups and before exec; the agent needs root, or
-// CAP_SETUID and CAP_SETGID, for that.
+// in the child, after it joined its cgroups and before exec, and clears the job's capabilities
+// (job_credentials.hpp); the agent needs root, or the capabilities
+// missing_job_user_capabilities() names, for that.
 #include <sys/types.h>
 
 #include <string>
@@ -23,9 +24,10 @@ struct JobUser {
 // Throws InputError naming `flag` and what is wrong.
 [[nodiscard]] JobUser resolve_job_user(const std::string& name, const std::string& flag);
 
-// Whether this process may run its children as another user: root, or CAP_SETUID and
-// CAP_SETGID in its effective set.
-bool can_switch_users();
+// What this process lacks to run its jobs as another user, none for root: CAP_SETUID and
+// CAP_SETGID (to switch), CAP_KILL (to signal and stop the job's processes, another user's),
+// CAP_CHOWN (to give the job its files: a body, a certificate), in its effective set.
+[[nodiscard]] std::vector<std::string> missing_job_user_capabilities();
 
 // Whether `user` can run `program` (its --version, as a job would run it): "" if it can, else
 // why not ("as nobody, cannot execute /x/loadlab-target: Permission denied"). For the agent's start, so

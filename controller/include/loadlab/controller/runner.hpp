@@ -29,6 +29,9 @@ struct RunOptions {
   std::string lab_credentials_path;    // "" = the lab file's own tls and token_file
   std::string out_dir;                 // "" = runs/<scenario name>-<UTC time>
   std::string resume_dir;              // continue the run in this folder (its scenario copy and journal)
+  // --include-root DIR: where the scenario's includes must resolve; "" = the scenario file's
+  // folder (for a folder of scenarios, that folder).
+  std::string include_root;
   // Judge the finished run: kHistory (each cell against its earlier nights in `history`), or
   // against this run folder or result.json (two runs). A cell that looks like a regression is
   // measured again first (execution.confirm). Verdicts in result.json and after the table, exit

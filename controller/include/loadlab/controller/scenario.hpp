@@ -183,13 +183,24 @@ struct Scenario {
 // scenario that is wrong is reported in the file that wrote it. Each of
 // `overrides` ("load.total_requests=5000000": a dotted path, '=', a JSON value or else a
 // string) replaces or adds that value before the scenario is checked; a bad assignment is an
-// InputError naming --set.
+// InputError naming --set. Every include must resolve (symlinks followed) inside
+// `include_root`: the operator's --include-root, or when empty the folder of `path` (a
+// scenario repository must not read a file of the machine outside its tree into a run);
+// one that does not is an InputError naming the include, where it leads and the root.
 [[nodiscard]] Scenario load_scenario_file(const std::string& path,
-                                          const std::vector<std::string>& overrides = {});
+                                          const std::vector<std::string>& overrides = {},
+                                          const std::string& include_root = "");
 // The same from the file's text; `origin` names the file in errors, and its folder is where
-// its includes are found.
+// its includes are found (and their root, when `include_root` is empty).
 [[nodiscard]] Scenario parse_scenario_text(const std::string& text, const std::string& origin,
-                                           const std::vector<std::string>& overrides = {});
+                                           const std::vector<std::string>& overrides = {},
+                                           const std::string& include_root = "");
+// The folder `include_root` names, or `origin`'s when it is empty, with its symlinks resolved:
+// every file a scenario reads must resolve inside it.
+[[nodiscard]] std::string include_root_of(const std::string& origin, const std::string& include_root);
+// `path` (a file a scenario reads) with its symlinks resolved, when that lies outside `root`
+// (as include_root_of gives it); nullopt when it is inside.
+[[nodiscard]] std::optional<std::string> resolves_outside(const std::string& path, const std::string& root);
 
 // A scenario's name becomes part of its run folder's name (runs/NAME-TIME), so it is a
 // plain file name: 1..kMaxNameLength of letters, digits, '.', '_', '-', not starting with

@@ -18,6 +18,10 @@ inline constexpr int kMaxStreams = 1'000;
 inline constexpr int64_t kMaxRequests = 1'000'000'000'000;  // -n / total_requests (10^12)
 inline constexpr double kMaxDurationS = 86'400;             // one day
 inline constexpr double kMaxWarmupS = 3'600;
+// A load's whole run, warm-up and measured duration together (warmup_s + duration_s): the
+// agent's --max-duration-s caps this (by default at this), so a warm-up cannot stretch a run
+// past it. A duration of kMaxDurationS therefore leaves no room for a warm-up.
+inline constexpr double kMaxLoadRunS = kMaxDurationS;
 inline constexpr int kMaxTimeoutMs = 3'600'000;
 inline constexpr int kDefaultTimeoutMs = 5'000;  // a load request's, when none is given
 // A request body travels in the LoadSpec gRPC message (gRPC's default cap is 4 MiB).
@@ -56,6 +60,20 @@ inline constexpr int kMaxJobTasks = 4'194'304;  // the kernel's highest pid_max
 inline constexpr int kDefaultIdleTimeoutS = 60;
 inline constexpr int kMinIdleTimeoutS = 15;  // three controller heartbeats
 inline constexpr int kMaxIdleTimeoutS = 86'400;
+
+// The agent's gRPC server (docs/security.md, "gRPC server limits"). The largest message it
+// takes: a LoadSpec or TargetSpec holds a body of at most kMaxBodyBytes, headers and numbers,
+// so twice that leaves room (gRPC's default is 4 MiB). The largest it sends: a result with its
+// histograms (the controller's channel takes up to this, agent_pool.cpp). Concurrent calls on
+// one connection: a controller holds one target, one load and a Describe or two. What all calls
+// together may hold: the transport's buffers (a few messages of kAgentMaxReceiveBytes on each
+// of kAgentMaxStreamsPerConnection streams of a few connections), and the threads that serve
+// calls (a sync server holds one for each running call).
+inline constexpr int kAgentMaxReceiveBytes = 2 * kMaxBodyBytes;
+inline constexpr int kAgentMaxSendBytes = 64 << 20;
+inline constexpr int kAgentMaxStreamsPerConnection = 16;
+inline constexpr int64_t kAgentMemoryQuotaBytes = int64_t{256} << 20;
+inline constexpr int kAgentMaxThreads = 64;
 
 // A certificate, key or token file (PEM chains are a few KB).
 inline constexpr int64_t kMaxCredentialFileBytes = 1 << 20;
@@ -99,10 +117,15 @@ inline constexpr double kMaxFalseAlarmPct = 50;
 inline constexpr int64_t kMaxBaselineNights = 1'000;
 
 // A metrics endpoint (loadlab-agent and loadlab run --metrics-listen): connections served at
-// once (more are closed at once), a request's header (a scrape's is a few hundred bytes), and
-// how long a connection may keep it waiting.
+// once, of them those not yet proven (no scrape answered yet: anyone who reaches the port can
+// open them, so the rest stay for proven scrapers; shared/metrics/src/server.cpp says how), a
+// request's header (a scrape's is a few hundred bytes), how long an unproven connection may
+// take to send its request (a scraper sends it at once), and how long a proven one may wait
+// between scrapes.
 inline constexpr int kMetricsMaxConnections = 32;
+inline constexpr int kMetricsMaxUnprovenConnections = 24;
 inline constexpr int kMetricsMaxHeaderBytes = 8192;
+inline constexpr int kMetricsFirstRequestTimeoutS = 5;
 inline constexpr int kMetricsIdleTimeoutS = 30;
 
 }  // namespace loadlab::limits

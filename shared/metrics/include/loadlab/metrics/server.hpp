@@ -1,8 +1,11 @@
 #pragma once
 // An HTTP endpoint serving GET /metrics (exposition.hpp) on its own thread: over TLS when given
 // a certificate (asking callers for a client certificate signed by `client_ca` when given),
-// with a bearer token when asked. Bounded: limits::kMetricsMaxConnections at once, a header of
-// kMetricsMaxHeaderBytes, kMetricsIdleTimeoutS of waiting; a request with a body is refused.
+// with a bearer token when asked. Bounded: limits::kMetricsMaxConnections at once, of which at
+// most kMetricsMaxUnprovenConnections have not yet had a scrape answered (a new connection is
+// accepted, and the oldest unproven one closed: server.cpp, "Admission"), a header of
+// kMetricsMaxHeaderBytes, kMetricsFirstRequestTimeoutS for an unproven connection's request and
+// kMetricsIdleTimeoutS between a proven one's; a request with a body is refused, a 401 closes.
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +29,11 @@ struct ServerTls {
 // proving its callers.
 bool check_listen(const std::string& listen, const ServerTls& tls, bool token, bool insecure,
                   const std::string& flag, const std::string& tls_flags);
+
+// What to warn of when check_listen lets `listen` (given by `flag`) serve a network without
+// proving its callers because `insecure_flag` was given: said at start, as the agent's --listen.
+std::string insecure_warning(const std::string& flag, const std::string& listen, const ServerTls& tls,
+                             bool token, const std::string& insecure_flag);
 
 class Server {
  public:
