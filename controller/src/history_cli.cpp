@@ -213,7 +213,8 @@ void verdict_table(const std::string& scenario, const std::vector<std::string>& 
   for (auto& [run, a] : t.night_alarmed) alarmed += a;
   out << scenario << ": " << t.night_started.size() << " nights of " << cells << " cells; metric " << r.metric
       << ", threshold " << r.threshold_pct << " %, at most " << r.false_alarm_pct
-      << " % of nights may alarm (" << vo.alpha << " a cell), bands of " << r.baseline_nights
+      << " % of nights may alarm (" << vo.alpha
+      << " a cell, for a night and its confirmation both), bands of " << r.baseline_nights
       << " nights (at least " << r.min_nights << ")\n";
   out << fmt::format("  {:<28} {:>6} {:>6} {:>6} {:>12} {:>10} {:>11} {:>6} {:>10}\n", "cell", "nights",
                      "same", "noise", "inconclusive", "regression", "improvement", "failed", "mdc (med)");

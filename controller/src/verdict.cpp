@@ -3,15 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
+#include <boost/math/special_functions/erf.hpp>
+#include <boost/math/special_functions/owens_t.hpp>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include "loadlab/controller/flags.hpp"
+#include "loadlab/controller/level_model.hpp"
 
 namespace loadlab::controller {
 
@@ -42,41 +46,86 @@ double detect_quantile(double df, double power) {
 
 namespace {
 
-struct Band {
-  uint32_t nights = 0;
-  uint32_t spread_nights = 0;  // > nights: the spread is that of this many nights (noise_nights)
-  double mean = 0, sd = 0;     // of the log figures
-  double half = 0;             // the band's half-width (log): t(1 - alpha) · prediction sd
-  double mdc = 0;              // the minimum detectable change (log)
+// Points of W = s/σ = √(χ²(df)/df), equally likely, denser in the lower tail where a narrow
+// band's false alarms come from: p = u⁴ over midpoints u, each point weighted by dp.
+struct SpreadPoints {
+  std::vector<double> w, weight;
 };
 
-// The band of the baseline nights `logs` at level `alpha`, and its minimum detectable change
-// for a threshold of `threshold_log`.
-// The sample sd of `logs` (at least two).
-double sd_of(const std::vector<double>& logs, double* mean_out = nullptr) {
-  double mean = 0;
-  for (double y : logs) mean += y;
-  mean /= static_cast<double>(logs.size());
-  double ss = 0;
-  for (double y : logs) ss += (y - mean) * (y - mean);
-  if (mean_out) *mean_out = mean;
-  return std::sqrt(ss / static_cast<double>(logs.size() - 1));
+const SpreadPoints& spread_points(double df) {
+  static std::map<double, SpreadPoints> cache;
+  auto [it, added] = cache.try_emplace(df);
+  if (!added) return it->second;
+  const boost::math::chi_squared_distribution<double> chi(df);
+  constexpr int kPoints = 200;
+  for (int i = 0; i < kPoints; ++i) {
+    const double u = (i + 0.5) / kPoints;
+    const double p = std::pow(u, 4);
+    it->second.w.push_back(std::sqrt(boost::math::quantile(chi, p) / df));
+    it->second.weight.push_back(4 * std::pow(u, 3) / kPoints);
+  }
+  return it->second;
 }
 
-// The half-width and minimum detectable change of a band around the mean of `n_mean` nights,
-// for a spread `sd` estimated with `df` degrees of freedom.
-void set_width(Band& b, double sd, double df, size_t n_mean, double alpha, double threshold_log) {
-  const double pred_sd = sd * std::sqrt(1 + 1.0 / static_cast<double>(n_mean));
-  b.half = t_quantile(1 - alpha, df) * pred_sd;
-  b.mdc = std::max(b.half, threshold_log) + detect_quantile(df, kPowerPerMeasurement) * pred_sd;
+// P(Z₁ > h, Z₂ > h) for standard normals correlated by r (Owen's T: Φ̄(h) − 2 T(h, √((1−r)/(1+r)))).
+double both_beyond(double h, double r) {
+  using Fast = boost::math::policies::policy<boost::math::policies::promote_double<false>>;
+  const double a = std::sqrt((1 - r) / (1 + r));
+  return boost::math::erfc(h / std::sqrt(2.0), Fast()) / 2 - 2 * boost::math::owens_t(h, a, Fast());
 }
 
-Band band_of(const std::vector<double>& logs, double alpha, double threshold_log) {
+}  // namespace
+
+double confirmed_quantile(double alpha, double df, double n, double rho) {
+  static std::map<std::array<double, 4>, double> cache;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  const std::array<double, 4> key{alpha, df, n, rho};
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const double r = std::min(1.0, (rho + 1 / n) / (1 + 1 / n));
+  if (r >= 1) return cache[key] = t_quantile(1 - alpha, df);
+  const SpreadPoints& points = spread_points(df);
+  auto level = [&](double c) {
+    double sum = 0;
+    // W ascending: beyond c·W = 9 both tails are below 1e-19.
+    for (size_t i = 0; i < points.w.size() && c * points.w[i] < 9; ++i)
+      sum += points.weight[i] * both_beyond(c * points.w[i], r);
+    return sum;
+  };
+  double lo = 0, hi = t_quantile(1 - alpha, df);  // the single measurement's is the widest
+  for (int i = 0; i < 40; ++i) ((level((lo + hi) / 2) > alpha) ? lo : hi) = (lo + hi) / 2;
+  return cache[key] = hi;
+}
+
+namespace {
+
+// The band of a cell's baseline, in log space around its level.
+struct Band {
+  uint32_t nights = 0;  // the K baseline nights (outliers included)
+  LevelModel model;     // centre, spread, spells, outliers, a second level
+  double pred_sd = 0;   // the spread of a night around the centre's estimate
+  double half = 0;      // worse side: the first measurement and its confirmation both beyond
+  double alone = 0;     // worse side for one measurement alone; the better side
+  double mdc = 0;       // the minimum detectable change (log)
+  double rho = 1;       // the correlation of a night's two measurements the band assumed
+  double better() const { return model.better.value_or(model.centre); }
+};
+
+// The band of `m` at level `alpha` (confirmations correlating by `rho`), and its minimum
+// detectable change for a threshold of `threshold_log`. A change on a cell of two levels shows
+// surely only when it brings the better level beyond the worse one's band.
+Band band_of(const LevelModel& m, uint32_t nights, double rho, const VerdictOptions& o,
+             double threshold_log) {
   Band b;
-  b.nights = static_cast<uint32_t>(logs.size());
-  if (logs.size() < 2) return b;
-  b.sd = sd_of(logs, &b.mean);
-  set_width(b, b.sd, static_cast<double>(logs.size() - 1), logs.size(), alpha, threshold_log);
+  b.nights = nights;
+  b.model = m;
+  b.rho = rho;
+  const double n = static_cast<double>(m.centre_nights);
+  b.pred_sd = m.sd * std::sqrt(1 + 1.0 / n);
+  b.half = confirmed_quantile(o.alpha, m.df, n, rho) * b.pred_sd;
+  b.alone = t_quantile(1 - o.alpha, m.df) * b.pred_sd;
+  const double gap = std::abs(b.better() - m.centre);
+  b.mdc = gap + std::max(b.half, threshold_log) + detect_quantile(m.df, kPowerPerMeasurement) * b.pred_sd;
   return b;
 }
 
@@ -125,6 +174,9 @@ std::string fingerprint_change(const std::string& before, const std::string& aft
   return out.empty() ? "the machines changed" : out;
 }
 
+// Nights judged same or noise after a change that show the cell came back from it.
+constexpr size_t kCameBackNights = 2;
+
 bool excluded(const std::string& verdict) { return verdict == kRegression || verdict == kImprovement; }
 
 class SeriesJudge {
@@ -150,8 +202,10 @@ class SeriesJudge {
  private:
   // What the baseline nights say about the machine, beside their figures.
   struct Context {
-    Band band;
-    std::vector<double> logs;  // the baseline nights' log figures
+    std::optional<Band> band;     // none: fewer than two nights, or no spread
+    uint32_t nights = 0;          // the K baseline nights
+    std::vector<double> logs;     // the baseline nights' log figures
+    std::vector<size_t> stretch;  // the nights of the longer stretch (indices, oldest first)
     double steal_max = 0, wait_max = NAN;
     // The median other work of the baseline nights that ran tonight's target build; NaN: too few
     // say. The figure is the cell's CPUs' busy time less its own processes' CPU, so it moves
@@ -159,19 +213,6 @@ class SeriesJudge {
     double other_level = NAN;
     double threshold_log = 0;
   };
-
-  // The wider of the band of the K newest nights and that of up to noise_nights nights: the K
-  // nights give the level, the longer stretch the spread a night can show.
-  static Band wider(const Band& k, const std::vector<double>& long_logs, double alpha, double threshold_log) {
-    if (long_logs.size() <= k.nights) return k;
-    Band l = k;  // around the K nights' mean, with the longer stretch's spread
-    l.sd = sd_of(long_logs);
-    set_width(l, l.sd, static_cast<double>(long_logs.size() - 1), k.nights, alpha, threshold_log);
-    if (l.half <= k.half) return k;
-    l.mdc = std::max(l.mdc, k.mdc);
-    l.spread_nights = static_cast<uint32_t>(long_logs.size());
-    return l;
-  }
 
   void judge(size_t i) {
     NightVerdict& v = out_[i];
@@ -196,26 +237,29 @@ class SeriesJudge {
       v.reason = "the machine was busy while the cell was measured: " + why;
       return;
     }
-    v.nights = c.band.nights;
-    if (c.band.nights < 2) {
+    v.nights = c.nights;
+    if (!c.band) {
       v.verdict = kInconclusive;
-      v.reason = few_nights_reason(i, c.band.nights);
-      if (c.band.nights == 1) {
+      v.reason = few_nights_reason(i, c.nights);
+      if (c.nights == 1) {
         v.baseline = std::exp(c.logs[0]);
         v.change_pct = change_pct_of(std::log(v.value), c.logs[0]);
       }
       return;
     }
-    const Band& b = c.band;
-    v.baseline = std::exp(b.mean);
-    v.band_low = std::exp(b.mean - b.half);
-    v.band_high = std::exp(b.mean + b.half);
+    const Band& b = *c.band;
+    for (size_t k : b.model.outliers) v.outlier_index.push_back(c.stretch[k]);
+    const double worse_edge = b.model.centre + (o_.higher_is_better ? -b.half : b.half);
+    const double better_edge = b.better() + (o_.higher_is_better ? b.alone : -b.alone);
+    v.baseline = std::exp(b.model.centre);
+    v.band_low = std::exp(std::min(worse_edge, better_edge));
+    v.band_high = std::exp(std::max(worse_edge, better_edge));
     v.mdc_pct = mdc_pct_of(b.mdc, o_.higher_is_better);
-    v.change_pct = change_pct_of(std::log(v.value), b.mean);
+    v.change_pct = change_pct_of(std::log(v.value), b.model.centre);
     if (n.steal_pct > o_.steal_limit_pct && c.steal_max * 3 < n.steal_pct) {
       v.verdict = kInconclusive;
       v.reason = "the hypervisor took " + pct_text(n.steal_pct, false) +
-                 " of a core from the cell's CPUs (its " + std::to_string(b.nights) +
+                 " of a core from the cell's CPUs (its " + std::to_string(c.nights) +
                  " baseline nights at most " + pct_text(c.steal_max, false) + ")";
       return;
     }
@@ -227,18 +271,23 @@ class SeriesJudge {
   Context context(size_t i) {
     NightVerdict& v = out_[i];
     Context c;
-    std::vector<double> long_logs;  // up to noise_nights of them, newest first
     const size_t longest = std::max(o_.baseline_nights, o_.noise_nights);
-    for (size_t j = i; j-- > level_ && long_logs.size() < longest;) {
+    size_t came_back = 0;  // nights newer than j judged same or noise against this level
+    for (size_t j = i; j-- > level_ && c.stretch.size() < longest;) {
       if (out_[j].verdict == "failed" || out_[j].disturbed || s_[j].fingerprint != s_[i].fingerprint)
         continue;
-      // A change judged against this level stays out of it; one judged against an older level,
-      // now accepted, is this level's.
-      if (excluded(out_[j].verdict) && judged_level_[j] == level_) continue;
+      // A change judged against this level stays out of it while it lasts; one judged against
+      // an older level, now accepted, is this level's. A change the cell came back from (two
+      // newer nights judged same or noise) is its history again: alone, an outlier; with two
+      // more on its side, a level it recurs to.
+      const bool change = excluded(out_[j].verdict) && judged_level_[j] == level_;
+      if (change && came_back < kCameBackNights) continue;
+      came_back += out_[j].verdict == kSame || out_[j].verdict == kNoise;
       if (v.baseline_index.size() < o_.baseline_nights) v.baseline_index.push_back(j);
-      long_logs.push_back(std::log(out_[j].band_value));
+      c.stretch.push_back(j);
     }
     std::reverse(v.baseline_index.begin(), v.baseline_index.end());
+    std::reverse(c.stretch.begin(), c.stretch.end());
     std::vector<double> others;
     for (size_t j : v.baseline_index) {
       c.logs.push_back(std::log(out_[j].band_value));
@@ -251,66 +300,127 @@ class SeriesJudge {
     if (others.size() >= kOtherWorkMinNights) c.other_level = night_figure(others);  // lower median
     c.threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
                                           : std::log1p(o_.threshold_pct / 100);
-    c.band = band_of(c.logs, o_.alpha, c.threshold_log);
-    if (c.logs.size() >= o_.min_nights) c.band = wider(c.band, long_logs, o_.alpha, c.threshold_log);
+    c.nights = static_cast<uint32_t>(c.logs.size());
+    // Few nights: their own band, wide by itself; enough: the model of the longer stretch.
+    std::vector<double> stretch_logs;
+    if (c.logs.size() < o_.min_nights) c.stretch = v.baseline_index;
+    for (size_t j : c.stretch) stretch_logs.push_back(std::log(out_[j].band_value));
+    if (auto m = model_levels(stretch_logs, c.logs.size(), o_.higher_is_better); m && c.nights >= 2)
+      c.band = band_of(*m, c.nights, correlation(i, m->centre), o_, c.threshold_log);
     return c;
   }
 
-  // +1: worse beyond the threshold and the band; -1: better beyond both; 0: neither.
-  int side(double figure, const Context& c) const {
-    const double w = worse_log(std::log(figure), c.band.mean, o_.higher_is_better);
-    if (w > c.band.half && w > c.threshold_log) return 1;
-    if (-w > c.band.half && -w > c.threshold_log) return -1;
+  // How a night's confirmation follows its first measurement on this cell: measured on every
+  // earlier night of the level on these machines that has both (the more, the tighter its
+  // bound), else the option's.
+  double correlation(size_t i, double centre) const {
+    std::vector<std::pair<double, double>> pairs;
+    for (size_t j = level_; j < i; ++j) {
+      if (s_[j].confirmation.empty() || out_[j].verdict == "failed" || out_[j].disturbed ||
+          s_[j].fingerprint != s_[i].fingerprint)
+        continue;
+      const double first = night_figure(s_[j].values), again = night_figure(s_[j].confirmation);
+      if (first > 0 && again > 0) pairs.emplace_back(std::log(first) - centre, std::log(again) - centre);
+    }
+    // Rounded up to a twentieth: conservative, and the critical values are computed once each.
+    return std::ceil(measured_correlation(pairs).value_or(o_.confirm_correlation) * 20 - 1e-9) / 20;
+  }
+
+  // +1: worse than the centre beyond the threshold and `worse_half`; -1: better than the better
+  // level beyond the threshold and one measurement's band; 0: neither.
+  int side(double figure, const Context& c, double worse_half) const {
+    const Band& b = *c.band;
+    const double y = std::log(figure);
+    const double w = worse_log(y, b.model.centre, o_.higher_is_better);
+    if (w > worse_half && w > c.threshold_log) return 1;
+    const double better = -worse_log(y, b.better(), o_.higher_is_better);
+    if (better > b.alone && better > c.threshold_log) return -1;
     return 0;
   }
 
-  // The verdict of an undisturbed night with a band: same, noise, or a change and its
-  // confirmation.
-  void decide(const Night& n, const Context& c, NightVerdict& v) {
-    const Band& b = c.band;
-    const std::string spread =
-        b.spread_nights > b.nights ? ", the spread of " + std::to_string(b.spread_nights) : "";
-    const std::string band_text = "the band of " + std::to_string(b.nights) + " nights" + spread + " (" +
-                                  pct_text(change_pct_of(b.mean - b.half, b.mean)) + " .. " +
-                                  pct_text(change_pct_of(b.mean + b.half, b.mean)) + ")";
-    const int first = side(v.value, c);
-    const bool few = b.nights < o_.min_nights;
-    const std::string few_text =
-        std::to_string(b.nights) + " nights of history (" + std::to_string(o_.min_nights) + " needed)";
-    if (first == 0) {
-      // Within the threshold is `same` however few the nights: the figure moved less than what
-      // the nightly calls a change. Beyond it, few nights cannot tell noise from a change.
-      if (std::abs(v.change_pct) <= o_.threshold_pct) {
-        v.verdict = kSame;
-        v.reason =
-            pct_text(v.change_pct) + ": within the " + pct_text(o_.threshold_pct, false) + " threshold" +
-            (few ? " (" + few_text + ": only a change beyond " + pct_text(v.mdc_pct, false) + " would show)"
-                 : "");
-      } else if (few) {
-        v.verdict = kInconclusive;
-        v.reason = few_text + ": only a change beyond " + pct_text(v.mdc_pct, false) + " would show; " +
-                   pct_text(v.change_pct) + " is not one";
-      } else {
-        v.verdict = kNoise;
-        v.reason = pct_text(v.change_pct) + " is beyond the " + pct_text(o_.threshold_pct, false) +
-                   " threshold but inside " + band_text;
-      }
-      return;
+  // "the band of 7 nights (-12.0 % .. +15.1 %; left out as outliers: the nights of ...)".
+  std::string band_text(const Band& b, const NightVerdict& v) const {
+    const LevelModel& m = b.model;
+    std::string notes;
+    auto note = [&](const std::string& t) { notes += "; " + t; };
+    if (m.spread_nights > b.nights || m.spells > 1)
+      note("the spread within " + std::string(m.spells > 1 ? std::to_string(m.spells) + " levels of " : "") +
+           std::to_string(m.spread_nights) + " nights");
+    if (m.better)
+      note(fmt::format("two levels, judged against the worse ({} nights; the better {} on {})",
+                       m.centre_nights, pct_text(change_pct_of(*m.better, m.centre)), m.better_nights));
+    if (b.rho < 1) note(fmt::format("a night's two measurements taken to correlate by {:.2f}", b.rho));
+    if (!v.outlier_index.empty()) {
+      std::string names;
+      for (size_t j : v.outlier_index) names += (names.empty() ? "" : ", ") + night_name(j);
+      note("left out as outliers: " + names);
     }
+    return "the band of " + std::to_string(b.nights) + " nights (" +
+           pct_text((v.band_low / v.baseline - 1) * 100) + " .. " +
+           pct_text((v.band_high / v.baseline - 1) * 100) + notes + ")";
+  }
+
+  std::string night_name(size_t j) const {
+    return s_[j].started_at.empty() ? "run " + std::to_string(s_[j].run_id)
+                                    : "the night of " + s_[j].started_at;
+  }
+
+  // A night inside the band (or the threshold): same, noise, or inconclusive with few nights.
+  void decide_unchanged(const Context& c, NightVerdict& v) const {
+    const bool few = c.nights < o_.min_nights;
+    const std::string few_text =
+        std::to_string(c.nights) + " nights of history (" + std::to_string(o_.min_nights) + " needed)";
+    // Within the threshold is `same` however few the nights: the figure moved less than what
+    // the nightly calls a change. Beyond it, few nights cannot tell noise from a change.
+    if (std::abs(v.change_pct) <= o_.threshold_pct) {
+      v.verdict = kSame;
+      v.reason =
+          pct_text(v.change_pct) + ": within the " + pct_text(o_.threshold_pct, false) + " threshold" +
+          (few ? " (" + few_text + ": only a change beyond " + pct_text(v.mdc_pct, false) + " would show)"
+               : "");
+    } else if (few) {
+      v.verdict = kInconclusive;
+      v.reason = few_text + ": only a change beyond " + pct_text(v.mdc_pct, false) + " would show; " +
+                 pct_text(v.change_pct) + " is not one";
+    } else {
+      v.verdict = kNoise;
+      v.reason = pct_text(v.change_pct) + " is beyond the " + pct_text(o_.threshold_pct, false) +
+                 " threshold but inside " + band_text(*c.band, v);
+    }
+  }
+
+  // The verdict of an undisturbed night with a band: same, noise, or a change and its
+  // confirmation. A regression needs both measurements beyond the band's worse edge (the
+  // budget spent on the pair) or, with no confirmation, the first beyond one measurement's.
+  void decide(const Night& n, const Context& c, NightVerdict& v) {
+    const Band& b = *c.band;
+    const int first = side(v.value, c, b.half);
+    if (first == 0) return decide_unchanged(c, v);
     const char* change = first > 0 ? kRegression : kImprovement;
     const std::string where =
         first > 0 ? (o_.higher_is_better ? "below " : "above ") : (o_.higher_is_better ? "above " : "below ");
     v.suspect = first > 0;
+    const bool few = c.nights < o_.min_nights;
     const std::string seen = pct_text(v.change_pct) + ": beyond the " + pct_text(o_.threshold_pct, false) +
-                             " threshold and " + where + band_text + (few ? " (" + few_text + ")" : "");
+                             " threshold and " + where + band_text(b, v) +
+                             (few ? " (" + std::to_string(c.nights) + " nights of history (" +
+                                        std::to_string(o_.min_nights) + " needed))"
+                                  : "");
     // Only a regression is confirmed (an improvement alarms no one): a confirmation measured
     // anyway (confirm.every_cell) is not read for one, as a nightly would not have it.
     if (first < 0 || n.confirmation.empty()) {
-      v.verdict = change;
-      v.reason = seen + (first > 0 ? "; not confirmed (no confirmation measured)" : "");
+      const bool alone = first < 0 || side(v.value, c, b.alone) > 0;
+      v.verdict = alone ? change : kInconclusive;
+      v.reason =
+          seen +
+          (first < 0 ? ""
+           : alone   ? "; not confirmed (no confirmation measured)"
+                     : "; a confirmation would tell: one measurement alone must be beyond " +
+                         pct_text(change_pct_of(b.model.centre + (o_.higher_is_better ? -b.alone : b.alone),
+                                                b.model.centre)));
       return;
     }
-    const double confirm_change = change_pct_of(std::log(v.confirm_value), b.mean);
+    const double confirm_change = change_pct_of(std::log(v.confirm_value), b.model.centre);
     // The confirmation's other work against the baseline nights' of this build or, on a new
     // build, against the night's own first measurement (same build, not disturbed).
     const bool own = !std::isfinite(c.other_level);
@@ -326,7 +436,7 @@ class SeriesJudge {
                  "): it cannot be confirmed";
       return;
     }
-    if (side(v.confirm_value, c) == first) {
+    if (side(v.confirm_value, c, b.half) == first) {
       v.verdict = change;
       v.reason = seen + "; confirmed on fresh targets: " + pct_text(confirm_change);
     } else {

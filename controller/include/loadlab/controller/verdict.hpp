@@ -5,17 +5,19 @@
 // The unit of evidence is a night's figure: the median of its repetitions (a run's per-second
 // intervals are correlated, and nights differ by more than their seconds do). A cell's baseline
 // is its K most recent earlier nights that ran on the same machine (fingerprint), since its last
-// accepted level, that were not themselves judged a regression or an improvement. On the log of
-// the figures, their mean and spread give a one-sided prediction interval for a night of
-// unchanged code at the cell's level (Student's t with the baseline's degrees of freedom, so few
-// nights give a wide band). A night is a regression when it is worse than the baseline by more
-// than the threshold AND outside the band, and its confirmation (the cell measured again at the
-// end of the run, on fresh targets) is too; a night that looked like one but whose
-// confirmation did not is `noise`. The minimum detectable change is the true change the
-// procedure catches at least 95 % of the time: beyond the band (and the threshold) by as many
-// prediction spreads as one measurement needs to land there 99 % of the time with a spread
-// estimated from the baseline, so that the two measurements both do, however they are
-// correlated.
+// accepted level, that were not themselves judged a regression or an improvement (unless the cell
+// came back from it). On the log of the figures, a robust model of up to noise_nights of them
+// (level_model.hpp: outliers left out and named, spells, two recurring levels) gives the centre
+// and spread of a one-sided prediction interval for a night of unchanged code (Student's t with
+// the spread's degrees of freedom, so few nights give a wide band). A night is a regression when
+// it is worse than the baseline by more than the threshold AND outside the band, and its
+// confirmation (the cell measured again at the end of the run, on fresh targets) is too: the
+// cell's share of the false-alarm budget is spent on the pair (confirmed_quantile), so the band
+// is narrower than one measurement's; without a confirmation, the night must be beyond one
+// measurement's band. A night that looked like one but whose confirmation did not is `noise`. The minimum
+// detectable change is the true change the procedure catches at least 95 % of the time: beyond the band (and
+// the threshold) by as many prediction spreads as one measurement needs to land there 99 % of the time with a
+// spread estimated from the baseline, so that the two measurements both do, however they are correlated.
 //
 // Everything here is a pure function of the series: `loadlab run --baseline history` judges
 // tonight with it, and `loadlab history --verdicts` replays it over every night of a history,
@@ -44,12 +46,20 @@ struct VerdictOptions {
   bool higher_is_better = true;  // the metric's direction (qps: true)
   double threshold_pct = 5;      // a smaller change is never a regression
   // The probability that a night of unchanged code is judged a regression in this cell (one
-  // side); the run's budget (regression.false_alarm_pct) split over its cells.
+  // side); the run's budget (regression.false_alarm_pct) split over its cells. It is spent on
+  // the pair of measurements a regression needs (the night's and its confirmation's, both
+  // beyond one critical value), not on each of them: see confirm_correlation.
   double alpha = 0.0025;
+  // The correlation between a night's first measurement and its confirmation (on fresh targets,
+  // the same night) around the cell's level: the critical value that both must pass is chosen
+  // so that both pass with probability alpha at this correlation. 0: levels multiply; 1: the
+  // confirmation adds nothing (the single-measurement band). Measured on this project's VM:
+  // 0.31 to 0.41 (2026-12-03), 0.57 to 0.81 beside builds (2026-12-02) (docs/nightly.md).
+  double confirm_correlation = 0.6;
   uint32_t baseline_nights = 10;  // K: the most recent baseline nights used
-  // The nights (of the same level and machines) whose spread the band takes when it is wider
-  // than the K nights': real noise drifts and comes in spells, and K calm nights in a row would
-  // make a band too narrow for the next spell (measured: docs/nightly.md).
+  // The nights (of the same level and machines) whose spread within their spells gives the
+  // band's spread (level_model.hpp): real noise drifts and comes in spells, and K calm nights
+  // in a row would make a band too narrow for the next spell (measured: docs/nightly.md).
   uint32_t noise_nights = 30;
   uint32_t min_nights = 5;  // fewer: the verdict is at most inconclusive, but for a change
                             // beyond even the few nights' wide band
@@ -57,8 +67,10 @@ struct VerdictOptions {
   // an improvement) the same way: they start the new level. 0 = only `loadlab history accept`.
   uint32_t accept_after_nights = 0;
   // Steal time (100 = one core) above which a night is inconclusive when its baseline saw at
-  // most a third of it.
-  double steal_limit_pct = 5;
+  // most a third of it. 1.5, not 5: a band that one odd night no longer widens is narrow enough
+  // for a host spell's first night to cross it (nights.csv, night 43: d2/t1 -7 % and its
+  // confirmation -6.8 % at 1.7 % steal, its baseline nights at most 0.3 %).
+  double steal_limit_pct = 1.5;
   // A measurement was disturbed (something else ran on the cell's CPUs) when half its
   // repetitions were flagged busy-machine, or its processes waited for a CPU more than
   // wait_factor × the most any baseline night waited, plus wait_margin_pct, or the other work
@@ -116,7 +128,8 @@ struct NightVerdict {
   // What the night adds to later nights' bands: its figure, or its confirmation's when that
   // contradicted a first measurement outside the band (the measurement that held up).
   double band_value = 0;
-  bool disturbed = false;  // its measurement was disturbed: inconclusive, and in no later band
+  bool disturbed = false;             // its measurement was disturbed: inconclusive, and in no later band
+  std::vector<size_t> outlier_index;  // earlier nights left out of the band as outliers (indices)
 };
 
 // Every night of `series` (oldest first), each judged against the nights before it.
@@ -145,5 +158,12 @@ double detect_quantile(double df, double power);
 // for: both land beyond the band at least 95 % of the time, however they are correlated, with
 // room for the nights whose spread came out low.
 inline constexpr double kPowerPerMeasurement = 0.99;
+// The critical value c that a night's first measurement and its confirmation must both pass
+// (each beyond the centre by c · s · √(1 + 1/n)) for a night of unchanged code to do so with
+// probability `alpha`, when s was estimated with `df` degrees of freedom, the centre is the mean
+// of `n` nights and the two measurements correlate by `rho` around the level:
+// E_W[P(Z₁ > cW, Z₂ > cW)], W = s/σ, (Z₁, Z₂) normal with correlation (ρ + 1/n) / (1 + 1/n).
+// ρ = 1 gives Student's t quantile.
+double confirmed_quantile(double alpha, double df, double n, double rho);
 
 }  // namespace loadlab::controller
