@@ -144,7 +144,10 @@ double process_cpu_seconds(pid_t pid) {
 }
 
 // 200 requests x 2000 us of work = 0.4 s of the server's CPU, whether the work comes from the
-// flag or from the header, and however long the requests took on the wall clock.
+// flag or from the header, and however long the requests took on the wall clock. A stop of this
+// VM's CPUs (6-90 ms, a few times a minute) is charged to whatever ran, which raised a batch to
+// 0.52 s with another process busy on one core: a batch over the bound is run once more, and
+// the smaller of the two is held (a stop only adds).
 class TargetBinaryWork : public ::testing::TestWithParam<bool> {};
 
 TEST_P(TargetBinaryWork, BurnsTheRequestedCpu) {
@@ -157,12 +160,17 @@ TEST_P(TargetBinaryWork, BurnsTheRequestedCpu) {
   uint16_t port = port_of(*line);
   ASSERT_NE(port, 0) << *line;
   EXPECT_EQ(get_body(port), "Have Fun ~ Tester !");  // warm: the first connection is not measured
-  const double before = process_cpu_seconds(child.pid());
-  ASSERT_GE(before, 0);
-  for (int i = 0; i < 200; ++i)
-    ASSERT_EQ(get_body(port, "/", by_header ? "2000" : ""), "Have Fun ~ Tester !");
-  const double used = process_cpu_seconds(child.pid()) - before;
-  std::cout << "[ measured ] 200 x 2000 us of work used " << used << " s of server CPU\n";
+  auto batch = [&] {
+    const double before = process_cpu_seconds(child.pid());
+    EXPECT_GE(before, 0);
+    for (int i = 0; i < 200; ++i)
+      EXPECT_EQ(get_body(port, "/", by_header ? "2000" : ""), "Have Fun ~ Tester !");
+    const double used = process_cpu_seconds(child.pid()) - before;
+    std::cout << "[ measured ] 200 x 2000 us of work used " << used << " s of server CPU\n";
+    return used;
+  };
+  double used = batch();
+  if (used >= 0.4 * 1.2) used = std::min(used, batch());
   EXPECT_GT(used, 0.4 * 0.8);
   EXPECT_LT(used, 0.4 * 1.2);
 }
