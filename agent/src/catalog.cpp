@@ -111,7 +111,7 @@ void parse_protocols(const ObjectReader& e, CatalogEntry& c) {
 }
 
 CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const std::string& dir) {
-  e.allow({"argv", "env", "cwd", "readiness", "start_timeout_ms", "protocols"});
+  e.allow({"argv", "env", "cwd", "readiness", "start_timeout_ms", "protocols", "instructions_unavailable"});
   CatalogEntry c;
   c.name = name;
   parse_argv(e, dir, c);
@@ -127,6 +127,7 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const s
   c.start_timeout_ms = static_cast<uint32_t>(
       e.integer("start_timeout_ms", limits::kMinStartTimeoutMs, limits::kMaxStartTimeoutMs, 10000));
   if (e.has("protocols")) parse_protocols(e, c);
+  c.instructions_unavailable = e.string("instructions_unavailable", "");
   auto names_tls_files = [](const std::string& t) {
     return t.find("{tls_cert}") != std::string::npos || t.find("{tls_key}") != std::string::npos;
   };

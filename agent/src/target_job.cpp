@@ -11,6 +11,7 @@
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/environment_error.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "loadlab/shared/self_signed_cert.hpp"
 #include "loadlab/shared/sha256.hpp"
@@ -73,6 +74,7 @@ std::string target_build(const CatalogEntry& entry, const std::string& bin_dir) 
 
 Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& entry, JobLease& lease) {
   if (auto st = prepare(spec, entry); !st.ok()) return st;
+  if (auto st = prepare_instructions(spec, entry); !st.ok()) return st;
   if (auto st = launch(); !st.ok()) return st;
   lease.running(child_->pid());
   if (auto st = wait_ready(spec, entry); !st.ok()) return st;
@@ -140,6 +142,45 @@ Status TargetJob::prepare(const v1::TargetSpec& spec, const CatalogEntry& entry)
   }
 }
 
+Status TargetJob::prepare_instructions(const v1::TargetSpec& spec, const CatalogEntry& entry) {
+  instructions_ = spec.instructions();
+  if (instructions_ == v1::INSTRUCTIONS_NONE) return Status::OK;
+  if (!entry.instructions_unavailable.empty()) {
+    instructions_unavailable_ = "target " + name_ + ": " + entry.instructions_unavailable;
+    return Status::OK;
+  }
+  if (instructions_ != v1::INSTRUCTIONS_CALLGRIND) return Status::OK;
+  const std::string valgrind = find_valgrind();
+  if (valgrind.empty()) {
+    instructions_unavailable_ =
+        "agent " + options_.name + " has no valgrind on its PATH (apt-get install valgrind)";
+    return Status::OK;
+  }
+  try {
+    callgrind_ = std::make_unique<CallgrindProbe>(valgrind, options_.job_user_or_null());
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, std::string("cannot prepare target: ") + e.what());
+  }
+  argv_ = callgrind_->wrap(argv_);
+  return Status::OK;
+}
+
+// The window's instructions:u, counted on every thread of the target from RESET to FINAL.
+void TargetJob::count_window(const v1::Mark& mark, v1::Usage& usage) {
+  if (instructions_ != v1::INSTRUCTIONS_COUNTERS) return;
+  if (mark.kind() == v1::Mark::RESET) {
+    if (instructions_unavailable_.empty()) counters_.open(child_->job_pids(proc_));
+    return;
+  }
+  if (!instructions_unavailable_.empty()) {
+    usage.set_instructions_unavailable(instructions_unavailable_);
+  } else if (auto n = counters_.read()) {
+    usage.set_instructions(*n);
+  } else {
+    usage.set_instructions_unavailable(counters_.reason());
+  }
+}
+
 Status TargetJob::launch() {
   started_at_ = monotonic_seconds();
   try {
@@ -196,10 +237,13 @@ Status TargetJob::fail_start(const std::string& why) {
 void TargetJob::apply_mark(const v1::Mark& mark) {
   if (mark.kind() == v1::Mark::RESET) {
     window_->start();
+    v1::Usage none;
+    count_window(mark, none);
   } else if (mark.kind() == v1::Mark::FINAL) {
     const int64_t offset = options_.test_clock_offset_ns;
     v1::TargetEvent ev;
     *ev.mutable_usage() = window_->finish(mark.label());
+    count_window(mark, *ev.mutable_usage());
     ev.mutable_usage()->set_opened_ns(ev.usage().opened_ns() + offset);
     ev.mutable_usage()->set_closed_ns(ev.usage().closed_ns() + offset);
     write(ev);
@@ -260,7 +304,10 @@ bool TargetJob::on_sample() {
 }
 
 Status TargetJob::stop() {
-  auto st = stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
+  // Under callgrind the target writes its output as it exits, which takes a while.
+  const int grace =
+      callgrind_ ? std::max(options_.stop_grace_ms, limits::kCallgrindStopGraceMs) : options_.stop_grace_ms;
+  auto st = stop_tree(proc_, *child_, std::chrono::milliseconds(grace));
   component_logger("agent")->info("target pid {} stopped: {}", child_->pid(), st.describe());
   if (!over_limit_.empty()) return Status(StatusCode::RESOURCE_EXHAUSTED, "target stopped: " + over_limit_);
   if (died_) return Status(StatusCode::ABORTED, "target exited early: " + st.describe());
@@ -284,6 +331,17 @@ void TargetJob::write_exited(const ExitStatus& st, size_t tail_lines) {
   ev.mutable_exited()->set_signal(st.signal);
   ev.mutable_exited()->set_output_tail(child_->output_tail(tail_lines) +
                                        (over_limit_.empty() ? "" : "\n[loadlab-agent] " + over_limit_));
+  if (instructions_ == v1::INSTRUCTIONS_CALLGRIND) {
+    auto* exited = ev.mutable_exited();
+    if (!callgrind_) {
+      exited->set_instructions_unavailable(instructions_unavailable_);
+    } else if (auto count = callgrind_->collect(); count.instructions) {
+      exited->set_instructions(*count.instructions);
+      exited->set_profile(std::move(count.profile));
+    } else {
+      exited->set_instructions_unavailable(count.unavailable);
+    }
+  }
   write(ev);
 }
 

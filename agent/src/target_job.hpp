@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "instruction_counts.hpp"
 #include "job_support.hpp"
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/job_slot.hpp"
@@ -31,6 +32,10 @@ class TargetJob {
 
  private:
   grpc::Status prepare(const v1::TargetSpec& spec, const CatalogEntry& entry);
+  // TargetSpec.instructions: the target under callgrind, or counters at the window's marks;
+  // where it cannot be counted, the reason (the target then runs as it would).
+  grpc::Status prepare_instructions(const v1::TargetSpec& spec, const CatalogEntry& entry);
+  void count_window(const v1::Mark& mark, v1::Usage& usage);  // counters: at RESET and FINAL
   grpc::Status launch();
   grpc::Status wait_ready(const v1::TargetSpec& spec, const CatalogEntry& entry);
   grpc::Status fail_start(const std::string& why);
@@ -61,6 +66,11 @@ class TargetJob {
   std::unique_ptr<ChildProcess> child_;
   std::unique_ptr<UsageWindow> window_;
   std::atomic<bool> died_{false};
+
+  v1::InstructionsMethod instructions_ = v1::INSTRUCTIONS_NONE;
+  std::string instructions_unavailable_;       // why they cannot be counted, found before the start
+  std::unique_ptr<CallgrindProbe> callgrind_;  // INSTRUCTIONS_CALLGRIND
+  InstructionCounters counters_;               // INSTRUCTIONS_COUNTERS
 };
 
 }  // namespace loadlab::agent

@@ -28,6 +28,10 @@ void validate_target_spec(const v1::TargetSpec& spec) {
                                              std::to_string(spec.start_timeout_ms()));
   if (spec.has_body_size() && !spec.body().empty())
     throw InputError("body_size", "give at most one of body and body_size");
+  if (!v1::InstructionsMethod_IsValid(spec.instructions()))
+    throw InputError("instructions",
+                     "must be INSTRUCTIONS_NONE, INSTRUCTIONS_CALLGRIND or INSTRUCTIONS_COUNTERS, got " +
+                         std::to_string(spec.instructions()));
 }
 
 }  // namespace loadlab::agent

@@ -5,7 +5,8 @@
 //   {"targets": {"go-nethttp": {"argv": ["/opt/peers/gohttp", "-addr", "{host}:{port}"],
 //                               "env": {"GOMAXPROCS": "{threads}"}, "cwd": "/opt/peers",
 //                               "readiness": {"type": "http", "path": "/"},
-//                               "start_timeout_ms": 10000}}}
+//                               "start_timeout_ms": 10000,
+//                               "instructions_unavailable": "a JIT: counts move as it compiles"}}}
 //
 // Placeholders in argv and env values: {port} (a free port the agent picked), {host} (the
 // address targets bind), {delay_ms}, {threads}, {protocol} (the job's: http1, https, h2, h2c,
@@ -47,6 +48,9 @@ struct CatalogEntry {
   std::vector<v1::Protocol> protocols{
       v1::PROTOCOL_HTTP1};  // served ("protocols"; built-in: set by the agent)
   bool tls_files = false;   // argv or env names {tls_cert} or {tls_key}
+  // Why its instructions per request cannot be counted (a JIT such as the JVM's compiles while
+  // it serves; a program that re-execs what valgrind cannot follow): a cell that asks says so.
+  std::string instructions_unavailable;
 };
 
 struct ClientEntry {

@@ -40,6 +40,14 @@ inline constexpr int kMaxDelayMs = 60'000;
 inline constexpr int kMinStartTimeoutMs = 100;
 inline constexpr int kMaxStartTimeoutMs = 600'000;
 inline constexpr int kMaxServerThreads = 1024;
+// Instructions per request (a scenario's `instructions`, docs/instructions.md): the sequential
+// requests of a callgrind probe (each ~50 times slower than natively), the most of a
+// callgrind output the agent sends back for the run folder, and how long a target under
+// callgrind may take to exit and write its output once stopped.
+inline constexpr int64_t kMaxInstructionProbeRequests = 1'000'000;
+inline constexpr double kMaxInstructionProbeRate = 100'000;  // requests per second
+inline constexpr int64_t kMaxProfileBytes = int64_t{32} << 20;
+inline constexpr int kCallgrindStopGraceMs = 20'000;
 inline constexpr int64_t kMaxResponseBodyBytes = int64_t{64} << 20;  // --body-size: filler bytes
 inline constexpr int64_t kMaxWorkUs = 1'000'000;                     // --work-us: CPU burnt per request
 // x-loadlab-work-us, the same per request but asked by the client: the most one request may
