@@ -178,7 +178,7 @@ struct CommandLine {
     threshold_opt = compare_cmd
                         ->add_option("--threshold-pct", compare_threshold,
                                      "smallest change that counts, 0..1000 (default: the scenario's "
-                                     "regression.threshold_pct, or 5)")
+                                     "regression.threshold_pct, or 5; 1 for --metric instructions)")
                         ->check(loadlab::number_in(0, loadlab::limits::kMaxThresholdPct));
   }
 
@@ -228,7 +228,10 @@ int compare(const CommandLine& cl) {
   } catch (const loadlab::InputError& e) {
     throw e.in_file(cl.compare_new);
   }
-  if (!cl.compare_metric.empty()) options.metric = cl.compare_metric;
+  if (!cl.compare_metric.empty() && cl.compare_metric != options.metric) {
+    options.metric = cl.compare_metric;
+    options.threshold_pct = loadlab::controller::default_threshold_pct(options.metric);
+  }
   if (cl.threshold_opt->count()) options.threshold_pct = cl.compare_threshold;
   auto v = loadlab::controller::compare_results(base, current, options);
   v.set_baseline(cl.compare_base);

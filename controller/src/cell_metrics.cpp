@@ -41,6 +41,12 @@ std::optional<double> capacity(const CellResult& c) {
   return c.capacity();
 }
 
+// A cell that counts its instructions (the scenario's `instructions`): the repetitions' median.
+std::optional<double> instructions(const CellResult& c) {
+  if (!c.ok()) return std::nullopt;
+  return c.instructions();
+}
+
 }  // namespace
 
 const std::vector<CellMetric>& cell_metrics() {
@@ -54,6 +60,7 @@ const std::vector<CellMetric>& cell_metrics() {
       {"client_cpu_pct", "client CPU %", 1, figure<client_cpu, kNone>, nullptr},
       {"client_mb", "client MB", 1, figure<client_mb, kNone>, nullptr},
       {"capacity", "capacity req/s", 0, capacity, nullptr},
+      {"instructions", "instructions per request", 0, instructions, nullptr},
   };
   return all;
 }

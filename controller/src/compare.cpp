@@ -33,6 +33,12 @@ const Metric kMetrics[] = {
     {"client_cpu_pct", false, [](const v1::Repetition& r) { return r.client().cpu_pct(); }, ""},
     // A capacity search's cells (docs/capacity.md): the capacity each repetition's search found.
     {"capacity", true, [](const v1::Repetition& r) { return r.capacity(); }, ""},
+    // The cells' instructions per request (a scenario's `instructions`, docs/instructions.md).
+    {"instructions", false,
+     [](const v1::Repetition& r) {
+       return r.has_instructions_per_request() ? r.instructions_per_request() : NAN;
+     },
+     ""},
 };
 
 const Metric& find_metric(const std::string& name) {
@@ -217,7 +223,7 @@ RegressionDef parse_regression(const ObjectReader& r) {
   } catch (const InputError& e) {
     throw InputError(r.path("metric"), e.message());
   }
-  d.threshold_pct = r.number("threshold_pct", 0, limits::kMaxThresholdPct, d.threshold_pct);
+  d.threshold_pct = r.number("threshold_pct", 0, limits::kMaxThresholdPct, default_threshold_pct(d.metric));
   d.false_alarm_pct =
       r.number("false_alarm_pct", limits::kMinFalseAlarmPct, limits::kMaxFalseAlarmPct, d.false_alarm_pct);
   d.baseline_nights =
@@ -244,6 +250,11 @@ RegressionDef regression_of_result(const nlohmann::json& result) {
         scenario["regression"].contains("metric")))
     d.metric = "capacity";
   return d;
+}
+
+double default_threshold_pct(const std::string& metric) {
+  // Instruction counts do not move with the machine's noise: a change of 1 % is a change.
+  return metric == "instructions" ? 1 : 5;
 }
 
 const std::vector<std::string>& metric_names() {

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -44,6 +45,7 @@ const std::vector<MetricColumn>& metric_columns() {
         {"server_rss_kb", "p.server_rss_kb_peak"},
         {"client_cpu_pct", "p.client_cpu_pct"},
         {"capacity", "p.capacity"},
+        {"instructions", "p.instructions"},
     };
     std::vector<MetricColumn> out;
     for (auto& [name, column] : sql) out.push_back({{name, metric_higher_is_better(name)}, column});
@@ -205,6 +207,11 @@ void store_agents(sqlite3* db, const std::string& file, int64_t run_id,
 // would read as changed settings against all its earlier ones.
 std::string config_text(const v1::CellConfig& config) {
   std::string text = proto::to_json(config);
+  // How its instructions are counted is no setting of its other figures (the probes run apart,
+  // the counters cost nothing): it separates only the nights of the metric `instructions`
+  // (History::nights), and is left out here whatever its value.
+  static const std::regex instructions(R"(,"instructions":"[a-z]*")");
+  text = std::regex_replace(text, instructions, "");
   for (std::string_view added : {R"("arrivals":"")", R"("seed":"0")"}) {
     const auto at = text.find(added);
     if (at == std::string::npos) continue;
@@ -278,8 +285,9 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
       db, file,
       "INSERT INTO repetitions (cell_id, phase, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
       "errors, requests, server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, "
-      "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags, other_pct, capacity) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags, other_pct, capacity, "
+      "instructions, instructions_method) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "store a repetition");
   for (const auto& c : cells) {
     cell.bind(1, run_id).bind(2, c.cell().key()).bind(3, int64_t{c.ok()}).bind(4, c.error());
@@ -311,6 +319,11 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
           rep.bind(24, r.capacity());
         else
           rep.bind_null(24);  // not a capacity search's
+        if (r.has_instructions_per_request())
+          rep.bind(25, r.instructions_per_request());
+        else
+          rep.bind_null(25);
+        rep.bind(26, c.cell().instructions());
         rep.run();
       }
   }
@@ -523,6 +536,7 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
           "SELECT r.id, r.started_at, c.ok, c.agents, c.settings, coalesce(p.phase, ''), p.steal_pct, "
           "coalesce(p.target_build, ''), r.run_folder, p.wait_pct, coalesce(p.flags, '[]'), p.other_pct, ") +
       column_of(metric.name).column +
+      ", coalesce(p.instructions_method, '')"
       " FROM runs r JOIN cells c ON c.run_id = r.id LEFT JOIN repetitions p ON p.cell_id = c.id "
       "WHERE r.scenario = ? AND c.key = ? ORDER BY r.started_at, r.id, p.phase DESC, p.idx";
   sqlite::Statement s(db_, path_, sql.c_str(), "read cell " + cell_key + "'s nights");
@@ -534,6 +548,8 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
     const int64_t run = s.integer(0);
     if (out.run_ids.empty() || out.run_ids.back() != run) {
       out.nights.push_back(night_of_row(s, run, fingerprints));
+      // Instructions counted one way are never judged against those counted another way.
+      if (metric.name == "instructions") out.nights.back().fingerprint += "|instructions=" + s.text(13);
       out.run_ids.push_back(run);
       steals.emplace_back();
       waits.emplace_back();

@@ -127,12 +127,21 @@ const char* kToV5 = R"sql(
 ALTER TABLE repetitions ADD COLUMN capacity REAL;
 )sql";
 
+// Version 6: instructions per request (a scenario's `instructions`, the metric `instructions`)
+// and how they were counted ("callgrind", "counters"; nights of one method are judged only
+// against nights of the same). Older rows have none.
+const char* kToV6 = R"sql(
+ALTER TABLE repetitions ADD COLUMN instructions REAL;
+ALTER TABLE repetitions ADD COLUMN instructions_method TEXT NOT NULL DEFAULT '';
+)sql";
+
 const Migration kMigrations[] = {
     {1, "create the schema (version 1)", kToV1},
     {2, "migrate to version 2 (agents, overrides, n/a figures)", kToV2},
     {3, "migrate to version 3 (fingerprints, confirmations, verdicts, accepted levels)", kToV3},
     {4, "migrate to version 4 (other work on a cell's CPUs)", kToV4},
     {5, "migrate to version 5 (a capacity search's capacity)", kToV5},
+    {6, "migrate to version 6 (instructions per request)", kToV6},
 };
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == History::kSchemaVersion,
               "one migration per schema version");

@@ -13,6 +13,7 @@ VerdictOptions verdict_options(const RegressionDef& r, size_t cells) {
   o.baseline_nights = r.baseline_nights;
   o.min_nights = r.min_nights;
   o.accept_after_nights = r.accept_after_nights;
+  o.host_insensitive = r.metric == "instructions";
   return o;
 }
 

@@ -1,5 +1,7 @@
 #include "loadlab/controller/plan.hpp"
 
+#include <algorithm>
+
 #include "loadlab/proto/protocols.hpp"
 
 namespace loadlab::controller {
@@ -97,6 +99,11 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
   }
   c.connections = late.total ? late.total : c.threads * late.per_thread;
   if (proto::uses_tls(*proto::protocol_from_name(c.protocol))) c.tls_version = late.tls_version;
+  if (s.instructions) {
+    const auto& listed = s.instructions->cells;
+    if (listed.empty() || std::find(listed.begin(), listed.end(), c.key()) != listed.end())
+      c.instructions = s.instructions->method;
+  }
   return c;
 }
 

@@ -40,6 +40,10 @@ class RepetitionRunner {
     watchdog_.arm("ready", options_.limits.ready_s);
     auto spec = target_spec(scenario_, cell_);
     spec.set_cpus(placement_.target_cpus);
+    if (options_.callgrind_exited) {
+      spec.set_instructions(v1::INSTRUCTIONS_CALLGRIND);
+      spec.set_start_timeout_ms(kCallgrindStartMs);
+    }
     target_.start(spec);  // on failure nothing else has started
     try {
       start_loads();
@@ -47,6 +51,7 @@ class RepetitionRunner {
       for (auto& load : loads_) load->join();
       v1::Repetition r = merged();
       stop_target();
+      if (options_.callgrind_exited) take_exited(*options_.callgrind_exited);
       return r;
     } catch (...) {
       tear_down();  // never unwind past running reader threads
@@ -239,7 +244,33 @@ class RepetitionRunner {
         add_usage(*r.mutable_client(), loads_[i]->usage());
     }
     if (scheduled_) add_skew(r);
+    if (cell_.instructions == "counters") add_counted_instructions(r);
     return r;
+  }
+
+  // Counters over the window: its instructions over its requests.
+  void add_counted_instructions(v1::Repetition& r) const {
+    if (!server_->has_instructions()) {
+      r.set_instructions_unavailable(server_->instructions_unavailable().empty()
+                                         ? "agent " + target_.agent_name() +
+                                               " did not count them (an older agent?)"
+                                         : server_->instructions_unavailable());
+    } else if (r.requests() == 0) {
+      r.set_instructions_unavailable("the window had no request");
+    } else {
+      r.set_instructions_per_request(static_cast<double>(server_->instructions()) / r.requests());
+    }
+  }
+
+  // After close(): the target's Exited event, which the reader queued before the stream's end.
+  void take_exited(v1::Exited& into) {
+    while (auto m = events_.pop_until(std::chrono::steady_clock::now())) {
+      if (m->source == StreamMessage::kTarget && !m->end && m->target_event.has_exited()) {
+        into = m->target_event.exited();
+        return;
+      }
+    }
+    into.set_instructions_unavailable("target agent " + target_.agent_name() + " sent no exit of the target");
   }
 
   // Where each window opened against the instant chosen, in the controller's clock; the skew
@@ -327,6 +358,7 @@ class RepetitionRunner {
   // A scheduled start: the load agents wait, warmed up, for one instant (start_ns_, in the
   // controller's clock; 0 until sent) at which every window opens, window_ns_ long.
   static constexpr size_t kClockSamples = 4;
+  static constexpr uint32_t kCallgrindStartMs = 120'000;  // valgrind's start-up is slow
   static constexpr std::chrono::nanoseconds kStartMargin = 100ms;
   bool scheduled_ = false;
   int64_t start_ns_ = 0;

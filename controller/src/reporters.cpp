@@ -148,6 +148,14 @@ std::string capacity_text(const CellResult& c) {
   return t;
 }
 
+// The cell's instructions per request, "n/a" where they could not be counted, "-" where the
+// cell does not count them.
+std::string instructions_text(const CellResult& c) {
+  if (c.cell.instructions.empty()) return "-";
+  auto v = c.instructions();
+  return v ? fixed_text(*v, 0) : "n/a";
+}
+
 // How the median search ended: "found", "broken-at-min", ...
 std::string search_end(const CellResult& c) { return c.searches.empty() ? "" : c.median_search().end(); }
 }  // namespace
@@ -156,7 +164,9 @@ std::vector<std::string> summary_header(const std::vector<CellResult>& cells) {
   auto h = cell_header(cells, true);
   if (any_searched(cells)) h.insert(h.end(), {"capacity", "search"});
   h.insert(h.end(), {"qps", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "srv cpu%", "srv MB",
-                     "cli cpu%", "cli MB", "cpus", "status"});
+                     "cli cpu%", "cli MB"});
+  if (any_counted(cells)) h.push_back("instr/req");
+  h.insert(h.end(), {"cpus", "status"});
   return h;
 }
 
@@ -167,15 +177,17 @@ std::vector<std::vector<std::string>> summary_rows(const std::vector<CellResult>
     if (any_searched(cells)) row.insert(row.end(), {capacity_text(c), search_end(c)});
     if (c.ok()) {
       const auto& m = c.median();
-      row.insert(row.end(), {fixed_text(m.qps(), 0), latency_ms(m, "latency.p50_us", m.latency().p50_us()),
-                             latency_ms(m, "latency.p90_us", m.latency().p90_us()),
-                             latency_ms(m, "latency.p99_us", m.latency().p99_us()),
-                             latency_ms(m, "latency.max_us", m.latency().max_us()),
-                             std::to_string(m.errors()), fixed_text(m.server().cpu_pct(), 1),
-                             mb(m.server().rss_kb_peak()), fixed_text(m.client().cpu_pct(), 1),
-                             mb(m.client().rss_kb_peak()), cpus_text(m), flags_text(c.flags())});
+      row.insert(row.end(),
+                 {fixed_text(m.qps(), 0), latency_ms(m, "latency.p50_us", m.latency().p50_us()),
+                  latency_ms(m, "latency.p90_us", m.latency().p90_us()),
+                  latency_ms(m, "latency.p99_us", m.latency().p99_us()),
+                  latency_ms(m, "latency.max_us", m.latency().max_us()), std::to_string(m.errors()),
+                  fixed_text(m.server().cpu_pct(), 1), mb(m.server().rss_kb_peak()),
+                  fixed_text(m.client().cpu_pct(), 1), mb(m.client().rss_kb_peak())});
+      if (any_counted(cells)) row.push_back(instructions_text(c));
+      row.insert(row.end(), {cpus_text(m), flags_text(c.flags())});
     } else {
-      for (int i = 0; i < 11; ++i) row.push_back("-");
+      for (int i = 0, n = any_counted(cells) ? 12 : 11; i < n; ++i) row.push_back("-");
       row.push_back(failed_status(c.error));
     }
     rows.push_back(std::move(row));
@@ -247,6 +259,7 @@ void write_markdown(std::ostream& out, const std::string& title, const std::vect
   if (any_searched(cells)) markdown_pivot(out, cell_metric("capacity"), p);
   for (const char* id : {"qps", "p99_ms", "server_cpu_pct", "server_mb", "client_cpu_pct"})
     markdown_pivot(out, cell_metric(id), p);
+  if (any_counted(cells)) markdown_pivot(out, cell_metric("instructions"), p);
   out << "## All figures\n\n";
   auto header = summary_header(cells);
   const size_t cell_columns = cell_header(cells, true).size();
@@ -276,6 +289,8 @@ void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
   for (auto& h : cell_header(cells, false)) header += h + ",";
   const bool search = any_searched(cells);
   if (search) header += "capacity,capacity_min,capacity_max,search,";
+  const bool counted = any_counted(cells);
+  if (counted) header += "instructions_per_request,instructions_unavailable,";
   out << header
       << "requests,errors,duration_s,qps,qps_min,qps_max,p50_us,p90_us,p99_us,p999_us,max_us,mean_us,"
          "server_cpu_pct,server_rss_kb_mean,server_rss_kb_peak,client_cpu_pct,client_rss_kb_mean,"
@@ -288,6 +303,10 @@ void write_csv(std::ostream& out, const std::vector<CellResult>& cells) {
       else
         out << fixed_text(c.capacity(), 2) << "," << fixed_text(c.capacity_min(), 2) << ","
             << fixed_text(c.capacity_max(), 2) << "," << csv_field(search_end(c)) << ",";
+    }
+    if (counted) {
+      auto v = c.instructions();
+      out << (v ? fixed_text(*v, 1) : "") << "," << csv_field(c.instructions_unavailable()) << ",";
     }
     if (c.ok()) {
       const auto& m = c.median();

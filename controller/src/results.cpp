@@ -49,6 +49,26 @@ const v1::SearchResult& CellResult::median_search() const {
   return *by.at((by.size() - 1) / 2);
 }
 
+bool any_counted(const std::vector<CellResult>& cells) {
+  return std::any_of(cells.begin(), cells.end(),
+                     [](const CellResult& c) { return !c.cell.instructions.empty(); });
+}
+
+std::optional<double> CellResult::instructions() const {
+  std::vector<double> v;
+  for (auto& r : reps)
+    if (r.has_instructions_per_request()) v.push_back(r.instructions_per_request());
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+std::string CellResult::instructions_unavailable() const {
+  for (auto& r : reps)
+    if (!r.instructions_unavailable().empty()) return r.instructions_unavailable();
+  return "";
+}
+
 bool any_searched(const std::vector<CellResult>& cells) {
   return std::any_of(cells.begin(), cells.end(), [](const CellResult& c) { return !c.searches.empty(); });
 }
@@ -111,6 +131,7 @@ v1::CellConfig config_of(const Cell& c) {
   p.set_protocol(c.protocol);
   p.set_tls_version(c.tls_version);
   p.set_streams(c.streams);
+  p.set_instructions(c.instructions);
   if (c.rate > 0 && c.arrivals == proto::kPoissonArrivals) {
     p.set_arrivals(c.arrivals);
     p.set_seed(c.seed);
@@ -137,6 +158,7 @@ Cell cell_of(const v1::CellConfig& p) {
   c.protocol = p.protocol().empty() ? "http1" : p.protocol();  // runs from before protocols
   c.tls_version = p.tls_version();
   c.streams = p.streams() ? p.streams() : 1;  // runs from before streams
+  c.instructions = p.instructions();
   c.arrivals = p.arrivals().empty() ? std::string(proto::kUniformArrivals) : p.arrivals();
   c.seed = c.arrivals == proto::kPoissonArrivals ? p.seed() : 1;
   for (auto& a : p.axes()) c.axes.emplace_back(a.axis(), a.value());

@@ -224,6 +224,7 @@ class ScenarioRun {
   CellOptions cell_options() const {
     CellOptions o = CellOptions::from(scenario_, options_.stop);
     if (options_.cancel_calls) o.repetition.cancel = options_.cancel_calls;
+    o.profile_dir = (folder().path() / "profiles").string();
     return o;
   }
   bool history_baseline() const { return options_.baseline == kHistory || options_.baseline == kLastGood; }

@@ -296,6 +296,48 @@ void parse_cpus(const ObjectReader& p, PlacementDef& d) {
   }
 }
 
+// "instructions": {"method", "requests": [LOW, HIGH], "rate", "cells": [KEY, ...]}; every cell it lists
+// must be one of the scenario's (checked once the matrix is known).
+InstructionsDef parse_instructions(const ObjectReader& o, const Scenario& s) {
+  o.allow({"method", "requests", "rate", "cells"});
+  InstructionsDef d;
+  d.method = o.string("method", d.method);
+  if (d.method != "callgrind" && d.method != "counters")
+    throw InputError(o.path("method"),
+                     "must be \"callgrind\" or \"counters\", got " + nlohmann::json(d.method).dump());
+  if (o.has("requests")) {
+    const auto& r = o.at("requests");
+    const auto max = static_cast<uint64_t>(limits::kMaxInstructionProbeRequests);
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_unsigned() || !r[1].is_number_unsigned() ||
+        r[0].get<uint64_t>() < 1 || r[1].get<uint64_t>() <= r[0].get<uint64_t>() ||
+        r[1].get<uint64_t>() > max)
+      throw InputError(o.path("requests"), "must be [LOW, HIGH], integers with 1 <= LOW < HIGH <= " +
+                                               std::to_string(max) + ", got " + r.dump());
+    d.requests_low = r[0].get<uint64_t>();
+    d.requests_high = r[1].get<uint64_t>();
+  }
+  d.rate = o.number("rate", 0, limits::kMaxInstructionProbeRate, d.rate);
+  if (o.has("cells")) {
+    const auto& cells = o.at("cells");
+    if (!cells.is_array() || cells.empty())
+      throw InputError(o.path("cells"), "must be a non-empty array of cell keys (as the matrix shows them)");
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (!cells[i].is_string())
+        throw InputError(o.path("cells") + "/" + std::to_string(i), "must be a cell key (a string)");
+      d.cells.push_back(cells[i].get<std::string>());
+    }
+  }
+  std::set<std::string> keys;
+  for_each_cell(s, [&](Cell& c, const std::vector<size_t>&) { keys.insert(c.key()); });
+  for (size_t i = 0; i < d.cells.size(); ++i)
+    if (!keys.count(d.cells[i]))
+      throw InputError(
+          o.path("cells") + "/" + std::to_string(i),
+          "no cell \"" + d.cells[i] + "\" in this scenario; its cells are like \"" + *keys.begin() + "\"");
+  if (s.search) throw InputError(o.where(), "a capacity search (/search) counts no instructions");
+  return d;
+}
+
 // "ab": {"a": TARGET, "b": TARGET}, two different targets of the scenario.
 void parse_ab(const ObjectReader& ab, Scenario& s) {
   ab.allow({"a", "b"});
@@ -545,7 +587,7 @@ void check_cells(const Scenario& s) {
 Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order) {
   ObjectReader root(j, "");
   root.allow({"name", "description", "targets", "matrix", "load", "repetitions", "placement", "execution",
-              "regression", "ab", "search"});
+              "regression", "ab", "search", "instructions"});
   Scenario s;
   s.source = j;
   s.name = root.string("name");
@@ -571,6 +613,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
   if (root.has("regression")) s.regression = parse_regression(root.object("regression"));
   if (root.has("ab")) parse_ab(root.object("ab"), s);
+  if (root.has("instructions")) s.instructions = parse_instructions(root.object("instructions"), s);
   // A search is judged by what it finds, unless the scenario says otherwise.
   if (s.search && !(root.has("regression") && root.at("regression").contains("metric")))
     s.regression.metric = "capacity";

@@ -229,8 +229,9 @@ class SeriesJudge {
     const Context c = context(i);
     // Something else ran on the cell's CPUs during its measurement: its figure is the
     // neighbour's, not the code's, and stays out of later bands.
-    if (auto why = disturbance(n.busy_reps, n.values.size(), n.wait_pct, n.other_pct, c.other_level,
-                               "its baseline nights' median", c);
+    if (auto why = o_.host_insensitive ? std::string()
+                                       : disturbance(n.busy_reps, n.values.size(), n.wait_pct, n.other_pct,
+                                                     c.other_level, "its baseline nights' median", c);
         !why.empty()) {
       v.disturbed = true;
       v.verdict = kInconclusive;
@@ -256,7 +257,7 @@ class SeriesJudge {
     v.band_high = std::exp(std::max(worse_edge, better_edge));
     v.mdc_pct = mdc_pct_of(b.mdc, o_.higher_is_better);
     v.change_pct = change_pct_of(std::log(v.value), b.model.centre);
-    if (n.steal_pct > o_.steal_limit_pct && c.steal_max * 3 < n.steal_pct) {
+    if (!o_.host_insensitive && n.steal_pct > o_.steal_limit_pct && c.steal_max * 3 < n.steal_pct) {
       v.verdict = kInconclusive;
       v.reason = "the hypervisor took " + pct_text(n.steal_pct, false) +
                  " of a core from the cell's CPUs (its " + std::to_string(c.nights) +
@@ -424,9 +425,12 @@ class SeriesJudge {
     // The confirmation's other work against the baseline nights' of this build or, on a new
     // build, against the night's own first measurement (same build, not disturbed).
     const bool own = !std::isfinite(c.other_level);
-    if (auto why = disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct,
-                               n.confirm_other_pct, own ? n.other_pct : c.other_level,
-                               own ? "the night's first measurement" : "its baseline nights' median", c);
+    if (auto why =
+            o_.host_insensitive
+                ? std::string()
+                : disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct,
+                              n.confirm_other_pct, own ? n.other_pct : c.other_level,
+                              own ? "the night's first measurement" : "its baseline nights' median", c);
         !why.empty()) {
       // A suspect that could not be confirmed stays out of later bands, as a regression does:
       // otherwise one such night widens the band until the regression it was reads as noise.

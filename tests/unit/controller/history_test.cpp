@@ -266,6 +266,38 @@ TEST_F(HistoryTest, EachRepetitionsOtherWorkOnTheCellsCpusIsStoredAndANightHasIt
   EXPECT_TRUE(std::isnan(n.nights[0].confirm_other_pct));
 }
 
+// Instructions per request are stored with how they were counted: the cell's settings (and so
+// its qps nights) do not change when a scenario starts counting, and nights counted one way are
+// never in the band of nights counted another.
+TEST_F(HistoryTest, InstructionsAreStoredAndTheirMethodSeparatesOnlyTheirNights) {
+  auto h = History::open(db_, History::Mode::kCreate);
+  auto night = [&](const char* name, const char* at, const char* method, double count) {
+    auto result = synthetic_result("hello", at, "c1", {{"beast/d0/t1", {1000, 1100, 900}}});
+    auto& cell = result["cells"][0];
+    if (*method) {
+      cell["cell"]["instructions"] = method;
+      for (auto& r : cell["repetitions"]) r["instructions_per_request"] = count;
+    }
+    auto file = run_folder(name, result);
+    h.append_run(read_json_file(file), file);
+  };
+  night("n1", "2024-05-01T02:00:00Z", "", 0);
+  night("n2", "2024-05-02T02:00:00Z", "callgrind", 51234.5);
+  night("n3", "2024-05-03T02:00:00Z", "counters", 61000);
+  EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells"), "1");
+  EXPECT_EQ(query("SELECT group_concat(instructions_method) FROM repetitions WHERE idx = 0"),
+            ",callgrind,counters");
+  auto qps = h.nights("hello", "beast/d0/t1", history_metric("qps"));
+  ASSERT_EQ(qps.nights.size(), 3u);
+  EXPECT_EQ(qps.nights[0].fingerprint, qps.nights[2].fingerprint);
+  auto counted = h.nights("hello", "beast/d0/t1", history_metric("instructions"));
+  ASSERT_EQ(counted.nights.size(), 3u);
+  EXPECT_TRUE(counted.nights[0].values.empty());
+  EXPECT_EQ(counted.nights[1].values, (std::vector<double>{51234.5, 51234.5, 51234.5}));
+  EXPECT_NE(counted.nights[1].fingerprint, counted.nights[2].fingerprint);
+  EXPECT_FALSE(history_metric("instructions").higher_is_better);
+}
+
 TEST_F(HistoryTest, WrongFilesAreInputErrorsNamingWhatIsWrong) {
   EXPECT_EQ(input_error_of([&] { History::open(db_, History::Mode::kExisting); }),
             "FILE: no history database here (`loadlab run --history FILE` creates one)");
@@ -320,7 +352,7 @@ TEST_F(HistoryTest, EveryCompareMetricIsAHistoryMetricWithItsDirection) {
   EXPECT_FALSE(history_metric("p99_ms").higher_is_better);
   EXPECT_EQ(input_error_of([] { history_metric("speed"); }),
             "--metric: unknown metric \"speed\"; allowed: qps, p50_ms, p90_ms, p99_ms, server_cpu_pct, "
-            "server_rss_kb, client_cpu_pct, capacity");
+            "server_rss_kb, client_cpu_pct, capacity, instructions");
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST(Scenario, TheDemoScenarioIsValid) {
 TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "repetition": 3)")),
             "/repetition: unknown key; allowed here: name, description, targets, matrix, load, repetitions, "
-            "placement, execution, regression, ab, search");
+            "placement, execution, regression, ab, search, instructions");
   EXPECT_EQ(
       error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")),
       "/matrix/thread: unknown axis; allowed: delay_ms, threads, connections_per_thread, connections, rate, "
@@ -211,6 +211,37 @@ TEST(Scenario, RetryBackoffIsANumberOfSecondsWithARange) {
             "/execution/remeasure_disturbed: must be an integer in 0..10");
   EXPECT_EQ(error_of(remeasure(R"("remeasure_wait_s": -1)")),
             "/execution/remeasure_wait_s: must be a number in [0, 3600]");
+}
+
+// "instructions": the cells that count their instructions per request and how; a bad value
+// names its path and what is allowed.
+TEST(Scenario, InstructionsNameTheirCellsAndMethod) {
+  auto with_instructions = [](const std::string& def) {
+    return with("\"repetitions\": 3", "\"repetitions\": 3, \"instructions\": " + def);
+  };
+  auto s = parse_scenario(nlohmann::json::parse(with_instructions(R"({"cells": ["beast/d5/t10"]})")));
+  ASSERT_TRUE(s.instructions);
+  EXPECT_EQ(s.instructions->method, "callgrind");
+  EXPECT_EQ(s.instructions->requests_low, 200u);
+  EXPECT_EQ(s.instructions->requests_high, 1200u);
+  size_t counted = 0;
+  for (auto& c : expand(s)) {
+    EXPECT_EQ(c.instructions, c.key() == "beast/d5/t10" ? "callgrind" : "") << c.key();
+    counted += !c.instructions.empty();
+  }
+  EXPECT_EQ(counted, 1u);
+  s = parse_scenario(
+      nlohmann::json::parse(with_instructions(R"({"method": "counters", "requests": [10, 20]})")));
+  for (auto& c : expand(s)) EXPECT_EQ(c.instructions, "counters");
+  EXPECT_EQ(error_of(with_instructions(R"({"method": "perf"})")),
+            "/instructions/method: must be \"callgrind\" or \"counters\", got \"perf\"");
+  EXPECT_EQ(
+      error_of(with_instructions(R"({"requests": [200, 200]})")),
+      "/instructions/requests: must be [LOW, HIGH], integers with 1 <= LOW < HIGH <= 1000000, got [200,200]");
+  EXPECT_EQ(
+      error_of(with_instructions(R"({"cells": ["beast/d7/t1"]})")),
+      "/instructions/cells/0: no cell \"beast/d7/t1\" in this scenario; its cells are like \"beast/d0/t1\"");
+  EXPECT_EQ(error_of(with_instructions(R"({"count": 1})")).rfind("/instructions/count: ", 0), 0u);
 }
 
 TEST(Scenario, FileErrorsAreInputErrors) {

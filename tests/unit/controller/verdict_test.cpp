@@ -240,6 +240,28 @@ TEST(Verdict, ANightWithMuchStealIsInconclusive) {
   EXPECT_NE(v.reason.find("hypervisor took 20.0 %"), std::string::npos) << v.reason;
 }
 
+// Instructions per request (host_insensitive): 0.1 % apart night to night; a night 2 % worse at
+// a 1 % threshold is a regression (and its confirmation agrees) however much the hypervisor
+// took or a neighbour ran: what moves qps does not move them.
+TEST(Verdict, InstructionsAreJudgedWhateverTheHostDid) {
+  auto s = nights(12, 4000, 0.001, 15);
+  VerdictOptions o = options();
+  o.higher_is_better = false;
+  o.threshold_pct = 1;
+  o.host_insensitive = true;
+  std::mt19937_64 rng(16);
+  s[11] = night(4000 * 1.02, rng, 0.001);
+  s[11].confirmation = night(4000 * 1.02, rng, 0.001).values;
+  for (auto& n : s) n.steal_pct = 0.5;
+  s[11].steal_pct = 20;
+  s[11].busy_reps = 3;
+  auto v = judge_series(s, o)[11];
+  EXPECT_EQ(v.verdict, kRegression) << v.reason;
+  EXPECT_NEAR(v.change_pct, 2, 0.3);
+  o.host_insensitive = false;  // as qps would be judged
+  EXPECT_EQ(judge_series(s, o)[11].verdict, kInconclusive);
+}
+
 // Something else ran on the cell's CPUs: the night is inconclusive, says what, and stays out of
 // later bands; a suspect night whose confirmation was disturbed cannot be confirmed.
 TEST(Verdict, ADisturbedMeasurementIsInconclusiveAndLeftOutOfLaterBands) {

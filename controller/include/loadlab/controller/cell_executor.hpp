@@ -21,6 +21,8 @@ namespace loadlab::controller {
 struct CellOptions {
   RepetitionOptions repetition;  // its progress is the executor's own
   RetryOptions retry;
+  // Where a callgrind probe's profile goes (instructions.hpp); "" = not kept.
+  std::string profile_dir;
   // The scenario's deadlines, retries and backoff; `stop` ends repetitions and retry waits.
   [[nodiscard]] static CellOptions from(const Scenario& s, const std::atomic<int>* stop);
 };

@@ -37,6 +37,8 @@ struct RegressionDef {
 // The scenario copy's regression settings of a result.json; the defaults when it has none (a
 // capacity search's: the metric capacity).
 RegressionDef regression_of_result(const nlohmann::json& result);
+// regression.threshold_pct when a scenario gives none: 1 for `instructions`, else 5.
+double default_threshold_pct(const std::string& metric);
 
 // qps and capacity (a capacity search's; higher is better); p50_ms, p90_ms, p99_ms,
 // server_cpu_pct, server_rss_kb, client_cpu_pct (lower is better).

@@ -60,7 +60,7 @@ struct AppendResult {
 
 class History {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
   enum class Mode { kCreate, kExisting };
 
   // Opens the database at `path` (kExisting: InputError when there is none) and migrates

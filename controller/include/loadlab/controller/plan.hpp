@@ -32,6 +32,9 @@ struct Cell {
   // A capacity search's step (capacity_search.hpp): its measured window, instead of the
   // load's stop condition; unset for a cell measured as the scenario says.
   std::optional<double> window_s;
+  // How its instructions per request are counted (the scenario's `instructions`: "callgrind"
+  // or "counters"); "" = not counted.
+  std::string instructions;
   std::vector<std::pair<std::string, std::string>> axes;  // (axis name, value as keys show it)
   // "beast/d5/t10": the target, then each axis's key prefix and value in the scenario's
   // order; the stable identity of a cell across runs.

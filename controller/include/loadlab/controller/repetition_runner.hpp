@@ -36,6 +36,9 @@ struct RepetitionOptions {
   // fake stub's calls.
   DeadlineClock* clock = &DeadlineClock::real();
   CallCanceller cancel = try_cancel;
+  // A callgrind probe (instructions.hpp): the target runs under callgrind, and the event of
+  // its exit (the instructions of its whole life, or why there are none) is put here.
+  v1::Exited* callgrind_exited = nullptr;
 };
 
 // Throws CellError. Blocks until the repetition is over and its target has stopped, or it

@@ -3,6 +3,7 @@
 // result.proto, the one definition of every figure); a cell is its repetitions and their
 // summary, kept and read back only as a v1::CellResult in the proto's JSON form.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,10 +35,16 @@ struct CellResult {
   double qps_min() const;
   double qps_max() const;
   std::vector<std::string> flags() const;  // union over repetitions
+  // The scenario's `instructions`: the median (lower) of the repetitions' instructions per
+  // request; none without a count, and then the first repetition's reason.
+  std::optional<double> instructions() const;
+  std::string instructions_unavailable() const;
 };
 
 // Whether the run was a capacity search (Scenario::search): some cell has searches.
 bool any_searched(const std::vector<CellResult>& cells);
+// Whether some cell counts its instructions (the scenario's `instructions`).
+bool any_counted(const std::vector<CellResult>& cells);
 
 // The cell as result.json and the journal keep it.
 v1::CellResult to_proto(const CellResult& c);

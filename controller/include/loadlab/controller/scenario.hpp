@@ -146,6 +146,21 @@ struct MatrixAxis {
   std::vector<std::string> texts;
 };
 
+// "instructions": each repetition of the cells it names (every cell when it names none) also
+// counts the target's user-space instructions per request (docs/instructions.md).
+struct InstructionsDef {
+  std::string method = "callgrind";  // or "counters"
+  // callgrind: the sequential requests of its two probes; the figure is their difference's.
+  uint64_t requests_low = 200;
+  uint64_t requests_high = 1200;
+  // callgrind: the probes' even pace, requests per second (0 = one after another). A request
+  // that arrives while the target is still finishing the one before takes another path (a read
+  // that finds its data at once, no wait in epoll), which moves the count with the timing: at
+  // a pace the target is idle when each request comes.
+  double rate = 400;
+  std::vector<std::string> cells;  // cell keys; empty = every cell
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -161,6 +176,7 @@ struct Scenario {
   std::string ab_a, ab_b;
   // "search": every cell is a capacity search under these objectives, not one measurement.
   std::optional<SearchDef> search;
+  std::optional<InstructionsDef> instructions;
   nlohmann::json source;               // the scenario as run (overrides applied), kept in result.json
   std::string source_text;             // the same, as text in the file's key order (the run folder's copy)
   std::vector<std::string> overrides;  // the --set assignments applied, in order

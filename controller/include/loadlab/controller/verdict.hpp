@@ -77,6 +77,10 @@ struct VerdictOptions {
   // on its CPUs stood kBusyOutlierPct (flags.hpp) above the median of its baseline nights' (at
   // least kOtherWorkMinNights of them with the figure).
   double wait_factor = 1.5;
+  // The metric does not move with what else runs on the machine (instructions per request,
+  // counted under callgrind or in user space): no night is disturbed or inconclusive for the
+  // host's steal, busy neighbours or waits.
+  bool host_insensitive = false;
   double wait_margin_pct = 5;
 };
 
