@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The docs hold: every relative link of a Markdown page resolves, every JSON block of the
 README and the lab guide parses, every whole scenario they show validates with `loadlab
-validate`, and the README's printed matrix has the columns and the row shape that `loadlab
-run` prints today (its scenario, run as one short cell).
+validate`, the README's printed matrix has the columns and the row shape that `loadlab
+run` prints today (its scenario, run as one short cell), and new commits' subjects are at most
+72 characters.
 
     docs_test.py SOURCE_DIR LOADLAB_BINARY
 """
@@ -107,6 +108,25 @@ def check_sample(root, loadlab, problems):
             problems.append(f"README's matrix row has {len(columns(row))} columns, not {len(columns(header))}: {row}")
 
 
+# The last commit before subjects were held to 72 characters (CONTRIBUTING.md); history before
+# it is not rewritten.
+SUBJECTS_FROM = "3a314f3ee36a3b3c52f30ea4d8cd06abc7ea8619"
+MAX_SUBJECT = 72
+
+
+def check_commit_subjects(root, problems):
+    """Every commit after SUBJECTS_FROM has a subject of at most MAX_SUBJECT characters."""
+    known = subprocess.run(["git", "-C", root, "cat-file", "-e", SUBJECTS_FROM + "^{commit}"], capture_output=True)
+    if known.returncode != 0:
+        return  # not a git checkout, or a shallow one without that commit
+    log = subprocess.run(["git", "-C", root, "log", "--format=%h %s", SUBJECTS_FROM + "..HEAD"],
+                         capture_output=True, text=True)
+    for line in log.stdout.splitlines():
+        commit, _, subject = line.partition(" ")
+        if len(subject) > MAX_SUBJECT:
+            problems.append(f"commit {commit}: subject of {len(subject)} characters, over {MAX_SUBJECT}: {subject}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
@@ -115,6 +135,7 @@ def main():
     problems = [f"dead link: {d}" for d in dead_links(root)]
     check_json(root, loadlab, problems)
     check_sample(root, loadlab, problems)
+    check_commit_subjects(root, problems)
     for p in problems:
         print(p)
     print(f"docs: {len(problems)} problems")
