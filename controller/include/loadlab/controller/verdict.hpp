@@ -53,8 +53,8 @@ struct VerdictOptions {
   // The correlation between a night's first measurement and its confirmation (on fresh targets,
   // the same night) around the cell's level: the critical value that both must pass is chosen
   // so that both pass with probability alpha at this correlation. 0: levels multiply; 1: the
-  // confirmation adds nothing (the single-measurement band). Measured on this project's VM:
-  // 0.31 to 0.41 (2026-12-03), 0.57 to 0.81 beside builds (2026-12-02) (docs/nightly.md).
+  // confirmation adds nothing (the single-measurement band). On a VM it is far from 0: the
+  // confirmation shares the night's host (the values: docs/measurements/verdicts.md).
   double confirm_correlation = 0.6;
   uint32_t baseline_nights = 10;  // K: the most recent baseline nights used
   // The nights (of the same level and machines) whose spread within their spells gives the
@@ -68,8 +68,8 @@ struct VerdictOptions {
   uint32_t accept_after_nights = 0;
   // Steal time (100 = one core) above which a night is inconclusive when its baseline saw at
   // most a third of it. 1.5, not 5: a band that one odd night no longer widens is narrow enough
-  // for a host spell's first night to cross it (nights.csv, night 43: d2/t1 -7 % and its
-  // confirmation -6.8 % at 1.7 % steal, its baseline nights at most 0.3 %).
+  // for a host spell's first night to cross it (a recorded night did at 1.7 % steal:
+  // docs/measurements/verdicts.md).
   double steal_limit_pct = 1.5;
   // A measurement was disturbed (something else ran on the cell's CPUs) when half its
   // repetitions were flagged busy-machine, or its processes waited for a CPU more than
