@@ -73,24 +73,9 @@ void check_metrics_listen(const AgentFlags& flags) {
                                                                     metrics_tls(flags), token, "--insecure"));
 }
 
-}  // namespace
-
-void add_agent_flags(CLI::App& app, AgentFlags& flags) {
-  app.add_option("--listen", flags.listen, "HOST:PORT to serve gRPC on (port 0: any free port)");
-  app.add_option(
-      "--metrics-listen", flags.metrics_listen,
-      "HOST:PORT to serve OpenMetrics text on, at /metrics (docs/agent.md, \"Metrics\"): the rules of "
-      "--listen, over its TLS and token");
-  app.add_option("--name", flags.options.name, "agent name shown to the controller");
-  app.add_option("--bin-dir", flags.options.bin_dir, "folder holding loadlab-target and loadlab-load")
-      ->check(CLI::ExistingDirectory);
-  app.add_option("--advertise", flags.advertise,
-                 "address targets bind and hand to load agents (default: the --listen address when it "
-                 "names one, 127.0.0.1 when it is a wildcard or a unix socket)");
-  app.add_option("--sample-interval-ms", flags.options.sample_interval_ms, "RSS sampling period")
-      ->check(loadlab::number_in(10, 10000));
-  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, off");
-  app.add_option("--catalog", flags.catalog_file, "JSON file naming the external targets this agent may run");
+// Who may call the agent, and what its jobs may reach: TLS, the token, the job user, the
+// destinations of load.
+void add_security_flags(CLI::App& app, AgentFlags& flags) {
   app.add_option("--tls-cert", flags.tls.cert, "PEM certificate chain: serve gRPC over TLS")
       ->check(CLI::ExistingFile);
   app.add_option("--tls-key", flags.tls.key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
@@ -111,6 +96,10 @@ void add_agent_flags(CLI::App& app, AgentFlags& flags) {
                  "credentials or files; needs root, or CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_CHOWN");
   app.add_option("--allow-load-to", flags.allow_load_to,
                  "CIDRs load may be sent to (default: loopback, 127.0.0.0/8 ::1/128)");
+}
+
+// How much one job may ask for, and the test knobs.
+void add_limit_flags(CLI::App& app, AgentFlags& flags) {
   namespace lim = loadlab::limits;
   auto& l = flags.options.limits;
   app.add_option("--max-threads", l.threads, "most threads a load or target may ask for")
@@ -144,6 +133,28 @@ void add_agent_flags(CLI::App& app, AgentFlags& flags) {
   app.add_option("--test-ready-delay-ms", flags.options.test_ready_delay_ms)
       ->check(loadlab::number_in(0, 600'000))
       ->group("");
+}
+
+}  // namespace
+
+void add_agent_flags(CLI::App& app, AgentFlags& flags) {
+  app.add_option("--listen", flags.listen, "HOST:PORT to serve gRPC on (port 0: any free port)");
+  app.add_option(
+      "--metrics-listen", flags.metrics_listen,
+      "HOST:PORT to serve OpenMetrics text on, at /metrics (docs/agent.md, \"Metrics\"): the rules of "
+      "--listen, over its TLS and token");
+  app.add_option("--name", flags.options.name, "agent name shown to the controller");
+  app.add_option("--bin-dir", flags.options.bin_dir, "folder holding loadlab-target and loadlab-load")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--advertise", flags.advertise,
+                 "address targets bind and hand to load agents (default: the --listen address when it "
+                 "names one, 127.0.0.1 when it is a wildcard or a unix socket)");
+  app.add_option("--sample-interval-ms", flags.options.sample_interval_ms, "RSS sampling period")
+      ->check(loadlab::number_in(10, 10000));
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, off");
+  app.add_option("--catalog", flags.catalog_file, "JSON file naming the external targets this agent may run");
+  add_security_flags(app, flags);
+  add_limit_flags(app, flags);
 }
 
 metrics::ServerTls metrics_tls(const AgentFlags& flags) {

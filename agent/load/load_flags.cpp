@@ -12,6 +12,53 @@
 
 namespace loadlab::load {
 
+namespace {
+
+// What each request is: method, headers, body, timeout, connection reuse, protocol.
+void add_request_flags(CLI::App& app, LoadFlags& flags) {
+  using loadlab::number_in;
+  namespace limits = loadlab::limits;
+  app.add_option("-m,--method", flags.options.method, "request method (default GET)");
+  app.add_option("-H,--header", flags.options.headers, "request header 'Name: value' (repeatable)");
+  auto* body_opt = app.add_option("--body", flags.options.body, "request body");
+  app.add_option("--body-file", flags.body_file,
+                 "request body: the content of FILE (a body over 128 KiB cannot be one argument)")
+      ->excludes(body_opt);
+  app.add_option("--timeout", flags.options.timeout_ms, "per-request timeout in ms (default 5000)")
+      ->check(number_in(1, limits::kMaxTimeoutMs));
+  app.add_flag("--no-keepalive", flags.no_keepalive, "a new connection (and TLS handshake) per request");
+  app.add_option("--protocol", flags.options.protocol,
+                 "http1 (default); h2: HTTP/2, over TLS through ALPN with https://, with prior knowledge "
+                 "(h2c) with http://; h3: HTTP/3 over QUIC (UDP, TLS 1.3), https:// only");
+  flags.streams_opt = app.add_option("--streams", flags.streams,
+                                     "--protocol h2 or h3: concurrent streams per connection (default 1)")
+                          ->check(number_in(1, limits::kMaxStreams));
+}
+
+// TLS, and what the worker prints.
+void add_tls_and_output_flags(CLI::App& app, LoadFlags& flags) {
+  app.add_option("--tls-version", flags.options.tls_version,
+                 "https://: the TLS version to force, 1.2 or 1.3 (default 1.3)");
+  app.add_option("--ca", flags.options.ca_file,
+                 "https://: verify the server against the PEM certificates in FILE");
+  app.add_flag("--insecure", flags.options.insecure, "https://: no certificate or host name verification");
+  app.add_flag("--tls-resume", flags.options.tls_resume,
+               "https://: a reconnecting connection resumes its previous session");
+  app.add_flag("--zero-rtt", flags.options.zero_rtt,
+               "--protocol h3 with --tls-resume: a resumed connection sends its first requests as 0-RTT "
+               "early data");
+  app.add_option(
+      "--csv-requests", flags.options.csv_requests,
+      "write one row per measured request: protocol,tls_version,iteration,start_offset_us,total_us,"
+      "connect_us,tls_us,first_byte_us,bytes,status,reused,resumed");
+  app.add_flag("--json", flags.json, "print the final result as one JSON object");
+  app.add_flag("--json-events", flags.json_events, "print JSON lines: progress, measure_start, result");
+  app.add_option("--log-level", flags.options.log_level,
+                 "trace|debug|info|warn|error|critical|off (default warn)");
+}
+
+}  // namespace
+
 void add_load_flags(CLI::App& app, LoadFlags& flags) {
   app.add_option("url", flags.options.url, "http://HOST[:PORT][/PATH] or https://HOST[:PORT][/PATH]")
       ->required();
@@ -51,41 +98,9 @@ void add_load_flags(CLI::App& app, LoadFlags& flags) {
                  "TOTAL at one rate a thread; uniform: their slots interleave with the other workers' from "
                  "the scheduled instant (--start-on-signal) into one even pace; poisson: thread g draws "
                  "stream g of --seed");
-  app.add_option("-m,--method", flags.options.method, "request method (default GET)");
-  app.add_option("-H,--header", flags.options.headers, "request header 'Name: value' (repeatable)");
-  auto* body_opt = app.add_option("--body", flags.options.body, "request body");
-  app.add_option("--body-file", flags.body_file,
-                 "request body: the content of FILE (a body over 128 KiB cannot be one argument)")
-      ->excludes(body_opt);
-  app.add_option("--timeout", flags.options.timeout_ms, "per-request timeout in ms (default 5000)")
-      ->check(number_in(1, limits::kMaxTimeoutMs));
-  app.add_flag("--no-keepalive", flags.no_keepalive, "a new connection (and TLS handshake) per request");
-  app.add_option("--protocol", flags.options.protocol,
-                 "http1 (default); h2: HTTP/2, over TLS through ALPN with https://, with prior knowledge "
-                 "(h2c) with http://; h3: HTTP/3 over QUIC (UDP, TLS 1.3), https:// only");
-  flags.streams_opt = app.add_option("--streams", flags.streams,
-                                     "--protocol h2 or h3: concurrent streams per connection (default 1)")
-                          ->check(number_in(1, limits::kMaxStreams));
-  app.add_option("--tls-version", flags.options.tls_version,
-                 "https://: the TLS version to force, 1.2 or 1.3 (default 1.3)");
-  app.add_option("--ca", flags.options.ca_file,
-                 "https://: verify the server against the PEM certificates in FILE");
-  app.add_flag("--insecure", flags.options.insecure, "https://: no certificate or host name verification");
-  app.add_flag("--tls-resume", flags.options.tls_resume,
-               "https://: a reconnecting connection resumes its previous session");
-  app.add_flag("--zero-rtt", flags.options.zero_rtt,
-               "--protocol h3 with --tls-resume: a resumed connection sends its first requests as 0-RTT "
-               "early data");
-  app.add_option(
-      "--csv-requests", flags.options.csv_requests,
-      "write one row per measured request: protocol,tls_version,iteration,start_offset_us,total_us,"
-      "connect_us,tls_us,first_byte_us,bytes,status,reused,resumed");
-  app.add_flag("--json", flags.json, "print the final result as one JSON object");
-  app.add_flag("--json-events", flags.json_events, "print JSON lines: progress, measure_start, result");
-  app.add_option("--log-level", flags.options.log_level,
-                 "trace|debug|info|warn|error|critical|off (default warn)");
+  add_request_flags(app, flags);
+  add_tls_and_output_flags(app, flags);
 }
-
 LoadOptions load_options_from(const LoadFlags& flags) {
   LoadOptions o = flags.options;
   if (flags.requests_opt->count()) o.requests_per_thread = flags.requests;

@@ -155,6 +155,50 @@ void validate_run_time(const LoadOptions& o) {
                                  o.warmup_s, *o.duration_s, o.warmup_s + *o.duration_s, kMaxLoadRunS));
 }
 
+// --rate, --arrivals, --seed and --pace-share.
+void validate_pace(const LoadOptions& o) {
+  if (o.rate && (!std::isfinite(*o.rate) || *o.rate < kMinRatePerThread * o.threads ||
+                 *o.rate > kMaxRatePerThread * o.threads)) {
+    throw InputError("--rate", fmt::format("must be in {:g}..{:g} requests per second with {} threads "
+                                           "({:g}..{:g} per thread), got {:g}",
+                                           kMinRatePerThread * o.threads, kMaxRatePerThread * o.threads,
+                                           o.threads, kMinRatePerThread, kMaxRatePerThread, *o.rate));
+  }
+  if (!o.arrivals.empty() && !proto::is_arrivals(o.arrivals))
+    throw InputError("--arrivals", "must be uniform or poisson, got " + single_quoted(o.arrivals));
+  if (poisson_arrivals(o) && !o.rate)
+    throw InputError("--arrivals", "poisson paces an open loop: give --rate with it");
+  if (o.seed && !poisson_arrivals(o))
+    throw InputError("--seed", "seeds the Poisson gaps: give it with --arrivals poisson");
+  if (o.pace_share) {
+    const auto [first, total] = *o.pace_share;
+    if (!o.rate) throw InputError("--pace-share", "shares an open loop's pace: give --rate with it");
+    if (total < 1 || total > static_cast<uint32_t>(limits::kMaxThreads) ||
+        uint64_t{first} + static_cast<uint64_t>(o.threads) > total)
+      throw InputError("--pace-share", fmt::format("FIRST/TOTAL must hold this worker's {} threads: FIRST + "
+                                                   "{} <= TOTAL <= {}, got {}/{}",
+                                                   o.threads, o.threads, limits::kMaxThreads, first, total));
+  }
+}
+
+// What each request is: --timeout, the method, the headers, the body.
+void validate_request(const LoadOptions& o) {
+  if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
+    throw InputError("--timeout", "must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms));
+  if (!is_token(o.method) || o.method.size() > static_cast<size_t>(kMaxMethodLength))
+    throw InputError("-m/--method",
+                     "must be an HTTP method token (e.g. GET, POST), got " + single_quoted(o.method));
+  for (const auto& h : o.headers) {
+    auto colon = h.find(':');
+    if (colon == std::string::npos || !is_token(std::string_view(h).substr(0, colon)) || has_crlf(h))
+      throw InputError("-H/--header",
+                       "must be 'Name: value' with a token name and no line break, got " + single_quoted(h));
+  }
+  if (o.body.size() > static_cast<size_t>(kMaxBodyBytes))
+    throw InputError("--body", "must be at most 1 MiB (" + std::to_string(kMaxBodyBytes) + " bytes), got " +
+                                   std::to_string(o.body.size()));
+}
+
 }  // namespace
 
 void complete_and_validate(LoadOptions& o) {
@@ -181,44 +225,10 @@ void complete_and_validate(LoadOptions& o) {
     throw InputError("--total", "must be in " + std::to_string(o.threads) +
                                     " (the thread count)..10^12, got " + std::to_string(*o.total_requests));
   validate_run_time(o);
-  if (o.rate && (!std::isfinite(*o.rate) || *o.rate < kMinRatePerThread * o.threads ||
-                 *o.rate > kMaxRatePerThread * o.threads)) {
-    throw InputError("--rate", fmt::format("must be in {:g}..{:g} requests per second with {} threads "
-                                           "({:g}..{:g} per thread), got {:g}",
-                                           kMinRatePerThread * o.threads, kMaxRatePerThread * o.threads,
-                                           o.threads, kMinRatePerThread, kMaxRatePerThread, *o.rate));
-  }
-  if (!o.arrivals.empty() && !proto::is_arrivals(o.arrivals))
-    throw InputError("--arrivals", "must be uniform or poisson, got " + single_quoted(o.arrivals));
-  if (poisson_arrivals(o) && !o.rate)
-    throw InputError("--arrivals", "poisson paces an open loop: give --rate with it");
-  if (o.seed && !poisson_arrivals(o))
-    throw InputError("--seed", "seeds the Poisson gaps: give it with --arrivals poisson");
-  if (o.pace_share) {
-    const auto [first, total] = *o.pace_share;
-    if (!o.rate) throw InputError("--pace-share", "shares an open loop's pace: give --rate with it");
-    if (total < 1 || total > static_cast<uint32_t>(limits::kMaxThreads) ||
-        uint64_t{first} + static_cast<uint64_t>(o.threads) > total)
-      throw InputError("--pace-share", fmt::format("FIRST/TOTAL must hold this worker's {} threads: FIRST + "
-                                                   "{} <= TOTAL <= {}, got {}/{}",
-                                                   o.threads, o.threads, limits::kMaxThreads, first, total));
-  }
+  validate_pace(o);
   if (o.scheduled_start && !o.duration_s)
     throw InputError("--start-on-signal", "opens a window of -d seconds: give -d with it, not -n or --total");
-  if (o.timeout_ms < 1 || o.timeout_ms > kMaxTimeoutMs)
-    throw InputError("--timeout", "must be in 1..3600000 ms, got " + std::to_string(o.timeout_ms));
-  if (!is_token(o.method) || o.method.size() > static_cast<size_t>(kMaxMethodLength))
-    throw InputError("-m/--method",
-                     "must be an HTTP method token (e.g. GET, POST), got " + single_quoted(o.method));
-  for (const auto& h : o.headers) {
-    auto colon = h.find(':');
-    if (colon == std::string::npos || !is_token(std::string_view(h).substr(0, colon)) || has_crlf(h))
-      throw InputError("-H/--header",
-                       "must be 'Name: value' with a token name and no line break, got " + single_quoted(h));
-  }
-  if (o.body.size() > static_cast<size_t>(kMaxBodyBytes))
-    throw InputError("--body", "must be at most 1 MiB (" + std::to_string(kMaxBodyBytes) + " bytes), got " +
-                                   std::to_string(o.body.size()));
+  validate_request(o);
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
   if (std::none_of(std::begin(kLevels), std::end(kLevels), [&](const char* l) { return o.log_level == l; }))
     throw InputError("--log-level", "must be one of trace, debug, info, warn, error, critical, off; got " +

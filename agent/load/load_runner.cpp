@@ -325,6 +325,32 @@ void LoadRunner::place_scheduled_window(RunPlan& plan, std::vector<std::unique_p
   for (auto& w : workers) w->post_window_placed();
 }
 
+namespace {
+
+// The workers' threads, and how many have finished.
+struct Finished {
+  std::mutex mutex;
+  std::condition_variable cv;
+  size_t count = 0;
+};
+
+// One thread per worker; each counts itself in `finished` when its worker returns.
+std::vector<std::thread> start_threads(std::vector<std::unique_ptr<Worker>>& workers, Finished& finished) {
+  std::vector<std::thread> threads;
+  threads.reserve(workers.size());
+  for (auto& w : workers) {
+    threads.emplace_back([&finished, worker = w.get()] {
+      worker->run();
+      std::lock_guard lock(finished.mutex);
+      ++finished.count;
+      finished.cv.notify_one();
+    });
+  }
+  return threads;
+}
+
+}  // namespace
+
 std::optional<Clock::time_point> LoadRunner::run_workers(RunPlan& plan, RunState& state,
                                                          std::vector<std::unique_ptr<Worker>>& workers,
                                                          LoadResult& result) {
@@ -337,30 +363,19 @@ std::optional<Clock::time_point> LoadRunner::run_workers(RunPlan& plan, RunState
   };
   if (options_.warmup_s <= 0 && !plan.scheduled_start) open_window();
   bool ready = false;  // --start-on-signal: warm-up over, said once
-  std::mutex mutex;
-  std::condition_variable cv;
-  size_t finished = 0;
-  std::vector<std::thread> threads;
-  threads.reserve(workers.size());
-  for (auto& w : workers) {
-    threads.emplace_back([&, worker = w.get()] {
-      worker->run();
-      std::lock_guard lock(mutex);
-      ++finished;
-      cv.notify_one();
-    });
-  }
+  Finished finished;
+  auto threads = start_threads(workers, finished);
   // Polls the shutdown flag because a signal handler cannot notify a condition variable.
   ProgressMeter progress(plan.pace_start, progress_interval);
   std::optional<Clock::time_point> stopped_at;
   for (;;) {
     {
-      std::unique_lock lock(mutex);
+      std::unique_lock lock(finished.mutex);
       // Wakes at the end of warm-up exactly, else every 20 ms for progress and the signal flag.
       auto wake = Clock::now() + 20ms;
       if (!measure_started) wake = std::min(wake, plan.measure_start());
       if (plan.scheduled_start && !ready) wake = std::min(wake, plan.warmup_end);
-      if (cv.wait_until(lock, wake, [&] { return finished == workers.size(); })) break;
+      if (finished.cv.wait_until(lock, wake, [&] { return finished.count == workers.size(); })) break;
     }
     auto now = Clock::now();
     if (plan.scheduled_start) {

@@ -53,6 +53,52 @@ bool offers(const std::vector<v1::Protocol>& protocols, v1::Protocol p) {
   return std::find(protocols.begin(), protocols.end(), p) != protocols.end();
 }
 
+// The jobs' metric families: each slot's state and counts, and the running job's CPU, memory
+// and processes.
+std::vector<metrics::Family> job_families(ProcFsReader& proc,
+                                          std::initializer_list<std::pair<const char*, JobSlot*>> slots) {
+  using metrics::Family;
+  using metrics::Type;
+  Family running{
+      "loadlab_agent_jobs_running", Type::kGauge, "Jobs running now, by kind (at most one of each).", "", {}};
+  Family starts{
+      "loadlab_agent_job_starts", Type::kCounter, "Jobs accepted since the agent started, by kind.", "", {}};
+  Family failures{"loadlab_agent_job_failures",
+                  Type::kCounter,
+                  "Jobs that ended in an error (not ended by their caller), by kind.",
+                  "",
+                  {}};
+  Family cpu{
+      "loadlab_agent_job_cpu_seconds",
+      Type::kCounter,
+      "CPU time of the running job's processes since it started (its cgroup's, else its process tree's).",
+      "seconds",
+      {}};
+  Family rss{"loadlab_agent_job_resident_bytes",
+             Type::kGauge,
+             "Resident memory of the running job's processes.",
+             "bytes",
+             {}};
+  Family processes{"loadlab_agent_job_processes", Type::kGauge, "Processes of the running job.", "", {}};
+  for (auto [kind, slot] : slots) {
+    const metrics::Labels labels{{"kind", kind}};
+    running.samples.push_back({labels, slot->busy() ? 1.0 : 0.0});
+    starts.samples.push_back({labels, static_cast<double>(slot->starts())});
+    failures.samples.push_back({labels, static_cast<double>(slot->failures())});
+    if (const pid_t pid = slot->running(); pid > 0) {
+      const auto tree = read_tree(proc, pid);
+      if (tree.processes > 0) {
+        cpu.samples.push_back({labels, tree.cpu_s()});
+        rss.samples.push_back({labels, static_cast<double>(tree.rss_kb) * 1024});
+        processes.samples.push_back({labels, static_cast<double>(tree.processes)});
+      }
+    }
+  }
+  std::vector<Family> out;
+  for (auto* f : {&running, &starts, &failures, &cpu, &rss, &processes}) out.push_back(std::move(*f));
+  return out;
+}
+
 }  // namespace
 
 using grpc::Status;
@@ -228,43 +274,9 @@ std::vector<metrics::Family> AgentService::metrics() {
        "",
        {{{{"version", LOADLAB_VERSION}, {"commit", std::string(git_commit())}, {"name", options_.name}},
          1}}});
-  Family running{
-      "loadlab_agent_jobs_running", Type::kGauge, "Jobs running now, by kind (at most one of each).", "", {}};
-  Family starts{
-      "loadlab_agent_job_starts", Type::kCounter, "Jobs accepted since the agent started, by kind.", "", {}};
-  Family failures{"loadlab_agent_job_failures",
-                  Type::kCounter,
-                  "Jobs that ended in an error (not ended by their caller), by kind.",
-                  "",
-                  {}};
-  Family cpu{
-      "loadlab_agent_job_cpu_seconds",
-      Type::kCounter,
-      "CPU time of the running job's processes since it started (its cgroup's, else its process tree's).",
-      "seconds",
-      {}};
-  Family rss{"loadlab_agent_job_resident_bytes",
-             Type::kGauge,
-             "Resident memory of the running job's processes.",
-             "bytes",
-             {}};
-  Family processes{"loadlab_agent_job_processes", Type::kGauge, "Processes of the running job.", "", {}};
-  for (auto [kind, slot] :
-       {std::pair<const char*, JobSlot*>{"target", &target_slot_}, {"load", &load_slot_}}) {
-    const metrics::Labels labels{{"kind", kind}};
-    running.samples.push_back({labels, slot->busy() ? 1.0 : 0.0});
-    starts.samples.push_back({labels, static_cast<double>(slot->starts())});
-    failures.samples.push_back({labels, static_cast<double>(slot->failures())});
-    if (const pid_t pid = slot->running(); pid > 0) {
-      const auto tree = read_tree(proc_, pid);
-      if (tree.processes > 0) {
-        cpu.samples.push_back({labels, tree.cpu_s()});
-        rss.samples.push_back({labels, static_cast<double>(tree.rss_kb) * 1024});
-        processes.samples.push_back({labels, static_cast<double>(tree.processes)});
-      }
-    }
-  }
-  for (auto* f : {&running, &starts, &failures, &cpu, &rss, &processes}) out.push_back(std::move(*f));
+  for (auto& f : job_families(proc_, {{"target", &target_slot_}, {"load", &load_slot_}}))
+    out.push_back(std::move(f));
+
   out.push_back(
       {"loadlab_agent_lease_expiries",
        Type::kCounter,

@@ -299,6 +299,17 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
   f.set_window_s(window_s);
   f.set_opened_ns(std::llround(t0_ * 1e9));
   f.set_closed_ns(std::llround(t1_ * 1e9));
+  add_tree_figures(end, window_s, f);
+  f.set_machine_cpu_pct(machine_pct(machine_start_, machine_end_));
+  f.set_machine_cores(machine_end_ ? machine_end_->cores : 0);
+  if (machine_start_ && machine_end_) add_cpu_figures(*machine_start_, *machine_end_, cpus_, f);
+  f.set_cpus(cpus_);
+  f.set_cpu_binding(cpu_binding_);
+  add_wait_stalls_series(window_s, f);
+  return f;
+}
+
+void UsageWindow::add_tree_figures(const TreeReading& end, double window_s, v1::Usage& f) {
   if (end.rss_kb > 0) {
     rss_sum_ += end.rss_kb;
     rss_peak_ = std::max(rss_peak_, end.rss_kb);
@@ -324,11 +335,9 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
   f.set_rss_anon_kb_peak(anon_peak_);
   f.set_samples(samples_);
   f.set_processes(end.processes);
-  f.set_machine_cpu_pct(machine_pct(machine_start_, machine_end_));
-  f.set_machine_cores(machine_end_ ? machine_end_->cores : 0);
-  if (machine_start_ && machine_end_) add_cpu_figures(*machine_start_, *machine_end_, cpus_, f);
-  f.set_cpus(cpus_);
-  f.set_cpu_binding(cpu_binding_);
+}
+
+void UsageWindow::add_wait_stalls_series(double window_s, v1::Usage& f) {
   if (delays_known_ && window_s > 0) {
     double waited = 0;
     for (auto& [tid, first_last] : delays_) waited += first_last.second - first_last.first;
@@ -347,7 +356,6 @@ v1::Usage UsageWindow::finish(const std::string& label, const TreeReading* given
     point->set_rss_kb(p.rss_kb);
   }
   series_.clear();
-  return f;
 }
 
 }  // namespace loadlab::agent

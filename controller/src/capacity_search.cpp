@@ -324,6 +324,10 @@ void CapacitySearch::record(const v1::Repetition* rep, const std::string& error)
   const StepVerdict v = s.verdict;
   const std::string why = s.why;
   steps_.push_back(std::move(s));
+  conclude(p, v, why);
+}
+
+void CapacitySearch::conclude(const StepPlan& p, StepVerdict v, const std::string& why) {
   switch (v) {
     case StepVerdict::kFailed:
       return finish(End::kFailed, lo_.value_or(0), "the step at " + rate_text(p.rate) + " failed: " + why);

@@ -13,6 +13,27 @@
 
 namespace loadlab::controller {
 
+namespace {
+
+// A search's step as result.json keeps it.
+v1::SearchStep step_proto(const SearchStep& judged, const v1::Repetition* r) {
+  v1::SearchStep s;
+  s.set_kind(kind_name(judged.plan.kind));
+  s.set_rate(judged.plan.rate);
+  s.set_duration_s(judged.plan.duration_s);
+  s.set_threads(judged.plan.threads);
+  s.set_connections(judged.plan.connections);
+  s.set_streams(judged.plan.streams);
+  s.set_connection_bound(judged.plan.connection_bound);
+  s.set_verdict(verdict_name(judged.verdict));
+  s.set_why(judged.why);
+  s.set_counted(judged.counted);
+  if (r) *s.mutable_repetition() = *r;
+  return s;
+}
+
+}  // namespace
+
 CellOptions CellOptions::from(const Scenario& s, const std::atomic<int>* stop) {
   CellOptions o;
   o.repetition.limits = PhaseLimits::from(s.execution);
@@ -70,19 +91,8 @@ bool CellExecutor::search(const Cell& cell, uint32_t count, size_t finished, Cel
       const v1::Repetition* r = measured.empty() ? nullptr : &measured.back();
       search.record(r, error);
       const SearchStep& judged = search.steps().back();
-      auto* s = result.add_steps();
-      s->set_kind(kind_name(judged.plan.kind));
-      s->set_rate(judged.plan.rate);
-      s->set_duration_s(judged.plan.duration_s);
-      s->set_threads(judged.plan.threads);
-      s->set_connections(judged.plan.connections);
-      s->set_streams(judged.plan.streams);
-      s->set_connection_bound(judged.plan.connection_bound);
-      s->set_verdict(verdict_name(judged.verdict));
-      s->set_why(judged.why);
-      s->set_counted(judged.counted);
+      *result.add_steps() = step_proto(judged, r);
       if (r) {
-        *s->mutable_repetition() = *r;
         last = *r;
         if (judged.verdict == StepVerdict::kPass && judged.counted) last_pass = *r;
       }

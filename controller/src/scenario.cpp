@@ -509,9 +509,8 @@ void check_run_time(const Scenario& s) {
   }
 }
 
-// Every cell's knobs together: what no single value shows (fewer connections than threads,
-// a rate a thread cannot pace), named by the paths of the values that make the cell.
-void check_cells(const Scenario& s) {
+// The number of cells, and what a search's matrix may not hold.
+void check_matrix(const Scenario& s) {
   uint64_t cells = s.targets.size();
   for (auto& a : s.matrix) {
     cells *= a.values.size();
@@ -528,6 +527,12 @@ void check_cells(const Scenario& s) {
     if (s.load.rate > 0)
       throw InputError("/load/rate", "a search sets each step's rate (/search/rate): give none");
   }
+}
+
+// Every cell's knobs together: what no single value shows (fewer connections than threads,
+// a rate a thread cannot pace), named by the paths of the values that make the cell.
+void check_cells(const Scenario& s) {
+  check_matrix(s);
   const bool total_connections =
       s.load.connections ||
       std::any_of(s.matrix.begin(), s.matrix.end(), [](auto& a) { return a.knob == Knob::kConnections; });

@@ -254,6 +254,37 @@ std::string svg_band_chart(const BandChart& c) {
   return o.str();
 }
 
+namespace {
+
+// One series of a capacity chart: its line, its points, and the capacity found, circled.
+template <class Px, class Py>
+void capacity_series(std::ostringstream& o, const CapacityChart::Series& series, size_t si,
+                     const std::string& y_title, Px px, Py py) {
+  auto points = series.points;
+  std::sort(points.begin(), points.end());
+  const std::string colour = series_colour(si);
+  std::string d;
+  for (const auto& [x, y] : points)
+    if (x > 0 && std::isfinite(y)) d += (d.empty() ? "M" : "L") + num(px(x)) + " " + num(py(y));
+  o << "<g class=\"series\" data-series=\"" << html_escape(series.name) << "\">";
+  if (!d.empty())
+    o << "<path d=\"" << d << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\"" << dash(si)
+      << "/>";
+  for (const auto& [x, y] : points)
+    if (x > 0 && std::isfinite(y))
+      o << "<circle cx=\"" << num(px(x)) << "\" cy=\"" << num(py(y)) << "\" r=\"2.5\" fill=\"" << colour
+        << "\"><title>"
+        << html_escape(series.name + ": " + short_number(x) + " req/s, " + y_title + " " + short_number(y))
+        << "</title></circle>";
+  if (const auto& f = series.found)
+    o << "<circle class=\"found\" cx=\"" << num(px(f->first)) << "\" cy=\"" << num(py(f->second))
+      << "\" r=\"6\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\"><title>"
+      << html_escape(series.name + ": capacity " + short_number(f->first) + " req/s") << "</title></circle>";
+  o << "</g>";
+}
+
+}  // namespace
+
 std::string svg_capacity_chart(const CapacityChart& c) {
   double x_lo = INFINITY, x_hi = 0, y_max = 0;
   for (const auto& s : c.series)
@@ -299,31 +330,7 @@ std::string svg_capacity_chart(const CapacityChart& c) {
       << num(py(*c.limit)) << "\" y2=\"" << num(py(*c.limit))
       << "\" stroke=\"#c0392b\" stroke-dasharray=\"5 3\"><title>"
       << html_escape("objective: " + c.y_title + " <= " + short_number(*c.limit)) << "</title></line>";
-  for (size_t si = 0; si < c.series.size(); ++si) {
-    auto points = c.series[si].points;
-    std::sort(points.begin(), points.end());
-    const std::string colour = series_colour(si);
-    std::string d;
-    for (const auto& [x, y] : points)
-      if (x > 0 && std::isfinite(y)) d += (d.empty() ? "M" : "L") + num(px(x)) + " " + num(py(y));
-    o << "<g class=\"series\" data-series=\"" << html_escape(c.series[si].name) << "\">";
-    if (!d.empty())
-      o << "<path d=\"" << d << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\"" << dash(si)
-        << "/>";
-    for (const auto& [x, y] : points)
-      if (x > 0 && std::isfinite(y))
-        o << "<circle cx=\"" << num(px(x)) << "\" cy=\"" << num(py(y)) << "\" r=\"2.5\" fill=\"" << colour
-          << "\"><title>"
-          << html_escape(c.series[si].name + ": " + short_number(x) + " req/s, " + c.y_title + " " +
-                         short_number(y))
-          << "</title></circle>";
-    if (const auto& f = c.series[si].found)
-      o << "<circle class=\"found\" cx=\"" << num(px(f->first)) << "\" cy=\"" << num(py(f->second))
-        << "\" r=\"6\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\"><title>"
-        << html_escape(c.series[si].name + ": capacity " + short_number(f->first) + " req/s")
-        << "</title></circle>";
-    o << "</g>";
-  }
+  for (size_t si = 0; si < c.series.size(); ++si) capacity_series(o, c.series[si], si, c.y_title, px, py);
   o << "</svg>";
   return o.str();
 }

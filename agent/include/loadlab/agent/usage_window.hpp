@@ -112,6 +112,9 @@ class UsageWindow {
   bool delays_known_ = false;
   // The job's CPUs stopping (Usage.stalls): probed while the window is open.
   void stop_probe();
+  // finish(): the tree's CPU and memory over the window; the waits, stalls and series.
+  void add_tree_figures(const TreeReading& end, double window_s, v1::Usage& f);
+  void add_wait_stalls_series(double window_s, v1::Usage& f);
   std::unique_ptr<StallProbe> probe_;
   std::optional<StallProbe::Figures> stalls_;
 };

@@ -138,6 +138,8 @@ class CapacitySearch {
 
  private:
   StepPlan plan(StepPlan::Kind kind, double rate, bool full = false) const;
+  // A counted step's verdict: the search goes on (pass, fail) or ends (failed, client-bound).
+  void conclude(const StepPlan& p, StepVerdict v, const std::string& why);
   void pass(double rate);
   void fail(double rate);
   void bisect_or_validate();
