@@ -145,7 +145,7 @@ TEST(ScenarioFolder, ABadFolderOrTwoScenariosOfOneNameExitTwo) {
 // include by "..", by an absolute path or through a link that leads out of the scenario's
 // folder is refused with exit status 2, naming the file, the include and the root; a link
 // that stays inside is read; the operator's --include-root widens the root.
-TEST(ScenarioFolder, Item6IncludesThatLeaveTheScenariosFolderAreRefused) {
+TEST(ScenarioFolder, IncludesThatLeaveTheScenariosFolderAreRefused) {
   TempDir dir;
   ScenarioRepo repo(dir);
   const std::string secret = fs::canonical(dir.path()).string() + "/secret.json";
@@ -207,7 +207,7 @@ TEST(ScenarioFolder, Item6IncludesThatLeaveTheScenariosFolderAreRefused) {
 // Issue 44, item 5: a committed folder laid out as a bare git repository, whose config runs a
 // command when git obeys it, holds the scenario: `loadlab run` records its provenance from the
 // repository around it, and the command never runs.
-TEST(ScenarioFolder, Item5AFolderThatLooksLikeABareRepositoryRunsNoCommand) {
+TEST(ScenarioFolder, AFolderThatLooksLikeABareRepositoryRunsNoCommand) {
   TempDir dir;
   const fs::path outer = dir.path() / "outer", clone = dir.path() / "clone", marker = dir.path() / "MARKER";
   fs::create_directories(outer / "evil");

@@ -485,7 +485,7 @@ class NetworkHost {
 
 // Item 1: server-only TLS proves who the agent is, not who calls it: on a network address
 // the agent starts only with a client CA or a token (or --insecure, warned).
-TEST(Item1CallersProven, ServerOnlyTlsOnANamespaceAddressRefusesToStart) {
+TEST(CallersProven, ServerOnlyTlsOnANamespaceAddressRefusesToStart) {
   NetworkHost host;
   NEEDS_NETWORK_HOST(host);
   TempDir dir;
@@ -524,7 +524,7 @@ TEST(Item1CallersProven, ServerOnlyTlsOnANamespaceAddressRefusesToStart) {
 // Item 1, the other way round: a lab file may list any address, and the controller sends a
 // token there only over TLS. The agent below would take the token in clear text (--insecure);
 // the controller refuses before it calls: the agent logs no call at all.
-TEST(Item1CallersProven, TheControllerRefusesToSendATokenInClearToANamespaceAddress) {
+TEST(CallersProven, TheControllerRefusesToSendATokenInClearToANamespaceAddress) {
   NetworkHost host;
   NEEDS_NETWORK_HOST(host);
   TempDir dir;
@@ -547,7 +547,7 @@ TEST(Item1CallersProven, TheControllerRefusesToSendATokenInClearToANamespaceAddr
 
 // Item 2: `Host` and `hOST` are one header; a client sends both (HTTP/1.1) or the last
 // (:authority over h2/h3), so the agent refuses the pair instead of checking the first.
-TEST_F(SecureAgentTest, Item2HostAndhOSTAreRefusedAndTheThirdPartyGetsNoRequest) {
+TEST_F(SecureAgentTest, HostAndhOSTAreRefusedAndTheThirdPartyGetsNoRequest) {
   auto third_party =
       ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.2:0", "--threads", "1"});
   auto ours_proc = ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.1:0", "--threads", "1"});
@@ -574,7 +574,7 @@ TEST_F(SecureAgentTest, Item2HostAndhOSTAreRefusedAndTheThirdPartyGetsNoRequest)
 
 // Item 2: hey follows redirects unless told not to; an allowed server that redirects would
 // carry the load on to any address. The agent runs hey with -disable-redirects.
-TEST(Item2Redirects, HeyDoesNotFollowARedirectToAnAddressOutsideTheAllowList) {
+TEST(Redirects, HeyDoesNotFollowARedirectToAnAddressOutsideTheAllowList) {
   if (access("/usr/bin/hey", X_OK) != 0) GTEST_SKIP() << "hey is not installed (make deps installs it)";
   auto third_party =
       ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.2:0", "--threads", "1"});
@@ -660,7 +660,7 @@ v1::TargetSpec scripted_spec() {
 
 // A fork loop of orphans (each `sh` forks a sleep and exits at once): out of the target's
 // tree, but the job's. It is stopped past --max-processes, and not one orphan outlives it.
-TEST_F(SecureAgentTest, Item3AForkLoopOfOrphansIsStoppedByTheProcessLimit) {
+TEST_F(SecureAgentTest, AForkLoopOfOrphansIsStoppedByTheProcessLimit) {
   TempDir dir;
   const std::string pids = (dir.path() / "pids").string();
   AgentOptions o;
@@ -683,7 +683,7 @@ TEST_F(SecureAgentTest, Item3AForkLoopOfOrphansIsStoppedByTheProcessLimit) {
 
 // A daemon of the target (setsid, its parent gone: another session, re-parented) is gone
 // after the job, on the process-group path too, where no cgroup holds it.
-TEST_F(SecureAgentTest, Item3ASetsidDaemonOfATargetIsGoneAfterTheJob) {
+TEST_F(SecureAgentTest, ASetsidDaemonOfATargetIsGoneAfterTheJob) {
   TempDir dir;
   const std::string pids = (dir.path() / "pids").string();
   auto stub =
@@ -700,7 +700,7 @@ TEST_F(SecureAgentTest, Item3ASetsidDaemonOfATargetIsGoneAfterTheJob) {
 
 // A process of the job that writes its pid into the agent's own cgroup leaves cgroup.kill's
 // reach; it carries the job's mark, and is killed with the job.
-TEST_F(SecureAgentTest, Item3AJobThatMovesIntoTheAgentsCgroupIsStillKilled) {
+TEST_F(SecureAgentTest, AJobThatMovesIntoTheAgentsCgroupIsStillKilled) {
   const auto place = cgroup2_place();
   if (proc_control().mode != ProcControlMode::kCgroup2 || !place)
     GTEST_SKIP() << "jobs are not in cgroup v2 cgroups here (" << proc_control().reason << ")";
@@ -726,7 +726,7 @@ TEST_F(SecureAgentTest, Item3AJobThatMovesIntoTheAgentsCgroupIsStillKilled) {
 // The agent adopts orphans (a child subreaper; PID 1 in a container) and reaps them: a
 // target whose children double-fork leaves no zombie under the agent, as a daemon and as
 // PID 1 of a PID namespace (`unshare --pid --fork`, as a container runs it).
-TEST(Item3Zombies, NoZombieIsLeftUnderTheAgentAsASubreaperOrAsPid1) {
+TEST(Zombies, NoZombieIsLeftUnderTheAgentAsASubreaperOrAsPid1) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace (CI is root)";
   TempDir dir;
   auto catalog =
@@ -779,7 +779,7 @@ TEST(Item3Zombies, NoZombieIsLeftUnderTheAgentAsASubreaperOrAsPid1) {
 
 // Item 5: a token or key another user could read is refused (or, with the flag, warned),
 // and so is a token too short to guess at.
-TEST(Item5Credentials, AWorldReadableOrShortTokenIsRefused) {
+TEST(Credentials, AWorldReadableOrShortTokenIsRefused) {
   TempDir dir;
   const auto readable = dir.file("readable", "0123456789abcdef0123\n");
   std::filesystem::permissions(readable, std::filesystem::perms(0644));
@@ -813,7 +813,7 @@ TEST(Item5Credentials, AWorldReadableOrShortTokenIsRefused) {
 // whether it could read the token; a load with a body (a file the agent gives the job's user)
 // is answered whole. The binaries are copied into a folder every user can reach, as an
 // installed agent's are.
-TEST(Item5Credentials, JobsRunAsTheJobUserCannotReadTheAgentsToken) {
+TEST(Credentials, JobsRunAsTheJobUserCannotReadTheAgentsToken) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run jobs as another user (CI is root)";
   TempDir dir;
   std::filesystem::permissions(dir.path(), std::filesystem::perms(0755));
@@ -877,7 +877,7 @@ TEST(Item5Credentials, JobsRunAsTheJobUserCannotReadTheAgentsToken) {
 
 // Item 6: a body over 128 KiB (one argument of execve at most) reaches the server whole: the
 // agent hands it to the worker in a file.
-TEST_F(SecureAgentTest, Item6ABodyOver128KiBIsSentWhole) {
+TEST_F(SecureAgentTest, ABodyOver128KiBIsSentWhole) {
   auto target = ChildProcess::spawn({bin("loadlab-target"), "--listen", "127.0.0.1:0", "--threads", "1"});
   std::string line;
   ASSERT_EQ(target->next_line(line, 10s), ChildProcess::LineStatus::kLine);
