@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Nightly verdicts measured on real nights of this machine (docs/nightly.md, "What was measured
-# on this machine"). Each part is resumable and adds to OUT:
+# Nightly verdicts measured on real nights of this machine (their figures:
+# docs/measurements/verdicts.md). Each part is resumable and adds to OUT:
 #
 #   bench/verdicts.sh record OUT [NIGHTS]   NIGHTS real nights of the bench matrix, unchanged code
 #   bench/verdicts.sh slow OUT [NIGHTS]     NIGHTS more nights of a slower build of the server
