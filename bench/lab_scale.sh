@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # A lab of many agents on this machine (issue 28, docs/operations.md "How far one controller
-# goes"): N agent processes (one target agent, N-1 load agents), a scenario of CELLS cells
-# (server delays 1..CELLS ms) each spread over LOADS load agents, 2 × LOADS connections, 1 s
-# windows after 0.3 s of warm-up. Prints the controller's CPU (user + system) and peak RSS
-# (GNU time), the agents' RSS, and each repetition's window skew: reported, its uncertainty,
-# the real one (every agent here reads the same CLOCK_MONOTONIC, so the truth is known), and
-# how late the parts and the target opened after the instant they were sent.
+# goes"; its figures: docs/measurements/lab-scale.md): N agent processes (one target agent, N-1
+# load agents), a scenario of CELLS cells (server delays 1..CELLS ms) each spread over LOADS
+# load agents, 2 × LOADS connections, 1 s windows after 0.3 s of warm-up. Prints the
+# controller's CPU (user + system) and peak RSS (GNU time), the agents' RSS, and each
+# repetition's window skew: reported, its uncertainty, the real one (every agent here reads the
+# same CLOCK_MONOTONIC, so the truth is known), and how late the parts and the target opened
+# after the instant they were sent.
 #
 # KILL_AT=S kills KILL_N load agents (default 5 % of N; SIGKILL to the agent's process group,
 # its load workers with it) S seconds into the run and starts them again on the same ports a

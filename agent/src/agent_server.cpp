@@ -14,11 +14,11 @@ namespace loadlab::agent {
 namespace {
 
 // What anyone who reaches the port may make the server hold, from the limits table (and
-// docs/security.md): a message over kAgentMaxReceiveBytes ends its call RESOURCE_EXHAUSTED
-// before the service reads it; a connection opens at most kAgentMaxStreamsPerConnection calls
-// at once; all calls together hold at most kAgentMemoryQuotaBytes of the transport's buffers and
-// kAgentMaxThreads threads of the sync server (one a running call; a call past them is
-// refused RESOURCE_EXHAUSTED).
+// docs/security-design.md, "Limits and fairness"): a message over kAgentMaxReceiveBytes ends
+// its call RESOURCE_EXHAUSTED before the service reads it; a connection opens at most
+// kAgentMaxStreamsPerConnection calls at once; all calls together hold at most
+// kAgentMemoryQuotaBytes of the transport's buffers and kAgentMaxThreads threads of the sync
+// server (one a running call; a call past them is refused RESOURCE_EXHAUSTED).
 void set_server_limits(grpc::ServerBuilder& builder) {
   builder.SetMaxReceiveMessageSize(limits::kAgentMaxReceiveBytes);
   builder.SetMaxSendMessageSize(limits::kAgentMaxSendBytes);

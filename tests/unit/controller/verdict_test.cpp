@@ -294,7 +294,7 @@ TEST(Verdict, ADisturbedMeasurementIsInconclusiveAndLeftOutOfLaterBands) {
 }
 
 // The figures of other work of a delay-0 cell (d0/t4) on this machine's quiet nights
-// (docs/nightly.md, /work/vrec5): their processes' CPU reads above their CPUs' busy time, so
+// (docs/measurements/verdicts.md): their processes' CPU reads above their CPUs' busy time, so
 // other work reads -23 to -38 % of a core. On a night beside a build it read -6: under the
 // absolute threshold of busy-machine (20), but far above the cell's own level.
 TEST(Verdict, OtherWorkWellAboveTheBaselineNightsLevelIsADisturbedNight) {

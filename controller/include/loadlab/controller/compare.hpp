@@ -1,6 +1,6 @@
 #pragma once
-// Verdicts of a run's cells against a baseline, and how they are printed (docs/nightly.md,
-// "Verdicts"). Two kinds of baseline:
+// Verdicts of a run's cells against a baseline, and how they are printed
+// (docs/verdicts-design.md). Two kinds of baseline:
 //
 //   history   each cell against its earlier nights (night_verdicts.hpp, verdict.hpp): the
 //             nights' own spread is the noise model. What a nightly uses.

@@ -30,7 +30,8 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
 // CPUs (0: unknown): a fifth of a core, or a tenth of each CPU of a larger set. Why a fifth: a
 // `yes` beside a delay-0 cell's target and load on one CPU took 43 % of it and cut the cell's
 // req/s from 35 k to 13.5 k, and went unflagged at the earlier half a core; on quiet CPUs
-// this figure stayed under 7 % in 99 of 100 repetitions (the 72 A/A runs of docs/nightly.md).
+// this figure stayed under 7 % in 99 of 100 repetitions (the 72 A/A runs of
+// docs/measurements/verdicts.md).
 double busy_machine_threshold_pct(uint32_t cpus);
 
 // A neighbour the threshold above misses: where a cell's processes' CPU (from /proc/PID/stat)
@@ -38,8 +39,9 @@ double busy_machine_threshold_pct(uint32_t cpus);
 // cells at -15 to -35 %), so a `yes` taking 43 % of the CPU can read as +10. Against the cell's
 // own level it stands out: among many repetitions of one cell on the same CPUs (an A/B pair of
 // cells, whose pairs share them), one whose other work is kBusyOutlierPct above the median of
-// all of them is flagged "busy-machine:AGENT" too. In the 72 A/A runs of docs/nightly.md a
-// quiet repetition sat within 10.6 % of its cell's median in 99 of 100 (a `yes` adds 51).
+// all of them is flagged "busy-machine:AGENT" too. In the 72 A/A runs of
+// docs/measurements/verdicts.md a quiet repetition sat within 10.6 % of its cell's median in 99
+// of 100 (a `yes` adds 51).
 inline constexpr double kBusyOutlierPct = 20.0;
 inline constexpr size_t kBusyOutlierMinRepetitions = 10;  // fewer: no median to trust
 // Adds the flag to those of `reps` (at least kBusyOutlierMinRepetitions of them; else none).

@@ -1,7 +1,7 @@
 #pragma once
 // The history of runs: a SQLite database that nightly jobs append each finished run to
 // (`loadlab run --history FILE`), read back for trends and change points (`loadlab
-// history`). docs/nightly.md describes the schema. The schema is versioned (PRAGMA
+// history`). docs/history.md describes the schema. The schema is versioned (PRAGMA
 // user_version) and an older database is migrated when opened.
 //
 // Errors: a file that is missing (when it must exist), not a SQLite database, or a history

@@ -1,5 +1,6 @@
 #pragma once
-// A cell's noise model from its baseline nights (docs/nightly.md, "The band"): the level a night
+// A cell's noise model from its baseline nights (docs/verdicts-design.md, "The band and the
+// budget"): the level a night
 // of unchanged code is judged against and the spread of a night around it, estimated so that one
 // odd night moves neither.
 //

@@ -6,7 +6,7 @@
 // line, and never through a shell: it runs with safe.bareRepository=explicit (a committed
 // folder holding HEAD, objects/ and refs/ is not taken for a repository, nor is its config
 // obeyed), core.fsmonitor and core.hooksPath emptied, no system config, literal pathspecs
-// and no optional locks (docs/security.md).
+// and no optional locks (docs/security-tests.md).
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>

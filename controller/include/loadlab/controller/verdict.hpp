@@ -1,5 +1,5 @@
 #pragma once
-// The nightly verdict (docs/nightly.md, "Verdicts"): one cell's night against the nights before
+// The nightly verdict (docs/verdicts-design.md): one cell's night against the nights before
 // it, with the history as the noise model.
 //
 // The unit of evidence is a night's figure: the median of its repetitions (a run's per-second
@@ -59,7 +59,8 @@ struct VerdictOptions {
   uint32_t baseline_nights = 10;  // K: the most recent baseline nights used
   // The nights (of the same level and machines) whose spread within their spells gives the
   // band's spread (level_model.hpp): real noise drifts and comes in spells, and K calm nights
-  // in a row would make a band too narrow for the next spell (measured: docs/nightly.md).
+  // in a row would make a band too narrow for the next spell (measured:
+  // docs/measurements/verdicts.md).
   uint32_t noise_nights = 30;
   uint32_t min_nights = 5;  // fewer: the verdict is at most inconclusive, but for a change
                             // beyond even the few nights' wide band

@@ -69,7 +69,7 @@ inline constexpr int kDefaultIdleTimeoutS = 60;
 inline constexpr int kMinIdleTimeoutS = 15;  // three controller heartbeats
 inline constexpr int kMaxIdleTimeoutS = 86'400;
 
-// The agent's gRPC server (docs/security.md, "gRPC server limits"). The largest message it
+// The agent's gRPC server (docs/security-design.md, "Limits and fairness"). The largest message it
 // takes: a LoadSpec or TargetSpec holds a body of at most kMaxBodyBytes, headers and numbers,
 // so twice that leaves room (gRPC's default is 4 MiB). The largest it sends: a result with its
 // histograms (the controller's channel takes up to this, agent_pool.cpp). Concurrent calls on
