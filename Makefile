@@ -23,9 +23,10 @@ BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache lld \
 # chromium, python3-jsonschema, python3-pil: tests/integration/report_test.cpp renders report.html
 # headless and checks its screenshots, and validates result.json against docs/result.schema.json.
 # valgrind: tests/integration/instructions_test.cpp counts instructions per request under callgrind.
+# python3-junitparser: tests/integration/cli_test.cpp reads back the JUnit file of --junit.
 TEST_PACKAGES := libgtest-dev libgmock-dev iproute2 clang-format \
 	wrk hey nghttp2-client nghttp2-server ngtcp2-client ngtcp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git \
-	prometheus python3-prometheus-client valgrind
+	prometheus python3-prometheus-client valgrind python3-junitparser
 
 DEB_PACKAGES := $(BUILD_PACKAGES) $(TEST_PACKAGES)
 # The programs `make demo` builds: the controller, the agent, and the plain HTTP target and load

@@ -11,15 +11,18 @@
 #include <iostream>
 #include <thread>
 
+#include "loadlab/controller/ci_results.hpp"
 #include "loadlab/controller/compare.hpp"
 #include "loadlab/controller/describe_agents.hpp"
 #include "loadlab/controller/history_cli.hpp"
+#include "loadlab/controller/night_index.hpp"
 #include "loadlab/controller/plan.hpp"
 #include "loadlab/controller/report_cli.hpp"
 #include "loadlab/controller/runner.hpp"
 #include "loadlab/controller/scenario.hpp"
 #include "loadlab/controller/scenario_folder.hpp"
 #include "loadlab/metrics/server.hpp"
+#include "loadlab/proto/json.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/exit_status.hpp"
 #include "loadlab/shared/flag_ranges.hpp"
@@ -69,7 +72,8 @@ struct CommandLine {
   std::string validate_path;
   std::vector<std::string> validate_overrides;
   std::string validate_include_root;
-  std::string report_dir;
+  std::string report_dir, report_index;
+  std::string junit, summary_md;  // --junit FILE, --summary-md FILE (run and compare)
   std::string metrics_listen;
   loadlab::metrics::ServerTls metrics_tls;
   bool metrics_insecure = false;
@@ -90,11 +94,24 @@ struct CommandLine {
     history.add_to(app);
     add_report_command();
   }
-  CommandLine(const CommandLine&) = delete;  // the subcommand pointers point into `app`
+  CommandLine(const CommandLine&) = delete;
+
+  // Before anything is measured: the folders the CI files go to exist.
+  void check_ci_paths() const {
+    for (auto [flag, path] : {std::pair{"--junit", &junit}, std::pair{"--summary-md", &summary_md}}) {
+      if (path->empty()) continue;
+      const auto parent = std::filesystem::absolute(*path).parent_path();
+      if (!std::filesystem::is_directory(parent))
+        throw loadlab::InputError(flag, "the folder " + parent.string() + " does not exist");
+      if (std::filesystem::is_directory(*path))
+        throw loadlab::InputError(flag, *path + " is a folder, not a file");
+    }
+  }  // the subcommand pointers point into `app`
 
   // The file a bad input came from, for the error line.
   std::string input_name(const loadlab::InputError& e) const {
     std::string source = *validate_cmd  ? validate_path
+                         : *report_cmd  ? report_index
                          : *agents_cmd  ? agents_lab
                          : *compare_cmd ? "compare"
                                         : run.scenario_path;
@@ -156,6 +173,17 @@ struct CommandLine {
         ->check(CLI::ExistingFile);
     run_cmd->add_flag("--metrics-insecure", metrics_insecure,
                       "serve a non-loopback --metrics-listen to anyone who can reach it");
+    add_ci_flags(run_cmd);
+  }
+
+  // --junit and --summary-md, for run and compare.
+  void add_ci_flags(CLI::App* cmd) {
+    cmd->add_option("--junit", junit,
+                    "FILE: write a JUnit XML file, a testcase per cell and per verdict, failing on a failed "
+                    "cell or a regression");
+    cmd->add_option("--summary-md", summary_md,
+                    "FILE: write a short Markdown summary of the verdicts and failed cells (also appended to "
+                    "$GITHUB_STEP_SUMMARY when that is set)");
   }
 
   // `loadlab agents` and its flags.
@@ -180,6 +208,7 @@ struct CommandLine {
                                      "smallest change that counts, 0..1000 (default: the scenario's "
                                      "regression.threshold_pct, or 5; 1 for --metric instructions)")
                         ->check(loadlab::number_in(0, loadlab::limits::kMaxThresholdPct));
+    add_ci_flags(compare_cmd);
   }
 
   // `loadlab validate` and its flags.
@@ -196,7 +225,11 @@ struct CommandLine {
   void add_report_command() {
     report_cmd =
         app.add_subcommand("report", "rebuild report.html, matrix.md and matrix.csv from result.json");
-    report_cmd->add_option("dir", report_dir, "run folder (or its result.json)")->required();
+    report_cmd->add_option("dir", report_dir, "run folder (or its result.json)");
+    report_cmd->add_option(
+        "--index", report_index,
+        "DIR: write DIR/index.html over a folder of runs (loadlab-nightly's runs): the "
+        "nights newest first, each scenario's verdicts and worst change, links to the reports");
   }
 };
 
@@ -221,6 +254,7 @@ int compare(const CommandLine& cl) {
       throw e.in_file(path);
     }
   };
+  cl.check_ci_paths();
   auto base = load(cl.compare_base), current = load(cl.compare_new);
   loadlab::controller::RegressionDef options;
   try {
@@ -236,12 +270,16 @@ int compare(const CommandLine& cl) {
   auto v = loadlab::controller::compare_results(base, current, options);
   v.set_baseline(cl.compare_base);
   loadlab::controller::write_verdicts(std::cout, v);
+  current["verdicts"] = nlohmann::json::parse(loadlab::proto::to_json(v));
+  current.erase("ab");  // compare judged the two runs; the new run's own A/B is not this verdict
+  loadlab::controller::write_ci_results({{current, ""}}, cl.junit, cl.summary_md);
   int status = v.failed() ? loadlab::exit_status::kCellsFailed : loadlab::exit_status::kOk;
   if (v.regressions()) status = loadlab::exit_status::worst(status, loadlab::exit_status::kRegression);
   return status;
 }
 
 int run(loadlab::controller::RunOptions run, const CommandLine& cl) {
+  cl.check_ci_paths();
   if (run.scenario_path.empty() == run.resume_dir.empty()) {
     std::cerr << "loadlab run: give either a SCENARIO file or --resume DIR\n";
     return 2;
@@ -284,9 +322,19 @@ int run(loadlab::controller::RunOptions run, const CommandLine& cl) {
   stop_on_signals(stop);
   run.stop = &stop;
   run.embedded_agent = loadlab::controller::start_local_agent;
-  if (std::filesystem::is_directory(run.scenario_path))
-    return loadlab::controller::run_scenario_folder(run, std::cout, std::cerr);
-  return loadlab::controller::run_scenario(run, std::cout);
+  std::vector<std::string> folders(1);
+  const int status = std::filesystem::is_directory(run.scenario_path)
+                         ? loadlab::controller::run_scenario_folder(run, std::cout, std::cerr, &folders)
+                         : loadlab::controller::run_scenario(run, std::cout, &folders[0]);
+  // What was measured is in the run folders already: a CI file that cannot be written is said,
+  // and the run's own status kept beside it.
+  try {
+    loadlab::controller::write_ci_results(loadlab::controller::ci_runs_of(folders), cl.junit, cl.summary_md);
+  } catch (const std::exception& e) {
+    std::cerr << "loadlab: " << e.what() << "\n";
+    return loadlab::exit_status::worst(status, loadlab::exit_status::kLabUnusable);
+  }
+  return status;
 }
 
 }  // namespace
@@ -308,7 +356,14 @@ int main(int argc, char** argv) {
       return loadlab::controller::describe_agents(cl.agents_lab, cl.agents_lab_credentials, std::cout);
     if (*cl.compare_cmd) return compare(cl);
     if (cl.history.chosen()) return cl.history.run(std::cout);
-    if (*cl.report_cmd) return loadlab::controller::report_command(cl.report_dir, std::cout);
+    if (*cl.report_cmd) {
+      if (cl.report_dir.empty() == cl.report_index.empty()) {
+        std::cerr << "loadlab report: give either a run folder DIR or --index DIR\n";
+        return loadlab::exit_status::kBadInput;
+      }
+      return cl.report_index.empty() ? loadlab::controller::report_command(cl.report_dir, std::cout)
+                                     : loadlab::controller::index_command(cl.report_index, std::cout);
+    }
     auto options = cl.run;
     if (cl.baseline_nights) options.baseline_nights = cl.baseline_nights;
     if (!cl.ab.empty()) {

@@ -9,11 +9,6 @@ namespace loadlab::controller {
 
 namespace {
 
-const std::vector<std::pair<std::string, std::string>>& axes_of(const std::vector<CellResult>& cells) {
-  static const std::vector<std::pair<std::string, std::string>> none;
-  return cells.empty() ? none : cells.front().cell.axes;  // every cell has the same axes
-}
-
 std::optional<size_t> threads_axis(const std::vector<CellResult>& cells) {
   const auto& axes = axes_of(cells);
   for (size_t i = 0; i < axes.size(); ++i)

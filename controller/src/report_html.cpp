@@ -438,6 +438,8 @@ void write_trends(std::ostream& o, const TrendSection& t) {
 
 }  // namespace
 
+const char* report_style() { return kStyle; }
+
 std::string html_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());

@@ -14,6 +14,11 @@
 
 namespace loadlab::controller {
 
+const std::vector<std::pair<std::string, std::string>>& axes_of(const std::vector<CellResult>& cells) {
+  static const std::vector<std::pair<std::string, std::string>> none;
+  return cells.empty() ? none : cells.front().cell.axes;  // every cell has the same axes
+}
+
 namespace {
 std::string ms(double us) { return fixed_text(us / 1000.0, 2); }
 bool unavailable(const v1::Repetition& r, const char* figure) {
@@ -89,10 +94,6 @@ bool connections_is_axis(const std::vector<std::pair<std::string, std::string>>&
   for (auto& [name, text] : axes)
     if (name == "connections") return true;
   return false;
-}
-const std::vector<std::pair<std::string, std::string>>& axes_of(const std::vector<CellResult>& cells) {
-  static const std::vector<std::pair<std::string, std::string>> none;
-  return cells.empty() ? none : cells.front().cell.axes;  // every cell has the same axes
 }
 
 // The fixed settings (not axes) that change what every cell measures, as columns when they

@@ -107,7 +107,8 @@ std::vector<std::string> scenario_files_in(const std::string& dir) {
   return files;
 }
 
-int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostream& err) {
+int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostream& err,
+                        std::vector<std::string>* run_folders) {
   if (!options.baseline.empty() && options.baseline != kLastGood && options.baseline != kHistory)
     throw InputError("--baseline",
                      "with a folder of scenarios only " + std::string(kHistory) +
@@ -138,6 +139,7 @@ int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostre
       }
     }
     worst = exit_status::worst(worst, e.status);
+    if (run_folders && !e.run_folder.empty()) run_folders->push_back(e.run_folder);
   }
   const int stopped_by = options.stop ? options.stop->load() : 0;
   if (stopped_by) worst = exit_status::worst(worst, exit_status::kSignalBase + stopped_by);

@@ -133,6 +133,13 @@ TEST_F(Nightly, EachNightRunsTheRepositorysNewestCommitAgainstTheNightsBefore) {
       << "the new build is recorded";
   EXPECT_EQ(result["verdicts"]["baseline"], state() + "/history.db");
   EXPECT_EQ(result["verdicts"]["cells"][0]["verdict"], "regression");
+  // Every night kept on one page, the slower one first with its regression.
+  EXPECT_NE(r.stdout_text.find("index: " + state() + "/runs/index.html"), std::string::npos) << r.stdout_text;
+  std::ifstream index_file(state() + "/runs/index.html");
+  const std::string index(std::istreambuf_iterator<char>(index_file), {});
+  EXPECT_NE(index.find("6 nights, newest first. Runs with a regression: 1;"), std::string::npos) << index;
+  EXPECT_LT(index.find("<tr class=\"failed\"><td><a href="), index.find("<h2>", index.find("<h2>") + 1))
+      << index;
   EXPECT_EQ(result["verdicts"]["cells"][0]["nights"], 5);
   EXPECT_TRUE(fs::exists(first_night + "/nightly/result.json")) << "nights are kept";
 }

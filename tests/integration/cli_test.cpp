@@ -349,6 +349,36 @@ TEST(Lease, SigintStopsARunMidCellWithinSecondsAndLeavesNothingBehind) {
   EXPECT_FALSE(run.agent->poll_exit());
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// The JUnit file of a judged run with one regression, read back by a real consumer
+// (python3-junitparser), and its Markdown summary: the cell's testcase passes, its verdict's
+// testcase (classname `verdicts`) fails with the verdict's reason.
+void expect_ci_files(const std::string& junit, const std::string& summary, const std::string& verdict_class) {
+  if (std::system("/usr/bin/python3 -c 'import junitparser' 2>/dev/null") != 0)
+    GTEST_SKIP() << "python3-junitparser is not installed (make deps installs it)";
+  auto r = run_command({"/usr/bin/python3", "-c", R"(
+import sys, junitparser
+for suite in junitparser.JUnitXml.fromfile(sys.argv[1]):
+    for case in suite:
+        kinds = [type(x).__name__ + ":" + (x.message or "") for x in case.result]
+        print(suite.name, case.classname, case.name, "PASS" if case.is_passed else " ".join(kinds), sep="|")
+)",
+                        junit});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("nightly|nightly|beast/d10/t4|PASS"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("nightly|" + verdict_class + "|beast/d10/t4|Failure:regression: "),
+            std::string::npos)
+      << r.stdout_text;
+  const auto md = slurp(summary);
+  EXPECT_NE(md.find("### loadlab: nightly"), std::string::npos) << md;
+  EXPECT_NE(md.find("| beast/d10/t4 | **regression** | -"), std::string::npos) << md;
+  EXPECT_NE(md.find("1 regression"), std::string::npos) << md;
+}
+
 // Ground truth for compare: the same cell against a server that really got slower.
 TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   TempDir dir;
@@ -378,10 +408,12 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   auto r = run_command({bin("loadlab"), "compare", base, same});
   EXPECT_EQ(r.code, 0) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("0 regressions"), std::string::npos) << r.stdout_text;
-  r = run_command({bin("loadlab"), "compare", base, slow});
+  const auto junit = (dir.path() / "compare.xml").string(), summary = (dir.path() / "compare.md").string();
+  r = run_command({bin("loadlab"), "compare", base, slow, "--junit", junit, "--summary-md", summary});
   EXPECT_EQ(r.code, 1) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("REGRESSION"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("beast/d10/t4"), std::string::npos);
+  expect_ci_files(junit, summary, "nightly.verdicts");
   // The other way round it is an improvement, and the latency agrees with qps (the median: a
   // p99 of 3 × 160 requests moves with one scheduling hiccup of a busy machine, and its spread
   // then makes the change noise, as it should).
@@ -398,13 +430,15 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   // The same at the end of a run: --baseline, the verdicts in result.json, exit status 1.
   auto slower = (dir.path() / "slower").string();
   r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario("d.json", 60), "--out", slower,
-                   "--baseline", base});
+                   "--baseline", base, "--junit", junit, "--summary-md", summary});
   EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
   EXPECT_NE(r.stdout_text.find("REGRESSION"), std::string::npos) << r.stdout_text;
   auto verdicts = loadlab::read_json_file(slower + "/result.json")["verdicts"];
   EXPECT_EQ(verdicts["regressions"], 1);
   EXPECT_EQ(verdicts["cells"][0]["key"], "beast/d10/t4");
   EXPECT_EQ(verdicts["cells"][0]["verdict"], "regression");
+  expect_ci_files(junit, summary, "nightly.verdicts");
+  EXPECT_NE(slurp(summary).find("(" + slower + "/report.html)"), std::string::npos) << slurp(summary);
   r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario("e.json", 20), "--out",
                    (dir.path() / "again").string(), "--baseline", base});
   EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;

@@ -234,6 +234,22 @@ bg = px[0]
 ink = sum(1 for p in px if sum(abs(a - b) for a, b in zip(p, bg)) > 30) / len(px)
 print(im.width, im.height, len(set(px)), round(ink, 4)))";
 
+struct PngStats {
+  int width = 0, height = 0, colours = 0;
+  double ink = 0;
+  std::string text;  // as printed, for a failure's message
+};
+
+PngStats png_stats(const fs::path& png) {
+  auto r = run_python(kPngStats, {png.string()});
+  EXPECT_EQ(r.code, 0) << r.output_tail;
+  PngStats s;
+  s.text = r.stdout_text;
+  std::istringstream in(r.stdout_text);
+  in >> s.width >> s.height >> s.colours >> s.ink;
+  return s;
+}
+
 TEST_F(ReportTest, ChromiumRendersTheMatrixAndEveryChartOnAPhoneAndAWideScreen) {
   if (!fs::exists(kChromium))
     GTEST_SKIP() << "chromium is not installed (make deps installs it): not rendered";
@@ -264,16 +280,11 @@ TEST_F(ReportTest, ChromiumRendersTheMatrixAndEveryChartOnAPhoneAndAWideScreen) 
         {"--screenshot=" + png.string(), "--window-size=" + std::to_string(w) + "," + std::to_string(h)});
     ASSERT_EQ(shot.code, 0) << shot.output_tail;
     ASSERT_TRUE(fs::exists(png)) << shot.output_tail;
-    auto stats = run_python(kPngStats, {png.string()});
-    ASSERT_EQ(stats.code, 0) << stats.output_tail;
-    std::istringstream in(stats.stdout_text);
-    int pw = 0, ph = 0, colours = 0;
-    double ink = 0;
-    in >> pw >> ph >> colours >> ink;
-    EXPECT_EQ(pw, w);
-    EXPECT_EQ(ph, h);
-    EXPECT_GT(colours, 16) << stats.stdout_text;  // text, table rules, header shading
-    EXPECT_GT(ink, 0.01) << stats.stdout_text;    // not a blank page
+    const auto stats = png_stats(png);
+    EXPECT_EQ(stats.width, w);
+    EXPECT_EQ(stats.height, h);
+    EXPECT_GT(stats.colours, 16) << stats.text;  // text, table rules, header shading
+    EXPECT_GT(stats.ink, 0.01) << stats.text;    // not a blank page
   }
 }
 
@@ -285,6 +296,74 @@ TEST_F(ReportTest, ChromiumRendersTheReportOfAFailedRun) {
   ASSERT_EQ(dom.code, 0) << dom.output_tail;
   EXPECT_EQ(count(dom.stdout_text, "<tr class=\"cell failed\""), 1u);
   EXPECT_NE(dom.stdout_text.find("FAILED: measure:"), std::string::npos);
+}
+
+// `loadlab report --index`: three real nights of a folder of two scenarios (as loadlab-nightly
+// runs them), a night whose result.json is broken and the `latest` link, into one page: the
+// nights newest first, each scenario's verdicts linked to its report, the broken one said, and
+// Chromium renders it.
+TEST(NightIndex, ThreeNightsOfTwoScenariosNewestFirstLinkedToTheirReports) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "scenarios");
+  for (const char* name : {"alpha", "beta"})
+    dir.file(std::string("scenarios/") + name + ".json",
+             std::string(R"({"name": ")") + name + R"(", "targets": [{"name": "beast", "builtin": "hello",
+             "server_threads": 1}], "matrix": {"delay_ms": [5], "threads": [2]},
+             "load": {"requests_per_thread": 20}, "execution": {"remeasure_wait_s": 0.5}})");
+  const auto runs = dir.path() / "runs";
+  for (int n = 1; n <= 3; ++n) {
+    auto r = run_command({bin("loadlab"), "--log-level", "warn", "run", (dir.path() / "scenarios").string(),
+                          "--out", (runs / ("night-" + std::to_string(n))).string(), "--history",
+                          (dir.path() / "h.db").string(), "--baseline", "history", "--quiet"});
+    ASSERT_EQ(r.code, 0) << r.output_tail;
+  }
+  fs::create_directories(runs / "broken");
+  dir.file("runs/broken/result.json", "{\"cells\": [");
+  fs::create_directory_symlink("night-3", runs / "latest");
+  auto r = run_command({bin("loadlab"), "report", "--index", runs.string()});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("index.html (4 nights)"), std::string::npos) << r.stdout_text;
+  const auto html = read_file(runs / "index.html");
+  const auto n3 = html.find("<h2>night-3</h2>"), n2 = html.find("<h2>night-2</h2>"),
+             n1 = html.find("<h2>night-1</h2>"), broken = html.find("<h2>broken</h2>");
+  ASSERT_NE(n1, std::string::npos) << html;
+  EXPECT_LT(n3, n2);
+  EXPECT_LT(n2, n1);
+  EXPECT_LT(n1, broken);  // no start time: after every dated night
+  EXPECT_EQ(count(html, "<h2>"), 4u);
+  EXPECT_EQ(html.find("latest"), std::string::npos);
+  for (int n = 1; n <= 3; ++n)
+    for (const char* name : {"alpha", "beta"}) {
+      const auto link = "night-" + std::to_string(n) + "/" + name + "/report.html";
+      EXPECT_NE(html.find("<a href=\"" + link + "\">" + name + "</a>"), std::string::npos) << link;
+      EXPECT_TRUE(fs::exists(runs / link)) << link;
+    }
+  // No regression anywhere (6 runs and the broken one); the first night's cells have nothing to
+  // compare with (inconclusive, no change), the later ones a change against the nights before.
+  EXPECT_EQ(count(html, "<td class=\"num regression\"></td>"), 7u) << html;
+  EXPECT_EQ(count(html, "<td class=\"num\">1</td><td class=\"num\"></td><td></td>"), 2u) << html;
+  EXPECT_EQ(count(html, " %</td><td>beast/d5/t2</td>"), 4u) << html;
+  EXPECT_EQ(count(html, ">qps</td></tr>"), 6u) << html;
+  EXPECT_NE(html.find("<tr class=\"failed\"><td>broken</td>"), std::string::npos) << html;
+  EXPECT_EQ(run_command({bin("loadlab"), "report"}).code, 2);
+  EXPECT_EQ(run_command({bin("loadlab"), "report", "--index", (dir.path() / "none").string()}).code, 2);
+
+  if (!fs::exists(kChromium))
+    GTEST_SKIP() << "chromium is not installed (make deps installs it): not rendered";
+  TempDir profile;
+  auto dom = chromium(profile, runs / "index.html", {"--dump-dom"});
+  ASSERT_EQ(dom.code, 0) << dom.output_tail;
+  EXPECT_EQ(count(dom.stdout_text, "<table>"), 4u);
+  EXPECT_EQ(count(dom.stdout_text, "/report.html\">"), 6u);
+  if (!python_has("PIL"))
+    GTEST_SKIP() << "python3-pil is not installed (make deps installs it): PNG not checked";
+  const auto png = profile.path() / "index.png";
+  auto shot =
+      chromium(profile, runs / "index.html", {"--screenshot=" + png.string(), "--window-size=1280,900"});
+  ASSERT_EQ(shot.code, 0) << shot.output_tail;
+  const auto stats = png_stats(png);
+  EXPECT_EQ(stats.width, 1280);
+  EXPECT_GT(stats.ink, 0.01) << stats.text;  // not a blank page
 }
 
 }  // namespace

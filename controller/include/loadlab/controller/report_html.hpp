@@ -47,6 +47,9 @@ ReportSections sections_of(const nlohmann::json& header);
 void write_html_report(std::ostream& out, const nlohmann::json& header, const std::string& title,
                        const std::vector<CellResult>& cells, const ReportSections& sections = {});
 
+// report.html's style sheet (CSS), for the other pages loadlab writes (the night index).
+const char* report_style();
+
 // `text` with & < > " ' as character references: safe in element content and in quoted
 // attribute values.
 std::string html_escape(const std::string& text);

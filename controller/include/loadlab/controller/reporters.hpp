@@ -2,11 +2,15 @@
 // Renderings of a result matrix: the terminal table, CSV and Markdown.
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loadlab/controller/results.hpp"
 
 namespace loadlab::controller {
+
+// The matrix's axes (name, value as written) of a run's cells: every cell has the same.
+const std::vector<std::pair<std::string, std::string>>& axes_of(const std::vector<CellResult>& cells);
 
 // The columns that say which cell a row is: the target, each matrix axis in the
 // scenario's order, and the connections unless they are an axis. `human`: the table's

@@ -20,8 +20,10 @@ std::vector<std::string> scenario_files_in(const std::string& dir);
 // left out, and the others run. A signal stops after the
 // scenario in progress. Prints what each ended with; returns the worst exit status (the
 // highest: 0 ok, 1 a regression or an unusable lab, 2 bad input, 3 failed cells, 128 + N
-// stopped by signal N).
-int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostream& err);
+// stopped by signal N). `run_folders`, when given, gets the run folder of each scenario that
+// made one.
+int run_scenario_folder(const RunOptions& options, std::ostream& out, std::ostream& err,
+                        std::vector<std::string>* run_folders = nullptr);
 
 // Checks every scenario of a folder as `loadlab validate` checks one; prints one line per
 // file; 0 when all are good, 2 otherwise. `include_root` as RunOptions's.
