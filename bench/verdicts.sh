@@ -20,6 +20,14 @@
 #                                           AB_PAIRS more where the first say regression: the
 #                                           controller's confirmation): runs that alarm, each
 #                                           cell's change
+#   bench/verdicts.sh power OUT [NIGHTS]  NIGHTS nights of unchanged code (into the history, as `record`),
+#                                           and after every POWER_EVERY-th (2) from night POWER_FROM (5)
+#                                           on, one slowed night (POWER_WORK_US in turn, "2 4 150" µs of
+#                                           CPU per request more) judged live against a copy of the
+#                                           history, so that each is a first slowed night; every 10th
+#                                           night an A B B A run of one level gives its true size
+#   bench/verdicts.sh power-summary OUT     false alarms of the unchanged nights; per cell and level, the
+#                                           true size and the slowed nights caught (live verdicts)
 #   bench/verdicts.sh export OUT FILE       the nights of unchanged code as CSV for the tests
 #                                           (tests/data/verdicts)
 #
@@ -137,6 +145,102 @@ record() {
       sleep "$GAP_S"
     fi
   done
+}
+
+# slowed_night OUT N WORK_US: a night of a build WORK_US slower, judged against a copy of the
+# history (OUT/record.db), which it leaves as it was.
+slowed_night() {
+  local out=$1 n=$2 work_us=$3 id status=0
+  id=$(printf '%03d' "$n")
+  [[ -f $out/slowed/$id.status ]] && return 0
+  rm -rf "$out/slowed/$id"
+  python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))' \
+    "$out/record.db" "$out/slowed/history.db"
+  start_agent "$out" "{\"targets\": {$(catalog_entry bench-server "$work_us")}}"
+  "$BIN/loadlab" run "$out/scenario.json" --lab "$out/lab.json" --out "$out/slowed/$id" \
+    --history "$out/slowed/history.db" --baseline history --quiet --log-level warn >"$out/slowed/$id.log" 2>&1 || status=$?
+  stop_pid "$AGENT"
+  rm -f "$out/slowed/history.db"
+  echo "$status work_us=$work_us $(date -u +%FT%TZ)" >"$out/slowed/$id.status"
+  log "slowed night $n (work_us $work_us): exit $status"
+}
+
+# power OUT NIGHTS: see the usage above. Resumes where it stopped (the night before the next, so
+# that a slowed night cut short is taken again).
+power() {
+  local out=$1 nights=$2 first n levels every=${POWER_EVERY:-2}
+  read -r -a levels <<<"${POWER_WORK_US:-2 4 150}"
+  mkdir -p "$out/nights" "$out/slowed"
+  [[ -f $out/scenario.json ]] || write_scenario "$out/scenario.json"
+  first=$(next_night "$out")
+  ((first == 1)) || first=$((first - 1))
+  for n in $(seq "$first" $((first + nights - 1))); do
+    night "$out" "$n" 0
+    if ((n % 10 == 0)); then
+      # The true size of one level, in turn: every cell, on the nights' placement.
+      local level=${levels[$(((n / 10) % ${#levels[@]}))]} name
+      name=size-$(printf '%03d' "$n")
+      AB_PAIRS=${AB_PAIRS_SIZE:-20} AB_DELAYS="0, 2" AB_CPUS='{"target": "0", "load": "1"}' \
+        ab_run "$out" "$name" 0 "$level"
+      echo "$level" >"$out/$name.work_us"
+    fi
+    ((n >= ${POWER_FROM:-5} && n % every == 0)) || continue
+    slowed_night "$out" "$n" "${levels[$(((n / every) % ${#levels[@]}))]}"
+  done
+}
+
+# power_summary OUT: what `power` recorded, from each night's own verdicts (the nightly's, live).
+power_summary() {
+  python3 - "$1" <<'EOF'
+import glob, json, os, statistics, sys
+out = sys.argv[1]
+
+def nights(folder):
+    """(night, work_us, exit status, {cell: verdict}) of each finished night in folder."""
+    found = []
+    for s in sorted(glob.glob(f"{out}/{folder}/*.status")):
+        status, work = open(s).read().split()[:2]
+        result = s[: -len(".status")] + "/result.json"
+        cells = {}
+        if os.path.exists(result):
+            cells = {c["key"]: c for c in json.load(open(result)).get("verdicts", {}).get("cells", [])}
+        found.append((os.path.basename(s)[:3], work.split("=")[1], int(status), cells))
+    return found
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+plain, slowed = nights("nights"), nights("slowed")
+times = sorted(open(s).read().split()[2] for s in glob.glob(f"{out}/*/*.status"))
+print(f"{len(plain)} nights of unchanged code, {len(slowed)} slowed nights, {times[0]} .. {times[-1]}")
+alarms = [n for n, _, status, _ in plain if status == 1]
+judged = [n for n, _, _, cells in plain if any(c["verdict"] != "inconclusive" for c in cells.values())]
+print(f"unchanged code: nights with a regression {len(alarms)} of {len(judged)} judged "
+      f"({', '.join(alarms) or 'none'}); exit statuses {sorted({s for _, _, s, _ in plain})}")
+keys = sorted({k for *_, cells in plain for k in cells})
+for k in keys:
+    v = [cells[k]["verdict"] for *_, cells in plain if k in cells]
+    mdc = [cells[k]["mdc_pct"] for *_, cells in plain if k in cells and "mdc_pct" in cells[k]]
+    counts = ", ".join(f"{x} {v.count(x)}" for x in sorted(set(v)))
+    print(f"  {k:14s} {counts}; mdc median {median(mdc):.1f} %{' (last %.1f %%)' % mdc[-1] if mdc else ''}")
+# The true size of each level per cell: the A B B A runs' change, median over the runs.
+size = {}
+for f in sorted(glob.glob(f"{out}/size-*/result.json")):
+    level = open(f[: -len("/result.json")] + ".work_us").read().strip()
+    for c in json.load(open(f)).get("ab", {}).get("cells", []):
+        size.setdefault((level, c["key"].split("/", 1)[1]), []).append(-c["change_pct"])
+print("slowed nights, per level and cell: true size (A B B A runs), caught of judged, mdc median")
+for level in sorted({w for _, w, _, _ in slowed}, key=float):
+    mine = [cells for _, w, _, cells in slowed if w == level]
+    for k in keys:
+        v = [c[k] for c in mine if k in c and c[k]["verdict"] != "inconclusive"]
+        true = size.get((level, k.split("/", 1)[1]), [])
+        caught = sum(c["verdict"] == "regression" for c in v)
+        print(f"  +{level:>5s} us {k:14s} true {median(true):5.1f} % ({len(true)} runs); caught {caught} of "
+              f"{len(v)} ({100.0 * caught / max(1, len(v)):.0f} %); mdc median "
+              f"{median([c['mdc_pct'] for c in v if 'mdc_pct' in c]):.1f} %; changes "
+              f"{' '.join('%+.1f' % c['change_pct'] for c in v if 'change_pct' in c)}")
+EOF
 }
 
 # ab_run OUT NAME WORK_A WORK_B: one interleaved run of the delay-0 cells, A against B.
@@ -275,6 +379,8 @@ bench_setup verdicts
 case $cmd in
   record) record "$out" "${3:-100}" 0 ;;
   slow) record "$out" "${3:-30}" "$SLOW_WORK_US" ;;
+  power) power "$out" "${3:-100}" ;;
+  power-summary) power_summary "$out" ;;
   size)
     # Every cell, on the nights' placement (target and load on CPUs of their own).
     AB_PAIRS=${AB_PAIRS_SIZE:-20} AB_DELAYS="0, 2" AB_CPUS='{"target": "0", "load": "1"}' \
