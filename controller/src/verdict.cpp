@@ -209,7 +209,7 @@ class SeriesJudge {
     double steal_max = 0, wait_max = NAN;
     // The median other work of the baseline nights that ran tonight's target build; NaN: too few
     // say. The figure is the cell's CPUs' busy time less its own processes' CPU, so it moves
-    // with the code too: a heavier build moved it by 20 % of a core on this VM (issue 23).
+    // with the code too: a heavier build reads as more other work (issue 23).
     double other_level = NAN;
     double threshold_log = 0;
   };

@@ -6,9 +6,9 @@
 //
 // One thread per CPU of the job, pinned to it and at real-time priority when the agent may
 // set one (SCHED_FIFO 1: it then runs the moment it wakes, so a wake-up is late only if the
-// CPU itself was gone: idle or beside a `yes`, its wake-ups here were at most 2.2 ms late),
-// sleeps kPeriod at a time and measures how late it woke. A wake-up kStallMs or more late is
-// a stall. Its cost: 200 wake-ups a second a CPU, a few µs each.
+// CPU itself was gone, idle or beside a `yes`; how late it woke on this project's VM:
+// docs/measurements/capacity.md), sleeps kPeriod at a time and measures how late it woke. A
+// wake-up kStallMs or more late is a stall. Its cost: 200 wake-ups a second a CPU, a few µs each.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
