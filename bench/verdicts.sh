@@ -22,10 +22,13 @@
 #                                           cell's change
 #   bench/verdicts.sh power OUT [NIGHTS]  NIGHTS nights of unchanged code (into the history, as `record`),
 #                                           and after every POWER_EVERY-th (2) from night POWER_FROM (5)
-#                                           on, one slowed night (POWER_WORK_US in turn, "2 4 150" µs of
+#                                           on, one slowed night (POWER_WORK_US in turn, "4 8 400" µs of
 #                                           CPU per request more) judged live against a copy of the
-#                                           history, so that each is a first slowed night; every 10th
-#                                           night an A B B A run of one level gives its true size
+#                                           history, so that each is a first slowed night (4 and 8 µs
+#                                           are about 10 and 20 % of a delay-0 cell here; the delay-2
+#                                           cells' timer hides most of a CPU cost, 400 µs is several
+#                                           %); every 10th night an A B B A run of one level gives its
+#                                           true size
 #   bench/verdicts.sh power-summary OUT     false alarms of the unchanged nights; per cell and level, the
 #                                           true size and the slowed nights caught (live verdicts)
 #   bench/verdicts.sh export OUT FILE       the nights of unchanged code as CSV for the tests
@@ -169,7 +172,7 @@ slowed_night() {
 # that a slowed night cut short is taken again).
 power() {
   local out=$1 nights=$2 first n levels every=${POWER_EVERY:-2}
-  read -r -a levels <<<"${POWER_WORK_US:-2 4 150}"
+  read -r -a levels <<<"${POWER_WORK_US:-4 8 400}"
   mkdir -p "$out/nights" "$out/slowed"
   [[ -f $out/scenario.json ]] || write_scenario "$out/scenario.json"
   first=$(next_night "$out")
@@ -226,6 +229,8 @@ for k in keys:
 # The true size of each level per cell: the A B B A runs' change, median over the runs.
 size = {}
 for f in sorted(glob.glob(f"{out}/size-*/result.json")):
+    if not os.path.exists(f[: -len("/result.json")] + ".work_us"):
+        continue  # still running
     level = open(f[: -len("/result.json")] + ".work_us").read().strip()
     for c in json.load(open(f)).get("ab", {}).get("cells", []):
         size.setdefault((level, c["key"].split("/", 1)[1]), []).append(-c["change_pct"])
