@@ -444,6 +444,34 @@ TEST(Cli, CompareCatchesAServerThatGotSlowerAndPassesTheSameOne) {
   EXPECT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
 }
 
+// An A/B run's JUnit file: its verdicts are testcases of their own class, B's cells judged
+// against A's (two built-in servers; B answers after 40 ms, A after 20: half the rate).
+TEST(Cli, AnABRunsVerdictsAreJUnitTestcasesOfTheirOwn) {
+  if (std::system("/usr/bin/python3 -c 'import junitparser' 2>/dev/null") != 0)
+    GTEST_SKIP() << "python3-junitparser is not installed (make deps installs it)";
+  TempDir dir;
+  const auto scenario = dir.file("ab.json", R"({"name": "pr", "targets": [
+      {"name": "main", "builtin": "hello", "server_threads": 1, "delay_ms": 20},
+      {"name": "slow", "builtin": "hello", "server_threads": 1, "delay_ms": 40}],
+      "matrix": {"threads": [2]}, "load": {"requests_per_thread": 20},
+      "repetitions": 4, "ab": {"a": "main", "b": "slow"}})");
+  const auto junit = (dir.path() / "ab.xml").string();
+  auto r = run_command({bin("loadlab"), "--log-level", "warn", "run", scenario, "--out",
+                        (dir.path() / "run").string(), "--quiet", "--junit", junit});
+  EXPECT_EQ(r.code, 1) << r.stdout_text << r.output_tail;
+  r = run_command({"/usr/bin/python3", "-c", R"(
+import sys, junitparser
+for suite in junitparser.JUnitXml.fromfile(sys.argv[1]):
+    for case in suite:
+        print(case.classname, case.name, "PASS" if case.is_passed else type(case.result[0]).__name__, sep="|")
+)",
+                   junit});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("pr|main/t2|PASS"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("pr|slow/t2|PASS"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("pr.ab|slow/t2|Failure"), std::string::npos) << r.stdout_text;
+}
+
 // What a terminal showed: the pty's bytes cut at every \r and \n, erase sequences and
 // colours removed, empty pieces dropped.
 std::vector<std::string> terminal_segments(const std::string& bytes) {

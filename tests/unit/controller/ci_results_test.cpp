@@ -23,7 +23,7 @@ json cell(const std::string& key, bool ok, const std::string& error = "") {
 }
 
 json verdict(const std::string& key, const std::string& v, double change) {
-  return {{"key", key},     {"verdict", v},  {"reason", "why " + key}, {"change_pct", change},
+  return {{"key", key},     {"verdict", v},   {"reason", "why " + key}, {"change_pct", change},
           {"mdc_pct", 6.5}, {"value", 90.04}, {"baseline", 100.0}};
 }
 
@@ -54,6 +54,22 @@ TEST(CiResults, EachCellAndVerdictIsATestcaseThatFailsOnARegressionOrAFailedCell
   // The failed cell's error, escaped: no raw markup, no control character XML 1.0 refuses.
   EXPECT_NE(xml.find("target &lt;exited&gt; &amp; said &quot;no&quot;\nline 2"), std::string::npos) << xml;
   EXPECT_EQ(xml.find('\x01'), std::string::npos);
+}
+
+TEST(CiResults, AnABRunsVerdictsAreTestcasesOfTheirOwnClass) {
+  auto run = night();
+  run.result.erase("verdicts");
+  run.result["ab"] = {
+      {"metric", "qps"},
+      {"threshold_pct", 2.0},
+      {"regressions", 1},
+      {"cells", json::array({verdict("b/d0/t1", "regression", -4.0), verdict("b/d0/t4", "same", 0.3)})}};
+  const auto xml = loadlab::controller::junit_xml({run});
+  EXPECT_NE(xml.find(R"(<testcase classname="nightly.ab" name="b/d0/t1">)"), std::string::npos) << xml;
+  EXPECT_NE(xml.find(R"(tests="5" failures="1" errors="1" skipped="0")"), std::string::npos) << xml;
+  EXPECT_EQ(xml.find("nightly.verdicts"), std::string::npos) << xml;
+  const auto md = loadlab::controller::summary_markdown({run});
+  EXPECT_NE(md.find("; A/B: 1 regression (qps, threshold 2.0 %)"), std::string::npos) << md;
 }
 
 TEST(CiResults, TheSummaryPutsRegressionsFirstAndKeepsEachRowOnOneLine) {
