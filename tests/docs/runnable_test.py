@@ -23,7 +23,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from docs_test import is_scenario, markdown_files, validate  # noqa: E402
 
-BLOCK_TIMEOUT_S = 120
+BLOCK_TIMEOUT_S = 180
 MARK = re.compile(r"^<!-- (runnable|file: ([\w.-]+)) -->$")
 FENCE = re.compile(r"^```(\w*)$")
 
