@@ -1,7 +1,9 @@
 # loadlab front door. `make demo` and `make test` do all set-up on a fresh Debian 12 machine.
 BUILD_DIR ?= build
 JOBS ?= 2
-CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+# Extra cmake arguments for a tree configured here, e.g. -DLOADLAB_UNITY_BUILD=OFF; the trees
+# themselves are CMakePresets.json's (docs/development.md, "Build options").
+CMAKE_FLAGS ?=
 
 # What `make demo` needs: the compilers and the libraries of the four programs, nothing else.
 BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache lld \
@@ -36,36 +38,33 @@ DEMO_PROGRAMS := loadlab loadlab-agent loadlab-target loadlab-load
 # tests, fuzz corpora, benches).
 PROGRAMS := $(DEMO_PROGRAMS) loadlab-target-secure loadlab-target-h3 loadlab-load-secure loadlab-load-h3
 
-.PHONY: all deps deps-demo build programs demo test test-containers sanitize sanitize-asan sanitize-tsan format format-check clean
+.PHONY: all check deps deps-demo check-deps check-deps-demo test-containers-deps check-containers-deps build programs demo test test-containers sanitize sanitize-asan sanitize-tsan format format-check clean
 
 all: build
 
-# Installs the Debian packages that are missing (apt-get as root; otherwise prints the command).
-# $(call install_missing,PACKAGES)
-define install_missing
-	@missing=$$(for p in $(1); do \
-	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
-	if [ -z "$$missing" ]; then echo "deps: all packages present"; \
-	elif [ "$$(id -u)" = 0 ]; then \
-	    echo "deps: installing $$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	else \
-	    echo "deps: missing packages; run:"; echo "  sudo apt-get install -y $$missing"; exit 1; \
-	fi
-endef
-
+# `make deps` (every package) and `make deps-demo` (the build's) install what is missing, with
+# apt-get as root or through sudo. The build steps only check: with packages missing they ask on a
+# terminal, and without one print the `make deps` command and stop (cmake/debian_packages.sh;
+# `make deps test` installs first, LOADLAB_INSTALL=yes answers yes).
+PACKAGES_SH := cmake/debian_packages.sh
 deps:
-	$(call install_missing,$(DEB_PACKAGES))
+	@$(PACKAGES_SH) install $(DEB_PACKAGES)
 
 deps-demo:
-	$(call install_missing,$(BUILD_PACKAGES))
+	@$(PACKAGES_SH) install $(BUILD_PACKAGES)
+
+check-deps:
+	@$(PACKAGES_SH) require deps $(DEB_PACKAGES)
+
+check-deps-demo:
+	@$(PACKAGES_SH) require deps-demo $(BUILD_PACKAGES)
 
 # A tree is configured with its tests (BUILD_TESTING) unless `make demo` made it, without them
 # (GoogleTest is not installed for the demo); `make build` turns them on again.
 $(BUILD_DIR)/build.ninja:
-	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+	cmake --preset release -B $(BUILD_DIR) $(CMAKE_FLAGS)
 
-build: deps $(BUILD_DIR)/build.ninja
+build: check-deps $(BUILD_DIR)/build.ninja
 	@if grep -q '^BUILD_TESTING:BOOL=OFF' $(BUILD_DIR)/CMakeCache.txt; then \
 	    cmake $(BUILD_DIR) -DBUILD_TESTING=ON -DLOADLAB_BUILD_SIBLINGS=ON; fi
 	cmake --build $(BUILD_DIR) -j$(JOBS)
@@ -74,30 +73,46 @@ build: deps $(BUILD_DIR)/build.ninja
 # its tests).
 define configure_programs
 	@test -f $(BUILD_DIR)/build.ninja || \
-	    cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) -DBUILD_TESTING=OFF -DLOADLAB_BUILD_SIBLINGS=OFF
+	    cmake --preset demo -B $(BUILD_DIR) $(CMAKE_FLAGS)
 endef
 
-programs: deps-demo
+programs: check-deps-demo
 	$(configure_programs)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target $(PROGRAMS)
 
-demo: deps-demo
+demo: check-deps-demo
 	$(configure_programs)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target $(DEMO_PROGRAMS)
 	$(BUILD_DIR)/bin/loadlab run scenarios/demo.json --out $(BUILD_DIR)/demo-$$(date -u +%Y%m%dT%H%M%SZ)
 
+# Every test, one at a time; then each tier's count of passed and skipped tests and each skip's
+# reason (tests/tiers.py; the tiers: tests/CMakeLists.txt).
+JUNIT = $(abspath $(BUILD_DIR))/Testing/ctest-junit.xml
 test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j1
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j1 --output-junit $(JUNIT); rc=$$?; \
+	    python3 $(CURDIR)/tests/tiers.py . $(JUNIT); exit $$rc
+
+# The fast tier (pure logic) in parallel: after an incremental build, well under a minute.
+CHECK_JOBS ?= $(shell nproc)
+check: build
+	@cd $(BUILD_DIR) && ctest -L '^fast$$' -j$(CHECK_JOBS) --output-on-failure --output-junit $(JUNIT); rc=$$?; \
+	    python3 $(CURDIR)/tests/tiers.py . $(JUNIT); exit $$rc
 
 # deploy/k8s played for real (tests/deploy/k8s_play_test.py): the images made from this build's
 # .debs on a debootstrap of Debian 12, the DaemonSet's and the CronJob's pod templates played
-# with podman kube play. Root; 66 s here (1 min 53 s from nothing), not part of `make test`
-# (CI time). Podman on a host with hybrid cgroups needs runtime = "runc" ([engine],
-# /etc/containers/containers.conf).
+# with podman kube play. Root; not part of `make test` (CI time). podman reads the project's
+# deploy/containers/containers.conf (runc, which hybrid cgroups need; cgroupfs), not /etc's,
+# unless CONTAINERS_CONF names another; `make test-containers-deps` installs podman and the rest.
 CONTAINER_PACKAGES := podman runc debootstrap iproute2 git python3-yaml dpkg-dev file
-test-containers: programs
-	$(call install_missing,$(CONTAINER_PACKAGES))
-	python3 tests/deploy/k8s_play_test.py --build-dir $(BUILD_DIR)
+CONTAINERS_CONF ?= $(CURDIR)/deploy/containers/containers.conf
+test-containers-deps:
+	@$(PACKAGES_SH) install $(CONTAINER_PACKAGES)
+
+check-containers-deps:
+	@$(PACKAGES_SH) require test-containers-deps $(CONTAINER_PACKAGES)
+
+test-containers: check-containers-deps programs
+	CONTAINERS_CONF=$(CONTAINERS_CONF) python3 tests/deploy/k8s_play_test.py --build-dir $(BUILD_DIR)
 
 # Sanitizer runs (docs/sanitize.md; too long for CI). One tree per sanitizer, built with
 # LOADLAB_SANITIZE. A list names test executables, which are also their tests' ctest labels:
@@ -136,22 +151,22 @@ endef
 
 sanitize: sanitize-asan sanitize-tsan
 
-sanitize-asan: deps
-	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOADLAB_SANITIZE=address,undefined
+sanitize-asan: check-deps
+	cmake --preset asan -B $(ASAN_DIR) $(CMAKE_FLAGS)
 	nice -n 10 cmake --build $(ASAN_DIR) -j$(SANITIZE_JOBS) --target $(ASAN_TESTS)
 	$(call sanitized_ctest,$(ASAN_DIR),$(ASAN_TESTS),$(ASAN_EXCLUDE),$(ASAN_ENV))
 
-sanitize-tsan: deps
-	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOADLAB_SANITIZE=thread
+sanitize-tsan: check-deps
+	cmake --preset tsan -B $(TSAN_DIR) $(CMAKE_FLAGS)
 	nice -n 10 cmake --build $(TSAN_DIR) -j$(SANITIZE_JOBS) --target $(TSAN_TESTS)
 	$(call sanitized_ctest,$(TSAN_DIR),$(TSAN_TESTS),$(TSAN_EXCLUDE),$(TSAN_ENV))
 
 # The whole tree follows .clang-format (Debian 12's clang-format 14); CI checks it.
 SOURCES = $$(git ls-files '*.cpp' '*.hpp')
-format: deps
+format: check-deps
 	clang-format -i $(SOURCES)
 
-format-check: deps
+format-check: check-deps
 	@clang-format --dry-run --Werror $(SOURCES) && echo "format-check: every source file follows .clang-format"
 
 clean:

@@ -2,12 +2,13 @@
 # Builds the agent and controller images with podman from the .debs this tree's build makes,
 # without a registry: the base is a debootstrap of Debian 12 (minbase), imported once as
 # localhost/loadlab-base:bookworm (kept; BASE=IMAGE uses another, e.g. debian:12-slim). Needs
-# root, podman with runc (/etc/containers/containers.conf: runtime = "runc" under [engine] on
-# hybrid cgroups), debootstrap, and the network for apt inside the build.
+# root, podman with runc, debootstrap, and the network for apt inside the build. podman reads
+# deploy/containers/containers.conf (runc, cgroupfs) unless CONTAINERS_CONF names another file.
 #
 # Env: BUILD_DIR (default build), TAG (default the package version), MIRROR.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/deploy/containers/containers.conf}
 BUILD_DIR=${BUILD_DIR:-build}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 for tool in podman debootstrap cpack; do

@@ -127,7 +127,7 @@ def check_podman_runs(work):
     r = run(["podman", "run", "--rm", "--network", "none", "--rootfs", root, "/bin/true"], check=False, timeout=120)
     if r.returncode != 0:
         skip("podman cannot start a container here: " + (r.stderr.strip().splitlines() or ["?"])[-1] +
-             ' (hybrid cgroups need runtime = "runc" under [engine] in /etc/containers/containers.conf)')
+             f" (podman's configuration: {os.environ.get('CONTAINERS_CONF', '/etc/containers/containers.conf')})")
 
 
 # ---- the README's commands -------------------------------------------------------------------
@@ -421,6 +421,8 @@ def main():
     a = p.parse_args()
     verbose = a.verbose
     src = os.path.abspath(a.source_dir)
+    # The project's own podman configuration (runc, cgroupfs), not the machine's /etc.
+    os.environ.setdefault("CONTAINERS_CONF", os.path.join(src, "deploy", "containers", "containers.conf"))
     k8s = os.path.join(src, "deploy", "k8s")
     readme = os.path.join(k8s, "README.md")
     base = "localhost/loadlab-base:bookworm"
