@@ -2,7 +2,7 @@
 // The embedded agent `loadlab` wires into a run without a lab: the agent library's server on
 // a loopback port, in this process. Kept out of the controller library (which links no agent
 // code) in its own small library, shared by the binary and the tests.
-#include "loadlab/controller/embedded_agent.hpp"
+#include "lab/embedded_agent.hpp"
 
 namespace loadlab::controller {
 

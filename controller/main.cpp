@@ -11,16 +11,10 @@
 #include <iostream>
 #include <thread>
 
-#include "loadlab/controller/ci_results.hpp"
-#include "loadlab/controller/compare.hpp"
-#include "loadlab/controller/describe_agents.hpp"
-#include "loadlab/controller/history_cli.hpp"
-#include "loadlab/controller/night_index.hpp"
-#include "loadlab/controller/plan.hpp"
-#include "loadlab/controller/report_cli.hpp"
-#include "loadlab/controller/runner.hpp"
-#include "loadlab/controller/scenario.hpp"
-#include "loadlab/controller/scenario_folder.hpp"
+#include "cli/history_cli.hpp"
+#include "cli/report_cli.hpp"
+#include "judge/compare.hpp"
+#include "lab/describe_agents.hpp"
 #include "loadlab/metrics/server.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/build_info.hpp"
@@ -31,6 +25,12 @@
 #include "loadlab/shared/logging.hpp"
 #include "loadlab/shared/open_files.hpp"
 #include "local_agent.hpp"
+#include "report/ci_results.hpp"
+#include "report/night_index.hpp"
+#include "run/scenario_folder.hpp"
+#include "run/scenario_run.hpp"
+#include "scenario/plan.hpp"
+#include "scenario/scenario.hpp"
 
 namespace {
 

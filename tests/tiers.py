@@ -35,9 +35,10 @@ def skip_reason(output):
     lines = [l.strip() for l in output.splitlines()]
     for i, line in enumerate(lines):
         if line.endswith(": Skipped"):
-            for reason in lines[i + 1:]:
-                if reason and not reason.startswith("[  SKIPPED ]"):
-                    return reason
+            said = [r for r in lines[i + 1:i + 4] if r and not r.startswith("[")]
+            if said:
+                # A reason that ends with a colon goes on on its next line.
+                return said[0] + (" " + said[1] if said[0].endswith(":") and len(said) > 1 else "")
     said = [l for l in lines if l and not l.startswith("[")]
     return said[-1] if said else "(no reason printed)"
 

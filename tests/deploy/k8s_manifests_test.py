@@ -34,7 +34,7 @@ NIGHTLY_ENV = {"LOADLAB_SCENARIO_REPO", "LOADLAB_SCENARIO_REF", "LOADLAB_SCENARI
                "LOADLAB_STATE_DIR", "LOADLAB_NIGHTLY_FLAGS"}
 # Flags whose value is a file the agent reads: it must lie in a mounted volume that holds it.
 AGENT_FILE_FLAGS = ["--catalog", "--tls-cert", "--tls-key", "--tls-client-ca", "--token-file"]
-# lab.json's keys (docs/security.md and controller/src/lab.cpp).
+# lab.json's keys (docs/security.md and controller/lab/lab.cpp).
 LAB_KEYS = {"agents", "tls", "token_file"}
 LAB_TLS_KEYS = {"ca", "cert", "key", "server_name"}
 LAB_AGENT_KEYS = {"name", "address", "roles", "labels", "tls", "token_file"}

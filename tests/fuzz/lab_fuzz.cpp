@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "loadlab/controller/lab.hpp"
+#include "lab/lab.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/json_input.hpp"
 

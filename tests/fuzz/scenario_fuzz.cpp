@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/input_error.hpp"
+#include "scenario/scenario.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <regex>
 
-#include "loadlab/controller/history.hpp"
+#include "history/history.hpp"
 #include "synthetic_result.hpp"
 #include "test_support.hpp"
 

@@ -10,13 +10,13 @@
 
 #include <string>
 
+#include "lab/cell_specs.hpp"
 #include "loadlab/agent/agent_service.hpp"
-#include "loadlab/controller/cell_specs.hpp"
-#include "loadlab/controller/plan.hpp"
-#include "loadlab/controller/scenario.hpp"
 #include "loadlab/load/load_spec.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
+#include "scenario/plan.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loadlab {
 namespace {

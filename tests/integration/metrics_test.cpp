@@ -16,10 +16,10 @@
 
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/usage_window.hpp"
-#include "loadlab/controller/run_metrics.hpp"
 #include "loadlab/metrics/exposition.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
+#include "run/run_metrics.hpp"
 #include "schedstat.hpp"
 #include "test_support.hpp"
 

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "loadlab/controller/runner.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "local_agent.hpp"
+#include "run/scenario_run.hpp"
 #include "test_support.hpp"
 
 namespace loadlab::controller {

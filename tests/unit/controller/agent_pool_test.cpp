@@ -1,13 +1,13 @@
 // Placement over fake agents: one eligibility check for the pre-run check and for every
 // attempt; retries rotate over the eligible agents.
-#include "loadlab/controller/agent_pool.hpp"
+#include "lab/agent_pool.hpp"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
+#include "core/errors.hpp"
 #include "fake_agent.hpp"
-#include "loadlab/controller/errors.hpp"
 #include "loadlab/shared/json_input.hpp"
 
 namespace loadlab::controller {

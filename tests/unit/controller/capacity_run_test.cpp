@@ -9,12 +9,12 @@
 #include <sstream>
 
 #include "fake_agent.hpp"
+#include "history/history.hpp"
+#include "judge/compare.hpp"
 #include "load_result_fixture.hpp"
-#include "loadlab/controller/compare.hpp"
-#include "loadlab/controller/history.hpp"
-#include "loadlab/controller/runner.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "run/scenario_run.hpp"
 
 namespace loadlab::controller {
 namespace {

@@ -1,7 +1,7 @@
 // The capacity search's state machine against servers whose answer to each rate is known: it
 // finds a cliff within its precision, validates, stays within its step bound, and says when
 // the SLO broke at the start, held to the end, or the client (or its connections) was the limit.
-#include "loadlab/controller/capacity_search.hpp"
+#include "capacity/capacity_search.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // One cell through the executor, on a fake agent: which failures of a load agent are
 // retried, and the agents a retry uses.
-#include "loadlab/controller/cell_executor.hpp"
+#include "run/cell_executor.hpp"
 
 #include <gtest/gtest.h>
 

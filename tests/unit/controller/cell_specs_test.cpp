@@ -1,4 +1,4 @@
-#include "loadlab/controller/cell_specs.hpp"
+#include "lab/cell_specs.hpp"
 
 #include <gtest/gtest.h>
 

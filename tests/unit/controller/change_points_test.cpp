@@ -1,6 +1,6 @@
 // E-divisive change points on synthetic nightly series with fixed seeds: where a step is,
 // it is named to the night; where there is none, it is (almost) never invented.
-#include "loadlab/controller/change_points.hpp"
+#include "judge/change_points.hpp"
 
 #include <gtest/gtest.h>
 

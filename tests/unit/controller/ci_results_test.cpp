@@ -1,6 +1,6 @@
 // The CI files from a result.json: what each cell and verdict becomes in JUnit XML, text that
 // would break XML or a Markdown table, and the summary's order and length.
-#include "loadlab/controller/ci_results.hpp"
+#include "report/ci_results.hpp"
 
 #include <gtest/gtest.h>
 

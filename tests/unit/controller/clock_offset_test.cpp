@@ -1,6 +1,6 @@
 // The clock offset from NTP's four timestamps: the true offset lies within half the round
 // trip of the sample used, whatever the one-way delays, and the least-delay sample is used.
-#include "loadlab/controller/clock_offset.hpp"
+#include "lab/clock_offset.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "loadlab/controller/compare.hpp"
+#include "judge/compare.hpp"
 
 #include <gtest/gtest.h>
 

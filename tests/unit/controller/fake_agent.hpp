@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "loadlab/controller/clock_offset.hpp"
-#include "loadlab/controller/watchdog.hpp"
+#include "lab/clock_offset.hpp"
+#include "lab/watchdog.hpp"
 #include "loadlab/v1/agent_mock.grpc.pb.h"
 
 namespace loadlab::controller::fake {

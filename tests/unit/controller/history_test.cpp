@@ -1,6 +1,6 @@
 // The history database: what a run leaves in it, that a run is stored once, migrations
 // from older schemas, and the errors a user sees for a wrong file.
-#include "loadlab/controller/history.hpp"
+#include "history/history.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "input_error_of.hpp"
-#include "loadlab/controller/compare.hpp"
+#include "judge/compare.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "synthetic_result.hpp"
 

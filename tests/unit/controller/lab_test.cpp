@@ -1,6 +1,6 @@
 // lab.json's credentials: TLS files and the token file, for the lab or per agent, read
 // relative to the lab file's folder; errors name the JSON path.
-#include "loadlab/controller/lab.hpp"
+#include "lab/lab.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
-#include "loadlab/controller/matrix_pivot.hpp"
+#include "report/matrix_pivot.hpp"
 
 #include <gtest/gtest.h>
 
-#include "loadlab/controller/cell_metrics.hpp"
 #include "report_fixture.hpp"
+#include "results/cell_metrics.hpp"
 
 namespace loadlab::controller {
 namespace {

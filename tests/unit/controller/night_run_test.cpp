@@ -11,9 +11,9 @@
 
 #include "fake_agent.hpp"
 #include "load_result_fixture.hpp"
-#include "loadlab/controller/runner.hpp"
 #include "loadlab/shared/exit_status.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "run/scenario_run.hpp"
 
 namespace loadlab::controller {
 namespace {

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <random>
 
-#include "loadlab/controller/verdict.hpp"
+#include "judge/verdict.hpp"
 
 namespace loadlab::controller {
 namespace {

@@ -1,4 +1,4 @@
-#include "loadlab/controller/plan.hpp"
+#include "scenario/plan.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "loadlab/controller/provenance.hpp"
+#include "run/provenance.hpp"
 
 #include <gtest/gtest.h>
 

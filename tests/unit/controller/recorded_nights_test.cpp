@@ -17,7 +17,7 @@
 #include <sstream>
 #include <utility>
 
-#include "loadlab/controller/verdict.hpp"
+#include "judge/verdict.hpp"
 
 namespace loadlab::controller {
 namespace {

@@ -1,7 +1,7 @@
 // One repetition's protocol against fake agents (gRPC's generated stub mock, in-memory
 // streams) in simulated time: the order of the marks, a phase deadline, a target lost
 // mid-window.
-#include "loadlab/controller/repetition_runner.hpp"
+#include "lab/repetition_runner.hpp"
 
 #include <gtest/gtest.h>
 

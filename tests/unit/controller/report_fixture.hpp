@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "loadlab/controller/results.hpp"
+#include "results/results.hpp"
 
 namespace loadlab::controller::testing {
 

@@ -1,14 +1,14 @@
 // report.html from synthetic cells: its structure (one row per cell, a chart per metric and
 // panel), the escaping of every text from input, and the verdicts/trends hooks.
-#include "loadlab/controller/report_html.hpp"
+#include "report/report_html.hpp"
 
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <sstream>
 
-#include "loadlab/controller/svg_chart.hpp"
 #include "loadlab/proto/json.hpp"
+#include "report/svg_chart.hpp"
 #include "report_fixture.hpp"
 
 namespace loadlab::controller {

@@ -1,4 +1,4 @@
-#include "loadlab/controller/reporters.hpp"
+#include "report/reporters.hpp"
 
 #include <gtest/gtest.h>
 

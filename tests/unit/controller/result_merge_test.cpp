@@ -1,4 +1,4 @@
-#include "loadlab/controller/result_merge.hpp"
+#include "results/result_merge.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 
 #include <set>
 
-#include "loadlab/controller/run_folder.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/v1/result.pb.h"
+#include "run/run_folder.hpp"
 
 namespace loadlab::controller {
 namespace {

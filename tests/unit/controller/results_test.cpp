@@ -1,12 +1,12 @@
-#include "loadlab/controller/results.hpp"
+#include "results/results.hpp"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "load_result_fixture.hpp"
-#include "loadlab/controller/result_merge.hpp"
 #include "loadlab/proto/json.hpp"
+#include "results/result_merge.hpp"
 
 namespace loadlab::controller {
 namespace {

@@ -1,13 +1,13 @@
 // Retry policy in simulated time: the backoff schedule, its jitter bounds, the wait for
 // agents that ends early, on its budget or on a signal, and which failures are retried.
-#include "loadlab/controller/retry.hpp"
+#include "lab/retry.hpp"
 
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <vector>
 
-#include "loadlab/controller/errors.hpp"
+#include "core/errors.hpp"
 
 namespace loadlab::controller {
 namespace {

@@ -1,6 +1,6 @@
 // The run folder on a real disk: a new run never overwrites an old one, and a resumed run
 // gets back the cells its journal holds, a torn last line aside.
-#include "loadlab/controller/run_folder.hpp"
+#include "run/run_folder.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "input_error_of.hpp"
-#include "loadlab/controller/provenance.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "run/provenance.hpp"
 
 namespace loadlab::controller {
 namespace {

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <string>
 
-#include "loadlab/controller/plan.hpp"
-#include "loadlab/controller/scenario.hpp"
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
+#include "scenario/plan.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loadlab::controller {
 namespace {

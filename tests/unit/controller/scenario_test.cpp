@@ -1,4 +1,4 @@
-#include "loadlab/controller/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <set>
 #include <string>
 
-#include "loadlab/controller/plan.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "scenario/plan.hpp"
 
 namespace loadlab::controller {
 namespace {

@@ -4,7 +4,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "loadlab/controller/watchdog.hpp"
+#include "lab/watchdog.hpp"
 
 namespace loadlab::controller {
 

@@ -1,4 +1,4 @@
-#include "loadlab/controller/stats.hpp"
+#include "core/stats.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The progress bar's line and log records sharing a terminal: each record is written whole
 // above the bar and the bar redrawn below it, also when threads log while the bar redraws.
-#include "loadlab/controller/status_line.hpp"
+#include "core/status_line.hpp"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>

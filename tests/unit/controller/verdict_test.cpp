@@ -1,4 +1,4 @@
-#include "loadlab/controller/verdict.hpp"
+#include "judge/verdict.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Phase deadlines in simulated time: a phase that outlives its deadline cancels every call
 // and names itself; a new phase replaces the old deadline; a signal interrupts.
-#include "loadlab/controller/watchdog.hpp"
+#include "lab/watchdog.hpp"
 
 #include <gtest/gtest.h>
 
