@@ -14,7 +14,7 @@ BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache lld \
 # What `make test` adds: GoogleTest, and the tools and peers the tests run.
 # python3: the catalog target of tests/integration/catalog_target_test.cpp (standard library only).
 # dpkg-dev, file: cpack's dpkg-shlibdeps (the Depends of the .deb packages, tests/deploy).
-# nghttp2-server: nghttpd, the independent HTTP/2 server of tests/unit/load/h2_load_test.cpp.
+# nghttp2-server: nghttpd, the independent HTTP/2 server of tests/unit/load_generator/h2_load_test.cpp.
 # ngtcp2-server, ngtcp2-client: gtlsserver and gtlsclient, the independent HTTP/3 peers of the
 # load generator's and the target's h3 tests.
 # python3-yaml: tests/deploy/k8s_manifests_test.py parses the manifests of deploy/k8s.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # symbol_order.sh: writes the link order of loadlab-load's and loadlab-target's functions
-# (agent/load/loadlab-load.order, agent/target/loadlab-target.order; issue 26).
+# (programs/order_files/loadlab-load.order, programs/order_files/loadlab-target.order; issue 26).
 #
 # A program's code pages count in its RSS in 64 KB windows: the kernel maps the neighbours of
 # each page a program touches ("fault-around"), so a few hundred functions scattered over 4 MB
@@ -77,6 +77,6 @@ kill -TERM "$SERVER_PID"
 wait "$SERVER_PID" || true
 [[ -s $WORK/target ]] || { echo "symbol_order.sh: loadlab-target under callgrind wrote no profile: $(cat "$WORK/server.out")" >&2; exit 1; }
 
-order_of "$LOAD" "$WORK/load1" "$WORK/load2" "$WORK/load3" >"$ROOT/agent/load/loadlab-load.order"
-order_of "$TARGET" "$WORK/target" >"$ROOT/agent/target/loadlab-target.order"
-wc -l "$ROOT/agent/load/loadlab-load.order" "$ROOT/agent/target/loadlab-target.order"
+order_of "$LOAD" "$WORK/load1" "$WORK/load2" "$WORK/load3" >"$ROOT/programs/order_files/loadlab-load.order"
+order_of "$TARGET" "$WORK/target" >"$ROOT/programs/order_files/loadlab-target.order"
+wc -l "$ROOT/programs/order_files/loadlab-load.order" "$ROOT/programs/order_files/loadlab-target.order"

@@ -1,4 +1,4 @@
-// Replaces agent/target/cpu_burn.cpp's burn_cpu in the h2 fuzz target (an object on the link line
+// Replaces programs/target_server/cpu_burn.cpp's burn_cpu in the h2 fuzz target (an object on the link line
 // wins over the archive member, which is then not pulled in; a second symbol in cpu_burn.cpp would
 // make the link fail loudly). A knob may ask 50 ms of CPU per request and a thousand streams may
 // ask at once: burnt for real, an input would be a timeout about a rule the unit tests cover

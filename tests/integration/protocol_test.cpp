@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "../unit/target/tls_test_client.hpp"
+#include "../unit/target_server/tls_test_client.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "test_support.hpp"
 

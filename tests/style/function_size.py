@@ -15,7 +15,7 @@ import re
 import sys
 
 LIMIT = 60
-FOLDERS = ["agent", "controller", "shared", "proto"]
+FOLDERS = ["agent", "programs", "controller", "shared", "proto"]
 CONTROL = re.compile(r"^(if|for|while|switch|catch|do|else|try|return)\b")
 TYPE_HEAD = re.compile(r"(^|[\s;])(class|struct|union|enum)\b[^()]*$")
 NAMESPACE = re.compile(r"(^|\s)namespace\b|extern\s+\"C\"")

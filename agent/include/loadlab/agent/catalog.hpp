@@ -22,7 +22,7 @@
 //   {"clients": {"wrk": {"tool": "wrk", "path": "/usr/bin/wrk"}, "h2": {"tool": "h2load"}}}
 //
 // `tool` is one of wrk, hey, h2load (it decides the command line and the output's parser,
-// agent/clients); `path` defaults to /usr/bin/TOOL, and a tool missing there is left out with
+// agent/external_tools); `path` defaults to /usr/bin/TOOL, and a tool missing there is left out with
 // a warning (an explicit path must exist). The built-in client "loadlab" (the
 // agent's loadlab-load) is implicit.
 #include <cstdint>

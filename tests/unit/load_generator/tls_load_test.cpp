@@ -274,7 +274,7 @@ TEST(TlsLoadBinaryTest, APlainWorkerMapsNoTlsOrQuicLibraryAndHttpsHandsTheSamePr
     EXPECT_EQ(exe(plain.pid()), "loadlab-load");
     // Its own memory: the five latency histograms of its thread cost the pages their values fall
     // in (about 140 KiB of counters each when all were written: 1.7 MB in all, 0.5 MB now).
-    // Its code: the functions a run executes are linked together (agent/load/loadlab-load.order,
+    // Its code: the functions a run executes are linked together (programs/order_files/loadlab-load.order,
     // bench/symbol_order.sh), so 1.4-1.8 MB of its text is resident, 2.6-2.8 MB in the default
     // layout (the bound is between). A stale order file or a lost linker flag shows here.
     if (!maps_any(libraries, "libasan.") && !maps_any(libraries, "libtsan.")) {  // sanitizers' shadow memory

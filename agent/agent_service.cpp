@@ -30,7 +30,7 @@ namespace {
 // What the agent's programs speak (AgentInfo.target_protocols and client_protocols, and the
 // checks of HostTarget and RunLoad): the built-in target and load worker (nullptr) HTTP/1.1
 // and HTTP/2, over TCP and TLS, and HTTP/3 over QUIC; the catalog's targets, what their entry lists (HTTP/1.1
-// over TCP by default); its clients, what their tool speaks (agent/clients/command_line.hpp).
+// over TCP by default); its clients, what their tool speaks (agent/external_tools/command_line.hpp).
 std::vector<v1::Protocol> served_by(const CatalogEntry& target) {
   if (target.builtin)
     return {v1::PROTOCOL_HTTP1, v1::PROTOCOL_HTTPS, v1::PROTOCOL_H2, v1::PROTOCOL_H2C, v1::PROTOCOL_H3};

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <thread>
 
-#include "../load/target_process.hpp"
+#include "../load_generator/target_process.hpp"
 #include "fixture.hpp"
 #include "loadlab/clients/command_line.hpp"
 #include "loadlab/clients/output.hpp"

@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "../load/nghttpd_process.hpp"
+#include "../load_generator/nghttpd_process.hpp"
 #include "h2_frames.hpp"
 #include "running_server.hpp"
 #include "test_cert.hpp"

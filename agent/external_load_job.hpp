@@ -1,6 +1,6 @@
 #pragma once
 // One RunLoad stream served by an external client (wrk, hey, h2load; the catalog's
-// "clients"): the spec becomes the tool's command line (agent/clients), the tool runs as a
+// "clients"): the spec becomes the tool's command line (agent/external_tools), the tool runs as a
 // job like loadlab-load does (own process group or cgroup, measured, stopped with the
 // stream), and its printed report becomes the Result. The tools have no warm-up and print
 // nothing until they end, so MeasureStart is sent when the tool starts and Result when it

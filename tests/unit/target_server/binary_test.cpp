@@ -398,7 +398,7 @@ TEST(TargetBinaryTls, APlainTargetMapsNoTlsOrQuicLibraryAndTlsHandsTheSameProces
     for (const char* lib : secure_libraries) EXPECT_FALSE(loadlab::testing::maps_any(libraries, lib)) << lib;
     EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(plain.pid()) + "/exe").filename(),
               "loadlab-target");
-    // Its code: the functions serving executes are linked together (agent/target/
+    // Its code: the functions serving executes are linked together (programs/target_server/
     // loadlab-target.order, bench/symbol_order.sh): 0.3-0.9 MB of its text is resident after a
     // request (large page-cache folios map more at times), 1.2 MB in the default layout. A stale order file
     // or a lost linker flag shows here.
