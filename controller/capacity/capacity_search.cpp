@@ -35,7 +35,7 @@ bool step_flagged(const v1::Repetition& rep, const char* flag) {
 // judged by what it measured, and says so.
 StepVerdict judge_one(const SearchDef& def, const StepPlan& plan, const v1::Repetition* rep,
                       const std::string& error, bool busy_counts, std::string* why,
-                      std::vector<std::pair<std::string, double>>* figures) {
+                      std::vector<std::pair<std::string, std::optional<double>>>* figures) {
   why->clear();
   figures->clear();
   if (!error.empty() || !rep) {
@@ -48,12 +48,12 @@ StepVerdict judge_one(const SearchDef& def, const StepPlan& plan, const v1::Repe
   }
   std::vector<std::string> broken;
   for (const auto& o : def.slo) {
-    const double v = slo_value(*rep, o.figure);
+    const auto v = slo_value(*rep, o.figure);
     figures->emplace_back(o.figure, v);
-    if (!std::isfinite(v))
+    if (!v)
       broken.push_back(o.figure + " unknown (no request measured)");
-    else if (v > o.limit)
-      broken.push_back(fmt::format("{} {:g} > {:g}", o.figure, v, o.limit));
+    else if (*v > o.limit)
+      broken.push_back(fmt::format("{} {:g} > {:g}", o.figure, *v, o.limit));
   }
   const bool saturated = step_flagged(*rep, "client-saturated");
   if (busy_counts && (rep->rate_not_held() || !broken.empty()) && stalled(*rep)) {
@@ -90,13 +90,13 @@ StepVerdict judge_one(const SearchDef& def, const StepPlan& plan, const v1::Repe
 
 namespace {
 
-double latency_figure(const v1::Latency& l, const std::string& figure) {
+std::optional<double> latency_figure(const v1::Latency& l, const std::string& figure) {
   if (figure == "p50_ms") return l.p50_us() / 1000.0;
   if (figure == "p90_ms") return l.p90_us() / 1000.0;
   if (figure == "p99_ms") return l.p99_us() / 1000.0;
   if (figure == "p999_ms") return l.p999_us() / 1000.0;
   if (figure == "max_ms") return l.max_us() / 1000.0;
-  return NAN;
+  return std::nullopt;
 }
 
 // Every objective held by the figures counted from each request's write: what the server
@@ -104,9 +104,9 @@ double latency_figure(const v1::Latency& l, const std::string& figure) {
 bool held_from_the_write(const SearchDef& def, const v1::Repetition& rep) {
   if (!(rep.latency_uncorrected().max_us() > 0)) return false;  // not measured (an external client)
   return std::all_of(def.slo.begin(), def.slo.end(), [&](const SloObjective& o) {
-    const double v = o.figure == "errors_pct" ? slo_value(rep, o.figure)
-                                              : latency_figure(rep.latency_uncorrected(), o.figure);
-    return std::isfinite(v) && v <= o.limit;
+    const auto v = o.figure == "errors_pct" ? slo_value(rep, o.figure)
+                                            : latency_figure(rep.latency_uncorrected(), o.figure);
+    return v && *v <= o.limit;
   });
 }
 
@@ -122,8 +122,8 @@ bool server_at_its_cpus(const v1::Repetition& rep) {
 
 }  // namespace
 
-double slo_value(const v1::Repetition& rep, const std::string& figure) {
-  if (rep.requests() == 0) return NAN;
+std::optional<double> slo_value(const v1::Repetition& rep, const std::string& figure) {
+  if (rep.requests() == 0) return std::nullopt;
   if (figure == "errors_pct")
     return 100.0 * static_cast<double>(rep.errors()) / static_cast<double>(rep.requests());
   return latency_figure(rep.latency(), figure);
@@ -190,7 +190,7 @@ const char* end_name(CapacitySearch::End e) {
 
 StepVerdict judge_step(const SearchDef& def, const StepPlan& plan, const v1::Repetition* rep,
                        const std::string& error, std::string* why,
-                       std::vector<std::pair<std::string, double>>* figures) {
+                       std::vector<std::pair<std::string, std::optional<double>>>* figures) {
   return judge_one(def, plan, rep, error, true, why, figures);
 }
 

@@ -32,8 +32,8 @@
 
 namespace loadlab::controller {
 
-// The figure's value in a repetition; NaN when it has none (no request measured).
-double slo_value(const v1::Repetition& rep, const std::string& figure);
+// The figure's value in a repetition; none when it has none (no request measured).
+std::optional<double> slo_value(const v1::Repetition& rep, const std::string& figure);
 
 // The largest latency limit of the SLO in seconds; `timeout_s` when it has none (a request
 // slower than the timeout fails, so the error rate bounds it).
@@ -79,7 +79,7 @@ struct SearchStep {
   StepVerdict verdict = StepVerdict::kFailed;
   std::string why;  // the broken objective, or the flag, in words
   double achieved_rate = 0;
-  std::vector<std::pair<std::string, double>> figures;  // each objective's figure
+  std::vector<std::pair<std::string, std::optional<double>>> figures;  // each objective's figure
   // false: measured again (disturbed, connection-short, or client-bound with threads to add).
   bool counted = true;
 };
@@ -87,7 +87,7 @@ struct SearchStep {
 // Judges a step's repetition against the SLO. `error`: the step's failure ("" if measured).
 StepVerdict judge_step(const SearchDef& def, const StepPlan& plan, const v1::Repetition* rep,
                        const std::string& error, std::string* why,
-                       std::vector<std::pair<std::string, double>>* figures);
+                       std::vector<std::pair<std::string, std::optional<double>>>* figures);
 
 // The cell's load as the search starts it: threads, connections, streams, and which
 // protocol (h2/h3 carry several requests per connection), with the limits a step stays in.

@@ -34,6 +34,7 @@ std::string commit(const std::string& sha, bool dirty) {
 }
 
 std::string number(double v) { return std::isfinite(v) ? fixed_text(v, 2) : "-"; }
+std::string number(std::optional<double> v) { return v ? number(*v) : "-"; }
 
 std::string joined(const std::vector<std::string>& items, size_t at_most = 12) {
   std::string out;
@@ -127,7 +128,7 @@ void changes(const History& h, const HistoryCliOptions& o, std::ostream& out) {
         if (p.ok && !p.values.empty()) points.push_back(p);
       if (points.empty()) continue;  // a figure the cell never gave (capacity: not a search)
       std::vector<double> medians;
-      for (auto& p : points) medians.push_back(p.median());
+      for (auto& p : points) medians.push_back(*p.median());  // each has values
       ++series_count;
       auto cps = find_change_points(medians, cpo);
       if (cps.empty()) continue;
@@ -170,7 +171,7 @@ RegressionDef replayed_regression(const History& h, const HistoryCliOptions& o, 
 struct VerdictTally {
   std::map<int64_t, std::string> night_started;
   std::map<int64_t, bool> night_alarmed;
-  std::map<std::string, std::map<std::string, size_t>> counts;  // cell → verdict → nights
+  std::map<std::string, std::map<Verdict, size_t>> counts;  // cell → verdict → nights
   std::map<std::string, std::vector<double>> mdcs;
   size_t judged = 0, inconclusive = 0;
 };
@@ -180,8 +181,8 @@ void verdict_csv_line(const std::string& scenario, const std::string& key, const
                       const NightVerdict& v, std::ostream& out) {
   std::string reason = v.reason;
   std::replace(reason.begin(), reason.end(), '"', '\'');
-  out << scenario << "," << n.run_id << "," << n.started_at << "," << key << "," << v.verdict << ","
-      << number(v.value) << "," << number(v.confirm_value) << "," << number(v.baseline) << ","
+  out << scenario << "," << n.run_id << "," << n.started_at << "," << key << "," << verdict_name(v.verdict)
+      << "," << number(v.value) << "," << number(v.confirm_value) << "," << number(v.baseline) << ","
       << number(v.change_pct) << "," << number(v.mdc_pct) << "," << v.nights << "," << n.target_build << ",\""
       << reason << "\"\n";
 }
@@ -195,13 +196,13 @@ void judge_cell_nights(const History& h, const HistoryCliOptions& o, const std::
   for (size_t i = 0; i < v.size(); ++i) {
     const Night& n = cn.nights[i];
     t.night_started[n.run_id] = n.started_at;
-    t.night_alarmed[n.run_id] = t.night_alarmed[n.run_id] || v[i].verdict == kRegression;
+    t.night_alarmed[n.run_id] = t.night_alarmed[n.run_id] || v[i].verdict == Verdict::kRegression;
     ++t.counts[key][v[i].verdict];
-    if (v[i].verdict != "failed") {
+    if (v[i].verdict != Verdict::kFailed) {
       ++t.judged;
-      t.inconclusive += v[i].verdict == kInconclusive;
+      t.inconclusive += v[i].verdict == Verdict::kInconclusive;
     }
-    if (std::isfinite(v[i].mdc_pct)) t.mdcs[key].push_back(v[i].mdc_pct);
+    if (v[i].mdc_pct) t.mdcs[key].push_back(*v[i].mdc_pct);
     if (o.csv) verdict_csv_line(scenario, key, n, v[i], out);
   }
 }
@@ -224,7 +225,8 @@ void verdict_table(const std::string& scenario, const std::vector<std::string>& 
     for (auto& [verdict, n] : c) total += n;
     // The key padded by bytes, as printf did: a target name may hold UTF-8.
     out << fmt::format("  {} {:6} {:6} {:6} {:12} {:10} {:11} {:6} {:>9}%\n", pad_right(key, 28), total,
-                       c[kSame], c[kNoise], c[kInconclusive], c[kRegression], c[kImprovement], c["failed"],
+                       c[Verdict::kSame], c[Verdict::kNoise], c[Verdict::kInconclusive],
+                       c[Verdict::kRegression], c[Verdict::kImprovement], c[Verdict::kFailed],
                        t.mdcs[key].empty() ? "-" : number(median(t.mdcs[key])));
   }
   out << fmt::format(

@@ -399,12 +399,7 @@ std::vector<AcceptedLevel> accepted_levels(sqlite3* db, const std::string& file,
 
 const HistoryMetric& history_metric(const std::string& name) { return column_of(name).metric; }
 
-double CellPoint::median() const {
-  if (values.empty()) return NAN;
-  auto v = values;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
-}
+std::optional<double> CellPoint::median() const { return night_figure(values); }
 
 History History::open(const std::string& path, Mode mode) {
   if (mode == Mode::kExisting && !std::filesystem::exists(path))
@@ -571,16 +566,12 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
       if (n.target_build.empty()) n.target_build = s.text(7);
     }
   }
-  auto lower_median = [](std::vector<double> v, double none) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? none : v[(v.size() - 1) / 2];
-  };
-  for (size_t i = 0; i < out.nights.size(); ++i) {
-    out.nights[i].steal_pct = lower_median(steals[i], 0);
-    out.nights[i].wait_pct = lower_median(waits[i], NAN);
-    out.nights[i].confirm_wait_pct = lower_median(confirm_waits[i], NAN);
-    out.nights[i].other_pct = lower_median(others[i], NAN);
-    out.nights[i].confirm_other_pct = lower_median(confirm_others[i], NAN);
+  for (size_t i = 0; i < out.nights.size(); ++i) {  // each the median repetition's
+    out.nights[i].steal_pct = night_figure(steals[i]).value_or(0);
+    out.nights[i].wait_pct = night_figure(waits[i]);
+    out.nights[i].confirm_wait_pct = night_figure(confirm_waits[i]);
+    out.nights[i].other_pct = night_figure(others[i]);
+    out.nights[i].confirm_other_pct = night_figure(confirm_others[i]);
   }
   out.accepted = accepted_levels(db_, path_, scenario, cell_key, out);
   return out;
@@ -631,19 +622,19 @@ std::string History::accept(const std::string& cell_key, int64_t run_id, const s
   return scenario;
 }
 
-void History::store_verdicts(int64_t run_id, const std::string& metric,
-                             const std::vector<std::pair<std::string, NightVerdict>>& verdicts) {
+void History::store_verdicts(int64_t run_id, const v1::Verdicts& verdicts) {
   sqlite::Transaction t(db_, path_, "store the verdicts of run " + std::to_string(run_id));
   sqlite::Statement v(
       db_, path_,
       "INSERT OR REPLACE INTO verdicts (run_id, key, metric, verdict, reason, value, baseline, "
       "change_pct, mdc_pct, nights) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "store a verdict");
-  auto finite = [](double x) { return std::isfinite(x) ? std::optional<double>(x) : std::nullopt; };
-  for (auto& [key, n] : verdicts) {
-    v.bind(1, run_id).bind(2, key).bind(3, metric).bind(4, n.verdict).bind(5, n.reason);
-    v.bind(6, finite(n.value)).bind(7, finite(n.baseline)).bind(8, finite(n.change_pct));
-    v.bind(9, finite(n.mdc_pct)).bind(10, static_cast<int64_t>(n.nights)).run();
+  auto figure = [](bool has, double x) { return has ? std::optional<double>(x) : std::nullopt; };
+  for (auto& c : verdicts.cells()) {
+    v.bind(1, run_id).bind(2, c.key()).bind(3, verdicts.metric()).bind(4, c.verdict()).bind(5, c.reason());
+    v.bind(6, figure(c.has_value(), c.value())).bind(7, figure(c.has_baseline(), c.baseline()));
+    v.bind(8, figure(c.has_change_pct(), c.change_pct())).bind(9, figure(c.has_mdc_pct(), c.mdc_pct()));
+    v.bind(10, static_cast<int64_t>(c.nights())).run();
   }
   t.commit();
 }

@@ -44,9 +44,9 @@ struct CellPoint {
   int64_t run_id = 0;
   std::string started_at, git_commit;
   bool git_dirty = false;
-  bool ok = false;             // the cell finished
-  std::vector<double> values;  // per repetition; figures the client could not give left out
-  double median() const;       // the lower median (as compare's); NaN when there is none
+  bool ok = false;                       // the cell finished
+  std::vector<double> values;            // per repetition; figures the client could not give left out
+  std::optional<double> median() const;  // the lower median (as compare's); none without values
 };
 
 enum class AppendOutcome { kAdded, kUpdated, kUnchanged };
@@ -104,9 +104,8 @@ class History {
   std::string accept(const std::string& cell_key, int64_t run_id, const std::string& note);
   // The "regression" object of the newest run of `scenario` ({} when it had none).
   nlohmann::json regression(const std::string& scenario) const;
-  // Keeps what a run's verdicts said (a run's row must exist).
-  void store_verdicts(int64_t run_id, const std::string& metric,
-                      const std::vector<std::pair<std::string, NightVerdict>>& verdicts);
+  // Keeps what a run's verdicts said, cell by cell (a run's row must exist).
+  void store_verdicts(int64_t run_id, const v1::Verdicts& verdicts);
 
   const std::string& path() const { return path_; }
 

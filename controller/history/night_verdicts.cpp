@@ -22,18 +22,15 @@ v1::CellVerdict cell_verdict(const std::string& key, size_t i, const std::vector
   const NightVerdict& v = verdicts[i];
   v1::CellVerdict c;
   c.set_key(key);
-  c.set_verdict(v.verdict);
+  set_verdict(c, v.verdict);
   c.set_reason(v.reason);
-  auto set = [](double x, auto setter) {
-    if (std::isfinite(x)) setter(x);
-  };
-  set(v.value, [&](double x) { c.set_value(x); });
-  set(v.confirm_value, [&](double x) { c.set_confirm_value(x); });
-  set(v.baseline, [&](double x) { c.set_baseline(x); });
-  if (std::isfinite(v.baseline)) c.set_change_pct(v.change_pct);
-  set(v.band_low, [&](double x) { c.set_band_low(x); });
-  set(v.band_high, [&](double x) { c.set_band_high(x); });
-  set(v.mdc_pct, [&](double x) { c.set_mdc_pct(x); });
+  if (v.value && std::isfinite(*v.value)) c.set_value(*v.value);
+  if (v.confirm_value && std::isfinite(*v.confirm_value)) c.set_confirm_value(*v.confirm_value);
+  if (v.baseline) c.set_baseline(*v.baseline);
+  if (v.change_pct) c.set_change_pct(*v.change_pct);
+  if (v.band_low) c.set_band_low(*v.band_low);
+  if (v.band_high) c.set_band_high(*v.band_high);
+  if (v.mdc_pct) c.set_mdc_pct(*v.mdc_pct);
   c.set_nights(v.nights);
   c.set_suspect(v.suspect);
   c.set_disturbed(v.disturbed);
@@ -65,8 +62,8 @@ v1::Verdicts judge_run(const History& h, const std::string& scenario, int64_t ru
     cn.nights.resize(n);  // the nights after this run do not exist for it
     auto verdicts = judge_series(cn.nights, o, cn.accepted);
     *out.add_cells() = cell_verdict(key, verdicts.size() - 1, cn.nights, verdicts);
-    out.set_regressions(out.regressions() + (verdicts.back().verdict == kRegression));
-    out.set_failed(out.failed() + (verdicts.back().verdict == "failed"));
+    out.set_regressions(out.regressions() + (verdicts.back().verdict == Verdict::kRegression));
+    out.set_failed(out.failed() + (verdicts.back().verdict == Verdict::kFailed));
   }
   return out;
 }

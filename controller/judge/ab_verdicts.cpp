@@ -41,9 +41,9 @@ PairFigures pair_figures(const std::vector<v1::Repetition>& a, const std::vector
   PairFigures f;
   const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) {
-    const double x = metric_value(metric, a[i]), y = metric_value(metric, b[i]);
+    const double x = metric_value(metric, a[i]).value_or(NAN), y = metric_value(metric, b[i]).value_or(NAN);
     auto* p = out.Add();
-    p->set_a(x);
+    p->set_a(x);  // ABPair's a and b are not optional in the proto: NaN where a side has no figure
     p->set_b(y);
     p->set_b_first(i % 2 == 1);
     if (!(std::isfinite(x) && std::isfinite(y) && x > 0 && y > 0)) continue;
@@ -78,19 +78,19 @@ struct PairTest {
 void decide_pair(double worse, double half, double threshold_log, const std::string& pairs,
                  const RegressionDef& r, v1::CellVerdict& v) {
   if (worse > half && worse > threshold_log) {
-    v.set_verdict(kRegression);
+    set_verdict(v, Verdict::kRegression);
     v.set_reason(pct_text(v.change_pct()) + ": B worse than A beyond the threshold, and the " + pairs +
                  " show it (" + pct_text((std::exp(half) - 1) * 100, false) + " would be noise)");
   } else if (-worse > half && -worse > threshold_log) {
-    v.set_verdict(kImprovement);
+    set_verdict(v, Verdict::kImprovement);
     v.set_reason(pct_text(v.change_pct()) + ": B better than A beyond the threshold, and the " + pairs +
                  " show it");
   } else if (std::abs(v.change_pct()) > r.threshold_pct) {
-    v.set_verdict(kNoise);
+    set_verdict(v, Verdict::kNoise);
     v.set_reason(pct_text(v.change_pct()) + " is beyond the threshold, but the " + pairs +
                  " spread too much to show it");
   } else {
-    v.set_verdict(kSame);
+    set_verdict(v, Verdict::kSame);
     v.set_reason(pct_text(v.change_pct()) + ": within the " + pct_text(r.threshold_pct, false) +
                  " threshold (" + pairs + ")");
   }
@@ -107,7 +107,7 @@ void confirm_regression(const CellResult& a, const CellResult& b, const Regressi
     return;
   }
   const PairTest t(f.logs);
-  v.set_confirm_value(night_figure(f.bv));
+  v.set_confirm_value(*night_figure(f.bv));  // f.logs has pairs: each side a figure
   v.set_confirm_change_pct((std::exp(t.mean) - 1) * 100);
   const double worse = higher ? -t.mean : t.mean;
   const double half = t_quantile(1 - kConfirmLevel, t.df) * t.se;
@@ -116,7 +116,7 @@ void confirm_regression(const CellResult& a, const CellResult& b, const Regressi
     v.set_reason(v.reason() + "; confirmed by " + again + ": " + pct_text(v.confirm_change_pct()));
     return;
   }
-  v.set_verdict(kNoise);
+  set_verdict(v, Verdict::kNoise);
   v.set_reason("first " + v.reason() + ", but " + again + " measured " + pct_text(v.confirm_change_pct()) +
                ", which is not beyond the threshold and their " +
                pct_text((std::exp(half) - 1) * 100, false) + " band");
@@ -128,24 +128,24 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
   v.set_key(b.cell.key());
   v.set_a_key(a.cell.key());
   if (!a.ok() || !b.ok()) {
-    v.set_verdict("failed");
+    set_verdict(v, Verdict::kFailed);
     v.set_reason((!b.ok() ? b.error : a.error));
     return;
   }
   const PairFigures f = pair_figures(a.reps, b.reps, r.metric, *v.mutable_pairs());
   const auto& logs = f.logs;
   if (logs.empty()) {
-    v.set_verdict(kInconclusive);
+    set_verdict(v, Verdict::kInconclusive);
     v.set_reason(f.left_out > 0 ? "every pair was left out: other work ran on their CPUs"
                                 : "no pair gave the figure");
     return;
   }
-  const double a_fig = night_figure(f.av), b_fig = night_figure(f.bv);
+  const double a_fig = *night_figure(f.av), b_fig = *night_figure(f.bv);  // logs: pairs of figures
   v.set_baseline(a_fig);
   v.set_value(b_fig);
   if (logs.size() < 2) {
     v.set_change_pct((std::exp(logs.front()) - 1) * 100);
-    v.set_verdict(kInconclusive);
+    set_verdict(v, Verdict::kInconclusive);
     v.set_reason(f.count("pair") + ": no spread to judge by");
     return;
   }
@@ -165,7 +165,7 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
   const double worse = higher ? -t.mean : t.mean;
   const std::string pairs = f.count();
   decide_pair(worse, half, threshold_log, pairs, r, v);
-  if (v.verdict() != kRegression) return;
+  if (!is_verdict(v, Verdict::kRegression)) return;
   v.set_suspect(true);
   if (!a.confirmations.empty() || !b.confirmations.empty())
     confirm_regression(a, b, r, threshold_log, v);
@@ -199,8 +199,8 @@ v1::Verdicts judge_ab(const std::vector<std::pair<const CellResult*, const CellR
     out.set_baseline(a->cell.target);
     auto* v = out.add_cells();
     judge_pair(*a, *b, r, out.cell_level(), confirms, *v);
-    out.set_regressions(out.regressions() + (v->verdict() == kRegression));
-    out.set_failed(out.failed() + (v->verdict() == "failed"));
+    out.set_regressions(out.regressions() + is_verdict(*v, Verdict::kRegression));
+    out.set_failed(out.failed() + is_verdict(*v, Verdict::kFailed));
   }
   if (!pairs.empty())
     out.set_note("build " + pairs.front().second->cell.target + " against build " +

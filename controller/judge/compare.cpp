@@ -19,25 +19,37 @@ namespace {
 struct Metric {
   const char* name;
   bool higher_is_better;
-  double (*read)(const v1::Repetition& rep);
+  std::optional<double> (*read)(const v1::Repetition& rep);  // none: not measured
   const char* figure;  // Repetition.unavailable's name of the figure; "" when always given
 };
 
 const Metric kMetrics[] = {
-    {"qps", true, [](const v1::Repetition& r) { return r.qps(); }, "qps"},
-    {"p50_ms", false, [](const v1::Repetition& r) { return r.latency().p50_us() / 1000; }, "latency.p50_us"},
-    {"p90_ms", false, [](const v1::Repetition& r) { return r.latency().p90_us() / 1000; }, "latency.p90_us"},
-    {"p99_ms", false, [](const v1::Repetition& r) { return r.latency().p99_us() / 1000; }, "latency.p99_us"},
-    {"server_cpu_pct", false, [](const v1::Repetition& r) { return r.server().cpu_pct(); }, ""},
+    {"qps", true, [](const v1::Repetition& r) -> std::optional<double> { return r.qps(); }, "qps"},
+    {"p50_ms", false,
+     [](const v1::Repetition& r) -> std::optional<double> { return r.latency().p50_us() / 1000; },
+     "latency.p50_us"},
+    {"p90_ms", false,
+     [](const v1::Repetition& r) -> std::optional<double> { return r.latency().p90_us() / 1000; },
+     "latency.p90_us"},
+    {"p99_ms", false,
+     [](const v1::Repetition& r) -> std::optional<double> { return r.latency().p99_us() / 1000; },
+     "latency.p99_us"},
+    {"server_cpu_pct", false,
+     [](const v1::Repetition& r) -> std::optional<double> { return r.server().cpu_pct(); }, ""},
     {"server_rss_kb", false,
-     [](const v1::Repetition& r) { return static_cast<double>(r.server().rss_kb_peak()); }, ""},
-    {"client_cpu_pct", false, [](const v1::Repetition& r) { return r.client().cpu_pct(); }, ""},
+     [](const v1::Repetition& r) -> std::optional<double> {
+       return static_cast<double>(r.server().rss_kb_peak());
+     },
+     ""},
+    {"client_cpu_pct", false,
+     [](const v1::Repetition& r) -> std::optional<double> { return r.client().cpu_pct(); }, ""},
     // A capacity search's cells (docs/capacity.md): the capacity each repetition's search found.
-    {"capacity", true, [](const v1::Repetition& r) { return r.capacity(); }, ""},
+    {"capacity", true, [](const v1::Repetition& r) -> std::optional<double> { return r.capacity(); }, ""},
     // The cells' instructions per request (a scenario's `instructions`, docs/instructions.md).
     {"instructions", false,
-     [](const v1::Repetition& r) {
-       return r.has_instructions_per_request() ? r.instructions_per_request() : NAN;
+     [](const v1::Repetition& r) -> std::optional<double> {
+       if (!r.has_instructions_per_request()) return std::nullopt;
+       return r.instructions_per_request();
      },
      ""},
 };
@@ -59,8 +71,8 @@ struct CellValues {
 std::vector<double> figures(const google::protobuf::RepeatedPtrField<v1::Repetition>& reps, const Metric& m) {
   std::vector<double> out;
   for (auto& r : reps) {
-    const double x = metric_value(m.name, r);
-    if (std::isfinite(x) && x > 0) out.push_back(x);
+    const auto x = metric_value(m.name, r);
+    if (x && std::isfinite(*x) && *x > 0) out.push_back(*x);
   }
   return out;
 }
@@ -136,14 +148,20 @@ class TwoRunJudge {
   }
 
   void judge(const CellValues& base, const CellValues& now, v1::CellVerdict& v) const {
-    const double b = night_figure(base.values), c = night_figure(now.values);
-    v.set_value(c);
-    v.set_baseline(b);
+    const auto base_figure = night_figure(base.values), new_figure = night_figure(now.values);
+    if (base_figure) v.set_baseline(*base_figure);
+    if (new_figure) v.set_value(*new_figure);
+    if (!base_figure || !new_figure) {
+      set_verdict(v, Verdict::kInconclusive);
+      v.set_reason(std::string("no figure in ") + (base_figure ? "NEW" : new_figure ? "BASE" : "either run"));
+      return;
+    }
+    const double b = *base_figure, c = *new_figure;
     v.set_change_pct((c / b - 1) * 100);
     const double worse_pct = m_.higher_is_better ? -v.change_pct() : v.change_pct();
     if (base.values.size() < 2 || now.values.size() < 2) {
       const bool beyond = std::abs(worse_pct) > r_.threshold_pct;
-      v.set_verdict(beyond ? kInconclusive : kSame);
+      set_verdict(v, beyond ? Verdict::kInconclusive : Verdict::kSame);
       v.set_reason(pct_text(v.change_pct()) +
                    (beyond ? ": beyond the threshold, but one repetition a side shows no "
                              "spread to judge it by"
@@ -159,27 +177,28 @@ class TwoRunJudge {
     v.set_suspect(first > 0);
     if (first == 0) {
       const bool beyond = std::abs(worse_pct) > r_.threshold_pct;
-      v.set_verdict(beyond ? kNoise : kSame);
+      set_verdict(v, beyond ? Verdict::kNoise : Verdict::kSame);
       v.set_reason(pct_text(v.change_pct()) +
                    (beyond ? ": beyond the threshold, but the two runs' repetitions do not "
                              "show it"
                            : ": within the threshold"));
       return;
     }
-    const char* change = first > 0 ? kRegression : kImprovement;
+    const Verdict change = first > 0 ? Verdict::kRegression : Verdict::kImprovement;
     const std::string seen = pct_text(v.change_pct()) + ": beyond the threshold, and the repetitions show it";
     if (first < 0 || now.confirmation.size() < 2) {  // only a regression is confirmed
-      v.set_verdict(change);
+      set_verdict(v, change);
       v.set_reason(seen);
       return;
     }
-    const double confirm = night_figure(now.confirmation);
-    v.set_confirm_value(confirm);
+    const std::optional<double> confirm_figure = night_figure(now.confirmation);
+    if (confirm_figure) v.set_confirm_value(*confirm_figure);
+    const double confirm = confirm_figure.value_or(NAN);  // the same client as the first: it has the figure
     if (t_test(bs, now.confirmation, nullptr, nullptr) == first) {
-      v.set_verdict(change);
+      set_verdict(v, change);
       v.set_reason(seen + "; confirmed on fresh targets: " + pct_text((confirm / b - 1) * 100));
     } else {
-      v.set_verdict(kNoise);
+      set_verdict(v, Verdict::kNoise);
       v.set_reason("first " + seen + ", but measured again on fresh targets " +
                    pct_text((confirm / b - 1) * 100) + ", which does not");
     }
@@ -229,11 +248,11 @@ RegressionDef regression_of_result(const nlohmann::json& result) {
 
 bool metric_higher_is_better(const std::string& name) { return find_metric(name).higher_is_better; }
 
-double metric_value(const std::string& name, const v1::Repetition& r) {
+std::optional<double> metric_value(const std::string& name, const v1::Repetition& r) {
   const Metric& m = find_metric(name);
   if (*m.figure &&
       std::find(r.unavailable().begin(), r.unavailable().end(), m.figure) != r.unavailable().end())
-    return NAN;
+    return std::nullopt;
   return m.read(r);
 }
 
@@ -263,27 +282,28 @@ v1::Verdicts compare_results(const nlohmann::json& base, const nlohmann::json& c
     v->set_key(key);
     auto it = n.find(key);
     if (it == n.end()) {
-      v->set_verdict("missing");
+      set_verdict(*v, Verdict::kMissing);
       v->set_reason("in BASE, not in NEW");
     } else if (!it->second.ok) {
-      v->set_verdict("failed");
+      set_verdict(*v, Verdict::kFailed);
       v->set_reason("the cell failed in NEW");
     } else if (!bv.ok) {
-      v->set_value(night_figure(it->second.values));
-      v->set_verdict("new");
+      if (auto figure = night_figure(it->second.values)) v->set_value(*figure);
+      set_verdict(*v, Verdict::kNew);
       v->set_reason("the cell failed in BASE: nothing to compare with");
     } else {
       judge.judge(bv, it->second, *v);
     }
-    out.set_regressions(out.regressions() + (v->verdict() == kRegression));
-    out.set_failed(out.failed() + (v->verdict() == "failed" || v->verdict() == "missing"));
+    const auto verdict = verdict_of(*v);
+    out.set_regressions(out.regressions() + (verdict == Verdict::kRegression));
+    out.set_failed(out.failed() + (verdict && is_failure(*verdict)));
   }
   for (auto& [key, nv] : n)
     if (!b.count(key)) {
       auto* v = out.add_cells();
       v->set_key(key);
-      if (nv.ok) v->set_value(night_figure(nv.values));
-      v->set_verdict(nv.ok ? "new" : "failed");
+      if (auto figure = night_figure(nv.values); nv.ok && figure) v->set_value(*figure);
+      set_verdict(*v, nv.ok ? Verdict::kNew : Verdict::kFailed);
       v->set_reason(nv.ok ? "not in BASE: nothing to compare with" : "the cell failed in NEW");
       out.set_failed(out.failed() + !nv.ok);
     }
@@ -298,7 +318,7 @@ void write_verdicts(std::ostream& out, const v1::Verdicts& v) {
   for (auto& c : v.cells()) {
     std::string change = c.has_change_pct() ? pct_text(c.change_pct()) : "-";
     std::string mdc = c.has_mdc_pct() ? pct_text(c.mdc_pct(), false) : "-";
-    std::string verdict = c.verdict() == kRegression ? "REGRESSION" : c.verdict();
+    std::string verdict = is_verdict(c, Verdict::kRegression) ? "REGRESSION" : c.verdict();
     // The key padded by bytes, as printf did: a target name may hold UTF-8.
     out << fmt::format("{} {:>12} {:>12} {:>9} {:>9}  {}", pad_right(c.key(), 28),
                        val(c.has_baseline(), c.baseline()), val(c.has_value(), c.value()), change, mdc,

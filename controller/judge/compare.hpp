@@ -29,8 +29,8 @@ RegressionDef regression_of_result(const nlohmann::json& result);
 // Whether a larger value of the metric is better; InputError naming --metric and the
 // allowed names for an unknown one.
 bool metric_higher_is_better(const std::string& name);
-// The metric's figure of one repetition; NaN where the client could not give it.
-double metric_value(const std::string& name, const v1::Repetition& r);
+// The metric's figure of one repetition; none where the client could not give it.
+std::optional<double> metric_value(const std::string& name, const v1::Repetition& r);
 
 // NEW (a result.json) against BASE, cell by cell (method "two runs"). Cells are matched by
 // key; a cell that failed or is missing in NEW is "failed"/"missing" (counted in `failed`, not

@@ -177,159 +177,111 @@ std::string fingerprint_change(const std::string& before, const std::string& aft
 // Nights judged same or noise after a change that show the cell came back from it.
 constexpr size_t kCameBackNights = 2;
 
-bool excluded(const std::string& verdict) { return verdict == kRegression || verdict == kImprovement; }
+// What the baseline nights say about the machine, beside their figures.
+struct BaselineContext {
+  std::optional<Band> band;     // none: fewer than two nights, or no spread
+  uint32_t nights = 0;          // the K baseline nights
+  std::vector<double> logs;     // the baseline nights' log figures
+  std::vector<size_t> stretch;  // the nights of the longer stretch (indices, oldest first)
+  double steal_max = 0;
+  std::optional<double> wait_max;  // none: no baseline night knows its wait
+  // The median other work of the baseline nights that ran tonight's target build; none: too
+  // few say. The figure is the cell's CPUs' busy time less its own processes' CPU, so it moves
+  // with the code too: a heavier build reads as more other work (issue 23).
+  std::optional<double> other_level;
+  double threshold_log = 0;
+};
 
-class SeriesJudge {
+// The verdict of one night against its baseline (BaselineContext), in words: same, noise, a
+// change and its confirmation, or inconclusive when the machine was disturbed.
+class NightDecider {
  public:
-  SeriesJudge(const std::vector<Night>& s, const VerdictOptions& o, std::vector<AcceptedLevel> accepted)
-      : s_(s), o_(o), accepted_(std::move(accepted)), out_(s.size()), judged_level_(s.size(), 0) {
-    std::sort(accepted_.begin(), accepted_.end(),
-              [](auto& a, auto& b) { return a.effective_from < b.effective_from; });
+  NightDecider(const std::vector<Night>& s, const VerdictOptions& o) : s_(s), o_(o) {}
+
+  // The verdict of an undisturbed night with a band: same, noise, or a change and its
+  // confirmation. A regression needs both measurements beyond the band's worse edge (the
+  // budget spent on the pair) or, with no confirmation, the first beyond one measurement's.
+  void decide(const Night& n, const BaselineContext& c, NightVerdict& v) const {
+    const Band& b = *c.band;
+    const int first = side(*v.value, c, b.half);
+    if (first == 0) return decide_unchanged(c, v);
+    const Verdict change = first > 0 ? Verdict::kRegression : Verdict::kImprovement;
+    const std::string where =
+        first > 0 ? (o_.higher_is_better ? "below " : "above ") : (o_.higher_is_better ? "above " : "below ");
+    v.suspect = first > 0;
+    const bool few = c.nights < o_.min_nights;
+    const std::string seen = pct_text(*v.change_pct) + ": beyond the " + pct_text(o_.threshold_pct, false) +
+                             " threshold and " + where + band_text(b, v) +
+                             (few ? " (" + std::to_string(c.nights) + " nights of history (" +
+                                        std::to_string(o_.min_nights) + " needed))"
+                                  : "");
+    // Only a regression is confirmed (an improvement alarms no one): a confirmation measured
+    // anyway (confirm.every_cell) is not read for one, as a nightly would not have it.
+    if (first < 0 || n.confirmation.empty()) {
+      const bool alone = first < 0 || side(*v.value, c, b.alone) > 0;
+      v.verdict = alone ? change : Verdict::kInconclusive;
+      v.reason =
+          seen +
+          (first < 0 ? ""
+           : alone   ? "; not confirmed (no confirmation measured)"
+                     : "; a confirmation would tell: one measurement alone must be beyond " +
+                         pct_text(change_pct_of(b.model.centre + (o_.higher_is_better ? -b.alone : b.alone),
+                                                b.model.centre)));
+      return;
+    }
+    const double confirm_change = change_pct_of(std::log(*v.confirm_value), b.model.centre);
+    // The confirmation's other work against the baseline nights' of this build or, on a new
+    // build, against the night's own first measurement (same build, not disturbed).
+    const bool own = !c.other_level;
+    if (auto why =
+            o_.host_insensitive
+                ? std::string()
+                : disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct,
+                              n.confirm_other_pct, own ? n.other_pct : c.other_level,
+                              own ? "the night's first measurement" : "its baseline nights' median", c);
+        !why.empty()) {
+      // A suspect that could not be confirmed stays out of later bands, as a regression does:
+      // otherwise one such night widens the band until the regression it was reads as noise.
+      v.disturbed = true;
+      v.verdict = Verdict::kInconclusive;
+      v.reason = "first " + seen + ", but the machine was busy when it was measured again (" + why +
+                 "): it cannot be confirmed";
+      return;
+    }
+    if (side(*v.confirm_value, c, b.half) == first) {
+      v.verdict = change;
+      v.reason = seen + "; confirmed on fresh targets: " + pct_text(confirm_change);
+    } else {
+      v.verdict = Verdict::kNoise;
+      v.reason = "first " + seen + ", but measured again on fresh targets " + pct_text(confirm_change) +
+                 ", which is not";
+      v.band_value = *v.confirm_value;
+    }
   }
 
-  std::vector<NightVerdict> run() {
-    size_t next_accept = 0;
-    for (size_t i = 0; i < s_.size(); ++i) {
-      for (; next_accept < accepted_.size() && accepted_[next_accept].effective_from <= i; ++next_accept)
-        start_level(std::min(accepted_[next_accept].start, i));
-      judged_level_[i] = level_;
-      judge(i);
-      auto_accept(i);
-    }
-    return std::move(out_);
+  // Why a measurement was disturbed, "" when it was not: half its repetitions flagged
+  // busy-machine, its processes waited for a CPU far longer than on any baseline night, or the
+  // other work on its CPUs stood well above its baseline nights' level (a neighbour that the
+  // flag's absolute threshold misses where the cell's own CPU reads above its CPUs' busy time).
+  std::string disturbance(uint32_t busy, size_t reps, std::optional<double> wait, std::optional<double> other,
+                          std::optional<double> other_level, const char* level_name,
+                          const BaselineContext& c) const {
+    if (reps > 0 && busy * 2 >= reps)
+      return std::to_string(busy) + " of " + std::to_string(reps) +
+             " repetitions flagged busy-machine (other work on its CPUs)";
+    if (wait && c.wait_max && *wait > *c.wait_max * o_.wait_factor + o_.wait_margin_pct)
+      return "its processes waited for a CPU " + pct_text(*wait, false) +
+             " of the window, its baseline nights at most " + pct_text(*c.wait_max, false);
+    if (other && other_level && *other - *other_level >= kBusyOutlierPct)
+      return fmt::format("other work on its CPUs took {:.0f} % of a core, {:.0f} more than {} ({:.0f} %)",
+                         *other, *other - *other_level, level_name, *other_level);
+    return "";
   }
 
  private:
-  // What the baseline nights say about the machine, beside their figures.
-  struct Context {
-    std::optional<Band> band;     // none: fewer than two nights, or no spread
-    uint32_t nights = 0;          // the K baseline nights
-    std::vector<double> logs;     // the baseline nights' log figures
-    std::vector<size_t> stretch;  // the nights of the longer stretch (indices, oldest first)
-    double steal_max = 0, wait_max = NAN;
-    // The median other work of the baseline nights that ran tonight's target build; NaN: too few
-    // say. The figure is the cell's CPUs' busy time less its own processes' CPU, so it moves
-    // with the code too: a heavier build reads as more other work (issue 23).
-    double other_level = NAN;
-    double threshold_log = 0;
-  };
-
-  void judge(size_t i) {
-    NightVerdict& v = out_[i];
-    const Night& n = s_[i];
-    v.value = night_figure(n.values);
-    v.band_value = v.value;
-    v.confirm_value = n.confirmation.empty() ? NAN : night_figure(n.confirmation);
-    v.baseline = v.band_low = v.band_high = v.mdc_pct = NAN;
-    if (!n.ok || !std::isfinite(v.value) || v.value <= 0) {
-      v.verdict = "failed";
-      v.reason = n.ok ? "no figure" : "the cell failed";
-      return;
-    }
-    const Context c = context(i);
-    // Something else ran on the cell's CPUs during its measurement: its figure is the
-    // neighbour's, not the code's, and stays out of later bands.
-    if (auto why = o_.host_insensitive ? std::string()
-                                       : disturbance(n.busy_reps, n.values.size(), n.wait_pct, n.other_pct,
-                                                     c.other_level, "its baseline nights' median", c);
-        !why.empty()) {
-      v.disturbed = true;
-      v.verdict = kInconclusive;
-      v.reason = "the machine was busy while the cell was measured: " + why;
-      return;
-    }
-    v.nights = c.nights;
-    if (!c.band) {
-      v.verdict = kInconclusive;
-      v.reason = few_nights_reason(i, c.nights);
-      if (c.nights == 1) {
-        v.baseline = std::exp(c.logs[0]);
-        v.change_pct = change_pct_of(std::log(v.value), c.logs[0]);
-      }
-      return;
-    }
-    const Band& b = *c.band;
-    for (size_t k : b.model.outliers) v.outlier_index.push_back(c.stretch[k]);
-    const double worse_edge = b.model.centre + (o_.higher_is_better ? -b.half : b.half);
-    const double better_edge = b.better() + (o_.higher_is_better ? b.alone : -b.alone);
-    v.baseline = std::exp(b.model.centre);
-    v.band_low = std::exp(std::min(worse_edge, better_edge));
-    v.band_high = std::exp(std::max(worse_edge, better_edge));
-    v.mdc_pct = mdc_pct_of(b.mdc, o_.higher_is_better);
-    v.change_pct = change_pct_of(std::log(v.value), b.model.centre);
-    if (!o_.host_insensitive && n.steal_pct > o_.steal_limit_pct && c.steal_max * 3 < n.steal_pct) {
-      v.verdict = kInconclusive;
-      v.reason = "the hypervisor took " + pct_text(n.steal_pct, false) +
-                 " of a core from the cell's CPUs (its " + std::to_string(c.nights) +
-                 " baseline nights at most " + pct_text(c.steal_max, false) + ")";
-      return;
-    }
-    decide(n, c, v);
-  }
-
-  // The baseline of night `i`: the earlier nights of this level on the same machines, not
-  // judged a change against it and not disturbed; at most K of them, the newest.
-  Context context(size_t i) {
-    NightVerdict& v = out_[i];
-    Context c;
-    const size_t longest = std::max(o_.baseline_nights, o_.noise_nights);
-    size_t came_back = 0;  // nights newer than j judged same or noise against this level
-    for (size_t j = i; j-- > level_ && c.stretch.size() < longest;) {
-      if (out_[j].verdict == "failed" || out_[j].disturbed || s_[j].fingerprint != s_[i].fingerprint)
-        continue;
-      // A change judged against this level stays out of it while it lasts; one judged against
-      // an older level, now accepted, is this level's. A change the cell came back from (two
-      // newer nights judged same or noise) is its history again: alone, an outlier; with two
-      // more on its side, a level it recurs to.
-      const bool change = excluded(out_[j].verdict) && judged_level_[j] == level_;
-      if (change && came_back < kCameBackNights) continue;
-      came_back += out_[j].verdict == kSame || out_[j].verdict == kNoise;
-      if (v.baseline_index.size() < o_.baseline_nights) v.baseline_index.push_back(j);
-      c.stretch.push_back(j);
-    }
-    std::reverse(v.baseline_index.begin(), v.baseline_index.end());
-    std::reverse(c.stretch.begin(), c.stretch.end());
-    std::vector<double> others;
-    for (size_t j : v.baseline_index) {
-      c.logs.push_back(std::log(out_[j].band_value));
-      if (std::isfinite(s_[j].other_pct) && s_[j].target_build == s_[i].target_build)
-        others.push_back(s_[j].other_pct);
-      c.steal_max = std::max(c.steal_max, s_[j].steal_pct);
-      if (std::isfinite(s_[j].wait_pct))
-        c.wait_max = std::isfinite(c.wait_max) ? std::max(c.wait_max, s_[j].wait_pct) : s_[j].wait_pct;
-    }
-    if (others.size() >= kOtherWorkMinNights) c.other_level = night_figure(others);  // lower median
-    c.threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
-                                          : std::log1p(o_.threshold_pct / 100);
-    c.nights = static_cast<uint32_t>(c.logs.size());
-    // Few nights: their own band, wide by itself; enough: the model of the longer stretch.
-    std::vector<double> stretch_logs;
-    if (c.logs.size() < o_.min_nights) c.stretch = v.baseline_index;
-    for (size_t j : c.stretch) stretch_logs.push_back(std::log(out_[j].band_value));
-    if (auto m = model_levels(stretch_logs, c.logs.size(), o_.higher_is_better); m && c.nights >= 2)
-      c.band = band_of(*m, c.nights, correlation(i, m->centre), o_, c.threshold_log);
-    return c;
-  }
-
-  // How a night's confirmation follows its first measurement on this cell: measured on every
-  // earlier night of the level on these machines that has both (the more, the tighter its
-  // bound), else the option's.
-  double correlation(size_t i, double centre) const {
-    std::vector<std::pair<double, double>> pairs;
-    for (size_t j = level_; j < i; ++j) {
-      if (s_[j].confirmation.empty() || out_[j].verdict == "failed" || out_[j].disturbed ||
-          s_[j].fingerprint != s_[i].fingerprint)
-        continue;
-      const double first = night_figure(s_[j].values), again = night_figure(s_[j].confirmation);
-      if (first > 0 && again > 0) pairs.emplace_back(std::log(first) - centre, std::log(again) - centre);
-    }
-    // Rounded up to a twentieth: conservative, and the critical values are computed once each.
-    return std::ceil(measured_correlation(pairs).value_or(o_.confirm_correlation) * 20 - 1e-9) / 20;
-  }
-
   // +1: worse than the centre beyond the threshold and `worse_half`; -1: better than the better
   // level beyond the threshold and one measurement's band; 0: neither.
-  int side(double figure, const Context& c, double worse_half) const {
+  int side(double figure, const BaselineContext& c, double worse_half) const {
     const Band& b = *c.band;
     const double y = std::log(figure);
     const double w = worse_log(y, b.model.centre, o_.higher_is_better);
@@ -357,8 +309,8 @@ class SeriesJudge {
       note("left out as outliers: " + names);
     }
     return "the band of " + std::to_string(b.nights) + " nights (" +
-           pct_text((v.band_low / v.baseline - 1) * 100) + " .. " +
-           pct_text((v.band_high / v.baseline - 1) * 100) + notes + ")";
+           pct_text((*v.band_low / *v.baseline - 1) * 100) + " .. " +
+           pct_text((*v.band_high / *v.baseline - 1) * 100) + notes + ")";
   }
 
   std::string night_name(size_t j) const {
@@ -367,113 +319,177 @@ class SeriesJudge {
   }
 
   // A night inside the band (or the threshold): same, noise, or inconclusive with few nights.
-  void decide_unchanged(const Context& c, NightVerdict& v) const {
+  void decide_unchanged(const BaselineContext& c, NightVerdict& v) const {
     const bool few = c.nights < o_.min_nights;
     const std::string few_text =
         std::to_string(c.nights) + " nights of history (" + std::to_string(o_.min_nights) + " needed)";
     // Within the threshold is `same` however few the nights: the figure moved less than what
     // the nightly calls a change. Beyond it, few nights cannot tell noise from a change.
-    if (std::abs(v.change_pct) <= o_.threshold_pct) {
-      v.verdict = kSame;
+    const double change = *v.change_pct, mdc = *v.mdc_pct;
+    if (std::abs(change) <= o_.threshold_pct) {
+      v.verdict = Verdict::kSame;
       v.reason =
-          pct_text(v.change_pct) + ": within the " + pct_text(o_.threshold_pct, false) + " threshold" +
-          (few ? " (" + few_text + ": only a change beyond " + pct_text(v.mdc_pct, false) + " would show)"
-               : "");
+          pct_text(change) + ": within the " + pct_text(o_.threshold_pct, false) + " threshold" +
+          (few ? " (" + few_text + ": only a change beyond " + pct_text(mdc, false) + " would show)" : "");
     } else if (few) {
-      v.verdict = kInconclusive;
-      v.reason = few_text + ": only a change beyond " + pct_text(v.mdc_pct, false) + " would show; " +
-                 pct_text(v.change_pct) + " is not one";
+      v.verdict = Verdict::kInconclusive;
+      v.reason = few_text + ": only a change beyond " + pct_text(mdc, false) + " would show; " +
+                 pct_text(change) + " is not one";
     } else {
-      v.verdict = kNoise;
-      v.reason = pct_text(v.change_pct) + " is beyond the " + pct_text(o_.threshold_pct, false) +
+      v.verdict = Verdict::kNoise;
+      v.reason = pct_text(change) + " is beyond the " + pct_text(o_.threshold_pct, false) +
                  " threshold but inside " + band_text(*c.band, v);
     }
   }
 
-  // The verdict of an undisturbed night with a band: same, noise, or a change and its
-  // confirmation. A regression needs both measurements beyond the band's worse edge (the
-  // budget spent on the pair) or, with no confirmation, the first beyond one measurement's.
-  void decide(const Night& n, const Context& c, NightVerdict& v) {
-    const Band& b = *c.band;
-    const int first = side(v.value, c, b.half);
-    if (first == 0) return decide_unchanged(c, v);
-    const char* change = first > 0 ? kRegression : kImprovement;
-    const std::string where =
-        first > 0 ? (o_.higher_is_better ? "below " : "above ") : (o_.higher_is_better ? "above " : "below ");
-    v.suspect = first > 0;
-    const bool few = c.nights < o_.min_nights;
-    const std::string seen = pct_text(v.change_pct) + ": beyond the " + pct_text(o_.threshold_pct, false) +
-                             " threshold and " + where + band_text(b, v) +
-                             (few ? " (" + std::to_string(c.nights) + " nights of history (" +
-                                        std::to_string(o_.min_nights) + " needed))"
-                                  : "");
-    // Only a regression is confirmed (an improvement alarms no one): a confirmation measured
-    // anyway (confirm.every_cell) is not read for one, as a nightly would not have it.
-    if (first < 0 || n.confirmation.empty()) {
-      const bool alone = first < 0 || side(v.value, c, b.alone) > 0;
-      v.verdict = alone ? change : kInconclusive;
-      v.reason =
-          seen +
-          (first < 0 ? ""
-           : alone   ? "; not confirmed (no confirmation measured)"
-                     : "; a confirmation would tell: one measurement alone must be beyond " +
-                         pct_text(change_pct_of(b.model.centre + (o_.higher_is_better ? -b.alone : b.alone),
-                                                b.model.centre)));
-      return;
-    }
-    const double confirm_change = change_pct_of(std::log(v.confirm_value), b.model.centre);
-    // The confirmation's other work against the baseline nights' of this build or, on a new
-    // build, against the night's own first measurement (same build, not disturbed).
-    const bool own = !std::isfinite(c.other_level);
-    if (auto why =
-            o_.host_insensitive
-                ? std::string()
-                : disturbance(n.confirm_busy_reps, n.confirmation.size(), n.confirm_wait_pct,
-                              n.confirm_other_pct, own ? n.other_pct : c.other_level,
-                              own ? "the night's first measurement" : "its baseline nights' median", c);
-        !why.empty()) {
-      // A suspect that could not be confirmed stays out of later bands, as a regression does:
-      // otherwise one such night widens the band until the regression it was reads as noise.
-      v.disturbed = true;
-      v.verdict = kInconclusive;
-      v.reason = "first " + seen + ", but the machine was busy when it was measured again (" + why +
-                 "): it cannot be confirmed";
-      return;
-    }
-    if (side(v.confirm_value, c, b.half) == first) {
-      v.verdict = change;
-      v.reason = seen + "; confirmed on fresh targets: " + pct_text(confirm_change);
-    } else {
-      v.verdict = kNoise;
-      v.reason = "first " + seen + ", but measured again on fresh targets " + pct_text(confirm_change) +
-                 ", which is not";
-      v.band_value = v.confirm_value;
-    }
+  const std::vector<Night>& s_;
+  const VerdictOptions& o_;
+};
+
+// A cell's nights, oldest first, each judged against the baseline of the earlier nights of its
+// level (levels start where the user accepted a change, or after accept_after_nights of one).
+class SeriesJudge {
+ public:
+  SeriesJudge(const std::vector<Night>& s, const VerdictOptions& o, std::vector<AcceptedLevel> accepted)
+      : s_(s),
+        o_(o),
+        decider_(s, o),
+        accepted_(std::move(accepted)),
+        out_(s.size()),
+        judged_level_(s.size(), 0) {
+    std::sort(accepted_.begin(), accepted_.end(),
+              [](auto& a, auto& b) { return a.effective_from < b.effective_from; });
   }
 
-  // Why a measurement was disturbed, "" when it was not: half its repetitions flagged
-  // busy-machine, its processes waited for a CPU far longer than on any baseline night, or the
-  // other work on its CPUs stood well above its baseline nights' level (a neighbour that the
-  // flag's absolute threshold misses where the cell's own CPU reads above its CPUs' busy time).
-  std::string disturbance(uint32_t busy, size_t reps, double wait, double other, double other_level,
-                          const char* level_name, const Context& c) const {
-    if (reps > 0 && busy * 2 >= reps)
-      return std::to_string(busy) + " of " + std::to_string(reps) +
-             " repetitions flagged busy-machine (other work on its CPUs)";
-    if (std::isfinite(wait) && std::isfinite(c.wait_max) &&
-        wait > c.wait_max * o_.wait_factor + o_.wait_margin_pct)
-      return "its processes waited for a CPU " + pct_text(wait, false) +
-             " of the window, its baseline nights at most " + pct_text(c.wait_max, false);
-    if (std::isfinite(other) && std::isfinite(other_level) && other - other_level >= kBusyOutlierPct)
-      return fmt::format("other work on its CPUs took {:.0f} % of a core, {:.0f} more than {} ({:.0f} %)",
-                         other, other - other_level, level_name, other_level);
-    return "";
+  std::vector<NightVerdict> run() {
+    size_t next_accept = 0;
+    for (size_t i = 0; i < s_.size(); ++i) {
+      for (; next_accept < accepted_.size() && accepted_[next_accept].effective_from <= i; ++next_accept)
+        start_level(std::min(accepted_[next_accept].start, i));
+      judged_level_[i] = level_;
+      judge(i);
+      auto_accept(i);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void judge(size_t i) {
+    NightVerdict& v = out_[i];
+    const Night& n = s_[i];
+    v.value = night_figure(n.values);
+    if (n.confirmation.size()) v.confirm_value = night_figure(n.confirmation);
+    if (!n.ok || !v.value || *v.value <= 0) {
+      v.verdict = Verdict::kFailed;
+      v.reason = n.ok ? "no figure" : "the cell failed";
+      return;
+    }
+    v.band_value = *v.value;
+    const BaselineContext c = context(i);
+    // Something else ran on the cell's CPUs during its measurement: its figure is the
+    // neighbour's, not the code's, and stays out of later bands.
+    if (auto why = o_.host_insensitive
+                       ? std::string()
+                       : decider_.disturbance(n.busy_reps, n.values.size(), n.wait_pct, n.other_pct,
+                                              c.other_level, "its baseline nights' median", c);
+        !why.empty()) {
+      v.disturbed = true;
+      v.verdict = Verdict::kInconclusive;
+      v.reason = "the machine was busy while the cell was measured: " + why;
+      return;
+    }
+    v.nights = c.nights;
+    if (!c.band) {
+      v.verdict = Verdict::kInconclusive;
+      v.reason = few_nights_reason(i, c.nights);
+      if (c.nights == 1) {
+        v.baseline = std::exp(c.logs[0]);
+        v.change_pct = change_pct_of(std::log(*v.value), c.logs[0]);
+      }
+      return;
+    }
+    const Band& b = *c.band;
+    for (size_t k : b.model.outliers) v.outlier_index.push_back(c.stretch[k]);
+    const double worse_edge = b.model.centre + (o_.higher_is_better ? -b.half : b.half);
+    const double better_edge = b.better() + (o_.higher_is_better ? b.alone : -b.alone);
+    v.baseline = std::exp(b.model.centre);
+    v.band_low = std::exp(std::min(worse_edge, better_edge));
+    v.band_high = std::exp(std::max(worse_edge, better_edge));
+    v.mdc_pct = mdc_pct_of(b.mdc, o_.higher_is_better);
+    v.change_pct = change_pct_of(std::log(*v.value), b.model.centre);
+    if (!o_.host_insensitive && n.steal_pct > o_.steal_limit_pct && c.steal_max * 3 < n.steal_pct) {
+      v.verdict = Verdict::kInconclusive;
+      v.reason = "the hypervisor took " + pct_text(n.steal_pct, false) +
+                 " of a core from the cell's CPUs (its " + std::to_string(c.nights) +
+                 " baseline nights at most " + pct_text(c.steal_max, false) + ")";
+      return;
+    }
+    decider_.decide(n, c, v);
+  }
+
+  // The baseline of night `i`: the earlier nights of this level on the same machines, not
+  // judged a change against it and not disturbed; at most K of them, the newest.
+  BaselineContext context(size_t i) {
+    NightVerdict& v = out_[i];
+    BaselineContext c;
+    const size_t longest = std::max(o_.baseline_nights, o_.noise_nights);
+    size_t came_back = 0;  // nights newer than j judged same or noise against this level
+    for (size_t j = i; j-- > level_ && c.stretch.size() < longest;) {
+      if (out_[j].verdict == Verdict::kFailed || out_[j].disturbed || s_[j].fingerprint != s_[i].fingerprint)
+        continue;
+      // A change judged against this level stays out of it while it lasts; one judged against
+      // an older level, now accepted, is this level's. A change the cell came back from (two
+      // newer nights judged same or noise) is its history again: alone, an outlier; with two
+      // more on its side, a level it recurs to.
+      const bool change = is_change(out_[j].verdict) && judged_level_[j] == level_;
+      if (change && came_back < kCameBackNights) continue;
+      came_back += out_[j].verdict == Verdict::kSame || out_[j].verdict == Verdict::kNoise;
+      if (v.baseline_index.size() < o_.baseline_nights) v.baseline_index.push_back(j);
+      c.stretch.push_back(j);
+    }
+    std::reverse(v.baseline_index.begin(), v.baseline_index.end());
+    std::reverse(c.stretch.begin(), c.stretch.end());
+    std::vector<double> others;
+    for (size_t j : v.baseline_index) {
+      c.logs.push_back(std::log(out_[j].band_value));
+      if (s_[j].other_pct && s_[j].target_build == s_[i].target_build) others.push_back(*s_[j].other_pct);
+      c.steal_max = std::max(c.steal_max, s_[j].steal_pct);
+      if (s_[j].wait_pct) c.wait_max = std::max(c.wait_max.value_or(*s_[j].wait_pct), *s_[j].wait_pct);
+    }
+    if (others.size() >= kOtherWorkMinNights) c.other_level = night_figure(others);  // lower median
+    c.threshold_log = o_.higher_is_better ? -std::log1p(-std::min(o_.threshold_pct, 99.0) / 100)
+                                          : std::log1p(o_.threshold_pct / 100);
+    c.nights = static_cast<uint32_t>(c.logs.size());
+    // Few nights: their own band, wide by itself; enough: the model of the longer stretch.
+    std::vector<double> stretch_logs;
+    if (c.logs.size() < o_.min_nights) c.stretch = v.baseline_index;
+    for (size_t j : c.stretch) stretch_logs.push_back(std::log(out_[j].band_value));
+    if (auto m = model_levels(stretch_logs, c.logs.size(), o_.higher_is_better); m && c.nights >= 2)
+      c.band = band_of(*m, c.nights, correlation(i, m->centre), o_, c.threshold_log);
+    return c;
+  }
+
+  // How a night's confirmation follows its first measurement on this cell: measured on every
+  // earlier night of the level on these machines that has both (the more, the tighter its
+  // bound), else the option's.
+  double correlation(size_t i, double centre) const {
+    std::vector<std::pair<double, double>> pairs;
+    for (size_t j = level_; j < i; ++j) {
+      if (s_[j].confirmation.empty() || out_[j].verdict == Verdict::kFailed || out_[j].disturbed ||
+          s_[j].fingerprint != s_[i].fingerprint)
+        continue;
+      const auto first = night_figure(s_[j].values), again = night_figure(s_[j].confirmation);
+      if (first && again && *first > 0 && *again > 0)
+        pairs.emplace_back(std::log(*first) - centre, std::log(*again) - centre);
+    }
+    // Rounded up to a twentieth: conservative, and the critical values are computed once each.
+    return std::ceil(measured_correlation(pairs).value_or(o_.confirm_correlation) * 20 - 1e-9) / 20;
   }
 
   std::string few_nights_reason(size_t i, uint32_t nights) const {
     // The newest earlier night of this level that ran: on other machines?
     for (size_t j = i; j-- > level_;) {
-      if (out_[j].verdict == "failed") continue;
+      if (out_[j].verdict == Verdict::kFailed) continue;
       if (s_[j].fingerprint != s_[i].fingerprint)
         return "the machines changed since the night of " + s_[j].started_at + ": " +
                fingerprint_change(s_[j].fingerprint, s_[i].fingerprint) + " (" + std::to_string(nights) +
@@ -490,8 +506,8 @@ class SeriesJudge {
   void auto_accept(size_t i) {
     const uint32_t n = o_.accept_after_nights;
     if (n == 0 || i + 1 < n || i + 1 - n < level_) return;
-    const std::string& v = out_[i].verdict;
-    if (!excluded(v)) return;
+    const Verdict v = out_[i].verdict;
+    if (!is_change(v)) return;
     for (size_t j = i + 1 - n; j <= i; ++j)
       if (out_[j].verdict != v) return;
     start_level(i + 1 - n);
@@ -504,6 +520,7 @@ class SeriesJudge {
 
   const std::vector<Night>& s_;
   const VerdictOptions& o_;
+  const NightDecider decider_;
   std::vector<AcceptedLevel> accepted_;
   std::vector<NightVerdict> out_;
   std::vector<size_t> judged_level_;  // the level each night was judged against
@@ -512,11 +529,11 @@ class SeriesJudge {
 
 }  // namespace
 
-double night_figure(const std::vector<double>& values) {
+std::optional<double> night_figure(const std::vector<double>& values) {
   std::vector<double> v;
   for (double x : values)
     if (std::isfinite(x)) v.push_back(x);
-  if (v.empty()) return NAN;
+  if (v.empty()) return std::nullopt;
   std::sort(v.begin(), v.end());
   return v[(v.size() - 1) / 2];
 }

@@ -28,16 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "judge/verdict_kind.hpp"
 #include "loadlab/v1/result.pb.h"
 
 namespace loadlab::controller {
-
-// What a verdict may say of a cell.
-inline constexpr const char* kRegression = "regression";
-inline constexpr const char* kImprovement = "improvement";
-inline constexpr const char* kSame = "same";
-inline constexpr const char* kNoise = "noise";
-inline constexpr const char* kInconclusive = "inconclusive";
 
 // Baseline nights with a figure of other work needed before a night's is compared with theirs.
 inline constexpr size_t kOtherWorkMinNights = 3;
@@ -96,13 +90,13 @@ struct Night {
   double steal_pct = 0;              // the cell's CPUs' steal over its windows (median repetition)
   std::string target_build;          // what the target was (not part of the fingerprint)
   // Interference: how long the cell's processes waited for a CPU (Usage.wait_pct of both sides,
-  // median repetition; NaN unknown), and how many repetitions were flagged busy-machine, of the
+  // median repetition; none: unknown), and how many repetitions were flagged busy-machine, of the
   // night's measurement and of its confirmation.
-  double wait_pct = NAN, confirm_wait_pct = NAN;
+  std::optional<double> wait_pct, confirm_wait_pct;
   uint32_t busy_reps = 0, confirm_busy_reps = 0;
-  // Other work on the cell's CPUs (flags.hpp, other_work_pct; median repetition, NaN unknown):
+  // Other work on the cell's CPUs (flags.hpp, other_work_pct; median repetition; none: unknown):
   // a night whose figure is kBusyOutlierPct above its baseline nights' median was disturbed.
-  double other_pct = NAN, confirm_other_pct = NAN;
+  std::optional<double> other_pct, confirm_other_pct;
 };
 
 // `loadlab history accept`: a new level starts at night `start` of the series, for the nights
@@ -114,19 +108,22 @@ struct AcceptedLevel {
   size_t effective_from = 0;
 };
 
-// A night's figure: the lower median of its repetitions (as the cell's figures); NaN if none.
-double night_figure(const std::vector<double>& values);
+// A night's figure: the lower median of its repetitions' finite figures (as the cell's
+// figures); none when no repetition has one.
+std::optional<double> night_figure(const std::vector<double>& values);
 
 struct NightVerdict {
-  std::string verdict;       // kRegression ... kInconclusive; "failed" when the night's cell failed
-  std::string reason;        // why, in words
-  bool suspect = false;      // the first measurement alone says regression: confirmation is wanted
-  double value = 0;          // the night's figure
-  double confirm_value = 0;  // the confirmation's figure; NaN when none
-  double baseline = 0;       // the band's centre (geometric mean of the baseline nights); NaN if none
-  double band_low = 0, band_high = 0;  // the prediction interval for a night of unchanged code
-  double change_pct = 0;               // value against baseline
-  double mdc_pct = 0;                  // minimum detectable change, %; NaN without a band
+  Verdict verdict = Verdict::kInconclusive;  // kFailed when the night's cell failed
+  std::string reason;                        // why, in words
+  bool suspect = false;                 // the first measurement alone says regression: confirmation is wanted
+  std::optional<double> value;          // the night's figure; none when the cell gave none
+  std::optional<double> confirm_value;  // the confirmation's figure, when one ran
+  // The band's centre (geometric mean of the baseline nights), and the night against it; with
+  // one baseline night, that night's figure and no band.
+  std::optional<double> baseline, change_pct;
+  // The prediction interval for a night of unchanged code, and the minimum detectable change
+  // (%): with a band only.
+  std::optional<double> band_low, band_high, mdc_pct;
   uint32_t nights = 0;                 // baseline nights used
   std::vector<size_t> baseline_index;  // which earlier nights of the series (indices)
   bool new_level = false;              // this night starts a level (accepted or automatic)

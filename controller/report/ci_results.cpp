@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "judge/verdict_kind.hpp"
 #include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "report/report_html.hpp"
@@ -94,14 +95,15 @@ void verdict_cases(const nlohmann::json& result, const std::string& suite, Count
     for (const auto& v : (*verdicts)["cells"]) {
       ++n.tests;
       const auto verdict = v.value("verdict", std::string());
+      const auto kind = verdict_named(verdict);
       const auto message = verdict + ": " + v.value("reason", std::string());
       out << "    <testcase classname=\"" << xml(suite + "." + set) << "\" name=\"" << xml(v.value("key", ""))
           << "\">\n";
-      if (verdict == "regression") {
+      if (kind == Verdict::kRegression) {
         ++n.failures;
         out << "      <failure type=\"regression\" message=\"" << xml(message) << "\">" << xml(message)
             << "</failure>\n";
-      } else if (verdict == "inconclusive") {
+      } else if (kind == Verdict::kInconclusive) {
         ++n.skipped;
         out << "      <skipped message=\"" << xml(message) << "\"/>\n";
       } else {
@@ -129,7 +131,8 @@ std::string figure(const nlohmann::json& v, const char* field) {
 
 // Regressions first, then improvements, then the rest, each in the run's order.
 int rank(const std::string& verdict) {
-  return verdict == "regression" ? 0 : verdict == "failed" ? 1 : verdict == "improvement" ? 2 : 3;
+  const auto v = verdict_named(verdict);
+  return v == Verdict::kRegression ? 0 : v == Verdict::kFailed ? 1 : v == Verdict::kImprovement ? 2 : 3;
 }
 
 void verdict_table(const nlohmann::json& verdicts, std::ostream& out) {
@@ -142,8 +145,9 @@ void verdict_table(const nlohmann::json& verdicts, std::ostream& out) {
   for (size_t i = 0; i < rows.size() && i < kSummaryRows; ++i) {
     const auto& v = *rows[i];
     const auto verdict = v.value("verdict", std::string());
-    out << "| " << md(v.value("key", "")) << " | " << (verdict == "regression" ? "**regression**" : verdict)
-        << " | " << percent(v, "change_pct", true) << " | " << percent(v, "mdc_pct", false) << " | "
+    out << "| " << md(v.value("key", "")) << " | "
+        << (verdict_named(verdict) == Verdict::kRegression ? "**" + verdict + "**" : verdict) << " | "
+        << percent(v, "change_pct", true) << " | " << percent(v, "mdc_pct", false) << " | "
         << figure(v, "value") << " | " << figure(v, "baseline") << " | " << md(v.value("reason", ""))
         << " |\n";
   }

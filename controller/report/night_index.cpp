@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "judge/compare.hpp"
+#include "judge/verdict_kind.hpp"
 #include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/format.hpp"
 #include "loadlab/shared/input_error.hpp"
@@ -19,7 +20,8 @@ namespace night_index_detail {
 
 using nlohmann::json;
 
-constexpr const char* kVerdictOrder[] = {"regression", "improvement", "same", "noise", "inconclusive"};
+constexpr Verdict kVerdictOrder[] = {Verdict::kRegression, Verdict::kImprovement, Verdict::kSame,
+                                     Verdict::kNoise, Verdict::kInconclusive};
 
 std::string text(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
@@ -79,21 +81,22 @@ std::vector<fs::path> subfolders(const fs::path& dir) {
   return found;
 }
 
-std::string verdict_cell(const IndexedRun& run, const char* verdict) {
-  auto it = run.verdicts.find(verdict);
+std::string verdict_cell(const IndexedRun& run, Verdict verdict) {
+  auto it = run.verdicts.find(verdict_text(verdict));
   return it == run.verdicts.end() || it->second == 0 ? "" : std::to_string(it->second);
 }
 
 void write_run_row(std::ostream& o, const IndexedRun& run) {
-  const bool bad = run.verdicts.count("regression") || run.failed || !run.problem.empty();
+  const bool bad =
+      run.verdicts.count(verdict_text(Verdict::kRegression)) || run.failed || !run.problem.empty();
   o << "<tr" << (bad ? " class=\"failed\"" : "") << "><td>"
     << (run.report.empty()
             ? html_escape(run.scenario)
             : "<a href=\"" + html_escape(run.report) + "\">" + html_escape(run.scenario) + "</a>")
     << "</td><td class=\"num\">" << run.cells << "</td><td class=\"num\">"
     << (run.failed ? std::to_string(run.failed) : "") << "</td>";
-  for (const char* v : kVerdictOrder)
-    o << "<td class=\"num" << (std::string(v) == "regression" ? " regression" : "") << "\">"
+  for (const Verdict v : kVerdictOrder)
+    o << "<td class=\"num" << (v == Verdict::kRegression ? " regression" : "") << "\">"
       << verdict_cell(run, v) << "</td>";
   o << "<td class=\"num\">" << (run.worst_change ? html_escape(fixed_text(*run.worst_change, 1) + " %") : "")
     << "</td><td>" << html_escape(run.worst_cell) << "</td><td class=\"status\">"
@@ -110,7 +113,7 @@ void write_night(std::ostream& o, const IndexedNight& night) {
     o << "<p class=\"desc\">started " << html_escape(night.started_at) << "</p>\n";
   o << "<div class=\"scroll\"><table><thead><tr><th>scenario</th><th class=\"num\">cells</th>"
        "<th class=\"num\">failed</th>";
-  for (const char* v : kVerdictOrder) o << "<th class=\"num\">" << v << "</th>";
+  for (const Verdict v : kVerdictOrder) o << "<th class=\"num\">" << verdict_name(v) << "</th>";
   o << "<th class=\"num\">worst change</th><th>in cell</th><th>metric</th></tr></thead><tbody>\n";
   for (const auto& run : night.runs) write_run_row(o, run);
   o << "</tbody></table></div>\n";
@@ -143,7 +146,7 @@ void write_night_index(std::ostream& o, const std::string& title, const std::vec
   int regressions = 0, failed = 0;
   for (const auto& n : nights)
     for (const auto& r : n.runs)
-      regressions += r.verdicts.count("regression") ? 1 : 0, failed += r.failed ? 1 : 0;
+      regressions += r.verdicts.count(verdict_text(Verdict::kRegression)) ? 1 : 0, failed += r.failed ? 1 : 0;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
        "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
     << "<title>" << html_escape(title) << " · loadlab nights</title><style>" << report_style()

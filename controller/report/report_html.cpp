@@ -135,10 +135,12 @@ void write_run_header(std::ostream& o, const json& h, const std::string& title, 
   o << "</header>";
 }
 
+// The style of a verdict's cell: a regression or a cell without a figure red, an improvement
+// green.
 std::string verdict_class(const std::string& verdict) {
-  if (verdict.find("regress") != std::string::npos || verdict == "missing" || verdict == "failed")
-    return "regression";
-  if (verdict.find("improv") != std::string::npos) return "improvement";
+  const auto v = verdict_named(verdict);
+  if (v == Verdict::kRegression || (v && is_failure(*v))) return "regression";
+  if (v == Verdict::kImprovement) return "improvement";
   return "";
 }
 
@@ -384,10 +386,11 @@ void write_capacity(std::ostream& o, const std::vector<CellResult>& cells) {
       series.name = key.size() > target.size() + 1 ? key.substr(target.size() + 1) : key;
       for (const auto& step : s.steps()) {
         if (!step.counted() || !step.has_repetition()) continue;
-        const double y = slo_value(step.repetition(), figure);
-        series.points.emplace_back(step.rate(), y);
+        const auto y = slo_value(step.repetition(), figure);
+        if (!y) continue;  // no request measured: no point
+        series.points.emplace_back(step.rate(), *y);
         if (s.capacity() > 0 && step.rate() == s.capacity() && step.verdict() == "pass")
-          series.found = {step.rate(), y};
+          series.found = {step.rate(), *y};
       }
       chart.series.push_back(std::move(series));
     }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """No function of the project's code over 60 lines, counted from the line of its opening brace to
 the line of its closing one (clang-tidy's readability-function-size LineThreshold counts the
-same), main included; lambdas count with the function that holds them. The few exceptions are
-listed in function_size_exceptions.txt with their reason.
+same), main included; lambdas count with the function that holds them. No class (or struct) of
+the controller over 200 lines, counted the same way: a class that long does several jobs. The
+few exceptions are listed in function_size_exceptions.txt with their reason.
 
     function_size.py SOURCE_DIR [FILE...]     (no FILE: every .cpp/.hpp/.c of the checked folders)
 
@@ -15,6 +16,8 @@ import re
 import sys
 
 LIMIT = 60
+CLASS_LIMIT = 200
+CLASS_FOLDERS = ("controller",)
 FOLDERS = ["agent", "programs", "controller", "shared", "proto"]
 CONTROL = re.compile(r"^(if|for|while|switch|catch|do|else|try|return)\b")
 TYPE_HEAD = re.compile(r"(^|[\s;])(class|struct|union|enum)\b[^()]*$")
@@ -62,7 +65,18 @@ def blank(text):
 
 def functions(text):
     """(name, first line, last line) of every function body in the text."""
+    return bodies(text)[0]
+
+
+def classes(text):
+    """(name, first line, last line) of every class or struct body in the text."""
+    return bodies(text)[1]
+
+
+def bodies(text):
+    """The functions' and the classes' (name, first line, last line) in the text."""
     code = blank(text)
+    types = []
     stack = []  # (kind, line, name)
     found = []
     line = 1
@@ -83,7 +97,8 @@ def functions(text):
             elif NAMESPACE.search(head):
                 kind = "namespace"
             elif TYPE_HEAD.search(head) and "(" not in head.split("class")[-1].split("struct")[-1]:
-                kind = "class"
+                m = re.search(r"\b(?:class|struct|union)\s+(\w+)", head)
+                kind, name = "class", (m.group(1) if m else "")
             elif ")" in head and not CONTROL.match(head) and not head.endswith("=") and not head.startswith("="):
                 m = re.search(r"([~\w:<>]+)\s*\(", head)
                 kind, name = "function", (m.group(1) if m else head[:40])
@@ -94,8 +109,10 @@ def functions(text):
                 kind, first, name = stack.pop()
                 if kind == "function":
                     found.append((name, first, line))
+                elif kind == "class" and name:
+                    types.append((name, first, line))
             head_start = i + 1
-    return found
+    return found, types
 
 
 def source_files(root):
@@ -135,13 +152,20 @@ def main():
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
         rel = os.path.relpath(path, root)
-        for name, first, last in functions(text):
+        found, types = bodies(text)
+        for name, first, last in found:
             lines = last - first + 1
             if lines > LIMIT and (rel, name) not in allowed:
                 over.append(f"{rel}:{first}: {name} is {lines} lines (at most {LIMIT})")
+        if rel.split(os.sep)[0] in CLASS_FOLDERS:
+            for name, first, last in types:
+                lines = last - first + 1
+                if lines > CLASS_LIMIT and (rel, name) not in allowed:
+                    over.append(f"{rel}:{first}: class {name} is {lines} lines (at most {CLASS_LIMIT})")
     for o in over:
         print(o)
-    print(f"function size: {len(over)} functions over {LIMIT} lines in {len(files)} files")
+    print(f"function size: {len(over)} functions over {LIMIT} lines or classes over {CLASS_LIMIT} "
+          f"in {len(files)} files")
     return 1 if over else 0
 
 

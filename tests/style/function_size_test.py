@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """function_size.py counts what it says: a 60-line function passes and a 61-line one fails,
 lambdas count with their function, comments and literals hold no braces, classes, namespaces
-and initialisers are not functions."""
+and initialisers are not functions; a controller class of 200 lines passes and one of 201 fails."""
 import os
 import subprocess
 import sys
@@ -62,6 +62,20 @@ const int table[] = {{1, 2}};
         r = subprocess.run([sys.executable, os.path.join(HERE, "function_size.py"), root], capture_output=True,
                            text=True)
         expect("exit status with g excepted", r.returncode, 0)
+        members = "\n".join(f"  int m{i} = {i};" for i in range(199))
+        with open(path, "w") as f:
+            f.write(f"class Big {{\n{members}\n}};\nstruct Small {{\n  int x;\n}};\n")
+        expect("classes found", [(n, b - a + 1) for n, a, b in function_size.classes(open(path).read())],
+               [("Big", 201), ("Small", 3)])
+        r = subprocess.run([sys.executable, os.path.join(HERE, "function_size.py"), root], capture_output=True,
+                           text=True)
+        expect("exit status with a 201-line class", r.returncode, 1)
+        expect("the report names Big", "controller/x.cpp:1: class Big is 201 lines (at most 200)" in r.stdout, True)
+        with open(path, "w") as f:
+            f.write(f"class Big {{\n{members[:members.rfind(chr(10))]}\n}};\n")
+        r = subprocess.run([sys.executable, os.path.join(HERE, "function_size.py"), root], capture_output=True,
+                           text=True)
+        expect("exit status with a 200-line class", r.returncode, 0)
     for f in failures:
         print(f)
     print(f"function_size_test: {len(failures)} failures")

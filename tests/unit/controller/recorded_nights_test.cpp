@@ -97,8 +97,8 @@ std::map<std::string, std::vector<Night>> recorded(const std::string& file) {
       nights[i].confirm_wait_pct = night_figure(confirmation.wait);
       nights[i].other_pct = night_figure(measure.other);
       nights[i].confirm_other_pct = night_figure(confirmation.other);
-      nights[i].steal_pct = measure.steal.empty() ? 0 : night_figure(measure.steal);
-      confirm_steal_[key].push_back(confirmation.steal.empty() ? 0 : night_figure(confirmation.steal));
+      nights[i].steal_pct = night_figure(measure.steal).value_or(0);
+      confirm_steal_[key].push_back(night_figure(confirmation.steal).value_or(0));
     }
   return cells;
 }
@@ -144,20 +144,21 @@ TEST_P(RecordedNights, UnchangedCodeIsNeverARegressionWhateverTheNightsDrift) {
     auto v = judge_series(nights, options(cells.size()));
     std::vector<double> mdc;
     for (size_t i = 0; i < v.size(); ++i) {
-      EXPECT_NE(v[i].verdict, kRegression) << key << " night " << nights[i].run_id << ": " << v[i].reason;
+      EXPECT_NE(v[i].verdict, Verdict::kRegression)
+          << key << " night " << nights[i].run_id << ": " << v[i].reason;
       // A cell's first nights are inconclusive by design (fewer than min_nights to judge by):
       // the share is the nightly's once it has them.
       if (i < options(cells.size()).min_nights) {
         ++first;
-        first_inconclusive += v[i].verdict == kInconclusive;
+        first_inconclusive += v[i].verdict == Verdict::kInconclusive;
         continue;
       }
       ++judged;
-      inconclusive += v[i].verdict == kInconclusive;
+      inconclusive += v[i].verdict == Verdict::kInconclusive;
       // Busy both times it was measured (the recording ran beside this project's builds on some
       // nights): counted, not excused.
       busy += v[i].disturbed;
-      if (std::isfinite(v[i].mdc_pct)) mdc.push_back(v[i].mdc_pct);
+      if (v[i].mdc_pct) mdc.push_back(*v[i].mdc_pct);
     }
     EXPECT_GT(mdc.size(), nights.size() / 2) << key << ": every judged night says what it could show";
   }
@@ -188,7 +189,7 @@ TEST_P(RecordedNights, AStepIsARegressionFromItsNightOnUntilAccepted) {
     const size_t step = nights.size() / 2;
     double mdc = 0;
     for (size_t i = step; i < before.size(); ++i)
-      if (std::isfinite(before[i].mdc_pct)) mdc = std::max(mdc, before[i].mdc_pct);
+      if (before[i].mdc_pct) mdc = std::max(mdc, *before[i].mdc_pct);
     const double factor = 1 - std::min(90.0, 2 * mdc) / 100;
     for (size_t i = step; i < nights.size(); ++i) {
       for (auto& x : nights[i].values) x *= factor;
@@ -197,17 +198,18 @@ TEST_P(RecordedNights, AStepIsARegressionFromItsNightOnUntilAccepted) {
     auto v = judge_series(nights, o);
     size_t caught = 0, judged = 0;
     for (size_t i = step; i < v.size(); ++i) {
-      if (v[i].verdict == kInconclusive) continue;  // a disturbed night shows nothing either way
+      if (v[i].verdict == Verdict::kInconclusive) continue;  // a disturbed night shows nothing either way
       ++judged;
-      caught += v[i].verdict == kRegression;
-      EXPECT_EQ(v[i].verdict, kRegression) << key << " night " << nights[i].run_id << ": " << v[i].reason;
+      caught += v[i].verdict == Verdict::kRegression;
+      EXPECT_EQ(v[i].verdict, Verdict::kRegression)
+          << key << " night " << nights[i].run_id << ": " << v[i].reason;
     }
     EXPECT_GE(judged, (nights.size() - step) * 9 / 10) << key;
     // Accepted at the step, the acceptance made five nights later: from then on the step is the
     // level, and nothing alarms.
     auto accepted = judge_series(nights, o, {{step, step + 5}});
     for (size_t i = step + 5; i < v.size(); ++i)
-      EXPECT_NE(accepted[i].verdict, kRegression)
+      EXPECT_NE(accepted[i].verdict, Verdict::kRegression)
           << key << " night " << nights[i].run_id << ": " << accepted[i].reason;
     for (size_t i = step; i < step + 5; ++i)
       EXPECT_EQ(accepted[i].verdict, v[i].verdict) << "judged before the accept";
@@ -246,9 +248,9 @@ TEST_P(RecordedNights, AFirstSlowedNightIsCaughtAsOftenAsItsCellsNoiseAllows) {
           for (auto& x : so_far.back().values) x *= 1 - step / 100;
           for (auto& x : so_far.back().confirmation) x *= 1 - step / 100;
           const auto v = judge_series(so_far, o).back();
-          if (v.verdict == kInconclusive) continue;
+          if (v.verdict == Verdict::kInconclusive) continue;
           ++judged;
-          caught += v.verdict == kRegression;
+          caught += v.verdict == Verdict::kRegression;
         }
         const double share = judged ? 100.0 * caught / judged : 0;
         std::cout << " " << step << " % caught " << caught << "/" << judged << " (" << std::round(share)

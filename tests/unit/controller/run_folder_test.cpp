@@ -8,8 +8,10 @@
 #include <fstream>
 
 #include "input_error_of.hpp"
+#include "judge/verdict_kind.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "run/provenance.hpp"
+#include "run/result_header.hpp"
 
 namespace loadlab::controller {
 namespace {
@@ -181,6 +183,43 @@ TEST_F(RunFolderTest, TheResultFilesHoldTheHeaderAndEveryFinishedCell) {
   EXPECT_TRUE(fs::exists(dir / "run" / "matrix.csv"));
   EXPECT_TRUE(fs::exists(dir / "run" / "matrix.md"));
   EXPECT_FALSE(fs::exists(dir / "run" / "result.json.tmp"));
+}
+
+// result.json's header, typed: what a run wrote reads back as the same JSON, a field of another
+// loadlab is kept as it was, and a field of the wrong type names itself.
+TEST(ResultHeader, WhatARunWroteReadsBackAsTheSameJsonWithFieldsItDoesNotKnowKept) {
+  const auto written = nlohmann::json::parse(R"({
+    "loadlab_version": "0.1.0", "scenario_path": "s.json", "scenario_file": {"path": "s.json"},
+    "scenario_files": [{"path": "s.json"}], "scenario": {"name": "s"}, "overrides": ["load.duration_s=1"],
+    "lab_path": "", "started_at": "2026-12-06T01:00:00Z", "finished_at": "2026-12-06T01:05:00Z",
+    "resumed_at": ["2026-12-06T01:02:00Z"], "run_scenario_sha256": "ab12", "schema_version": 1,
+    "agents": [{"name": "embedded"}], "a_newer_field": {"x": 1},
+    "verdicts": {"method": "history", "baseline": "h.db", "metric": "qps", "threshold_pct": 5,
+                 "false_alarm_pct": 1, "cell_level": 0.01, "regressions": 1, "failed": 0,
+                 "cells": [{"key": "b/d0", "verdict": "regression", "reason": "slower", "value": 90,
+                            "baseline": 100, "change_pct": -10, "nights": 7, "suspect": true}]},
+    "trends": {"metric": "qps", "cells": {"b/d0": [["2026-12-05T01:00:00Z", "abc", 100.5]]}}})");
+  const ResultHeader h = ResultHeader::from_json(written);
+  ASSERT_TRUE(h.verdicts);
+  EXPECT_EQ(verdict_of(h.verdicts->cells(0)), Verdict::kRegression);
+  EXPECT_FALSE(h.verdicts->cells(0).has_mdc_pct()) << "no value stays no value";
+  ASSERT_TRUE(h.trends);
+  EXPECT_EQ(h.trends->by_key.at("b/d0").at(0).value, 100.5);
+  EXPECT_FALSE(h.ab);
+  nlohmann::json back = h.to_json();
+  // The proto's JSON writes every field at its default too: compare what was written.
+  for (auto& [key, value] : written.items())
+    if (key != "verdicts") EXPECT_EQ(back[key], value) << key;
+  EXPECT_EQ(back["verdicts"]["cells"][0]["verdict"], "regression");
+  EXPECT_EQ(back["verdicts"]["cells"][0]["change_pct"], -10);
+  EXPECT_FALSE(back["verdicts"]["cells"][0].contains("mdc_pct"));
+  EXPECT_FALSE(back.contains("ab"));
+  EXPECT_EQ(ResultHeader::from_json(nullptr).to_json().count("finished_at"), 0u)
+      << "a new run has not finished";
+  auto wrong = written;
+  wrong["resumed_at"] = "yesterday";
+  const std::string error = loadlab::testing::input_error_of([&] { ResultHeader::from_json(wrong); });
+  EXPECT_NE(error.find("/resumed_at"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -51,9 +51,30 @@ VerdictOptions options() {
 }
 
 TEST(Verdict, NightFigureIsTheLowerMedianOfTheRepetitions) {
-  EXPECT_DOUBLE_EQ(night_figure({3, 1, 2}), 2);
-  EXPECT_DOUBLE_EQ(night_figure({4, 1, 3, 2}), 2);
-  EXPECT_TRUE(std::isnan(night_figure({})));
+  EXPECT_EQ(night_figure({3, 1, 2}), 2);
+  EXPECT_EQ(night_figure({4, 1, 3, 2}), 2);
+  EXPECT_EQ(night_figure({NAN, 5}), 5) << "a repetition without the figure is left out";
+  EXPECT_FALSE(night_figure({}));
+  EXPECT_FALSE(night_figure({NAN}));
+}
+
+// The words result.json, the proto and the history hold: each verdict one, read back as itself.
+TEST(Verdict, EachVerdictHasOneSpellingThatReadsBackAsItself) {
+  const std::pair<Verdict, const char*> words[] = {{Verdict::kRegression, "regression"},
+                                                   {Verdict::kImprovement, "improvement"},
+                                                   {Verdict::kSame, "same"},
+                                                   {Verdict::kNoise, "noise"},
+                                                   {Verdict::kInconclusive, "inconclusive"},
+                                                   {Verdict::kFailed, "failed"},
+                                                   {Verdict::kMissing, "missing"},
+                                                   {Verdict::kNew, "new"}};
+  for (auto [verdict, word] : words) {
+    EXPECT_EQ(verdict_name(verdict), word);
+    EXPECT_EQ(verdict_named(word), verdict) << word;
+  }
+  EXPECT_FALSE(verdict_named("REGRESSION")) << "the table's spelling only";
+  EXPECT_FALSE(verdict_named(""));
+  EXPECT_FALSE(verdict_named("flagged"));
 }
 
 TEST(Verdict, TQuantilesAreStudentsT) {
@@ -75,22 +96,23 @@ TEST(Verdict, TheFirstNightsSayHowManyThereAreAndOnlyAChangeBeyondTheThresholdIs
     s.back().started_at = "night " + std::to_string(s.size());
   }
   auto v = judge_series(s, options());
-  EXPECT_EQ(v[0].verdict, kInconclusive);
+  EXPECT_EQ(v[0].verdict, Verdict::kInconclusive);
   EXPECT_NE(v[0].reason.find("no earlier night"), std::string::npos) << v[0].reason;
-  EXPECT_EQ(v[1].verdict, kInconclusive) << "+1.5 %, but one night has no spread";
+  EXPECT_EQ(v[1].verdict, Verdict::kInconclusive) << "+1.5 %, but one night has no spread";
   EXPECT_NE(v[1].reason.find("1 night of history"), std::string::npos) << v[1].reason;
   for (size_t i = 2; i < 5; ++i) {
     EXPECT_NE(v[i].reason.find(std::to_string(i) + " nights of history (5 needed)"), std::string::npos)
         << v[i].reason;
-    EXPECT_GT(v[i].mdc_pct, 10) << "few nights: only a large change could show";
+    EXPECT_GT(v[i].mdc_pct.value_or(NAN), 10) << "few nights: only a large change could show";
   }
-  EXPECT_EQ(v[2].verdict, kSame) << v[2].reason;  // -1.3 %
-  EXPECT_EQ(v[3].verdict, kSame) << v[3].reason;  // +2.5 %
+  EXPECT_EQ(v[2].verdict, Verdict::kSame) << v[2].reason;  // -1.3 %
+  EXPECT_EQ(v[3].verdict, Verdict::kSame) << v[3].reason;  // +2.5 %
   EXPECT_NE(v[3].reason.find("only a change beyond"), std::string::npos) << v[3].reason;
-  EXPECT_EQ(v[4].verdict, kInconclusive)
+  EXPECT_EQ(v[4].verdict, Verdict::kInconclusive)
       << v[4].reason;  // +8.7 %: beyond the threshold, inside the wide band
   EXPECT_NE(v[4].reason.find("is not one"), std::string::npos) << v[4].reason;
-  for (size_t i = 5; i < 8; ++i) EXPECT_TRUE(v[i].verdict == kSame || v[i].verdict == kNoise) << i;
+  for (size_t i = 5; i < 8; ++i)
+    EXPECT_TRUE(v[i].verdict == Verdict::kSame || v[i].verdict == Verdict::kNoise) << i;
   EXPECT_EQ(v[5].reason.find("needed"), std::string::npos) << v[5].reason;
   EXPECT_EQ(v[7].nights, 7u);
 }
@@ -117,17 +139,18 @@ TEST(Verdict, OnNormalNightsTheLevelAndTheMinimumDetectableChangeHold) {
     auto v = judge_series(s, o);
     for (size_t i = 5; i < s.size(); ++i) {
       ++judged;
-      alarms += v[i].verdict == kRegression;
+      alarms += v[i].verdict == Verdict::kRegression;
     }
     // The same history, and a last night slowed by its own minimum detectable change.
     std::mt19937_64 rng(seed);
-    const double mdc = v.back().mdc_pct;
+    const double mdc = v.back().mdc_pct.value_or(NAN);
     ASSERT_TRUE(std::isfinite(mdc));
     std::normal_distribution<double> z(0, 1);
-    s.back() = night(v.back().baseline * (1 - mdc / 100) * std::exp(0.05 * z(rng)), rng);
-    s.back().confirmation = night(v.back().baseline * (1 - mdc / 100) * std::exp(0.05 * z(rng)), rng).values;
+    s.back() = night(v.back().baseline.value_or(NAN) * (1 - mdc / 100) * std::exp(0.05 * z(rng)), rng);
+    s.back().confirmation =
+        night(v.back().baseline.value_or(NAN) * (1 - mdc / 100) * std::exp(0.05 * z(rng)), rng).values;
     ++slowed;
-    caught += judge_series(s, o).back().verdict == kRegression;
+    caught += judge_series(s, o).back().verdict == Verdict::kRegression;
   }
   EXPECT_LE(alarms, judged * 0.01 * 1.6) << alarms << " of " << judged;
   EXPECT_GE(caught, slowed * 0.95) << caught << " of " << slowed;
@@ -136,19 +159,19 @@ TEST(Verdict, OnNormalNightsTheLevelAndTheMinimumDetectableChangeHold) {
 TEST(Verdict, AStepIsARegressionFromItsNightOnUntilAccepted) {
   auto s = stepped(30, 10000, 0.01, 15, 7000, 3);
   auto v = judge_series(s, options());
-  for (size_t i = 6; i < 15; ++i) EXPECT_NE(v[i].verdict, kRegression) << i;
+  for (size_t i = 6; i < 15; ++i) EXPECT_NE(v[i].verdict, Verdict::kRegression) << i;
   for (size_t i = 15; i < 30; ++i) {
-    EXPECT_EQ(v[i].verdict, kRegression) << i << ": " << v[i].reason;
+    EXPECT_EQ(v[i].verdict, Verdict::kRegression) << i << ": " << v[i].reason;
     EXPECT_EQ(v[i].nights, 10u) << "the regressions stay out of the baseline";
   }
   EXPECT_NE(v[15].reason.find("confirmed on fresh targets"), std::string::npos) << v[15].reason;
   // Accepted at night 20 (after it ran), starting the level at the step: the nights that ran
   // before keep their verdicts; from night 21 on the step is the level.
   auto accepted = judge_series(s, options(), {{15, 21}});
-  for (size_t i = 15; i < 21; ++i) EXPECT_EQ(accepted[i].verdict, kRegression) << i;
+  for (size_t i = 15; i < 21; ++i) EXPECT_EQ(accepted[i].verdict, Verdict::kRegression) << i;
   EXPECT_TRUE(accepted[15].new_level);
   for (size_t i = 21; i < 30; ++i) {
-    EXPECT_TRUE(accepted[i].verdict == kSame || accepted[i].verdict == kNoise)
+    EXPECT_TRUE(accepted[i].verdict == Verdict::kSame || accepted[i].verdict == Verdict::kNoise)
         << i << ": " << accepted[i].reason;
     EXPECT_GE(accepted[i].baseline_index.front(), 15u);
   }
@@ -161,22 +184,22 @@ TEST(Verdict, ALevelIsAcceptedByItselfAfterNNightsWhenAsked) {
   auto o = options();
   o.accept_after_nights = 3;
   auto v = judge_series(s, o);
-  for (size_t i = 15; i < 18; ++i) EXPECT_EQ(v[i].verdict, kRegression) << i;
+  for (size_t i = 15; i < 18; ++i) EXPECT_EQ(v[i].verdict, Verdict::kRegression) << i;
   EXPECT_TRUE(v[15].new_level);
-  for (size_t i = 18; i < 30; ++i) EXPECT_NE(v[i].verdict, kRegression) << i << ": " << v[i].reason;
+  for (size_t i = 18; i < 30; ++i) EXPECT_NE(v[i].verdict, Verdict::kRegression) << i << ": " << v[i].reason;
 }
 
 TEST(Verdict, ASuspectNightThatItsConfirmationContradictsIsNoise) {
   auto s = nights(12, 10000, 0.01, 7);
   std::mt19937_64 rng(8);
   s[11] = night(7000, rng);
-  EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression) << "without a confirmation";
+  EXPECT_EQ(judge_series(s, options())[11].verdict, Verdict::kRegression) << "without a confirmation";
   EXPECT_TRUE(judge_series(s, options())[11].suspect);
   s[11].confirmation = night(10050, rng).values;
   auto v = judge_series(s, options())[11];
-  EXPECT_EQ(v.verdict, kNoise);
+  EXPECT_EQ(v.verdict, Verdict::kNoise);
   EXPECT_NE(v.reason.find("measured again on fresh targets"), std::string::npos) << v.reason;
-  EXPECT_NEAR(v.confirm_value, 10050, 300);
+  EXPECT_NEAR(v.confirm_value.value_or(NAN), 10050, 300);
 }
 
 // The first measurement was a transient its confirmation contradicted: the night enters later
@@ -187,22 +210,23 @@ TEST(Verdict, ANoiseNightAddsItsConfirmationToLaterBands) {
   s[11] = night(6000, rng);
   s[11].confirmation = night(10000, rng).values;
   auto v = judge_series(s, options());
-  ASSERT_EQ(v[11].verdict, kNoise);
-  EXPECT_NEAR(v[11].band_value, v[11].confirm_value, 1e-9);
+  ASSERT_EQ(v[11].verdict, Verdict::kNoise);
+  EXPECT_NEAR(v[11].band_value, v[11].confirm_value.value_or(NAN), 1e-9);
   EXPECT_EQ(v[12].baseline_index.back(), 11u);
-  EXPECT_LT(v[12].mdc_pct, 20) << "the transient did not widen the band (it would make it 60 %)";
+  EXPECT_LT(v[12].mdc_pct.value_or(NAN), 20)
+      << "the transient did not widen the band (it would make it 60 %)";
 }
 
 TEST(Verdict, AChangeWithinTheBandIsNoiseAndWithinTheThresholdSame) {
   auto s = nights(12, 10000, 0.10, 9);  // wide nights
   std::mt19937_64 rng(10);
   auto v = judge_series(s, options());
-  s[11] = night(v[11].baseline * 0.88, rng, 0.001);
+  s[11] = night(v[11].baseline.value_or(NAN) * 0.88, rng, 0.001);
   v = judge_series(s, options());
-  EXPECT_EQ(v[11].verdict, kNoise) << v[11].reason;
-  EXPECT_GT(v[11].mdc_pct, 12) << "a cell this wide cannot show 12 %";
-  s[11] = night(v[11].baseline * 0.98, rng, 0.001);
-  EXPECT_EQ(judge_series(s, options())[11].verdict, kSame);
+  EXPECT_EQ(v[11].verdict, Verdict::kNoise) << v[11].reason;
+  EXPECT_GT(v[11].mdc_pct.value_or(NAN), 12) << "a cell this wide cannot show 12 %";
+  s[11] = night(v[11].baseline.value_or(NAN) * 0.98, rng, 0.001);
+  EXPECT_EQ(judge_series(s, options())[11].verdict, Verdict::kSame);
 }
 
 TEST(Verdict, LatencyIsWorseUpwards) {
@@ -212,10 +236,10 @@ TEST(Verdict, LatencyIsWorseUpwards) {
   auto o = options();
   o.higher_is_better = false;
   auto v = judge_series(s, o)[11];
-  EXPECT_EQ(v.verdict, kRegression);
-  EXPECT_GT(v.change_pct, 40);
+  EXPECT_EQ(v.verdict, Verdict::kRegression);
+  EXPECT_GT(v.change_pct.value_or(NAN), 40);
   s[11] = night(1000, rng);
-  EXPECT_EQ(judge_series(s, o)[11].verdict, kImprovement);
+  EXPECT_EQ(judge_series(s, o)[11].verdict, Verdict::kImprovement);
 }
 
 TEST(Verdict, AChangedMachineIsInconclusiveAndNamesWhatChangedButANewBuildIsNot) {
@@ -224,11 +248,11 @@ TEST(Verdict, AChangedMachineIsInconclusiveAndNamesWhatChangedButANewBuildIsNot)
     n.fingerprint = "srv|governor=performance;kernel=6.1\ncli|governor=performance;kernel=6.1";
   s[11].fingerprint = "srv|governor=powersave;kernel=6.1\ncli|governor=performance;kernel=6.1";
   auto v = judge_series(s, options())[11];
-  EXPECT_EQ(v.verdict, kInconclusive);
+  EXPECT_EQ(v.verdict, Verdict::kInconclusive);
   EXPECT_NE(v.reason.find("srv governor performance -> powersave"), std::string::npos) << v.reason;
   s[11].fingerprint = s[10].fingerprint;
   s[11].target_build = "sha256:0123456789abcdef";  // tonight's build: what a nightly tests
-  EXPECT_NE(judge_series(s, options())[11].verdict, kInconclusive);
+  EXPECT_NE(judge_series(s, options())[11].verdict, Verdict::kInconclusive);
 }
 
 TEST(Verdict, ANightWithMuchStealIsInconclusive) {
@@ -236,7 +260,7 @@ TEST(Verdict, ANightWithMuchStealIsInconclusive) {
   for (auto& n : s) n.steal_pct = 0.5;
   s[11].steal_pct = 20;
   auto v = judge_series(s, options())[11];
-  EXPECT_EQ(v.verdict, kInconclusive);
+  EXPECT_EQ(v.verdict, Verdict::kInconclusive);
   EXPECT_NE(v.reason.find("hypervisor took 20.0 %"), std::string::npos) << v.reason;
 }
 
@@ -256,10 +280,10 @@ TEST(Verdict, InstructionsAreJudgedWhateverTheHostDid) {
   s[11].steal_pct = 20;
   s[11].busy_reps = 3;
   auto v = judge_series(s, o)[11];
-  EXPECT_EQ(v.verdict, kRegression) << v.reason;
-  EXPECT_NEAR(v.change_pct, 2, 0.3);
+  EXPECT_EQ(v.verdict, Verdict::kRegression) << v.reason;
+  EXPECT_NEAR(v.change_pct.value_or(NAN), 2, 0.3);
   o.host_insensitive = false;  // as qps would be judged
-  EXPECT_EQ(judge_series(s, o)[11].verdict, kInconclusive);
+  EXPECT_EQ(judge_series(s, o)[11].verdict, Verdict::kInconclusive);
 }
 
 // Something else ran on the cell's CPUs: the night is inconclusive, says what, and stays out of
@@ -271,7 +295,7 @@ TEST(Verdict, ADisturbedMeasurementIsInconclusiveAndLeftOutOfLaterBands) {
   s[11] = night(5000, rng);
   s[11].wait_pct = 60;  // its processes waited for a CPU far longer than on any night before
   auto v = judge_series(s, options());
-  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_EQ(v[11].verdict, Verdict::kInconclusive);
   EXPECT_NE(v[11].reason.find("waited for a CPU 60.0 % of the window, its baseline nights at most 10.0 %"),
             std::string::npos)
       << v[11].reason;
@@ -280,17 +304,17 @@ TEST(Verdict, ADisturbedMeasurementIsInconclusiveAndLeftOutOfLaterBands) {
   s[11].wait_pct = 10;
   s[11].busy_reps = 2;
   v = judge_series(s, options());
-  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_EQ(v[11].verdict, Verdict::kInconclusive);
   EXPECT_NE(v[11].reason.find("2 of 3 repetitions flagged busy-machine"), std::string::npos) << v[11].reason;
   // A suspect night whose confirmation was measured on a busy machine.
   s[11].busy_reps = 0;
   s[11].confirmation = night(5000, rng).values;
   s[11].confirm_busy_reps = 3;
   v = judge_series(s, options());
-  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_EQ(v[11].verdict, Verdict::kInconclusive);
   EXPECT_NE(v[11].reason.find("cannot be confirmed"), std::string::npos) << v[11].reason;
   s[11].confirm_busy_reps = 0;
-  EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression);
+  EXPECT_EQ(judge_series(s, options())[11].verdict, Verdict::kRegression);
 }
 
 // The figures of other work of a delay-0 cell (d0/t4) on this machine's quiet nights
@@ -305,7 +329,7 @@ TEST(Verdict, OtherWorkWellAboveTheBaselineNightsLevelIsADisturbedNight) {
   s[11] = night(5000, rng);
   s[11].other_pct = -6;
   auto v = judge_series(s, options());
-  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_EQ(v[11].verdict, Verdict::kInconclusive);
   EXPECT_TRUE(v[11].disturbed);
   EXPECT_NE(v[11].reason.find("other work on its CPUs took -6 % of a core, 27 more than its baseline nights' "
                               "median (-33 %)"),
@@ -314,18 +338,18 @@ TEST(Verdict, OtherWorkWellAboveTheBaselineNightsLevelIsADisturbedNight) {
   for (size_t j : v[12].baseline_index) EXPECT_NE(j, 11u);
   // The most a quiet night read (-23, 10 above the level) is judged.
   s[11].other_pct = -23;
-  EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression);
+  EXPECT_EQ(judge_series(s, options())[11].verdict, Verdict::kRegression);
   // A suspect night whose confirmation ran beside the neighbour cannot be confirmed.
   s[11].confirmation = night(5000, rng).values;
   s[11].confirm_other_pct = 0;
   v = judge_series(s, options());
-  EXPECT_EQ(v[11].verdict, kInconclusive);
+  EXPECT_EQ(v[11].verdict, Verdict::kInconclusive);
   EXPECT_NE(v[11].reason.find("cannot be confirmed"), std::string::npos) << v[11].reason;
   // Too few baseline nights with the figure (a history from before it was kept): no level.
   s[11].confirm_other_pct = -33;
   s[11].other_pct = -6;
-  for (size_t i = 0; i < 11; ++i) s[i].other_pct = i < 9 ? NAN : -33;
-  EXPECT_EQ(judge_series(s, options())[11].verdict, kRegression);
+  for (size_t i = 0; i < 11; ++i) s[i].other_pct = i < 9 ? std::nullopt : std::optional<double>(-33);
+  EXPECT_EQ(judge_series(s, options())[11].verdict, Verdict::kRegression);
 }
 
 // Recorded (bench/verdicts.sh, 2026-12-03, server/d0/t1): quiet nights read about -26 % of a core
@@ -341,7 +365,7 @@ TEST(Verdict, ANewBuildThatMovesTheCellsOwnCpuFigureIsJudgedNotCalledDisturbed) 
   }
   auto v = judge_series(s, options());
   for (size_t i = 12; i < 20; ++i) {
-    EXPECT_EQ(v[i].verdict, kRegression) << i << ": " << v[i].reason;
+    EXPECT_EQ(v[i].verdict, Verdict::kRegression) << i << ": " << v[i].reason;
     EXPECT_FALSE(v[i].disturbed) << i;
   }
   // The same build reading so is a neighbour: 20 above its nights' median, first measurement.
@@ -354,7 +378,7 @@ TEST(Verdict, ANewBuildThatMovesTheCellsOwnCpuFigureIsJudgedNotCalledDisturbed) 
   // On a new build the confirmation is held to the night's own first measurement.
   s[13].confirm_other_pct = 15;
   v = judge_series(s, options());
-  EXPECT_EQ(v[13].verdict, kInconclusive);
+  EXPECT_EQ(v[13].verdict, Verdict::kInconclusive);
   EXPECT_NE(v[13].reason.find("25 more than the night's first measurement (-10 %)"), std::string::npos)
       << v[13].reason;
 }
@@ -366,11 +390,11 @@ TEST(Verdict, ASuspectWhoseConfirmationWasDisturbedStaysOutOfLaterBands) {
   auto s = stepped(20, 12500, 0.02, 12, 2700, 33);
   s[13].confirm_busy_reps = 3;
   auto v = judge_series(s, options());
-  EXPECT_EQ(v[12].verdict, kRegression) << v[12].reason;
-  EXPECT_EQ(v[13].verdict, kInconclusive) << v[13].reason;
+  EXPECT_EQ(v[12].verdict, Verdict::kRegression) << v[12].reason;
+  EXPECT_EQ(v[13].verdict, Verdict::kInconclusive) << v[13].reason;
   EXPECT_TRUE(v[13].disturbed);
   for (size_t i = 14; i < 20; ++i) {
-    EXPECT_EQ(v[i].verdict, kRegression) << i << ": " << v[i].reason;
+    EXPECT_EQ(v[i].verdict, Verdict::kRegression) << i << ": " << v[i].reason;
     for (size_t j : v[i].baseline_index) EXPECT_LT(j, 12u) << i;
   }
 }
@@ -379,7 +403,7 @@ TEST(Verdict, FailedNightsAreNeitherJudgedNorBaseline) {
   auto s = nights(12, 10000, 0.01, 15);
   s[10].ok = false;
   auto v = judge_series(s, options());
-  EXPECT_EQ(v[10].verdict, "failed");
+  EXPECT_EQ(v[10].verdict, Verdict::kFailed);
   for (size_t j : v[11].baseline_index) EXPECT_NE(j, 10u);
 }
 

@@ -1,0 +1,48 @@
+#pragma once
+// A run's verdicts against --baseline: each cell against its earlier nights in the history
+// (the noise model, history/night_verdicts.hpp), or against a base run (judge/compare.hpp).
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "loadlab/v1/result.pb.h"
+#include "run/run_cells.hpp"
+#include "run/scenario_run.hpp"
+#include "scenario/scenario.hpp"
+
+namespace loadlab::controller {
+
+class BaselineJudge {
+ public:
+  // `options` and `scenario` outlive the judge.
+  BaselineJudge(const RunOptions& options, const Scenario& scenario)
+      : options_(options), scenario_(scenario) {}
+
+  bool judging() const { return !options_.baseline.empty(); }
+  bool against_history() const { return options_.baseline == kHistory || options_.baseline == kLastGood; }
+  // Before the run: --baseline names a run that can be read (a history is read at the end).
+  void check() const;
+  // The verdicts of the run's cells as measured so far (its result.json in `folder`, as
+  // saved): against the history (the run is stored in it first, so that tonight is read back
+  // as every night is), or against the base run. A cell measured again because it was
+  // disturbed says so in its reason.
+  void judge(const std::filesystem::path& folder, const RunCells& run);
+
+  const std::optional<v1::Verdicts>& verdicts() const { return verdicts_; }
+  // The first verdict alone calls the cell a regression: it is measured again to confirm.
+  bool suspect(const std::string& key) const;
+  // The history verdict found the cell's measurement, as it stands, disturbed.
+  bool disturbed(const std::string& key) const { return disturbed_.count(key) > 0; }
+
+ private:
+  void judge_against_history(const std::filesystem::path& folder, const RunCells& run);
+  RegressionDef regression() const;  // the scenario's, with --baseline-nights
+
+  const RunOptions& options_;
+  const Scenario& scenario_;
+  std::optional<v1::Verdicts> verdicts_;
+  std::set<std::string> disturbed_;
+};
+
+}  // namespace loadlab::controller

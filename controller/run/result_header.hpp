@@ -1,0 +1,41 @@
+#pragma once
+// result.json but its cells, typed: what ran (the scenario as run, the files it was read from
+// with their commits, the --set overrides), on which agents, when, and what the run concluded
+// (its verdicts against the baseline, its A/B verdicts, each cell's trend in the history).
+// to_json() writes the fields docs/result.schema.json describes.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loadlab/v1/result.pb.h"
+#include "report/report_html.hpp"
+
+namespace loadlab::controller {
+
+struct ResultHeader {
+  std::string loadlab_version;
+  std::string scenario_path;
+  nlohmann::json scenario_file;        // its provenance: path, sha256, git commit (provenance.hpp)
+  nlohmann::json scenario_files;       // the same for every file read, the scenario file first
+  nlohmann::json scenario;             // the scenario as run
+  std::vector<std::string> overrides;  // --set, applied to scenario_file into scenario
+  std::string lab_path;
+  std::string started_at, finished_at;  // finished_at: "" until the run is complete
+  std::vector<std::string> resumed_at;
+  std::string scenario_digest;           // RunFolder::kScenarioDigest
+  nlohmann::json agents;                 // AgentPool::to_json
+  std::optional<v1::Verdicts> verdicts;  // against --baseline, once every cell finished
+  std::optional<v1::Verdicts> ab;        // the scenario's "ab", once every cell finished
+  std::optional<TrendSection> trends;    // with --history, once the run is recorded in it
+  // The fields of an earlier run's result.json (resumed) that this loadlab does not know:
+  // written back as they were.
+  nlohmann::json others = nlohmann::json::object();
+
+  // The header of a resumed run's result.json; an empty one for null (a new run). Throws
+  // InputError naming the field that is not what it should be.
+  static ResultHeader from_json(const nlohmann::json& previous);
+  nlohmann::json to_json() const;
+};
+
+}  // namespace loadlab::controller
