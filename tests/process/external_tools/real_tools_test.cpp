@@ -14,10 +14,10 @@
 #include <fstream>
 #include <thread>
 
-#include "../load_generator/target_process.hpp"
 #include "fixture.hpp"
 #include "loadlab/clients/command_line.hpp"
 #include "loadlab/clients/output.hpp"
+#include "target_process.hpp"
 
 namespace loadlab::clients {
 namespace {

@@ -98,7 +98,7 @@ TEST_F(RunFolderTest, AJournalLineOfTheWrongJsonTypeIsAnErrorNamingTheLine) {
     }
     std::ofstream(dir / "run" / "journal.jsonl", std::ios::app) << line << "\n";
     RunFolder resumed = RunFolder::resume(dir / "run");
-    std::string e = testing::input_error_of([&] { resumed.open_journal(cells); });
+    std::string e = loadlab::testing::input_error_of([&] { resumed.open_journal(cells); });
     EXPECT_NE(e.find("journal.jsonl line 2 is not a loadlab.v1.CellResult"), std::string::npos)
         << line << ": " << e;
   }
@@ -107,21 +107,21 @@ TEST_F(RunFolderTest, AJournalLineOfTheWrongJsonTypeIsAnErrorNamingTheLine) {
 TEST_F(RunFolderTest, ANewRunNeverWritesIntoAFolderThatIsNotEmpty) {
   fs::create_directories(dir / "old");
   std::ofstream(dir / "old" / "scenario.json") << R"({"name": "old"})";
-  std::string e =
-      testing::input_error_of([&] { (void)RunFolder::create(dir / "old", (dir / "s.json").string()); });
+  std::string e = loadlab::testing::input_error_of(
+      [&] { (void)RunFolder::create(dir / "old", (dir / "s.json").string()); });
   EXPECT_EQ(e.rfind("--out: " + (dir / "old").string() + " already exists and is not empty", 0), 0u) << e;
   EXPECT_NE(e.find("--resume"), std::string::npos) << e;
   EXPECT_EQ(read_json_file((dir / "old" / "scenario.json").string())["name"], "old");  // not overwritten
   fs::create_directories(dir / "empty");
   EXPECT_NO_THROW(RunFolder::create(dir / "empty", (dir / "s.json").string()));  // mktemp -d: fine
-  EXPECT_EQ(testing::input_error_of([&] { RunFolder::check_free(dir / "s.json"); }),
+  EXPECT_EQ(loadlab::testing::input_error_of([&] { RunFolder::check_free(dir / "s.json"); }),
             "--out: " + (dir / "s.json").string() + " exists and is not a folder");
 }
 
 TEST_F(RunFolderTest, ANewRunsFolderStaysInsideRuns) {
   EXPECT_EQ(RunFolder::new_run_path(dir / "runs", "night-1.2_x", "T"), dir / "runs" / "night-1.2_x-T");
   for (auto* name : {"../../x", "a/b", "..", ".hidden", ""})
-    EXPECT_EQ(testing::input_error_of([&] {
+    EXPECT_EQ(loadlab::testing::input_error_of([&] {
                 RunFolder::new_run_path(dir / "runs", name, "T");
               }).rfind("/name: ", 0),
               0u)
