@@ -12,20 +12,20 @@ BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache lld \
 	libsqlite3-dev libssl-dev zlib1g-dev libnghttp2-dev \
 	libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev
 # What `make test` adds: GoogleTest, and the tools and peers the tests run.
-# python3: the catalog target of tests/integration/catalog_target_test.cpp (standard library only).
+# python3: the catalog target of tests/process/integration/catalog_target_test.cpp (standard library only).
 # dpkg-dev, file: cpack's dpkg-shlibdeps (the Depends of the .deb packages, tests/deploy).
-# nghttp2-server: nghttpd, the independent HTTP/2 server of tests/unit/load_generator/h2_load_test.cpp.
+# nghttp2-server: nghttpd, the independent HTTP/2 server of tests/process/load_generator/h2_load_test.cpp.
 # ngtcp2-server, ngtcp2-client: gtlsserver and gtlsclient, the independent HTTP/3 peers of the
 # load generator's and the target's h3 tests.
 # python3-yaml: tests/deploy/k8s_manifests_test.py parses the manifests of deploy/k8s.
-# git: the scenario repository of tests/integration/scenario_folder_test.cpp and of loadlab-nightly.
+# git: the scenario repository of tests/process/integration/scenario_folder_test.cpp and of loadlab-nightly.
 # prometheus (promtool), python3-prometheus-client (a strict OpenMetrics parser):
-# tests/integration/metrics_test.cpp checks the metrics the agent and the controller serve and
+# tests/process/integration/metrics_test.cpp checks the metrics the agent and the controller serve and
 # deploy/monitoring's Prometheus config.
-# chromium, python3-jsonschema, python3-pil: tests/integration/report_test.cpp renders report.html
+# chromium, python3-jsonschema, python3-pil: tests/process/integration/report_test.cpp renders report.html
 # headless and checks its screenshots, and validates result.json against docs/result.schema.json.
-# valgrind: tests/integration/instructions_test.cpp counts instructions per request under callgrind.
-# python3-junitparser: tests/integration/cli_test.cpp reads back the JUnit file of --junit.
+# valgrind: tests/timing/integration/instructions_test.cpp counts instructions per request under callgrind.
+# python3-junitparser: tests/process/integration/cli_test.cpp reads back the JUnit file of --junit.
 TEST_PACKAGES := libgtest-dev libgmock-dev iproute2 clang-format \
 	wrk hey nghttp2-client nghttp2-server ngtcp2-client ngtcp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git \
 	prometheus python3-prometheus-client valgrind python3-junitparser

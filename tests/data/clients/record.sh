@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # record.sh: records the outputs of the real wrk, hey and h2load (Debian's packages) against
-# a local loadlab-target, as fixtures for tests/unit/clients. Each case is three files in
+# a local loadlab-target, as fixtures for tests/fast/external_tools. Each case is three files in
 # <tool>/: CASE.stdout.txt and CASE.stderr.txt exactly as printed, and CASE.meta.txt with
 # the tool's version, the command line, its exit status and the target's settings.
 #
