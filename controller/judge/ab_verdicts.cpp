@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "judge/verdict.hpp"
+#include "loadlab/shared/format.hpp"
 #include "results/quality_flags.hpp"
 
 namespace loadlab::controller {
@@ -41,11 +42,13 @@ PairFigures pair_figures(const std::vector<v1::Repetition>& a, const std::vector
   PairFigures f;
   const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) {
-    const double x = metric_value(metric, a[i]).value_or(NAN), y = metric_value(metric, b[i]).value_or(NAN);
+    const auto xa = metric_value(metric, a[i]), yb = metric_value(metric, b[i]);
     auto* p = out.Add();
-    p->set_a(x);  // ABPair's a and b are not optional in the proto: NaN where a side has no figure
-    p->set_b(y);
+    if (xa) p->set_a(*xa);  // absent where a side's repetition has no figure
+    if (yb) p->set_b(*yb);
     p->set_b_first(i % 2 == 1);
+    if (!xa || !yb) continue;
+    const double x = *xa, y = *yb;
     if (!(std::isfinite(x) && std::isfinite(y) && x > 0 && y > 0)) continue;
     if (busy_machine(a[i]) || busy_machine(b[i])) {
       p->set_left_out(true);
@@ -212,12 +215,24 @@ std::string pair_order(const v1::ABPair& p) {
   return std::string(p.b_first() ? "B A" : "A B") + (p.left_out() ? ", left out" : "");
 }
 
+std::string pair_figure_text(const v1::ABPair& p, bool b) {
+  if (b ? !p.has_b() : !p.has_a()) return "n/a";
+  return fixed_text(b ? p.b() : p.a(), 2);
+}
+
+std::optional<double> pair_change_pct(const v1::ABPair& p) {
+  if (!p.has_a() || !p.has_b() || !(p.a() > 0)) return std::nullopt;
+  return (p.b() / p.a() - 1) * 100;
+}
+
 void write_ab_pairs(std::ostream& out, const v1::Verdicts& v) {
   auto rows = [&](const google::protobuf::RepeatedPtrField<v1::ABPair>& pairs, const std::string& label) {
     for (int i = 0; i < pairs.size(); ++i) {
       const auto& p = pairs[i];
-      out << fmt::format("  {:>11}  {:>15}  {:>14.2f}  {:>14.2f}  {:>9}\n", label + std::to_string(i + 1),
-                         pair_order(p), p.a(), p.b(), p.a() > 0 ? pct_text((p.b() / p.a() - 1) * 100) : "-");
+      const auto change = pair_change_pct(p);
+      out << fmt::format("  {:>11}  {:>15}  {:>14}  {:>14}  {:>9}\n", label + std::to_string(i + 1),
+                         pair_order(p), pair_figure_text(p, false), pair_figure_text(p, true),
+                         change ? pct_text(*change) : "-");
     }
   };
   for (auto& c : v.cells()) {

@@ -7,6 +7,7 @@
 // more pairs on fresh targets (execution.confirm), and the regression holds only when they too
 // show B worse, beyond the threshold and their own band at kConfirmLevel (the first pairs took
 // the false-alarm level; unchanged code must now fool both).
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,12 @@ v1::Verdicts judge_ab(const std::vector<std::pair<const CellResult*, const CellR
 // A pair's order as the tables show it: "A B" or "B A", and ", left out" when other work ran on
 // its CPUs (ABPair.left_out).
 std::string pair_order(const v1::ABPair& p);
+
+// A pair's figures as the tables show them: A's or B's with two decimals, "n/a" where that
+// side's repetition has none; and B against A in %, none unless both have a figure and A's is
+// above zero.
+std::string pair_figure_text(const v1::ABPair& p, bool b);
+std::optional<double> pair_change_pct(const v1::ABPair& p);
 
 // The pairs as the terminal shows them after the verdicts: a line per pair of each cell.
 void write_ab_pairs(std::ostream& out, const v1::Verdicts& v);

@@ -26,6 +26,15 @@ std::string_view verdict_name(Verdict v) {
   return "inconclusive";  // unreachable: every enumerator is in the table (verdict_kind_test)
 }
 
+const std::vector<Verdict>& every_verdict() {
+  static const std::vector<Verdict> all = [] {
+    std::vector<Verdict> v;
+    for (auto& [verdict, name] : kNames) v.push_back(verdict);
+    return v;
+  }();
+  return all;
+}
+
 std::optional<Verdict> verdict_named(std::string_view name) {
   for (auto& [verdict, spelt] : kNames)
     if (spelt == name) return verdict;

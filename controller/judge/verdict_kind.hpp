@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "loadlab/v1/result.pb.h"
 
@@ -26,6 +27,8 @@ enum class Verdict {
 std::string_view verdict_name(Verdict v);
 // verdict_name(v) as a std::string, for the proto's setters.
 inline std::string verdict_text(Verdict v) { return std::string(verdict_name(v)); }
+// Every verdict, in the table's order (regression first).
+const std::vector<Verdict>& every_verdict();
 // The verdict spelt `name`; nullopt for any other text (a newer loadlab's word).
 std::optional<Verdict> verdict_named(std::string_view name);
 

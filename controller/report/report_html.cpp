@@ -191,10 +191,11 @@ std::string pairs_table(const v1::CellVerdict& c) {
   auto rows = [&](const google::protobuf::RepeatedPtrField<v1::ABPair>& pairs, const std::string& label) {
     for (int i = 0; i < pairs.size(); ++i) {
       const auto& p = pairs[i];
+      const auto change = pair_change_pct(p);
       t += "<tr><td>" + label + std::to_string(i + 1) + "</td><td>" + pair_order(p) +
-           "</td><td class=\"num\">" + fixed_text(p.a(), 2) + "</td><td class=\"num\">" +
-           fixed_text(p.b(), 2) + "</td><td class=\"num\">" +
-           (p.a() > 0 ? signed_pct((p.b() / p.a() - 1) * 100) : "") + "</td></tr>";
+           "</td><td class=\"num\">" + pair_figure_text(p, false) + "</td><td class=\"num\">" +
+           pair_figure_text(p, true) + "</td><td class=\"num\">" + (change ? signed_pct(*change) : "") +
+           "</td></tr>";
     }
   };
   rows(c.pairs(), "");

@@ -353,8 +353,9 @@ void markdown_verdicts(std::ostream& out, const std::string& heading, const v1::
     auto rows = [&](const google::protobuf::RepeatedPtrField<v1::ABPair>& pairs, const std::string& label) {
       for (int i = 0; i < pairs.size(); ++i) {
         const auto& p = pairs[i];
-        markdown_row(out, {label + std::to_string(i + 1), pair_order(p), fixed_text(p.a(), 2),
-                           fixed_text(p.b(), 2), p.a() > 0 ? pct_text((p.b() / p.a() - 1) * 100) : ""});
+        const auto change = pair_change_pct(p);
+        markdown_row(out, {label + std::to_string(i + 1), pair_order(p), pair_figure_text(p, false),
+                           pair_figure_text(p, true), change ? pct_text(*change) : ""});
       }
     };
     rows(c.pairs(), "");

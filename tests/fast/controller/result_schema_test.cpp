@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "judge/verdict_kind.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/v1/result.pb.h"
 #include "run/run_folder.hpp"
@@ -102,6 +103,17 @@ TEST(ResultSchema, VerdictsAreTheProtosMessageFieldForField) {
   std::set<std::string> seen;
   check_message(s["$defs"], v1::Verdicts::descriptor(), seen);
   EXPECT_TRUE(seen.count("CellVerdict") && seen.count("BaselineNight"));
+}
+
+// The words a verdict may say, as docs/result.schema.json lists them, are the controller's own
+// table's (judge/verdict_kind.cpp), every one of them and nothing else.
+TEST(ResultSchema, AVerdictsWordsAreTheControllersTable) {
+  auto s = schema();
+  std::set<std::string> listed, table;
+  for (auto& w : s["$defs"]["CellVerdict"]["properties"]["verdict"]["enum"])
+    listed.insert(w.get<std::string>());
+  for (auto v : every_verdict()) table.insert(verdict_text(v));
+  EXPECT_EQ(listed, table);
 }
 
 TEST(ResultSchema, TheHeaderRequiresTheDocumentedFieldsAndThisVersion) {

@@ -72,6 +72,7 @@ TEST(Verdict, EachVerdictHasOneSpellingThatReadsBackAsItself) {
     EXPECT_EQ(verdict_name(verdict), word);
     EXPECT_EQ(verdict_named(word), verdict) << word;
   }
+  EXPECT_EQ(every_verdict().size(), std::size(words)) << "a verdict the wire does not spell";
   EXPECT_FALSE(verdict_named("REGRESSION")) << "the table's spelling only";
   EXPECT_FALSE(verdict_named(""));
   EXPECT_FALSE(verdict_named("flagged"));
