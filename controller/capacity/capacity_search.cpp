@@ -27,10 +27,6 @@ double longest_stall_ms(const v1::Repetition& rep) {
   return longest;
 }
 
-bool step_flagged(const v1::Repetition& rep, const char* flag) {
-  return std::find(rep.flags().begin(), rep.flags().end(), flag) != rep.flags().end();
-}
-
 // A verdict without the busy-machine check: a step still disturbed after its retries is
 // judged by what it measured, and says so.
 StepVerdict judge_one(const SearchDef& def, const StepPlan& plan, const v1::Repetition* rep,
@@ -55,7 +51,7 @@ StepVerdict judge_one(const SearchDef& def, const StepPlan& plan, const v1::Repe
     else if (*v > o.limit)
       broken.push_back(fmt::format("{} {:g} > {:g}", o.figure, *v, o.limit));
   }
-  const bool saturated = step_flagged(*rep, "client-saturated");
+  const bool saturated = has_flag(*rep, QualityFlag::kClientSaturated);
   if (busy_counts && (rep->rate_not_held() || !broken.empty()) && stalled(*rep)) {
     // A stop of the CPUs queues every request that comes meanwhile: a tail broken then may be
     // the machine's. A step that held the SLO through a stall passes.

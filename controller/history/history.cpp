@@ -72,6 +72,16 @@ bool flag(const nlohmann::json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
 }
 
+// A repetition's flags as the history keeps them (a JSON list) name a busy machine. A list that
+// does not parse names none.
+bool busy_flagged(const std::string& json_flags) {
+  const auto flags = nlohmann::json::parse(json_flags, nullptr, false);
+  if (!flags.is_array()) return false;
+  return std::any_of(flags.begin(), flags.end(), [](const nlohmann::json& f) {
+    return f.is_string() && flag_kind(f.get<std::string>()) == QualityFlag::kBusyMachine;
+  });
+}
+
 std::string json_list(const google::protobuf::RepeatedPtrField<std::string>& items) {
   return nlohmann::json(std::vector<std::string>(items.begin(), items.end())).dump();
 }
@@ -557,7 +567,7 @@ History::CellNights History::nights(const std::string& scenario, const std::stri
     if (!s.is_null(12) && std::isfinite(s.real(12)))
       (confirm ? n.confirmation : n.values).push_back(s.real(12));
     if (s.text(5).empty()) continue;  // a failed cell without repetitions
-    const bool busy = s.text(10).find("\"busy-machine:") != std::string::npos;
+    const bool busy = busy_flagged(s.text(10));
     (confirm ? n.confirm_busy_reps : n.busy_reps) += busy;
     if (!s.is_null(9)) (confirm ? confirm_waits : waits).back().push_back(s.real(9));
     if (!s.is_null(11)) (confirm ? confirm_others : others).back().push_back(s.real(11));

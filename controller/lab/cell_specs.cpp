@@ -44,7 +44,7 @@ v1::TargetSpec target_spec(const Scenario& s, const Cell& c) {
   if (c.body_size) spec.set_body_size(*c.body_size);
   spec.set_protocol(*proto::protocol_from_name(c.protocol));
   // Counters count over the measured window itself; callgrind only in its own probes.
-  if (c.instructions == "counters") spec.set_instructions(v1::INSTRUCTIONS_COUNTERS);
+  if (c.instructions == InstructionsMethod::kCounters) spec.set_instructions(v1::INSTRUCTIONS_COUNTERS);
   return spec;
 }
 

@@ -11,6 +11,7 @@
 #include "lab/stream_events.hpp"
 #include "lab/target_session.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "results/quality_flags.hpp"
 #include "results/result_merge.hpp"
 
 namespace loadlab::controller {
@@ -81,7 +82,7 @@ void add_skew(const RepetitionParts& p, v1::Repetition& r) {
   std::sort(u.rbegin(), u.rend());
   r.set_window_skew_uncertainty_ms((u[0] + (u.size() > 1 ? u[1] : 0)) / 1e6);
   const double bound_ms = p.scenario.execution.max_skew_ms.value_or(p.window_ns / 1e6 / 100);
-  if (r.window_skew_ms() > bound_ms) r.add_flags("window-skew");
+  if (r.window_skew_ms() > bound_ms) r.add_flags(flag_text(QualityFlag::kWindowSkew));
 }
 
 // The load agents' measured progress, interval by interval (as many as every agent sent).
@@ -117,7 +118,7 @@ v1::Repetition merged(const RepetitionParts& p) {
       add_usage(*r.mutable_client(), p.loads[i]->usage());
   }
   if (p.scheduled) add_skew(p, r);
-  if (p.cell.instructions == "counters") add_counted_instructions(p, r);
+  if (p.cell.instructions == InstructionsMethod::kCounters) add_counted_instructions(p, r);
   return r;
 }
 

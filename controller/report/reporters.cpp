@@ -152,7 +152,7 @@ std::string capacity_text(const CellResult& c) {
 // The cell's instructions per request, "n/a" where they could not be counted, "-" where the
 // cell does not count them.
 std::string instructions_text(const CellResult& c) {
-  if (c.cell.instructions.empty()) return "-";
+  if (!c.cell.instructions) return "-";
   auto v = c.instructions();
   return v ? fixed_text(*v, 0) : "n/a";
 }

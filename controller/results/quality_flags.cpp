@@ -71,11 +71,39 @@ std::map<std::string, OtherWork> other_work(const v1::Repetition& r,
   return out;
 }
 
+constexpr std::pair<QualityFlag, std::string_view> kFlagNames[] = {
+    {QualityFlag::kClientSaturated, "client-saturated"}, {QualityFlag::kRateNotHeld, "rate-not-held"},
+    {QualityFlag::kBusyMachine, "busy-machine"},         {QualityFlag::kStalled, "stalled"},
+    {QualityFlag::kWindowSkew, "window-skew"},
+};
+
 void add_flag(v1::Repetition& r, const std::string& flag) {
   if (std::find(r.flags().begin(), r.flags().end(), flag) == r.flags().end()) r.add_flags(flag);
 }
 
 }  // namespace
+
+std::string_view flag_name(QualityFlag f) {
+  for (auto& [flag, name] : kFlagNames)
+    if (flag == f) return name;
+  return "";  // unreachable: every kind is in the table
+}
+
+std::string flag_text(QualityFlag f, const std::string& agent) {
+  return std::string(flag_name(f)) + (agent.empty() ? "" : ":" + agent);
+}
+
+std::optional<QualityFlag> flag_kind(std::string_view written) {
+  const std::string_view kind = written.substr(0, written.find(':'));
+  for (auto& [flag, name] : kFlagNames)
+    if (name == kind) return flag;
+  return std::nullopt;
+}
+
+bool has_flag(const v1::Repetition& r, QualityFlag f) {
+  return std::any_of(r.flags().begin(), r.flags().end(),
+                     [f](const std::string& w) { return flag_kind(w) == f; });
+}
 
 std::vector<std::string> saturation_flags(const v1::Repetition& r,
                                           const std::map<std::string, uint32_t>& cores) {
@@ -90,14 +118,14 @@ std::vector<std::string> saturation_flags(const v1::Repetition& r,
     uint32_t n = allowed ? allowed->size() : c != cores.end() ? c->second : 0;
     // A worker of fewer threads than CPUs uses at most a core a thread.
     if (p.threads() > 0) n = n > 0 ? std::min(n, p.threads()) : p.threads();
-    if (n > 0 && p.client().cpu_pct() >= 0.9 * 100.0 * n) add("client-saturated");
+    if (n > 0 && p.client().cpu_pct() >= 0.9 * 100.0 * n) add(flag_text(QualityFlag::kClientSaturated));
   }
-  if (r.rate_not_held()) add("rate-not-held");
+  if (r.rate_not_held()) add(flag_text(QualityFlag::kRateNotHeld));
   for (auto& [agent, other] : other_work(r, cores))
-    if (other.pct >= busy_machine_threshold_pct(other.cpus)) add("busy-machine:" + agent);
-  if (r.server().stalls() > 0) add("stalled:" + r.target_agent());
+    if (other.pct >= busy_machine_threshold_pct(other.cpus)) add(flag_text(QualityFlag::kBusyMachine, agent));
+  if (r.server().stalls() > 0) add(flag_text(QualityFlag::kStalled, r.target_agent()));
   for (auto& p : r.load_parts())
-    if (p.client().stalls() > 0) add("stalled:" + p.agent());
+    if (p.client().stalls() > 0) add(flag_text(QualityFlag::kStalled, p.agent()));
   return flags;
 }
 
@@ -139,7 +167,8 @@ void flag_busy_outliers(const std::vector<v1::Repetition*>& reps,
   }
   for (size_t i = 0; i < reps.size(); ++i)
     for (auto& [agent, other] : each[i])
-      if (other.pct - median[agent] >= kBusyOutlierPct) add_flag(*reps[i], "busy-machine:" + agent);
+      if (other.pct - median[agent] >= kBusyOutlierPct)
+        add_flag(*reps[i], flag_text(QualityFlag::kBusyMachine, agent));
 }
 
 std::optional<double> other_work_pct(const v1::Repetition& r) {
@@ -148,15 +177,5 @@ std::optional<double> other_work_pct(const v1::Repetition& r) {
     if (!most || other.pct > *most) most = other.pct;
   return most;
 }
-
-namespace {
-bool flagged(const v1::Repetition& r, const char* prefix) {
-  return std::any_of(r.flags().begin(), r.flags().end(),
-                     [prefix](const std::string& f) { return f.rfind(prefix, 0) == 0; });
-}
-}  // namespace
-
-bool busy_machine(const v1::Repetition& r) { return flagged(r, "busy-machine:"); }
-bool stalled(const v1::Repetition& r) { return flagged(r, "stalled:"); }
 
 }  // namespace loadlab::controller

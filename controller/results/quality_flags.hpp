@@ -3,11 +3,23 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "results/results.hpp"
 
 namespace loadlab::controller {
+
+// The kinds of flag a repetition may carry, each spelt once (flag_name): in result.json, the
+// history's flags column and every table. A kind that names an agent is written KIND:AGENT.
+enum class QualityFlag { kClientSaturated, kRateNotHeld, kBusyMachine, kStalled, kWindowSkew };
+std::string_view flag_name(QualityFlag f);
+// The flag as written: "client-saturated", or "busy-machine:AGENT" with an agent.
+std::string flag_text(QualityFlag f, const std::string& agent = "");
+// The kind of a written flag ("busy-machine:l1" is kBusyMachine); none for another word.
+std::optional<QualityFlag> flag_kind(std::string_view written);
+// The repetition carries a flag of this kind (any agent's).
+bool has_flag(const v1::Repetition& r, QualityFlag f);
 
 // "client-saturated": a load agent's worker used ≥ 90 % of its CPUs (the set it was allowed
 // on, Usage.cpus; else its machine's cores; no more CPUs than it has threads: a one-thread
@@ -22,6 +34,8 @@ namespace loadlab::controller {
 // more during the window (Usage.stalls: the hypervisor took the VM's CPU, or a kernel thread
 // held it), which no other-work figure shows. It moves a tail latency, not a rate: a capacity
 // search measures such a step again (docs/capacity.md); other verdicts only show it.
+// ("window-skew", added by the repetition: the windows of a scheduled start opened further
+// apart than execution.max_skew_ms.)
 // `cores` maps agent names to their core counts (from Describe).
 std::vector<std::string> saturation_flags(const v1::Repetition& r,
                                           const std::map<std::string, uint32_t>& cores);
@@ -62,8 +76,8 @@ inline constexpr size_t kFlagAgentsListed = 2;
 std::vector<std::string> summarized_flags(const std::vector<std::string>& flags);
 
 // The repetition carries a "busy-machine:" flag (any agent's).
-bool busy_machine(const v1::Repetition& r);
+inline bool busy_machine(const v1::Repetition& r) { return has_flag(r, QualityFlag::kBusyMachine); }
 // The repetition carries a "stalled:" flag (any agent's).
-bool stalled(const v1::Repetition& r);
+inline bool stalled(const v1::Repetition& r) { return has_flag(r, QualityFlag::kStalled); }
 
 }  // namespace loadlab::controller

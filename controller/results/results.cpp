@@ -51,7 +51,7 @@ const v1::SearchResult& CellResult::median_search() const {
 
 bool any_counted(const std::vector<CellResult>& cells) {
   return std::any_of(cells.begin(), cells.end(),
-                     [](const CellResult& c) { return !c.cell.instructions.empty(); });
+                     [](const CellResult& c) { return c.cell.instructions.has_value(); });
 }
 
 std::optional<double> CellResult::instructions() const {
@@ -131,7 +131,7 @@ v1::CellConfig config_of(const Cell& c) {
   p.set_protocol(c.protocol);
   p.set_tls_version(c.tls_version);
   p.set_streams(c.streams);
-  p.set_instructions(c.instructions);
+  if (c.instructions) p.set_instructions(std::string(instructions_method_name(*c.instructions)));
   if (c.rate > 0 && c.arrivals == proto::kPoissonArrivals) {
     p.set_arrivals(c.arrivals);
     p.set_seed(c.seed);
@@ -157,8 +157,8 @@ Cell cell_of(const v1::CellConfig& p) {
   c.client = p.client();
   c.protocol = p.protocol().empty() ? "http1" : p.protocol();  // runs from before protocols
   c.tls_version = p.tls_version();
-  c.streams = p.streams() ? p.streams() : 1;  // runs from before streams
-  c.instructions = p.instructions();
+  c.streams = p.streams() ? p.streams() : 1;                     // runs from before streams
+  c.instructions = instructions_method_named(p.instructions());  // "" (not counted): none
   c.arrivals = p.arrivals().empty() ? std::string(proto::kUniformArrivals) : p.arrivals();
   c.seed = c.arrivals == proto::kPoissonArrivals ? p.seed() : 1;
   for (auto& a : p.axes()) c.axes.emplace_back(a.axis(), a.value());

@@ -231,12 +231,12 @@ bool CellExecutor::one(const Cell& cell, uint32_t rep, uint32_t count, size_t fi
     return true;
   }
   for (auto& f : saturation_flags(*outcome.rep, cores_)) outcome.rep->add_flags(f);
-  if (cell.instructions == "callgrind") {
+  if (cell.instructions == InstructionsMethod::kCallgrind) {
     progress_.info(cell.key() + " counting instructions under callgrind");
     record_probe(probe_instructions(pool_.place(scenario_, cell, 0), scenario_, cell, options_.repetition),
                  cell, options_.profile_dir, *outcome.rep);
   }
-  if (!cell.instructions.empty() && !outcome.rep->has_instructions_per_request())
+  if (cell.instructions && !outcome.rep->has_instructions_per_request())
     progress_.note(cell.key() + " instructions unavailable: " + outcome.rep->instructions_unavailable());
   reps.push_back(std::move(*outcome.rep));
   return true;

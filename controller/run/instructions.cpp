@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/logging.hpp"
 
 namespace loadlab::controller {
@@ -17,11 +18,11 @@ Cell probe_cell(const Cell& c, double rate) {
   p.threads = 1;
   p.connections = 1;
   p.rate = rate;
-  p.arrivals = "uniform";
+  p.arrivals = proto::kUniformArrivals;
   p.client = kBuiltinClient;
   p.streams = 1;
   p.window_s.reset();
-  p.instructions.clear();  // the probe asks callgrind itself (RepetitionOptions)
+  p.instructions.reset();  // the probe asks callgrind itself (RepetitionOptions)
   return p;
 }
 

@@ -27,14 +27,14 @@ struct Cell {
   std::string protocol = "http1";
   std::string tls_version;           // over TLS (https, h2, h3): "1.2" or "1.3"; otherwise ""
   uint32_t streams = 1;              // HTTP/2: requests in flight per connection
-  std::string arrivals = "uniform";  // open loop: "uniform" or "poisson"
+  std::string arrivals{proto::kUniformArrivals};  // open loop: kUniformArrivals or kPoissonArrivals
   uint64_t seed = 1;                 // poisson: the draws' seed
   // A capacity search's step (capacity_search.hpp): its measured window, instead of the
   // load's stop condition; unset for a cell measured as the scenario says.
   std::optional<double> window_s;
-  // How its instructions per request are counted (the scenario's `instructions`: "callgrind"
-  // or "counters"); "" = not counted.
-  std::string instructions;
+  // How its instructions per request are counted (the scenario's `instructions`); none: not
+  // counted.
+  std::optional<InstructionsMethod> instructions;
   std::vector<std::pair<std::string, std::string>> axes;  // (axis name, value as keys show it)
   // "beast/d5/t10": the target, then each axis's key prefix and value in the scenario's
   // order; the stable identity of a cell across runs.

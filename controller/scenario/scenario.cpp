@@ -305,10 +305,14 @@ void parse_cpus(const ObjectReader& p, PlacementDef& d) {
 InstructionsDef parse_instructions(const ObjectReader& o, const Scenario& s) {
   o.allow({"method", "requests", "rate", "cells"});
   InstructionsDef d;
-  d.method = o.string("method", d.method);
-  if (d.method != "callgrind" && d.method != "counters")
+  const std::string method = o.string("method", std::string(instructions_method_name(d.method)));
+  const auto named = instructions_method_named(method);
+  if (!named)
     throw InputError(o.path("method"),
-                     "must be \"callgrind\" or \"counters\", got " + nlohmann::json(d.method).dump());
+                     "must be \"" + std::string(instructions_method_name(InstructionsMethod::kCallgrind)) +
+                         "\" or \"" + std::string(instructions_method_name(InstructionsMethod::kCounters)) +
+                         "\", got " + nlohmann::json(method).dump());
+  d.method = *named;
   if (o.has("requests")) {
     const auto& r = o.at("requests");
     const auto max = static_cast<uint64_t>(limits::kMaxInstructionProbeRequests);
@@ -928,6 +932,16 @@ std::string knob_path(const Scenario& s, Knob knob, size_t target, const std::ve
       return "/load/arrivals";
   }
   return "";
+}
+
+std::string_view instructions_method_name(InstructionsMethod m) {
+  return m == InstructionsMethod::kCounters ? "counters" : "callgrind";
+}
+
+std::optional<InstructionsMethod> instructions_method_named(std::string_view name) {
+  for (auto m : {InstructionsMethod::kCallgrind, InstructionsMethod::kCounters})
+    if (instructions_method_name(m) == name) return m;
+  return std::nullopt;
 }
 
 }  // namespace loadlab::controller

@@ -5,9 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "loadlab/proto/protocols.hpp"
 #include "scenario/regression.hpp"
 
 namespace loadlab::controller {
@@ -52,7 +54,7 @@ struct LoadDef {
   uint32_t streams = 1;             // HTTP/2: requests in flight per connection; when streams is not an axis
   // Open loop: how the send times fall, "uniform" or "poisson" (LoadSpec.arrivals); when
   // arrivals is not an axis. `seed`: poisson's draws (the same seed, the same send times).
-  std::string arrivals = "uniform";
+  std::string arrivals{proto::kUniformArrivals};
   uint64_t seed = 1;
 };
 
@@ -152,8 +154,15 @@ struct MatrixAxis {
 
 // "instructions": each repetition of the cells it names (every cell when it names none) also
 // counts the target's user-space instructions per request (docs/instructions.md).
+// How a cell's instructions per request are counted: under callgrind, or by the CPU's counters
+// in user space. Spelt "callgrind", "counters" (instructions_method_name) in the scenario, the
+// cells' config in result.json, and the history.
+enum class InstructionsMethod { kCallgrind, kCounters };
+std::string_view instructions_method_name(InstructionsMethod m);
+std::optional<InstructionsMethod> instructions_method_named(std::string_view name);
+
 struct InstructionsDef {
-  std::string method = "callgrind";  // or "counters"
+  InstructionsMethod method = InstructionsMethod::kCallgrind;
   // callgrind: the sequential requests of its two probes; the figure is their difference's.
   uint64_t requests_low = 200;
   uint64_t requests_high = 1200;

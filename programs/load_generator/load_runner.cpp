@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "fd_limit.hpp"
+#include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "request_log.hpp"
 #include "run_plan.hpp"
@@ -282,7 +283,7 @@ LoadResult LoadRunner::run() {
   result.threads = o.threads;
   result.connections = o.connections;
   result.rate = o.rate.value_or(0);
-  if (o.rate) result.arrivals = poisson_arrivals(o) ? "poisson" : "uniform";
+  if (o.rate) result.arrivals = poisson_arrivals(o) ? proto::kPoissonArrivals : proto::kUniformArrivals;
   if (!invalid_.empty()) {
     result.error = invalid_;
     return result;

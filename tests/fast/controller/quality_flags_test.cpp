@@ -189,5 +189,28 @@ TEST(SaturationFlags, APinnedClientSaturatesAtItsOwnCpus) {
   EXPECT_TRUE(saturation_flags(r, {{"cli", 8}}).empty());
 }
 
+// Each kind of flag is spelt once; a written flag, with or without its agent, reads back as its
+// kind, and another word as none.
+TEST(SaturationFlags, EachKindIsSpeltOnceAndAWrittenFlagReadsBackAsItsKind) {
+  const std::pair<QualityFlag, const char*> kinds[] = {{QualityFlag::kClientSaturated, "client-saturated"},
+                                                       {QualityFlag::kRateNotHeld, "rate-not-held"},
+                                                       {QualityFlag::kBusyMachine, "busy-machine"},
+                                                       {QualityFlag::kStalled, "stalled"},
+                                                       {QualityFlag::kWindowSkew, "window-skew"}};
+  for (auto [kind, name] : kinds) {
+    EXPECT_EQ(flag_name(kind), name);
+    EXPECT_EQ(flag_kind(name), kind) << name;
+    EXPECT_EQ(flag_kind(flag_text(kind, "l1")), kind) << name;
+  }
+  EXPECT_EQ(flag_text(QualityFlag::kBusyMachine, "l1"), "busy-machine:l1");
+  EXPECT_FALSE(flag_kind("busy"));
+  EXPECT_FALSE(flag_kind(""));
+  v1::Repetition r;
+  r.add_flags("stalled:srv");
+  EXPECT_TRUE(stalled(r));
+  EXPECT_FALSE(busy_machine(r));
+  EXPECT_TRUE(has_flag(r, QualityFlag::kStalled));
+}
+
 }  // namespace
 }  // namespace loadlab::controller

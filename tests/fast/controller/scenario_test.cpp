@@ -220,18 +220,20 @@ TEST(Scenario, InstructionsNameTheirCellsAndMethod) {
   };
   auto s = parse_scenario(nlohmann::json::parse(with_instructions(R"({"cells": ["beast/d5/t10"]})")));
   ASSERT_TRUE(s.instructions);
-  EXPECT_EQ(s.instructions->method, "callgrind");
+  EXPECT_EQ(s.instructions->method, InstructionsMethod::kCallgrind);
   EXPECT_EQ(s.instructions->requests_low, 200u);
   EXPECT_EQ(s.instructions->requests_high, 1200u);
   size_t counted = 0;
   for (auto& c : expand(s)) {
-    EXPECT_EQ(c.instructions, c.key() == "beast/d5/t10" ? "callgrind" : "") << c.key();
-    counted += !c.instructions.empty();
+    EXPECT_EQ(c.instructions,
+              c.key() == "beast/d5/t10" ? std::optional(InstructionsMethod::kCallgrind) : std::nullopt)
+        << c.key();
+    counted += c.instructions.has_value();
   }
   EXPECT_EQ(counted, 1u);
   s = parse_scenario(
       nlohmann::json::parse(with_instructions(R"({"method": "counters", "requests": [10, 20]})")));
-  for (auto& c : expand(s)) EXPECT_EQ(c.instructions, "counters");
+  for (auto& c : expand(s)) EXPECT_EQ(c.instructions, InstructionsMethod::kCounters);
   EXPECT_EQ(error_of(with_instructions(R"({"method": "perf"})")),
             "/instructions/method: must be \"callgrind\" or \"counters\", got \"perf\"");
   EXPECT_EQ(
