@@ -25,10 +25,10 @@ struct Cell {
   bool keep_alive = true;
   std::string client = kBuiltinClient;
   std::string protocol = "http1";
-  std::string tls_version;           // over TLS (https, h2, h3): "1.2" or "1.3"; otherwise ""
-  uint32_t streams = 1;              // HTTP/2: requests in flight per connection
+  std::string tls_version;                        // over TLS (https, h2, h3): "1.2" or "1.3"; otherwise ""
+  uint32_t streams = 1;                           // HTTP/2: requests in flight per connection
   std::string arrivals{proto::kUniformArrivals};  // open loop: kUniformArrivals or kPoissonArrivals
-  uint64_t seed = 1;                 // poisson: the draws' seed
+  uint64_t seed = 1;                              // poisson: the draws' seed
   // A capacity search's step (capacity_search.hpp): its measured window, instead of the
   // load's stop condition; unset for a cell measured as the scenario says.
   std::optional<double> window_s;
