@@ -18,7 +18,8 @@ BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache lld \
 # ngtcp2-server, ngtcp2-client: gtlsserver and gtlsclient, the independent HTTP/3 peers of the
 # load generator's and the target's h3 tests.
 # python3-yaml: tests/deploy/k8s_manifests_test.py parses the manifests of deploy/k8s.
-# git: the scenario repository of tests/process/integration/scenario_folder_test.cpp and of loadlab-nightly.
+# git: the scenario repository of tests/process/integration/scenario_folder_test.cpp and of loadlab-nightly,
+# and the source repository (built with build-essential's make and cc) of built_target_test.cpp.
 # prometheus (promtool), python3-prometheus-client (a strict OpenMetrics parser):
 # tests/process/integration/metrics_test.cpp checks the metrics the agent and the controller serve and
 # deploy/monitoring's Prometheus config.

@@ -113,9 +113,19 @@ std::string executable_dir() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+std::string default_build_cache_dir() {
+  if (geteuid() == 0) return "/var/cache/loadlab-agent/builds";
+  const char* xdg = getenv("XDG_CACHE_HOME");
+  const char* home = getenv("HOME");
+  const std::string base = xdg && *xdg == '/' ? xdg : std::string(home && *home ? home : "/tmp") + "/.cache";
+  return base + "/loadlab-agent/builds";
+}
+
 AgentService::AgentService(AgentOptions options)
     : options_(std::move(options)), callers_(options_.token_digest) {
   if (options_.bin_dir.empty()) options_.bin_dir = executable_dir();
+  if (options_.build_cache_dir.empty()) options_.build_cache_dir = default_build_cache_dir();
+  builds_ = std::make_unique<BuildCache>(options_.build_cache_dir, options_.build_cache_mb << 20);
 }
 
 Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeRequest*, v1::AgentInfo* info) {
@@ -142,6 +152,7 @@ Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeReques
   info->set_cpu_binding(std::string(to_string(cpu_binding().mode)));
   for (auto& t : options_.catalog.names()) {
     info->add_catalog(t);
+    if (options_.catalog.find(t)->source) info->add_source_targets(t);
     for (auto p : served_by(*options_.catalog.find(t)))
       (*info->mutable_target_protocols())[t].add_protocols(p);
   }
@@ -181,13 +192,48 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
     return Status(StatusCode::INVALID_ARGUMENT, "protocol: target \"" + name + "\" does not serve " +
                                                     std::string(proto::protocol_name(spec.protocol())) +
                                                     "; it serves " + proto::protocol_names(served));
+  if (auto st = check_commit(spec, *entry); !st.ok()) return st;
   if (spec.has_body_size() && !entry->builtin)
     return Status(StatusCode::INVALID_ARGUMENT, "body_size: catalog target \"" + name +
                                                     "\" takes no body_size; only the built-in hello does");
   JobLease lease(target_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
   if (!lease.owned())
     return Status(StatusCode::RESOURCE_EXHAUSTED, "agent " + options_.name + " already hosts a target");
-  return counted(target_slot_, TargetJob(options_, proc_, ctx, &stream).run(spec, *entry, lease));
+  return counted(target_slot_, TargetJob(options_, proc_, *builds_, ctx, &stream).run(spec, *entry, lease));
+}
+
+Status AgentService::check_commit(const v1::TargetSpec& spec, const CatalogEntry& entry) {
+  const std::string& name = entry.name;
+  if (entry.source && spec.commit().empty())
+    return Status(
+        StatusCode::INVALID_ARGUMENT,
+        "commit: target \"" + name + "\" is built from a commit; the spec must name one (a full sha)");
+  if (!entry.source && !spec.commit().empty())
+    return Status(
+        StatusCode::INVALID_ARGUMENT,
+        "commit: target \"" + name + "\" is not built from a commit (its catalog entry names no source)");
+  return Status::OK;
+}
+
+Status AgentService::ResolveCommit(grpc::ServerContext* ctx, const v1::CommitQuery* query,
+                                   v1::ResolvedCommit* resolved) {
+  if (auto st = callers_.check(*ctx, "ResolveCommit"); !st.ok()) return st;
+  const CatalogEntry* entry = options_.catalog.find(query->target());
+  if (!entry)
+    return Status(StatusCode::NOT_FOUND, "unknown target \"" + query->target() +
+                                             "\"; this agent knows: " + options_.catalog.names_joined());
+  if (!entry->source)
+    return Status(
+        StatusCode::FAILED_PRECONDITION,
+        "target \"" + query->target() + "\" is not built from a commit (its catalog entry names no source)");
+  try {
+    *resolved = builds_->resolve(*entry->source, query->ref(), query->since());
+    return Status::OK;
+  } catch (const InputError& e) {
+    return Status(StatusCode::INVALID_ARGUMENT, e.what());
+  } catch (const std::exception& e) {
+    return Status(StatusCode::UNAVAILABLE, "target " + query->target() + ": " + e.what());
+  }
 }
 
 Status AgentService::RunLoad(grpc::ServerContext* ctx,

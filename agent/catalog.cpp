@@ -17,9 +17,11 @@ namespace loadlab::agent {
 
 namespace {
 
-constexpr const char* kPlaceholders[] = {"{port}",     "{host}",     "{delay_ms}", "{threads}",
-                                         "{protocol}", "{tls_cert}", "{tls_key}",  "{catalog_dir}"};
+constexpr const char* kPlaceholders[] = {"{port}",    "{host}",        "{delay_ms}",
+                                         "{threads}", "{protocol}",    "{tls_cert}",
+                                         "{tls_key}", "{catalog_dir}", "{build_dir}"};
 constexpr const char* kCatalogDir = "{catalog_dir}";
+constexpr const char* kBuildDir = "{build_dir}";
 
 // Every {word} in `text` must be a known placeholder; {catalog_dir} needs a catalog file.
 // Returns `text` with {catalog_dir} replaced: it is known when the file is read, the others
@@ -32,7 +34,7 @@ std::string check_placeholders(const std::string& text, const std::string& path,
     if (!known)
       throw InputError(path, "unknown placeholder " + it->str() +
                                  "; allowed: {port}, {host}, {delay_ms}, {threads}, {protocol}, {tls_cert}, "
-                                 "{tls_key}, {catalog_dir}");
+                                 "{tls_key}, {catalog_dir}, {build_dir}");
     if (it->str() == kCatalogDir && dir.empty())
       throw InputError(path, "{catalog_dir} is only known in a catalog read from a file");
   }
@@ -66,6 +68,8 @@ void parse_argv(const ObjectReader& e, const std::string& dir, CatalogEntry& c) 
   }
   const std::string argv0 = e.path("argv") + "/0";
   if (c.argv[0].empty()) throw InputError(argv0, "must be the path to the program");
+  // Built from a commit: the program is the build's, made only when a commit is built.
+  if (c.argv[0].rfind(kBuildDir, 0) == 0) return;
   c.argv[0] = resolve_path(c.argv[0], dir, argv0, "program");
   if (access(c.argv[0].c_str(), X_OK) != 0)
     throw InputError(argv0, c.argv[0] + " is not an executable file on this machine");
@@ -110,15 +114,77 @@ void parse_protocols(const ObjectReader& e, CatalogEntry& c) {
   }
 }
 
+// A program named without a folder ("make"), as the agent's PATH finds it; "" when it does not.
+std::string on_path(const std::string& program) {
+  const char* path = getenv("PATH");
+  std::string list = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= list.size();) {
+    const size_t end = std::min(list.find(':', start), list.size());
+    const std::string folder = list.substr(start, end - start);
+    start = end + 1;
+    if (folder.empty() || folder[0] != '/') continue;
+    const std::string candidate = folder + "/" + program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// The entry's "source": a repository and the command that builds a commit of it.
+TargetSource parse_source(const ObjectReader& e, const std::string& dir) {
+  auto o = e.object("source");
+  o.allow({"repository", "build", "timeout_s"});
+  TargetSource src;
+  src.repository = o.string("repository");
+  const bool url = src.repository.find("://") != std::string::npos;
+  if (src.repository.empty() || src.repository[0] == '-')
+    throw InputError(o.path("repository"), "must be a folder or a URL, not beginning with '-'");
+  if (!url) {
+    src.repository = resolve_path(src.repository, dir, o.path("repository"), "repository");
+    if (!std::filesystem::is_directory(src.repository))
+      throw InputError(o.path("repository"), src.repository + " is not a folder on this machine");
+  }
+  if (!o.has("build") || !o.at("build").is_array() || o.at("build").empty())
+    throw InputError(o.path("build"), "must be a non-empty array of strings: the build command");
+  for (size_t i = 0; i < o.at("build").size(); ++i) {
+    const auto& a = o.at("build")[i];
+    if (!a.is_string() || a.get<std::string>().empty())
+      throw InputError(o.path("build") + "/" + std::to_string(i), "must be a non-empty string");
+    src.build.push_back(a.get<std::string>());
+  }
+  const std::string at0 = o.path("build") + "/0";
+  auto& program = src.build[0];
+  program =
+      program.find('/') == std::string::npos ? on_path(program) : resolve_path(program, dir, at0, "program");
+  if (program.empty() || access(program.c_str(), X_OK) != 0)
+    throw InputError(at0, o.at("build")[0].get<std::string>() + " is not a program on this machine");
+  src.timeout_s = static_cast<int>(o.integer("timeout_s", limits::kMinBuildTimeoutS,
+                                             limits::kMaxBuildTimeoutS, limits::kDefaultBuildTimeoutS));
+  return src;
+}
+
+// {build_dir} only where there is a build.
+void check_build_dir_use(const ObjectReader& e, const CatalogEntry& c) {
+  if (c.source) return;
+  auto names = [](const std::string& t) { return t.find(kBuildDir) != std::string::npos; };
+  bool used = names(c.cwd);
+  for (auto& a : c.argv) used = used || names(a);
+  for (auto& [k, v] : c.env) used = used || names(v);
+  if (used) throw InputError(e.where(), "{build_dir} is only known in an entry with a \"source\"");
+}
+
 CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const std::string& dir) {
-  e.allow({"argv", "env", "cwd", "readiness", "start_timeout_ms", "protocols", "instructions_unavailable"});
+  e.allow({"argv", "env", "cwd", "readiness", "start_timeout_ms", "protocols", "instructions_unavailable",
+           "source"});
   CatalogEntry c;
   c.name = name;
+  if (e.has("source")) c.source = parse_source(e, dir);
   parse_argv(e, dir, c);
   c.env = e.string_map("env");
   for (auto& [k, v] : c.env) v = check_placeholders(v, e.path("env") + "/" + pointer_token(k), dir);
-  c.cwd = e.string("cwd", "");
-  if (!c.cwd.empty()) {
+  c.cwd = e.string("cwd", c.source ? kBuildDir : "");
+  if (c.cwd.rfind(kBuildDir, 0) == 0) {
+    // The build's folder, known when the commit is built.
+  } else if (!c.cwd.empty()) {
     c.cwd = resolve_path(check_placeholders(c.cwd, e.path("cwd"), dir), dir, e.path("cwd"), "folder");
     if (access(c.cwd.c_str(), X_OK) != 0)
       throw InputError(e.path("cwd"), c.cwd + " is not a folder on this machine");
@@ -133,6 +199,7 @@ CatalogEntry parse_entry(const std::string& name, const ObjectReader& e, const s
   };
   for (auto& a : c.argv) c.tls_files = c.tls_files || names_tls_files(a);
   for (auto& [k, v] : c.env) c.tls_files = c.tls_files || names_tls_files(v);
+  check_build_dir_use(e, c);
   return c;
 }
 
@@ -267,6 +334,20 @@ std::string expand_placeholders(const std::string& text, const Placeholders& p) 
     out += text[i++];
   }
   return out;
+}
+
+CatalogEntry with_build_dir(const CatalogEntry& entry, const std::string& dir) {
+  CatalogEntry c = entry;
+  auto fill = [&](std::string& text) {
+    const size_t n = std::char_traits<char>::length(kBuildDir);
+    for (size_t at = text.find(kBuildDir); at != std::string::npos;
+         at = text.find(kBuildDir, at + dir.size()))
+      text.replace(at, n, dir);
+  };
+  for (auto& a : c.argv) fill(a);
+  for (auto& [k, v] : c.env) fill(v);
+  fill(c.cwd);
+  return c;
 }
 
 }  // namespace loadlab::agent

@@ -378,6 +378,8 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const std::vector<std::string>
   }
   child->pid_ = forked.pid;
   child->pidfd_ = forked.pidfd;
+  if (!options.output_log.empty())
+    child->log_fd_ = open(options.output_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   child->reader_ = std::thread([c = child.get(), o = out[0], r = err[0]] { c->reader_loop(o, r); });
   return child;
 }
@@ -393,6 +395,7 @@ ChildProcess::~ChildProcess() {
   if (reader_.joinable()) reader_.join();
   close(wake_fd_);
   if (pidfd_ >= 0) close(pidfd_);
+  if (log_fd_ >= 0) close(log_fd_);
 }
 
 std::string ChildProcess::cgroup_path() const { return job_ ? job_->path() : ""; }
@@ -449,6 +452,19 @@ void ChildProcess::queue_line(const std::string& line) {
 }
 
 void ChildProcess::push_tail(std::string line) {
+  if (log_fd_ >= 0 && logged_bytes_ < kMaxLogBytes) {
+    // The whole output, in order (SpawnOptions.output_log), cut at its bound.
+    std::string entry = line + "\n";
+    logged_bytes_ += entry.size();
+    if (logged_bytes_ >= kMaxLogBytes)
+      entry += "[log cut at " + std::to_string(kMaxLogBytes >> 20) + " MiB]\n";
+    for (size_t done = 0; done < entry.size();) {
+      const ssize_t n = write(log_fd_, entry.data() + done, entry.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+  }
   if (line.size() > kTailLineChars) {
     line.resize(kTailLineChars);
     line += " [...]";

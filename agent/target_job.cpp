@@ -72,7 +72,14 @@ std::string target_build(const CatalogEntry& entry, const std::string& bin_dir) 
 
 }  // namespace
 
-Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& entry, JobLease& lease) {
+Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& catalog_entry, JobLease& lease) {
+  const CatalogEntry* built_entry = &catalog_entry;
+  CatalogEntry built;
+  if (catalog_entry.source) {
+    if (auto st = build(spec, catalog_entry, built); !st.ok()) return st;
+    built_entry = &built;
+  }
+  const CatalogEntry& entry = *built_entry;
   if (auto st = prepare(spec, entry); !st.ok()) return st;
   if (auto st = prepare_instructions(spec, entry); !st.ok()) return st;
   if (auto st = launch(); !st.ok()) return st;
@@ -86,6 +93,34 @@ Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& entry, Job
     lease.stopping();
   }  // the sampler ends before the stop, so the exit we cause is not taken for a crash
   return stop();
+}
+
+Status TargetJob::build(const v1::TargetSpec& spec, const CatalogEntry& entry, CatalogEntry& built) {
+  SpawnOptions job;  // the job user and task limit; the build may use every CPU
+  job.user = options_.job_user_or_null();
+  job.max_tasks = options_.limits.tasks;
+  auto building = [&](int timeout_ms) {
+    v1::TargetEvent ev;
+    ev.mutable_building()->set_commit(spec.commit());
+    ev.mutable_building()->set_timeout_ms(static_cast<uint32_t>(timeout_ms));
+    write(ev);
+  };
+  try {
+    auto b = builds_.get(*entry.source, spec.commit(), job, building, [this] { return ctx_->IsCancelled(); });
+    pin_ = std::make_unique<BuildCache::Pin>(builds_, b.key);
+    v1::TargetEvent ev;
+    ev.mutable_built()->set_commit(spec.commit());
+    ev.mutable_built()->set_cached(b.cached);
+    ev.mutable_built()->set_seconds(b.seconds);
+    ev.mutable_built()->set_size_bytes(b.bytes);
+    write(ev);
+    built = with_build_dir(entry, b.dir);
+    return Status::OK;
+  } catch (const BuildError& e) {
+    if (ctx_->IsCancelled()) return Status(StatusCode::CANCELLED, "the controller cancelled the build");
+    component_logger("agent")->warn("target {}: {}", spec.catalog(), e.what());
+    return Status(StatusCode::FAILED_PRECONDITION, "target " + spec.catalog() + ": " + e.what());
+  }
 }
 
 // The command line: the built-in target binds port 0 and says which port on its first line;

@@ -14,6 +14,7 @@
 #include "instruction_counts.hpp"
 #include "job_support.hpp"
 #include "loadlab/agent/agent_service.hpp"
+#include "loadlab/agent/build_cache.hpp"
 #include "loadlab/agent/job_slot.hpp"
 #include "loadlab/agent/ports.hpp"
 #include "loadlab/agent/usage_window.hpp"
@@ -24,13 +25,17 @@ namespace loadlab::agent {
 class TargetJob {
  public:
   using Stream = grpc::ServerReaderWriterInterface<v1::TargetEvent, v1::TargetCommand>;
-  TargetJob(const AgentOptions& options, ProcFsReader& proc, grpc::ServerContext* ctx, Stream* stream)
-      : options_(options), proc_(proc), ctx_(ctx), stream_(stream) {}
+  TargetJob(const AgentOptions& options, ProcFsReader& proc, BuildCache& builds, grpc::ServerContext* ctx,
+            Stream* stream)
+      : options_(options), proc_(proc), builds_(builds), ctx_(ctx), stream_(stream) {}
 
   // `spec` is valid and names `entry`; `lease` holds the agent's target slot.
   grpc::Status run(const v1::TargetSpec& spec, const CatalogEntry& entry, JobLease& lease);
 
  private:
+  // A target built from a commit: its build, made first if the cache lacks it (Building,
+  // Built), and the entry with {build_dir} filled in.
+  grpc::Status build(const v1::TargetSpec& spec, const CatalogEntry& entry, CatalogEntry& built);
   grpc::Status prepare(const v1::TargetSpec& spec, const CatalogEntry& entry);
   // TargetSpec.instructions: the target under callgrind, or counters at the window's marks;
   // where it cannot be counted, the reason (the target then runs as it would).
@@ -49,6 +54,8 @@ class TargetJob {
 
   const AgentOptions& options_;
   ProcFsReader& proc_;
+  BuildCache& builds_;
+  std::unique_ptr<BuildCache::Pin> pin_;  // the build the target runs from
   grpc::ServerContext* ctx_;
   Stream* stream_;
   std::mutex write_mutex_;  // the sampler thread writes too

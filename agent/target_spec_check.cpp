@@ -28,6 +28,10 @@ void validate_target_spec(const v1::TargetSpec& spec) {
                                              std::to_string(spec.start_timeout_ms()));
   if (spec.has_body_size() && !spec.body().empty())
     throw InputError("body_size", "give at most one of body and body_size");
+  const auto& c = spec.commit();
+  if (!c.empty() && (c.size() != 40 || c.find_first_not_of("0123456789abcdef") != std::string::npos))
+    throw InputError(
+        "commit", "must be a full sha (40 lower-case hex digits) or empty, got \"" + c.substr(0, 64) + "\"");
   if (!v1::InstructionsMethod_IsValid(spec.instructions()))
     throw InputError("instructions",
                      "must be INSTRUCTIONS_NONE, INSTRUCTIONS_CALLGRIND or INSTRUCTIONS_COUNTERS, got " +

@@ -112,6 +112,16 @@ double level(const std::vector<double>& v, size_t begin, size_t end) {
   return part[(part.size() - 1) / 2];
 }
 
+// A target built from a commit: the commits of the last run before a change and the first after
+// it ("" when the target is not built from one).
+std::string target_commits(const CellPoint& before, const CellPoint& after) {
+  if (before.target_commit.empty() && after.target_commit.empty()) return "";
+  auto shown = [](const std::string& sha) { return sha.empty() ? std::string("(none)") : sha.substr(0, 12); };
+  if (before.target_commit == after.target_commit)
+    return "  target " + shown(after.target_commit) + " on both sides";
+  return "  target " + shown(before.target_commit) + " → " + shown(after.target_commit);
+}
+
 void changes(const History& h, const HistoryCliOptions& o, std::ostream& out) {
   std::vector<const HistoryMetric*> metrics;
   if (!o.metric.empty())
@@ -140,9 +150,10 @@ void changes(const History& h, const HistoryCliOptions& o, std::ostream& out) {
         double before = level(medians, begin, at), after = level(medians, at, end);
         double shift = before != 0 ? (after - before) / before * 100 : 0;
         bool worse = m->higher_is_better ? shift < 0 : shift > 0;
-        out << fmt::format("  {:<16}  commit {:<16}  {:>12} → {:<12}  {:>+6.1f} %  {:<6}  (p {:.3f})\n",
+        out << fmt::format("  {:<16}  commit {:<16}  {:>12} → {:<12}  {:>+6.1f} %  {:<6}  (p {:.3f}){}\n",
                            when(points[at].started_at), commit(points[at].git_commit, points[at].git_dirty),
-                           number(before), number(after), shift, worse ? "worse" : "better", cps[i].p_value);
+                           number(before), number(after), shift, worse ? "worse" : "better", cps[i].p_value,
+                           target_commits(points[at - 1], points[at]));
         ++change_count;
         worse_count += worse;
       }

@@ -296,8 +296,8 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
       "INSERT INTO repetitions (cell_id, phase, idx, qps, p50_us, p90_us, p99_us, p999_us, max_us, "
       "errors, requests, server_cpu_pct, server_rss_kb_peak, client_cpu_pct, client_rss_kb_peak, "
       "unavailable, steal_pct, server_cpus, client_cpus, target_build, wait_pct, flags, other_pct, capacity, "
-      "instructions, instructions_method) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "instructions, instructions_method, target_commit) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "store a repetition");
   for (const auto& c : cells) {
     cell.bind(1, run_id).bind(2, c.cell().key()).bind(3, int64_t{c.ok()}).bind(4, c.error());
@@ -333,7 +333,7 @@ void store_cells(sqlite3* db, const std::string& file, int64_t run_id, const nlo
           rep.bind(25, r.instructions_per_request());
         else
           rep.bind_null(25);
-        rep.bind(26, c.cell().instructions());
+        rep.bind(26, c.cell().instructions()).bind(27, r.target_commit());
         rep.run();
       }
   }
@@ -507,6 +507,7 @@ std::vector<CellPoint> History::series(const std::string& scenario, const std::s
   std::string sql =
       std::string("SELECT r.id, r.started_at, coalesce(r.git_commit, ''), r.git_dirty, c.ok, ") +
       column_of(metric.name).column +
+      ", coalesce(p.target_commit, '')"
       " FROM runs r JOIN cells c ON c.run_id = r.id LEFT JOIN repetitions p ON p.cell_id = c.id "
       "WHERE r.scenario = ? AND c.key = ? ORDER BY r.started_at, r.id, p.idx";
   sqlite::Statement s(db_, path_, sql.c_str(), "read cell " + cell_key + "'s " + metric.name);
@@ -516,6 +517,7 @@ std::vector<CellPoint> History::series(const std::string& scenario, const std::s
     if (out.empty() || out.back().run_id != s.integer(0))
       out.push_back({s.integer(0), s.text(1), s.text(2), s.integer(3) != 0, s.integer(4) != 0, {}});
     if (!s.is_null(5) && std::isfinite(s.real(5))) out.back().values.push_back(s.real(5));
+    if (out.back().target_commit.empty()) out.back().target_commit = s.text(6);
   }
   return out;
 }

@@ -47,6 +47,7 @@ struct CellPoint {
   bool ok = false;                       // the cell finished
   std::vector<double> values;            // per repetition; figures the client could not give left out
   std::optional<double> median() const;  // the lower median (as compare's); none without values
+  std::string target_commit;             // a target built from a commit: its sha; "" otherwise
 };
 
 enum class AppendOutcome { kAdded, kUpdated, kUnchanged };
@@ -60,7 +61,7 @@ struct AppendResult {
 
 class History {
  public:
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
   enum class Mode { kCreate, kExisting };
 
   // Opens the database at `path` (kExisting: InputError when there is none) and migrates

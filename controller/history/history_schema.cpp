@@ -135,6 +135,12 @@ ALTER TABLE repetitions ADD COLUMN instructions REAL;
 ALTER TABLE repetitions ADD COLUMN instructions_method TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 7: the commit of a target built from one (a scenario target's `commit`), so that a
+// change between nights names the commits on both sides. Older rows have none.
+const char* kToV7 = R"sql(
+ALTER TABLE repetitions ADD COLUMN target_commit TEXT NOT NULL DEFAULT '';
+)sql";
+
 const Migration kMigrations[] = {
     {1, "create the schema (version 1)", kToV1},
     {2, "migrate to version 2 (agents, overrides, n/a figures)", kToV2},
@@ -142,6 +148,7 @@ const Migration kMigrations[] = {
     {4, "migrate to version 4 (other work on a cell's CPUs)", kToV4},
     {5, "migrate to version 5 (a capacity search's capacity)", kToV5},
     {6, "migrate to version 6 (instructions per request)", kToV6},
+    {7, "migrate to version 7 (the commit of a target built from one)", kToV7},
 };
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == History::kSchemaVersion,
               "one migration per schema version");

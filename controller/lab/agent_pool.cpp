@@ -229,6 +229,7 @@ void AgentPool::check(const Scenario& s) const {
     }
   check_protocols(s);
   check_cpus(s);
+  check_commits(s);
 }
 
 void AgentPool::check_cpus(const Scenario& s) const {

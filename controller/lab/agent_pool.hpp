@@ -67,6 +67,11 @@ class AgentPool {
   // both over each cell's protocol. Throws EnvironmentError, or InputError naming the JSON
   // path of the target, client or protocol that no agent serves (and the cell).
   void check(const Scenario& s) const;
+  // After check(): each target built from a commit gets the sha its ref names now
+  // (TargetDef.commit_sha and commit_subject), asked once of an agent that hosts it
+  // (ResolveCommit). Throws InputError at /targets/N/commit for a ref that names no commit,
+  // EnvironmentError when no agent could answer. (target_commits.cpp)
+  void resolve_commits(Scenario& s) const;
   // The agents of attempt `attempt` at `cell`: eligible target agents that host its target
   // over its protocol, then load agents whose client speaks it, rotated by `attempt` so
   // that a retry goes to another agent when the lab has one. Throws EnvironmentError when
@@ -89,6 +94,7 @@ class AgentPool {
       const std::string& role, const std::vector<std::pair<std::string, std::string>>& labels) const;
   void check_protocols(const Scenario& s) const;  // the part of check() for each cell's protocol
   void check_cpus(const Scenario& s) const;       // the part of check() for placement.cpus
+  void check_commits(const Scenario& s) const;    // a commit for each target built from one, none else
   // Eligible agents that host `target` (runs `client`), over `protocol` unless it is "".
   std::vector<const ConnectedAgent*> target_agents(const Scenario& s, const std::string& target,
                                                    const std::string& protocol = "") const;

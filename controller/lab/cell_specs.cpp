@@ -38,6 +38,7 @@ v1::TargetSpec target_spec(const Scenario& s, const Cell& c) {
     spec.set_builtin(t.builtin);
   else
     spec.set_catalog(t.catalog);
+  spec.set_commit(t.commit_sha);  // resolved when the run started
   spec.set_delay_ms(c.delay_ms);
   spec.set_threads(c.server_threads);
   spec.set_body(t.body);

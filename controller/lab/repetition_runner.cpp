@@ -108,6 +108,7 @@ v1::Repetition merged(const RepetitionParts& p) {
   *r.mutable_server() = p.server;
   r.set_target_startup_ms(p.target.startup_ms());
   r.set_target_build(p.target.build());
+  r.set_target_commit(p.target.commit());
   r.set_target_agent(p.target.agent_name());
   add_intervals(p, r);
   for (size_t i = 0; i < p.loads.size(); ++i) {
@@ -229,7 +230,7 @@ class RepetitionRunner {
       spec.set_instructions(v1::INSTRUCTIONS_CALLGRIND);
       spec.set_start_timeout_ms(kCallgrindStartMs);
     }
-    target_.start(spec);  // on failure nothing else has started
+    target_.start(spec, options_.limits.ready_s);  // on failure nothing else has started
     try {
       start_loads();
       await_window();

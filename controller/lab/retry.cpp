@@ -28,6 +28,7 @@ bool retryable(grpc::StatusCode code) {
     case grpc::StatusCode::NOT_FOUND:
     case grpc::StatusCode::PERMISSION_DENIED:
     case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::FAILED_PRECONDITION:  // a target's commit that does not build
       return false;
     default:
       return true;

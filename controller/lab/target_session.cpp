@@ -17,13 +17,22 @@ TargetSession::~TargetSession() {
   watchdog_.unwatch(&ctx_);
 }
 
-void TargetSession::start(const v1::TargetSpec& spec) {
+void TargetSession::start(const v1::TargetSpec& spec, double ready_s) {
   stream_ = agent_.stub->HostTarget(&ctx_);
   v1::TargetCommand cmd;
   *cmd.mutable_spec() = spec;
   if (!stream_->Write(cmd)) throw failure("start");
+  std::string phase = "ready";
   for (v1::TargetEvent ev; endpoint_.empty();) {
-    if (!stream_->Read(&ev)) throw failure("ready");
+    if (!stream_->Read(&ev)) throw failure(phase);
+    if (ev.has_building()) {
+      phase = "build";
+      watchdog_.arm(phase, ev.building().timeout_ms() / 1e3 + ready_s);
+    }
+    if (ev.has_built()) {
+      commit_ = ev.built().commit();
+      if (phase == "build") watchdog_.arm(phase = "ready", ready_s);
+    }
     if (ev.has_started()) build_ = ev.started().build();
     if (ev.has_ready()) {
       endpoint_ = ev.ready().endpoint();

@@ -27,10 +27,13 @@ class TargetSession {
   TargetSession(const TargetSession&) = delete;
   TargetSession& operator=(const TargetSession&) = delete;
 
-  // Opens the stream, sends `spec` and waits for Ready. Throws CellError "start" or
-  // "ready" with the target's last output when it exited, else the stream's status; the
-  // stream is then finished.
-  void start(const v1::TargetSpec& spec);
+  // Opens the stream, sends `spec` and waits for Ready. A target built from a commit that
+  // the agent must build first is in the phase "build" from Building (within the build's
+  // limit and `ready_s`) to Built, then in "ready" again for `ready_s`. Throws CellError
+  // "start", "build" or "ready" with the target's last output when it exited, else the
+  // stream's status; the stream is then finished.
+  void start(const v1::TargetSpec& spec, double ready_s);
+  const std::string& commit() const { return commit_; }  // Built.commit
   const std::string& endpoint() const { return endpoint_; }
   uint32_t startup_ms() const { return startup_ms_; }
   const std::string& build() const { return build_; }  // Started.build
@@ -69,6 +72,7 @@ class TargetSession {
   std::string endpoint_;
   uint32_t startup_ms_ = 0;
   std::string build_;
+  std::string commit_;
   std::thread reader_;
   std::mutex write_mutex_;
   std::mutex heartbeat_mutex_;

@@ -72,8 +72,8 @@ std::string text_at(const json& j, std::initializer_list<const char*> path) {
   return "";
 }
 
-void row(std::ostream& o, const char* name, const std::string& value) {
-  if (!value.empty()) o << "<dt>" << name << "</dt><dd>" << html_escape(value) << "</dd>";
+void row(std::ostream& o, const std::string& name, const std::string& value) {
+  if (!value.empty()) o << "<dt>" << html_escape(name) << "</dt><dd>" << html_escape(value) << "</dd>";
 }
 
 std::string scenario_source(const json& h) {
@@ -122,6 +122,12 @@ void write_run_header(std::ostream& o, const json& h, const std::string& title, 
     row(o, "resumed", std::to_string(h["resumed_at"].size()) + " times");
   row(o, "scenario", scenario_source(h));
   row(o, "commit", text_at(h, {"scenario_file", "git", "commit"}));
+  // Targets built from a commit: which commit each measured.
+  if (h.contains("target_commits") && h["target_commits"].is_array())
+    for (auto& t : h["target_commits"])
+      if (t.is_object())
+        row(o, "target " + t.value("target", ""),
+            t.value("ref", "") + " = " + t.value("sha", "").substr(0, 12) + " " + t.value("subject", ""));
   if (h.contains("overrides") && h["overrides"].is_array() && !h["overrides"].empty()) {
     std::string overrides;
     for (auto& v : h["overrides"])

@@ -1,17 +1,9 @@
 #include "run/provenance.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <array>
-#include <cerrno>
-#include <cstring>
 #include <optional>
 #include <vector>
 
-extern char** environ;
+#include "loadlab/shared/git_command.hpp"
 
 namespace loadlab::controller {
 
@@ -19,83 +11,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr size_t kMaxGitOutput = 1 << 20;  // more is not needed: a commit, or "something changed"
-
-struct GitOutput {
-  bool ok = false;  // git ran and exited 0
-  std::string out;  // its stdout, trailing newlines removed
-};
-
-// The caller's environment without what would point git at another repository or config, and
-// without the system config (another user's file may say what a repository's config says).
-std::vector<std::string> git_environment() {
-  static const std::array<const char*, 9> dropped = {
-      "GIT_DIR=",        "GIT_WORK_TREE=",        "GIT_INDEX_FILE=",
-      "GIT_COMMON_DIR=", "GIT_OBJECT_DIRECTORY=", "GIT_NAMESPACE=",
-      "GIT_CONFIG=",     "GIT_CONFIG_NOSYSTEM=",  "GIT_ALTERNATE_OBJECT_DIRECTORIES="};
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string var = *e;
-    bool drop = false;
-    for (const char* d : dropped) drop = drop || var.rfind(d, 0) == 0;
-    if (!drop) env.push_back(var);
-  }
-  env.push_back("GIT_CONFIG_NOSYSTEM=1");
-  env.push_back("GIT_TERMINAL_PROMPT=0");
-  return env;
-}
-
-// Runs git in `dir` with `args`, without a shell (posix_spawnp, an argv), stdin and stderr on
-// /dev/null, with what a repository's own config or content must not change set on its command
-// line (provenance.hpp).
-GitOutput git(const fs::path& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"git",
-                                   "-C",
-                                   dir.string(),
-                                   "-c",
-                                   "safe.bareRepository=explicit",
-                                   "-c",
-                                   "core.fsmonitor=",
-                                   "-c",
-                                   "core.hooksPath=/dev/null",
-                                   "--literal-pathspecs",
-                                   "--no-optional-locks"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  const auto env = git_environment();
-  std::vector<char*> cargv, cenv;
-  for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  for (auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-  cargv.push_back(nullptr);
-  cenv.push_back(nullptr);
-
-  GitOutput result;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return result;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int spawned = posix_spawnp(&pid, "git", &actions, nullptr, cargv.data(), cenv.data());
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  std::array<char, 4096> buf{};
-  for (ssize_t n; spawned == 0 && (n = read(fds[0], buf.data(), buf.size())) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    if (result.out.size() < kMaxGitOutput) result.out.append(buf.data(), static_cast<size_t>(n));
-  }
-  close(fds[0]);
-  int status = 0;
-  if (spawned != 0) return {};
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  while (!result.out.empty() && (result.out.back() == '\n' || result.out.back() == '\r'))
-    result.out.pop_back();
-  return result;
-}
+// Git asked without a shell and without what the repository's content could make it do
+// (loadlab/shared/git_command.hpp).
+GitOutput git(const fs::path& dir, const std::vector<std::string>& args) { return run_git(dir, args); }
 
 // What git takes for a repository's folder (HEAD, objects/, refs/), with no .git of its own.
 bool looks_bare(const fs::path& dir) {

@@ -3,10 +3,8 @@
 //
 // A scenario repository is not trusted (anyone who can push a commit wrote it), so git is
 // asked about one repository only, the one holding the scenario file named on the command
-// line, and never through a shell: it runs with safe.bareRepository=explicit (a committed
-// folder holding HEAD, objects/ and refs/ is not taken for a repository, nor is its config
-// obeyed), core.fsmonitor and core.hooksPath emptied, no system config, literal pathspecs
-// and no optional locks (docs/security-tests.md).
+// line, and never through a shell, hardened as loadlab/shared/git_command.hpp says
+// (docs/security-tests.md).
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>

@@ -29,23 +29,12 @@ nlohmann::json trends_json(const TrendSection& t) {
 }
 
 // The fields to_json() writes: the rest of an earlier result.json is kept in `others`.
-constexpr const char* kKnown[] = {"loadlab_version",
-                                  "scenario_path",
-                                  "scenario_file",
-                                  "scenario_files",
-                                  "scenario",
-                                  "overrides",
-                                  "lab_path",
-                                  "started_at",
-                                  "finished_at",
-                                  "resumed_at",
-                                  "schema_version",
-                                  "agents",
-                                  "verdicts",
-                                  "ab",
-                                  "trends",
-                                  "cells",
-                                  RunFolder::kScenarioDigest};
+constexpr const char* kKnown[] = {"loadlab_version", "scenario_path",  "scenario_file",
+                                  "scenario_files",  "scenario",       "overrides",
+                                  "lab_path",        "started_at",     "finished_at",
+                                  "resumed_at",      "schema_version", "agents",
+                                  "target_commits",  "verdicts",       "ab",
+                                  "trends",          "cells",          RunFolder::kScenarioDigest};
 
 }  // namespace
 
@@ -64,6 +53,8 @@ ResultHeader ResultHeader::from_json(const nlohmann::json& previous) {
   h.resumed_at = field<std::vector<std::string>>(previous, "resumed_at");
   h.scenario_digest = field<std::string>(previous, RunFolder::kScenarioDigest);
   h.agents = field<nlohmann::json>(previous, "agents");
+  if (previous.contains("target_commits"))
+    h.target_commits = field<nlohmann::json>(previous, "target_commits");
   // Read as report.html reads them: a section that does not parse is judged again.
   ReportSections sections = sections_of(previous);
   h.verdicts = std::move(sections.verdicts);
@@ -89,10 +80,35 @@ nlohmann::json ResultHeader::to_json() const {
   h[RunFolder::kScenarioDigest] = scenario_digest;
   h["schema_version"] = kResultSchemaVersion;  // docs/result.schema.json
   h["agents"] = agents;
+  if (!target_commits.empty()) h["target_commits"] = target_commits;
   if (verdicts) h["verdicts"] = nlohmann::json::parse(proto::to_json(*verdicts));
   if (ab) h["ab"] = nlohmann::json::parse(proto::to_json(*ab));
   if (trends) h["trends"] = trends_json(*trends);
   return h;
+}
+
+nlohmann::json target_commits_of(const Scenario& s) {
+  auto out = nlohmann::json::array();
+  for (auto& t : s.targets)
+    if (!t.commit_sha.empty())
+      out.push_back(
+          {{"target", t.name}, {"ref", t.commit}, {"sha", t.commit_sha}, {"subject", t.commit_subject}});
+  return out;
+}
+
+bool apply_target_commits(const nlohmann::json& recorded, Scenario& s) {
+  for (auto& t : s.targets) {
+    if (t.commit.empty()) continue;
+    bool found = false;
+    for (auto& r : recorded.is_array() ? recorded : nlohmann::json::array())
+      if (r.is_object() && r.value("target", "") == t.name && r.value("ref", "") == t.commit) {
+        t.commit_sha = r.value("sha", "");
+        t.commit_subject = r.value("subject", "");
+        found = !t.commit_sha.empty();
+      }
+    if (!found) return false;
+  }
+  return true;
 }
 
 }  // namespace loadlab::controller

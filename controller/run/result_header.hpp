@@ -10,6 +10,7 @@
 
 #include "loadlab/v1/result.pb.h"
 #include "report/report_html.hpp"
+#include "scenario/scenario.hpp"
 
 namespace loadlab::controller {
 
@@ -23,8 +24,11 @@ struct ResultHeader {
   std::string lab_path;
   std::string started_at, finished_at;  // finished_at: "" until the run is complete
   std::vector<std::string> resumed_at;
-  std::string scenario_digest;           // RunFolder::kScenarioDigest
-  nlohmann::json agents;                 // AgentPool::to_json
+  std::string scenario_digest;  // RunFolder::kScenarioDigest
+  nlohmann::json agents;        // AgentPool::to_json
+  // The targets built from a commit: [{"target", "ref", "sha", "subject"}], resolved when the
+  // run started; a resumed run builds the same commits.
+  nlohmann::json target_commits = nlohmann::json::array();
   std::optional<v1::Verdicts> verdicts;  // against --baseline, once every cell finished
   std::optional<v1::Verdicts> ab;        // the scenario's "ab", once every cell finished
   std::optional<TrendSection> trends;    // with --history, once the run is recorded in it
@@ -37,5 +41,11 @@ struct ResultHeader {
   static ResultHeader from_json(const nlohmann::json& previous);
   nlohmann::json to_json() const;
 };
+
+// The commits of `s`'s targets built from one, for ResultHeader.target_commits.
+nlohmann::json target_commits_of(const Scenario& s);
+// A resumed run: each target's commit as `recorded` (target_commits) says, so that it measures
+// what it started with. False when a target with a ref has none recorded.
+bool apply_target_commits(const nlohmann::json& recorded, Scenario& s);
 
 }  // namespace loadlab::controller

@@ -136,8 +136,16 @@ ResultHeader start_header(const RunOptions& o, const Scenario& s, const RunFolde
   // Recorded late for a run of a loadlab that did not record it.
   if (h.scenario_digest.empty()) h.scenario_digest = folder.scenario_digest();
   h.agents = pool.to_json();
+  if (h.target_commits.empty()) h.target_commits = target_commits_of(s);
   if (!o.resume_dir.empty()) h.resumed_at.push_back(utc_now("%Y-%m-%dT%H:%M:%SZ"));
   return h;
+}
+
+// Each target built from a commit gets its commit once: every cell's target is the same commit,
+// and a resumed run's the one it started with (its result.json's target_commits).
+void resolve_commits(Scenario& s, const AgentPool& pool, const nlohmann::json& previous) {
+  if (!previous.is_object() || !apply_target_commits(previous.value("target_commits", nlohmann::json()), s))
+    pool.resolve_commits(s);
 }
 
 // One `loadlab run`: its agents, its cells in order (the run loop), then its parts: the
@@ -166,6 +174,7 @@ class ScenarioRun {
     check_history_path(options_.history);
     embedded_ = connect_agents(options_, lab_path_, pool_);
     pool_.check(scenario_);
+    resolve_commits(scenario_, pool_, folder_ ? folder_->previous_result() : nlohmann::json());
     if (!folder_) {
       // A copy of the file, unless --set or an include made the scenario something else.
       const bool as_written = options_.overrides.empty() && scenario_.files.size() <= 1;

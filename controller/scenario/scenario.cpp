@@ -11,6 +11,7 @@
 
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/cpu_list.hpp"
+#include "loadlab/shared/git_command.hpp"
 #include "loadlab/shared/http_syntax.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
@@ -58,7 +59,7 @@ std::string tls_version_value(const nlohmann::json& v, const std::string& path) 
 std::string number_text(double v) { return fmt::format("{:.15g}", v); }
 
 TargetDef parse_target(const ObjectReader& t) {
-  t.allow({"name", "builtin", "catalog", "body", "body_size", "server_threads", "delay_ms"});
+  t.allow({"name", "builtin", "catalog", "body", "body_size", "server_threads", "delay_ms", "commit"});
   TargetDef d;
   d.name = t.string("name");
   if (d.name.empty()) throw InputError(t.path("name"), "must not be empty");
@@ -73,6 +74,13 @@ TargetDef parse_target(const ObjectReader& t) {
   } else {
     d.catalog = t.string("catalog");
     if (d.catalog.empty()) throw InputError(t.path("catalog"), "must not be empty");
+  }
+  if (t.has("commit")) {
+    // The catalog entry names the repository and the build; the scenario only the commit.
+    if (d.catalog.empty())
+      throw InputError(t.path("commit"), "only a catalog target built from a commit takes one");
+    d.commit = t.string("commit");
+    if (auto why = ref_problem(d.commit); !why.empty()) throw InputError(t.path("commit"), why);
   }
   d.body = t.string("body", "");
   if (t.has("body_size")) {

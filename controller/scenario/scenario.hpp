@@ -28,6 +28,10 @@ struct TargetDef {
   std::optional<uint64_t> body_size;  // instead of body: this many filler bytes
   uint32_t server_threads = 0;        // 0 = the agent's core count
   uint32_t delay_ms = 0;              // server-side delay, when delay_ms is not an axis
+  // A catalog target built from a commit: the ref the scenario names ("main", a tag, a sha),
+  // and the commit it named when the run started (resolved once, by a target agent).
+  std::string commit;
+  std::string commit_sha, commit_subject;
 };
 
 struct LoadDef {

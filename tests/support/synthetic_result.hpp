@@ -16,6 +16,7 @@ struct SyntheticCell {
   std::vector<double> qps;  // one repetition each
   bool ok = true;
   double p99_us = 2000;
+  std::string target_commit;  // a target built from a commit: every repetition's
 };
 
 inline v1::CellResult synthetic_cell(const SyntheticCell& c) {
@@ -26,6 +27,7 @@ inline v1::CellResult synthetic_cell(const SyntheticCell& c) {
   for (double q : c.qps) {
     auto* rep = r.add_repetitions();
     rep->set_qps(q);
+    rep->set_target_commit(c.target_commit);
     rep->set_requests(static_cast<uint64_t>(q * 10));
     rep->set_duration_s(10);
     rep->mutable_latency()->set_p50_us(c.p99_us / 4);

@@ -159,7 +159,25 @@ TEST(Catalog, BadEntriesAreRejectedWithTheirPath) {
             "/targets/x/argv/0: /nonexistent/prog is not an executable file on this machine");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh", "{prot}"]}}})"),
             "/targets/x/argv/1: unknown placeholder {prot}; allowed: {port}, {host}, {delay_ms}, {threads}, "
-            "{protocol}, {tls_cert}, {tls_key}, {catalog_dir}");
+            "{protocol}, {tls_cert}, {tls_key}, {catalog_dir}, {build_dir}");
+  // Built from a commit: a source with a repository and a build command; {build_dir} only there.
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["{build_dir}/server"]}}})"),
+            "/targets/x: {build_dir} is only known in an entry with a \"source\"");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["{build_dir}/s"], "source": {"repository": "/nonexistent",
+                                        "build": ["make"]}}}})"),
+            "/targets/x/source/repository: /nonexistent is not a folder on this machine");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["{build_dir}/s"], "source": {"repository": "-u/x",
+                                        "build": ["make"]}}}})"),
+            "/targets/x/source/repository: must be a folder or a URL, not beginning with '-'");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["{build_dir}/s"], "source": {"repository": "/tmp",
+                                        "build": ["no-such-compiler"]}}}})"),
+            "/targets/x/source/build/0: no-such-compiler is not a program on this machine");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["{build_dir}/s"], "source": {"repository": "/tmp",
+                                        "build": ["/bin/true"], "timeout_s": 0}}}})"),
+            "/targets/x/source/timeout_s: must be an integer in 1..21600");
+  EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["{build_dir}/s"], "source": {"repository": "/tmp",
+                                        "build": ["/bin/true"], "branch": "main"}}}})"),
+            "/targets/x/source/branch: unknown key; allowed here: repository, build, timeout_s");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "protocols": ["https", "h4"]}}})"),
             "/targets/x/protocols/1: must be one of http1, https, h2, h2c, h3, got \"h4\"");
   EXPECT_EQ(err(R"({"targets": {"x": {"argv": ["/bin/sh"], "protocols": ["h2c", "h2c"]}}})"),
@@ -224,7 +242,7 @@ TEST(Catalog, RelativePathsAndCatalogDirAreTheCatalogFilesFolder) {
   EXPECT_EQ(
       err(R"({"targets": {"x": {"argv": ["{catalog_dir}/prog", "{catalog}"]}}})"),
       "/targets/x/argv/1: unknown placeholder {catalog}; allowed: {port}, {host}, {delay_ms}, {threads}, "
-      "{protocol}, {tls_cert}, {tls_key}, {catalog_dir}");
+      "{protocol}, {tls_cert}, {tls_key}, {catalog_dir}, {build_dir}");
 }
 
 TEST(Ports, TwoReservationsNeverShareAPortAndReleaseOnDestruction) {

@@ -20,7 +20,8 @@ using testing::synthetic_result;
 using testing::TempDir;
 
 // Twelve nights of scenario "nightly": cell beast/d0/t1 loses 8 % of its QPS from night 7
-// (commit c7) on, with ±1 % of deterministic jitter; cell beast/d5/t1 stays flat.
+// (commit c7) on, with ±1 % of deterministic jitter; cell beast/d5/t1 stays flat. The target of
+// beast/d0/t1 is built from commit NN000… on night NN.
 class HistoryCli : public ::testing::Test {
  protected:
   HistoryCli() : db_((dir_.path() / "history.db").string()) {
@@ -29,10 +30,15 @@ class HistoryCli : public ::testing::Test {
       double level = night >= 7 ? 9200 : 10000, j = jitter[night - 1] / 100;
       char started[32];
       std::snprintf(started, sizeof started, "2024-05-%02dT02:00:00Z", night);
-      auto result = synthetic_result(
-          "nightly", started, "c" + std::to_string(night) + "000000000000",
-          {{"beast/d0/t1", {level * (1 + j) * 0.99, level * (1 + j), level * (1 + j) * 1.01}},
-           {"beast/d5/t1", {190 * (1 + j), 191 * (1 + j)}}});
+      const std::string target_commit =
+          (night < 10 ? "0" : "") + std::to_string(night) + std::string(38, '0');
+      auto result = synthetic_result("nightly", started, "c" + std::to_string(night) + "000000000000",
+                                     {{"beast/d0/t1",
+                                       {level * (1 + j) * 0.99, level * (1 + j), level * (1 + j) * 1.01},
+                                       true,
+                                       2000,
+                                       target_commit},
+                                      {"beast/d5/t1", {190 * (1 + j), 191 * (1 + j)}, true, 2000, ""}});
       auto folder = dir_.path() / ("night-" + std::to_string(night));
       std::filesystem::create_directories(folder);
       std::ofstream(folder / "result.json") << result.dump();
@@ -76,6 +82,8 @@ TEST_F(HistoryCli, ChangesNameTheNightAndCommitOfTheStep) {
   // The levels are the medians of nights 1-6 (jitter -0.3 %) and 7-12 (-0.1 %).
   EXPECT_TRUE(std::regex_search(r.stdout_text, std::regex("9970.00 → 9190.80 +-7.8 %  worse")))
       << r.stdout_text;
+  // The target's commits on both sides: the last night before the step, the first after.
+  EXPECT_NE(r.stdout_text.find("target 060000000000 → 070000000000"), std::string::npos) << r.stdout_text;
   EXPECT_EQ(r.stdout_text.find("beast/d5/t1"), std::string::npos) << r.stdout_text;  // flat
   EXPECT_NE(r.stdout_text.find("1 change (1 worse) in 14 series"), std::string::npos) << r.stdout_text;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loadlab/agent/agent_limits.hpp"
+#include "loadlab/agent/build_cache.hpp"
 #include "loadlab/agent/caller_auth.hpp"
 #include "loadlab/agent/catalog.hpp"
 #include "loadlab/agent/child_process.hpp"
@@ -22,6 +23,7 @@
 #include "loadlab/agent/proc_reader.hpp"
 #include "loadlab/agent/target_spec_check.hpp"
 #include "loadlab/metrics/exposition.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/v1/agent.grpc.pb.h"
 
 namespace loadlab::agent {
@@ -38,6 +40,10 @@ struct AgentOptions {
   std::string token_digest;  // SHA-256 of the token every call must carry (read_token_digest); "" = none
   bool insecure = false;     // serves a network without proving its callers: warned at every Describe
   std::optional<JobUser> job_user;  // jobs run as this user (--job-user); none: as the agent's
+  // Targets built from a commit (--build-cache, --build-cache-mb): the cache's folder ("" =
+  // default_build_cache_dir()) and its size cap.
+  std::string build_cache_dir;
+  int64_t build_cache_mb = limits::kDefaultBuildCacheMb;
   // Test knobs (hidden flags): an offset added to every instant of this agent's monotonic
   // clock it reports (ClockEcho, LoadReady, a window's times) and taken off every one it is
   // given (StartAt), as a machine whose clock differs would; and a delay before a scheduled
@@ -49,6 +55,9 @@ struct AgentOptions {
 
 // The folder of the running executable (from /proc/self/exe).
 std::string executable_dir();
+// Where an agent keeps its builds unless told: /var/cache/loadlab-agent/builds for root, else
+// $XDG_CACHE_HOME (or ~/.cache)/loadlab-agent/builds.
+std::string default_build_cache_dir();
 
 class AgentService final : public loadlab::v1::Agent::Service {
  public:
@@ -60,6 +69,8 @@ class AgentService final : public loadlab::v1::Agent::Service {
                           grpc::ServerReaderWriter<v1::TargetEvent, v1::TargetCommand>* stream) override;
   grpc::Status RunLoad(grpc::ServerContext* ctx,
                        grpc::ServerReaderWriter<v1::LoadEvent, v1::LoadCommand>* stream) override;
+  grpc::Status ResolveCommit(grpc::ServerContext* ctx, const v1::CommitQuery* query,
+                             v1::ResolvedCommit* resolved) override;
 
   // The agent's metrics now (loadlab-agent --metrics-listen, docs/agent.md "Metrics"): its
   // build, its jobs by kind (running, started, failed), what the running ones use (their
@@ -73,11 +84,14 @@ class AgentService final : public loadlab::v1::Agent::Service {
   // The external client `spec` names (nullptr: the built-in loadlab-load), and whether it
   // can run the spec: NOT_FOUND for an unknown name, INVALID_ARGUMENT for what it cannot do.
   grpc::Status check_client(const v1::LoadSpec& spec, const ClientEntry** client) const;
+  // A spec's commit against its entry: required for a target built from a commit, else none.
+  static grpc::Status check_commit(const v1::TargetSpec& spec, const CatalogEntry& entry);
   std::chrono::milliseconds idle_timeout() const;
 
   AgentOptions options_;
   CallerCheck callers_;
   ProcFsReader proc_;
+  std::unique_ptr<BuildCache> builds_;
   JobSlot target_slot_;
   JobSlot load_slot_;
   LeaseExpiries expiries_;

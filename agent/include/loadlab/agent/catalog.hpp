@@ -17,6 +17,18 @@
 // "http" readiness probe is refused, the probe speaking plain HTTP.
 // The built-in target "hello" is an implicit entry.
 //
+// A target built from a commit names its source; a scenario then names only the commit:
+//
+//   {"targets": {"mine": {"source": {"repository": "/srv/git/server.git",
+//                                    "build": ["make", "server"], "timeout_s": 600},
+//                         "argv": ["{build_dir}/server", "--port", "{port}"]}}}
+//
+// "repository": a folder (absolute, or relative to the catalog's) or a URL git fetches;
+// "build": the command (argv, a program on the agent's PATH or a path) run in a clean checkout
+// of the commit, as a job; "timeout_s": its limit (default limits::kDefaultBuildTimeoutS).
+// {build_dir} (argv, env, cwd: the checkout once built; the default cwd) is known only in such
+// an entry, and its argv[0] need not exist until the build made it.
+//
 // External load clients, run by RunLoad when a LoadSpec names them (LoadSpec.client):
 //
 //   {"clients": {"wrk": {"tool": "wrk", "path": "/usr/bin/wrk"}, "h2": {"tool": "h2load"}}}
@@ -27,6 +39,7 @@
 // agent's loadlab-load) is implicit.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +48,13 @@
 #include "loadlab/v1/agent.pb.h"
 
 namespace loadlab::agent {
+
+// Where a target built from a commit comes from (the entry's "source").
+struct TargetSource {
+  std::string repository;          // an absolute folder, or a URL
+  std::vector<std::string> build;  // argv; argv[0] absolute
+  int timeout_s = 0;
+};
 
 struct CatalogEntry {
   std::string name;
@@ -51,6 +71,7 @@ struct CatalogEntry {
   // Why its instructions per request cannot be counted (a JIT such as the JVM's compiles while
   // it serves; a program that re-execs what valgrind cannot follow): a cell that asks says so.
   std::string instructions_unavailable;
+  std::optional<TargetSource> source;  // built from a commit
 };
 
 struct ClientEntry {
@@ -86,6 +107,9 @@ class Catalog {
   std::vector<CatalogEntry> entries_;
   std::vector<ClientEntry> clients_;
 };
+
+// A target built from a commit, its build made in `dir`: {build_dir} filled in.
+CatalogEntry with_build_dir(const CatalogEntry& entry, const std::string& dir);
 
 // `text` with every placeholder replaced.
 std::string expand_placeholders(const std::string& text, const Placeholders& p);

@@ -64,6 +64,9 @@ struct SpawnOptions {
   // parent's privileges and is not a job keeps them: an agent, setpriv or `ip netns exec` that
   // a test starts. Ignored with `user`: a job user's child is always a job.
   bool keep_privileges = false;
+  // Also writes every line of stdout and stderr, in the order read, to this file (created or
+  // truncated, written by the agent): a build's log. "" = none.
+  std::string output_log;
 };
 
 class ChildProcess {
@@ -151,6 +154,9 @@ class ChildProcess {
   size_t queued_bytes_ = 0;        // their bytes
   std::deque<std::string> tail_;   // last lines of stdout + stderr
   bool eof_ = false;
+  int log_fd_ = -1;  // SpawnOptions.output_log
+  size_t logged_bytes_ = 0;
+  static constexpr size_t kMaxLogBytes = size_t{64} << 20;
   std::thread reader_;
 };
 

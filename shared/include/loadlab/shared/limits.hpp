@@ -3,6 +3,7 @@
 // (`loadlab validate`), the agent (before it spawns anything) and the load worker's own
 // flag check all read them from here, so a value one layer accepts is never refused by
 // another (where it would look like a dead agent and be retried).
+#include <cstddef>
 #include <cstdint>
 
 namespace loadlab::limits {
@@ -40,6 +41,15 @@ inline constexpr int kMaxDelayMs = 60'000;
 inline constexpr int kMinStartTimeoutMs = 100;
 inline constexpr int kMaxStartTimeoutMs = 600'000;
 inline constexpr int kMaxServerThreads = 1024;
+// A target built from a commit (a catalog entry's "source", docs/agent.md): a ref as a scenario
+// or a bisect names it, and how long a build may run (the entry's source.timeout_s: a large
+// C++ tree may take an hour, not a day). The agent's build cache holds at most its
+// --build-cache-mb, least recently used builds evicted first.
+inline constexpr size_t kMaxRefBytes = 256;
+inline constexpr int kMinBuildTimeoutS = 1;
+inline constexpr int kMaxBuildTimeoutS = 6 * 3600;
+inline constexpr int kDefaultBuildTimeoutS = 600;
+inline constexpr int64_t kDefaultBuildCacheMb = 10'240;
 // Instructions per request (a scenario's `instructions`, docs/instructions.md): the sequential
 // requests of a callgrind probe (each ~50 times slower than natively), the most of a
 // callgrind output the agent sends back for the run folder, and how long a target under

@@ -1,0 +1,44 @@
+#pragma once
+// git run without a shell and without what a repository's own config or content could make it
+// do: the controller asks the scenario's repository about its state, the agent fetches and
+// checks out the commits of a catalog target's source (docs/security.md).
+//
+// Every call runs with safe.bareRepository=explicit (a committed folder holding HEAD, objects/
+// and refs/ is not taken for a repository, nor is its config obeyed), core.fsmonitor and
+// core.hooksPath emptied, no system config, no terminal prompt, literal pathspecs and no
+// optional locks; the variables that point git at another repository, index or config are
+// dropped from its environment. Arguments that come from a user (a ref) are placed after
+// `--end-of-options` by the caller.
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace loadlab {
+
+struct GitOptions {
+  // Also leave out the user's global config (~/.gitconfig): the agent's git depends on
+  // nothing of its host's user.
+  bool no_global_config = false;
+  // stderr joins stdout (for a message that says why); otherwise it goes to /dev/null.
+  bool stderr_to_out = false;
+  // Killed (SIGKILL) when it runs longer: a repository URL that does not answer.
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+};
+
+struct GitOutput {
+  bool ok = false;  // git ran and exited 0
+  bool timed_out = false;
+  std::string out;  // its stdout (at most 1 MiB), trailing newlines removed
+};
+
+// Why `ref` cannot be handed to git as a user's ref (empty, an option: begins with '-', longer
+// than limits::kMaxRefBytes, a space or a control character), or "" when it can: the scenario
+// checker and the agent ask the same.
+std::string ref_problem(const std::string& ref);
+
+// Runs `git -C dir ARGS` (`dir` empty: no -C).
+GitOutput run_git(const std::filesystem::path& dir, const std::vector<std::string>& args,
+                  const GitOptions& options = {});
+
+}  // namespace loadlab
