@@ -114,11 +114,11 @@ std::string executable_dir() {
 }
 
 std::string default_build_cache_dir() {
-  if (geteuid() == 0) return "/var/cache/loadlab-agent/builds";
+  if (geteuid() == 0) return "/var/cache/loadlab/builds";
   const char* xdg = getenv("XDG_CACHE_HOME");
   const char* home = getenv("HOME");
   const std::string base = xdg && *xdg == '/' ? xdg : std::string(home && *home ? home : "/tmp") + "/.cache";
-  return base + "/loadlab-agent/builds";
+  return base + "/loadlab/builds";
 }
 
 AgentService::AgentService(AgentOptions options)

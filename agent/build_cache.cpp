@@ -154,6 +154,7 @@ std::string BuildCache::mirror_path(const TargetSource& source) const {
 
 void BuildCache::ensure_root() {
   std::error_code ec;
+  fs::create_directories(fs::path(dir_).parent_path(), ec);  // ~/.cache on a new account
   for (const char* sub : {"", "/repos", "/builds", "/failed"}) {
     const std::string d = dir_ + sub;
     if (!fs::exists(d, ec) && mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
@@ -171,10 +172,24 @@ std::string BuildCache::mirror(const TargetSource& source) {
     auto init = run_git("", {"init", "--quiet", "--bare", "--", m}, agent_git());
     if (!init.ok) throw EnvironmentError("cannot make the mirror " + m + ": " + init.out);
   }
+  // A folder of another user (the lab's repository, not the agent's): git fetches from it only
+  // when the agent's own global config names it safe. The catalog's owner listed it.
+  GitOptions fetch_options = agent_git();
+  if (source.repository.find("://") == std::string::npos) {
+    fetch_options.global_config = dir_ + "/gitconfig";
+    auto quoted = [](std::string v) {
+      std::string q = "\"";
+      for (char c : v) q += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+      return q + "\"";
+    };
+    std::ofstream(fetch_options.global_config)
+        << "[safe]\n\tdirectory = " << quoted(source.repository)
+        << "\n\tdirectory = " << quoted(source.repository + "/.git") << "\n";
+  }
   auto fetched = run_git("",
                          {"--git-dir=" + m, "fetch", "--quiet", "--prune", "--no-write-fetch-head", "--",
                           source.repository, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
-                         agent_git());
+                         fetch_options);
   if (!fetched.ok)
     throw EnvironmentError("cannot fetch " + source.repository +
                            (fetched.timed_out ? ": no answer in 10 minutes" : ": " + fetched.out));

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <thread>
 
+#include "cli/bisect_cli.hpp"
 #include "cli/history_cli.hpp"
 #include "cli/report_cli.hpp"
 #include "judge/compare.hpp"
@@ -80,6 +81,7 @@ struct CommandLine {
   CLI::App *run_cmd, *agents_cmd, *compare_cmd, *validate_cmd, *report_cmd;
   CLI::Option* threshold_opt;
   loadlab::controller::HistoryCommand history;
+  loadlab::controller::BisectCommand bisect;
 
   CommandLine() {
     app.require_subcommand(1);
@@ -92,6 +94,7 @@ struct CommandLine {
     add_compare_command();
     add_validate_command();
     history.add_to(app);
+    bisect.add_to(app);
     add_report_command();
   }
   CommandLine(const CommandLine&) = delete;
@@ -110,11 +113,12 @@ struct CommandLine {
 
   // The file a bad input came from, for the error line.
   std::string input_name(const loadlab::InputError& e) const {
-    std::string source = *validate_cmd  ? validate_path
-                         : *report_cmd  ? report_index
-                         : *agents_cmd  ? agents_lab
-                         : *compare_cmd ? "compare"
-                                        : run.scenario_path;
+    std::string source = *validate_cmd     ? validate_path
+                         : *report_cmd     ? report_index
+                         : *agents_cmd     ? agents_lab
+                         : *compare_cmd    ? "compare"
+                         : bisect.chosen() ? "bisect"
+                                           : run.scenario_path;
     if (!e.file().empty()) source = e.file();
     return source.empty() ? run.resume_dir : source;
   }
@@ -356,6 +360,11 @@ int main(int argc, char** argv) {
       return loadlab::controller::describe_agents(cl.agents_lab, cl.agents_lab_credentials, std::cout);
     if (*cl.compare_cmd) return compare(cl);
     if (cl.history.chosen()) return cl.history.run(std::cout);
+    if (cl.bisect.chosen()) {
+      static std::atomic<int> stop{0};
+      stop_on_signals(stop);
+      return cl.bisect.run(std::cout, &stop, loadlab::controller::start_local_agent);
+    }
     if (*cl.report_cmd) {
       if (cl.report_dir.empty() == cl.report_index.empty()) {
         std::cerr << "loadlab report: give either a run folder DIR or --index DIR\n";

@@ -72,6 +72,11 @@ class AgentPool {
   // (ResolveCommit). Throws InputError at /targets/N/commit for a ref that names no commit,
   // EnvironmentError when no agent could answer. (target_commits.cpp)
   void resolve_commits(Scenario& s) const;
+  // What `ref` names in the repository of s.targets[target] (and with `since`, the first-parent
+  // range between), asked of the agents that host it in turn. InputError at `at` for a ref that
+  // names no commit; EnvironmentError when none could answer.
+  v1::ResolvedCommit resolve_commit(const Scenario& s, size_t target, const std::string& ref,
+                                    const std::string& since, const std::string& at) const;
   // The agents of attempt `attempt` at `cell`: eligible target agents that host its target
   // over its protocol, then load agents whose client speaks it, rotated by `attempt` so
   // that a retry goes to another agent when the lab has one. Throws EnvironmentError when

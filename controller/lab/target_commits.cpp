@@ -38,32 +38,36 @@ void AgentPool::check_commits(const Scenario& s) const {
   }
 }
 
+v1::ResolvedCommit AgentPool::resolve_commit(const Scenario& s, size_t target, const std::string& ref,
+                                             const std::string& since, const std::string& at) const {
+  const auto& t = s.targets.at(target);
+  std::string why;
+  for (const auto* a : target_agents(s, t.catalog)) {
+    grpc::ClientContext ctx;
+    // The agent fetches the repository first: a remote one may take a while.
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(11));
+    v1::CommitQuery query;
+    query.set_target(t.catalog);
+    query.set_ref(ref);
+    query.set_since(since);
+    v1::ResolvedCommit resolved;
+    auto st = a->client.stub->ResolveCommit(&ctx, query, &resolved);
+    if (st.ok()) return resolved;
+    if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT)
+      throw InputError(at, "agent " + a->def.name + ": " + st.error_message());
+    why += "; agent " + a->def.name + ": " + st.error_message();
+  }
+  throw EnvironmentError("cannot resolve " + at + " \"" + ref + "\" of target " + t.name +
+                         (why.empty() ? ": no agent hosts it" : why));
+}
+
 void AgentPool::resolve_commits(Scenario& s) const {
   for (size_t i = 0; i < s.targets.size(); ++i) {
     auto& t = s.targets[i];
     if (t.commit.empty()) continue;
-    const std::string at = "/targets/" + std::to_string(i) + "/commit";
-    std::string why;
-    for (const auto* a : target_agents(s, t.catalog)) {
-      grpc::ClientContext ctx;
-      // The agent fetches the repository first: a remote one may take a while.
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(11));
-      v1::CommitQuery query;
-      query.set_target(t.catalog);
-      query.set_ref(t.commit);
-      v1::ResolvedCommit resolved;
-      auto st = a->client.stub->ResolveCommit(&ctx, query, &resolved);
-      if (st.ok()) {
-        t.commit_sha = resolved.commit().sha();
-        t.commit_subject = resolved.commit().subject();
-        break;
-      }
-      if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT)
-        throw InputError(at, "agent " + a->def.name + ": " + st.error_message());
-      why += "; agent " + a->def.name + ": " + st.error_message();
-    }
-    if (t.commit_sha.empty())
-      throw EnvironmentError("cannot resolve " + at + " \"" + t.commit + "\" of target " + t.name + why);
+    const auto resolved = resolve_commit(s, i, t.commit, "", "/targets/" + std::to_string(i) + "/commit");
+    t.commit_sha = resolved.commit().sha();
+    t.commit_subject = resolved.commit().subject();
   }
 }
 

@@ -16,6 +16,7 @@
 #include "lab/lab.hpp"
 #include "loadlab/shared/format.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "report/reporters.hpp"
 #include "results/quality_flags.hpp"
 #include "run/ab_judge.hpp"
 #include "run/baseline_judge.hpp"
@@ -34,8 +35,6 @@ namespace loadlab::controller {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 std::string utc_now(const char* format) {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -44,6 +43,29 @@ std::string utc_now(const char* format) {
   std::strftime(buf, sizeof buf, format, &tm);
   return buf;
 }
+
+std::unique_ptr<EmbeddedAgent> connect_agents(const RunOptions& o, const std::string& lab_path,
+                                              AgentPool& pool) {
+  auto log = component_logger("controller");
+  if (lab_path.empty()) {
+    if (!o.embedded_agent) throw EnvironmentError("no --lab given, and this program embeds no agent");
+    auto embedded = o.embedded_agent(o.bin_dir);
+    log->debug("embedded agent on {}", embedded->address());
+    pool.add({"embedded", embedded->address(), {"target", "load"}, {}, {}}, 10);
+    return embedded;
+  }
+  Lab lab;
+  try {
+    lab = load_lab_file(lab_path, o.lab_credentials_path);
+  } catch (const InputError& e) {
+    throw e.in_file(lab_path);
+  }
+  for (auto& def : lab.agents)
+    if (auto& a = pool.add(def, 10); !a.reachable()) log->warn("{}", a.error);
+  return nullptr;
+}
+
+namespace {
 
 std::string cell_summary(const CellResult& c) {
   if (!c.ok()) return failed_status(c.error);
@@ -88,29 +110,6 @@ OpenedRun open_run(const RunOptions& o) {
                                    : fs::path(o.out_dir);
   RunFolder::check_free(dir);
   return {std::move(s), std::nullopt, std::move(dir)};
-}
-
-// The lab's agents into `pool`, or one embedded agent reached over the same gRPC path (then
-// returned: it must outlive the pool's channel to it).
-std::unique_ptr<EmbeddedAgent> connect_agents(const RunOptions& o, const std::string& lab_path,
-                                              AgentPool& pool) {
-  auto log = component_logger("controller");
-  if (lab_path.empty()) {
-    if (!o.embedded_agent) throw EnvironmentError("no --lab given, and this program embeds no agent");
-    auto embedded = o.embedded_agent(o.bin_dir);
-    log->debug("embedded agent on {}", embedded->address());
-    pool.add({"embedded", embedded->address(), {"target", "load"}, {}, {}}, 10);
-    return embedded;
-  }
-  Lab lab;
-  try {
-    lab = load_lab_file(lab_path, o.lab_credentials_path);
-  } catch (const InputError& e) {
-    throw e.in_file(lab_path);
-  }
-  for (auto& def : lab.agents)
-    if (auto& a = pool.add(def, 10); !a.reachable()) log->warn("{}", a.error);
-  return nullptr;
 }
 
 // The header of a run starting in `folder`: a resumed run's as it was, or, for a new run (or

@@ -55,6 +55,13 @@ struct RunOptions {
   const std::atomic<int>* stop = nullptr;
 };
 
+// The lab's agents (o.lab_path, or `lab_path` when given) into `pool`, or one embedded agent
+// reached over the same gRPC path (then returned: it must outlive the pool's channel to it).
+std::unique_ptr<EmbeddedAgent> connect_agents(const RunOptions& o, const std::string& lab_path,
+                                              AgentPool& pool);
+// Now in UTC, strftime's `format`.
+std::string utc_now(const char* format);
+
 // Returns the exit status (loadlab/shared/exit_status.hpp): 0 when every cell succeeded, 1 when
 // a baseline was given and a cell regressed, 3 when some cells failed, 128 + the signal when
 // `stop` ended the run early (its finished cells kept for --resume); several at once by

@@ -39,7 +39,10 @@ std::vector<std::string> git_environment(const GitOptions& options) {
   }
   env.push_back("GIT_CONFIG_NOSYSTEM=1");
   env.push_back("GIT_TERMINAL_PROMPT=0");
-  if (options.no_global_config) env.push_back("GIT_CONFIG_GLOBAL=/dev/null");
+  if (!options.global_config.empty())
+    env.push_back("GIT_CONFIG_GLOBAL=" + options.global_config);
+  else if (options.no_global_config)
+    env.push_back("GIT_CONFIG_GLOBAL=/dev/null");
   return env;
 }
 

@@ -51,6 +51,7 @@ void check_agent_package(const std::string& deb) {
     EXPECT_TRUE(holds(paths, p)) << p;
   EXPECT_FALSE(holds(paths, "./usr/bin/loadlab"));
   EXPECT_EQ(field(deb, "Package"), "loadlab-agent\n");
+  EXPECT_NE(field(deb, "Recommends").find("git"), std::string::npos);  // targets built from a commit
   auto depends = field(deb, "Depends");
   EXPECT_NE(depends.find("adduser"), std::string::npos) << depends;
   EXPECT_NE(depends.find("libc6"), std::string::npos) << "no shared-library dependencies: " << depends;

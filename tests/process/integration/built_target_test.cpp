@@ -13,6 +13,7 @@
 
 #include "agent_calls.hpp"
 #include "history/history.hpp"
+#include "source_repo.hpp"
 #include "test_support.hpp"
 
 // Named, not anonymous: the file shares a unity batch with others.
@@ -25,62 +26,28 @@ using testing::bin;
 using testing::run_command;
 using testing::TempDir;
 
-const std::string kSource = LOADLAB_SOURCE_DIR;
-
-// git in `dir`, as the test's own user; its stdout.
-std::string git(const fs::path& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), {"/usr/bin/git", "-C", dir.string(), "-c", "user.name=loadlab test", "-c",
-                             "user.email=test@loadlab.invalid", "-c", "commit.gpgsign=false"});
-  auto r = run_command(args, 60s);
-  EXPECT_EQ(r.code, 0) << r.output_tail;
-  while (!r.stdout_text.empty() && r.stdout_text.back() == '\n') r.stdout_text.pop_back();
-  return r.stdout_text;
-}
-
-void write(const fs::path& file, const std::string& text) { std::ofstream(file) << text; }
+using source_repo::catalog;
+using source_repo::SourceRepo;
 
 // The repository: v1 (the server), v2 (more work per request), broken (does not compile),
 // slow (a build that sleeps a minute), each a tag.
-struct SourceRepo {
-  explicit SourceRepo(const fs::path& at) : dir(at) {
-    fs::create_directories(dir);
-    for (const char* f : {"server.c", "work.h", "Makefile"})
-      fs::copy_file(kSource + "/tests/data/commit_server/" + f, dir / f);
-    git(dir, {"init", "--quiet", "--initial-branch", "main"});
-    commit("v1", "the server");
-    write(dir / "work.h", "#define WORK_ITERATIONS 200000\n");
-    commit("v2", "more work per request");
-    std::ofstream(dir / "server.c", std::ios::app) << "#error this commit does not compile\n";
-    commit("broken", "a commit that does not build");
-    git(dir, {"checkout", "--quiet", "v2", "--", "server.c"});
-    write(dir / "Makefile",
-          "server: server.c work.h\n\tsleep 60\n\tcc -O2 -D_GNU_SOURCE -o server server.c\n");
-    commit("slow", "a build that outlasts its limit");
-  }
-  void commit(const std::string& tag, const std::string& subject) {
-    git(dir, {"add", "--all"});
-    git(dir, {"commit", "--quiet", "-m", subject});
-    git(dir, {"tag", tag});
-    shas[tag] = git(dir, {"rev-parse", "HEAD"});
-  }
-  fs::path dir;
-  std::map<std::string, std::string> shas;
-};
-
-// The catalog: "cs" built by make within 120 s, "cs-quick" the same within 2 s.
-std::string catalog(const TempDir& dir, const SourceRepo& repo) {
-  auto entry = [&](int timeout_s) {
-    return nlohmann::json{
-        {"source", {{"repository", repo.dir.string()}, {"build", {"make"}}, {"timeout_s", timeout_s}}},
-        {"argv", {"{build_dir}/server", "{port}", "{host}"}}};
-  };
-  return dir.file("catalog.json",
-                  nlohmann::json{{"targets", {{"cs", entry(120)}, {"cs-quick", entry(2)}}}}.dump());
+SourceRepo four_commits(const fs::path& at) {
+  SourceRepo repo(at);
+  repo.commit("v1", "the server");
+  repo.set_work(200000);
+  repo.commit("v2", "more work per request");
+  repo.break_build();
+  repo.commit("broken", "a commit that does not build");
+  repo.mend_build("v2");
+  source_repo::write(repo.dir / "Makefile",
+                     "server: server.c work.h\n\tsleep 60\n\tcc -O2 -D_GNU_SOURCE -o server server.c\n");
+  repo.commit("slow", "a build that outlasts its limit");
+  return repo;
 }
 
 class BuiltTarget : public ::testing::Test {
  protected:
-  BuiltTarget() : repo(dir.path() / "repo") {}
+  BuiltTarget() : repo(four_commits(dir.path() / "repo")) {}
   void start_agent(std::vector<std::string> extra = {}) {
     cache = dir.path() / "cache";
     extra.insert(extra.end(), {"--catalog", catalog(dir, repo), "--build-cache", cache.string()});
@@ -294,7 +261,7 @@ TEST(BuiltTargetAsJobUser, TheBuildCannotBeWrittenByTheJobUserAfterTheBuild) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run jobs as another user (CI is root)";
   TempDir dir;
   fs::permissions(dir.path(), fs::perms(0755));  // the job user reaches its build folder
-  SourceRepo repo(dir.path() / "repo");
+  SourceRepo repo = four_commits(dir.path() / "repo");
   const fs::path cache = dir.path() / "cache";
   AgentProcess agent(
       "srv", "127.0.0.1:0",

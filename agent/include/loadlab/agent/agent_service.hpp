@@ -55,8 +55,9 @@ struct AgentOptions {
 
 // The folder of the running executable (from /proc/self/exe).
 std::string executable_dir();
-// Where an agent keeps its builds unless told: /var/cache/loadlab-agent/builds for root, else
-// $XDG_CACHE_HOME (or ~/.cache)/loadlab-agent/builds.
+// Where an agent keeps its builds unless told: /var/cache/loadlab/builds for root, else
+// $XDG_CACHE_HOME (or ~/.cache)/loadlab/builds (the systemd unit's /var/cache/loadlab); the
+// folders above it are made.
 std::string default_build_cache_dir();
 
 class AgentService final : public loadlab::v1::Agent::Service {

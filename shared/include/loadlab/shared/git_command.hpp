@@ -20,6 +20,9 @@ struct GitOptions {
   // Also leave out the user's global config (~/.gitconfig): the agent's git depends on
   // nothing of its host's user.
   bool no_global_config = false;
+  // Instead, this file as the global config (the agent's own: which repositories of another
+  // user it trusts, safe.directory); "" = none.
+  std::string global_config;
   // stderr joins stdout (for a message that says why); otherwise it goes to /dev/null.
   bool stderr_to_out = false;
   // Killed (SIGKILL) when it runs longer: a repository URL that does not answer.

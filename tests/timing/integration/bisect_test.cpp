@@ -1,0 +1,145 @@
+// `loadlab bisect` on a repository the test makes: eight commits after a good one, one of them
+// adding CPU work per request (the cell's rate drops several-fold), one before it that does not
+// compile. Each step is a real A/B run of a real agent's builds; the step is large, so a busy
+// machine cannot hide it, and the unchanged commits differ from the good one by nothing.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "source_repo.hpp"
+#include "test_support.hpp"
+
+// Named, not anonymous: the file shares a unity batch with others.
+namespace loadlab::bisect_test {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using source_repo::SourceRepo;
+using testing::AgentProcess;
+using testing::bin;
+using testing::run_command;
+using testing::TempDir;
+
+// good, n1, n2, broken, n3, more (the work), n4, bad: the first step is the commit that does
+// not build (midway), skipped for n2 beside it; then n3 and `more` name it in four steps.
+SourceRepo eight_commits(const fs::path& at) {
+  SourceRepo repo(at);
+  repo.commit("good", "the server");
+  repo.commit("n1", "a change that changes nothing");
+  repo.commit("n2", "another");
+  repo.break_build();
+  repo.commit("broken", "a commit that does not build");
+  repo.mend_build("good");
+  repo.commit("n3", "mended");
+  repo.set_work(400000);
+  repo.commit("more", "more work per request");
+  repo.commit("n4", "a later change");
+  repo.commit("bad", "the night it was seen");
+  return repo;
+}
+
+class Bisect : public ::testing::Test {
+ protected:
+  Bisect()
+      : repo(eight_commits(dir.path() / "repo")),
+        agent("srv", "127.0.0.1:0",
+              {"--catalog", source_repo::catalog(dir, repo), "--build-cache",
+               (dir.path() / "cache").string()}) {
+    lab = dir.file("lab.json", R"({"agents": [{"name": "srv", "address": ")" + agent.address +
+                                   R"(", "roles": ["target", "load"]}]})");
+    nlohmann::json s = {{"name", "built"},
+                        {"targets", {{{"name", "cs"}, {"catalog", "cs"}, {"commit", "main"}}}},
+                        {"matrix", {{"threads", {1}}}},
+                        {"load", {{"duration_s", 0.3}, {"warmup_s", 0.1}}},
+                        {"regression", {{"metric", "qps"}, {"threshold_pct", 25}}}};
+    scenario = dir.file("s.json", s.dump());
+  }
+  std::vector<std::string> bisect_argv(const std::string& out) const {
+    return {bin("loadlab"), "bisect", scenario, "--cell",  "cs/t1", "--good", "good", "--bad",
+            "bad",          "--lab",  lab,      "--pairs", "4",     "--out",  out};
+  }
+  static nlohmann::json result_of(const fs::path& folder) {
+    return nlohmann::json::parse(std::ifstream(folder / "result.json"), nullptr, false);
+  }
+
+  TempDir dir;
+  SourceRepo repo;
+  AgentProcess agent;
+  std::string lab, scenario;
+};
+
+TEST_F(Bisect, NamesTheCommitThatAddsWorkAndSkipsOneThatDoesNotBuild) {
+  const fs::path out = dir.path() / "bisect";
+  auto r = run_command(bisect_argv(out.string()), 600s);
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  EXPECT_NE(r.stdout_text.find("first bad commit: " + repo.shas["more"] + " more work per request"),
+            std::string::npos)
+      << r.stdout_text;
+  auto j = result_of(out);
+  EXPECT_EQ(j["status"], "found");
+  EXPECT_EQ(j["first_bad"]["sha"], repo.shas["more"]);
+  EXPECT_EQ(j["good"]["sha"], repo.shas["good"]);
+  EXPECT_EQ(j["bad"]["sha"], repo.shas["bad"]);
+  ASSERT_EQ(j["candidates"].size(), 7u);
+  std::map<std::string, std::string> outcome;  // by tag
+  for (auto& s : j["steps"])
+    for (auto& [tag, sha] : repo.shas)
+      if (s["sha"] == sha && s.contains("outcome")) outcome[tag] = s["outcome"];
+  EXPECT_EQ(outcome["broken"], "skip");
+  EXPECT_EQ(outcome["more"], "bad");
+  EXPECT_EQ(outcome["n3"], "good");
+  for (auto& s : j["steps"])
+    if (s["sha"] == repo.shas["broken"])
+      EXPECT_NE(s["why"].get<std::string>().find("does not build"), std::string::npos);
+  EXPECT_LE(j["steps"].size(), 3u + 2u) << j["steps"].dump();  // ceil(log2 7) + 2
+  std::ifstream report(out / "report.html");
+  std::string html((std::istreambuf_iterator<char>(report)), {});
+  EXPECT_NE(html.find(repo.shas["more"]), std::string::npos);
+}
+
+TEST_F(Bisect, AKilledBisectResumesWhereItWas) {
+  const fs::path out = dir.path() / "bisect";
+  auto child = testing::spawn_tool(bisect_argv(out.string()));
+  const auto deadline = std::chrono::steady_clock::now() + 300s;
+  std::string first_step;
+  while (first_step.empty() && std::chrono::steady_clock::now() < deadline && !child->poll_exit()) {
+    auto j = result_of(out);
+    if (j.is_object() && !j["steps"].empty()) first_step = j["steps"][0]["sha"];
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_FALSE(first_step.empty()) << child->output_tail();
+  child->queue_signal(SIGKILL, sigval{});
+  child->terminate();
+
+  auto r = run_command({bin("loadlab"), "bisect", "--resume", out.string()}, 600s);
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  auto j = result_of(out);
+  EXPECT_EQ(j["first_bad"]["sha"], repo.shas["more"]);
+  EXPECT_EQ(j["steps"][0]["sha"], first_step);  // kept, not measured again
+  std::set<std::string> candidates;
+  for (auto& s : j["steps"])
+    EXPECT_TRUE(candidates.insert(s["sha"].get<std::string>() + s["round"].dump()).second);
+}
+
+TEST_F(Bisect, BadInputExitsTwoNamingTheFlag) {
+  auto r = run_command({bin("loadlab"), "bisect", scenario, "--cell", "cs/t9", "--good", "good", "--bad",
+                        "bad", "--lab", lab});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("--cell: no cell \"cs/t9\" in the scenario; its cells: cs/t1"),
+            std::string::npos)
+      << r.output_tail;
+  r = run_command({bin("loadlab"), "bisect", scenario, "--cell", "cs/t1", "--bad", "bad", "--lab", lab});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("--good: is required"), std::string::npos) << r.output_tail;
+  r = run_command(
+      {bin("loadlab"), "bisect", scenario, "--cell", "cs/t1", "--good=-x", "--bad", "bad", "--lab", lab});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output_tail.find("must not begin with '-'"), std::string::npos) << r.output_tail;
+}
+
+}  // namespace loadlab::bisect_test
