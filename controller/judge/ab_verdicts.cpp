@@ -5,6 +5,7 @@
 #include <cmath>
 #include <ostream>
 
+#include "judge/compare.hpp"
 #include "judge/verdict.hpp"
 #include "loadlab/shared/format.hpp"
 #include "results/quality_flags.hpp"
@@ -36,7 +37,8 @@ struct PairFigures {
 // confirmations), recorded in `out` (also those that gave none), and those that gave one on
 // both sides. A pair with a busy-machine flag on either side is left out of the figures (and
 // marked so in `out`): one such pair, its ratio tens of % off, can widen a cell's band several
-// times over, and the flag comes from the machine's CPU, not from the builds' figures.
+// times over, and the flag comes from the machine's CPU, not from the builds' figures (but for a
+// metric other work does not move: instructions).
 PairFigures pair_figures(const std::vector<v1::Repetition>& a, const std::vector<v1::Repetition>& b,
                          const std::string& metric, google::protobuf::RepeatedPtrField<v1::ABPair>& out) {
   PairFigures f;
@@ -50,7 +52,7 @@ PairFigures pair_figures(const std::vector<v1::Repetition>& a, const std::vector
     if (!xa || !yb) continue;
     const double x = *xa, y = *yb;
     if (!(std::isfinite(x) && std::isfinite(y) && x > 0 && y > 0)) continue;
-    if (busy_machine(a[i]) || busy_machine(b[i])) {
+    if (!unmoved_by_other_work(metric) && (busy_machine(a[i]) || busy_machine(b[i]))) {
       p->set_left_out(true);
       ++f.left_out;
       continue;

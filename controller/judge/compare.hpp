@@ -29,6 +29,9 @@ RegressionDef regression_of_result(const nlohmann::json& result);
 // Whether a larger value of the metric is better; InputError naming --metric and the
 // allowed names for an unknown one.
 bool metric_higher_is_better(const std::string& name);
+// A metric other work on the machine does not move (instructions per request, counted): a
+// repetition flagged busy-machine still counts, and is not measured again for it.
+inline bool unmoved_by_other_work(const std::string& name) { return name == "instructions"; }
 // The metric's figure of one repetition; none where the client could not give it.
 std::optional<double> metric_value(const std::string& name, const v1::Repetition& r);
 

@@ -209,6 +209,21 @@ std::string pairs_table(const v1::CellVerdict& c) {
   return t + "</tbody></table>";
 }
 
+// An instructions regression's functions that grew most (CellVerdict.grew), per request.
+std::string grew_table(const v1::CellVerdict& c) {
+  if (c.grew().empty()) return "";
+  std::string t =
+      "<table class=\"grew\"><thead><tr><th>what grew</th><th class=\"num\">self A</th><th "
+      "class=\"num\">self B</th><th class=\"num\">B − A</th><th class=\"num\">incl. A</th><th "
+      "class=\"num\">incl. B</th></tr></thead><tbody>";
+  for (auto& g : c.grew())
+    t += "<tr><td>" + html_escape(g.function()) + "</td><td class=\"num\">" + fixed_text(g.self_a(), 1) +
+         "</td><td class=\"num\">" + fixed_text(g.self_b(), 1) + "</td><td class=\"num\">" +
+         fixed_text(g.self_b() - g.self_a(), 1) + "</td><td class=\"num\">" + fixed_text(g.inclusive_a(), 1) +
+         "</td><td class=\"num\">" + fixed_text(g.inclusive_b(), 1) + "</td></tr>";
+  return t + "</tbody></table>";
+}
+
 void write_verdicts_section(std::ostream& o, const v1::Verdicts& v, const std::vector<CellResult>& cells,
                             const char* id = "verdicts", const char* heading = "Against the baseline") {
   const std::string level = fmt::format("{:.2g}", v.cell_level());
@@ -237,7 +252,7 @@ void write_verdicts_section(std::ostream& o, const v1::Verdicts& v, const std::v
               : "")
       << "</td><td class=\"num\">" << (c.has_mdc_pct() ? fixed_text(c.mdc_pct(), 1) + " %" : "")
       << "</td><td class=\"num\">" << c.nights() << "</td><td>" << band_chart(c) << pairs_table(c)
-      << "</td><td class=\"why\">" << html_escape(c.reason()) << "</td></tr>";
+      << grew_table(c) << "</td><td class=\"why\">" << html_escape(c.reason()) << "</td></tr>";
   };
   std::vector<std::string> shown;
   for (auto& c : cells)  // the matrix's order first, then keys only the baseline has

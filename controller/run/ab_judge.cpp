@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "judge/ab_verdicts.hpp"
+#include "judge/compare.hpp"
 #include "judge/verdict.hpp"
+#include "results/callgrind_profile.hpp"
 #include "results/quality_flags.hpp"
 
 namespace loadlab::controller {
@@ -19,6 +21,15 @@ bool pairs_disturbed(const CellResult& a, const CellResult& b) {
 }
 
 std::string pairs_text(uint32_t n) { return std::to_string(n) + " pairs on fresh targets"; }
+
+// The callgrind outputs of a cell's repetitions and confirmations, in the run folder.
+std::vector<std::string> profile_files(const CellResult& c, const std::filesystem::path& folder) {
+  std::vector<std::string> files;
+  for (auto* reps : {&c.reps, &c.confirmations})
+    for (auto& r : *reps)
+      if (!r.profile_file().empty()) files.push_back((folder / r.profile_file()).string());
+  return files;
+}
 
 }  // namespace
 
@@ -70,6 +81,7 @@ void AbJudge::judge() {
 // on fresh targets, before its verdict and confirmation.
 bool AbJudge::remeasure_disturbed(CellExecutor& executor, const MeasureAgain& again,
                                   ProgressReporter& progress) {
+  if (unmoved_by_other_work(scenario_.regression.metric)) return true;  // instructions: counted
   auto pick = [&](uint32_t attempt) {
     std::vector<MeasureAgain::Unit> which;
     for (auto [a, b] : pairs_) {
@@ -89,13 +101,16 @@ bool AbJudge::remeasure_disturbed(CellExecutor& executor, const MeasureAgain& ag
   return again.rounds(pick, measure, [this] { judge(); });
 }
 
-bool AbJudge::judge_and_confirm(CellExecutor& executor, const MeasureAgain& again,
-                                ProgressReporter& progress) {
+bool AbJudge::judge_and_confirm(CellExecutor& executor, const MeasureAgain& again, ProgressReporter& progress,
+                                const std::filesystem::path& run_folder) {
   if (!active()) return true;
   judge();
   if (!remeasure_disturbed(executor, again, progress)) return false;
   const uint32_t count = confirm_count(scenario_);
-  if (count == 0) return true;
+  if (count == 0) {
+    explain_growth(run_folder);
+    return true;
+  }
   std::vector<MeasureAgain::Unit> which;
   for (int k = 0; k < verdicts_->cells_size() && k < static_cast<int>(pairs_.size()); ++k) {
     auto [a, b] = pairs_[static_cast<size_t>(k)];
@@ -103,7 +118,10 @@ bool AbJudge::judge_and_confirm(CellExecutor& executor, const MeasureAgain& agai
     if (scenario_.execution.confirm_every_cell || is_verdict(verdicts_->cells(k), Verdict::kRegression))
       which.push_back({a, b});
   }
-  if (which.empty()) return true;
+  if (which.empty()) {
+    explain_growth(run_folder);
+    return true;
+  }
   auto measure = [&](const MeasureAgain::Unit& unit) {
     progress.info(run_.cells[unit[1]].key() + " against " + run_.cells[unit[0]].key() +
                   ": measuring again to confirm (" + pairs_text(count) + ")");
@@ -111,7 +129,23 @@ bool AbJudge::judge_and_confirm(CellExecutor& executor, const MeasureAgain& agai
   };
   if (!again.each(which, measure)) return false;
   judge();
+  explain_growth(run_folder);
   return true;
+}
+
+void AbJudge::explain_growth(const std::filesystem::path& run_folder) {
+  if (!verdicts_ || scenario_.regression.metric != "instructions" || !scenario_.instructions) return;
+  for (int k = 0; k < verdicts_->cells_size() && k < static_cast<int>(pairs_.size()); ++k) {
+    auto* cell = verdicts_->mutable_cells(k);
+    const auto [a, b] = pairs_[static_cast<size_t>(k)];
+    if (!is_verdict(*cell, Verdict::kRegression) || !run_.results[a] || !run_.results[b]) continue;
+    const auto grew = what_grew(mean_callgrind(profile_files(*run_.results[a], run_folder)),
+                                mean_callgrind(profile_files(*run_.results[b], run_folder)),
+                                static_cast<double>(scenario_.instructions->requests_high));
+    cell->clear_grew();
+    for (auto& g : grew) *cell->add_grew() = g;
+    if (!grew.empty()) cell->set_reason(cell->reason() + "; " + grew_text(grew));
+  }
 }
 
 }  // namespace loadlab::controller

@@ -1,4 +1,5 @@
 #pragma once
+#include <filesystem>
 // An A/B run's cells (the scenario's "ab": build B against build A, pair by pair): judged in
 // pairs (judge/ab_verdicts.hpp), pairs that other work disturbed measured again, and pairs
 // that look like a regression confirmed, each pair on fresh targets in the same order.
@@ -29,12 +30,17 @@ class AbJudge {
   // B's cell of each of A's cells.
   std::map<size_t, size_t> partners() const;
   // Judges the pairs, measures again those other work disturbed, then confirms those that look
-  // like a regression (or every pair, with confirm.every_cell) and judges again. False when the
-  // run is stopping.
-  bool judge_and_confirm(CellExecutor& executor, const MeasureAgain& again, ProgressReporter& progress);
+  // like a regression (or every pair, with confirm.every_cell) and judges again; then says what
+  // grew (explain_growth, from the callgrind outputs in `run_folder`). False when the run is
+  // stopping.
+  bool judge_and_confirm(CellExecutor& executor, const MeasureAgain& again, ProgressReporter& progress,
+                         const std::filesystem::path& run_folder);
   // The pairs' verdicts; none before judge_and_confirm, or after reset().
   const std::optional<v1::Verdicts>& verdicts() const { return verdicts_; }
   void reset() { verdicts_.reset(); }
+  // With the metric `instructions`: each regression's functions that grew most, B against A,
+  // from the callgrind outputs of their repetitions in `run_folder` (CellVerdict.grew).
+  void explain_growth(const std::filesystem::path& run_folder);
 
  private:
   void judge();

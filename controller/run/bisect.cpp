@@ -85,6 +85,7 @@ struct StepResult {
   bool inconclusive = false;  // measure again with more pairs
   std::string verdict, why;
   std::optional<double> change_pct;
+  nlohmann::json grew;  // the metric instructions: what grew (CellVerdict.grew)
 };
 
 // What a step's run says of the step's commit: its A/B verdict, or why it cannot be judged.
@@ -113,6 +114,7 @@ StepResult judge_step(const nlohmann::json& result) {
   r.verdict = v.value("verdict", std::string());
   if (v.contains("change_pct")) r.change_pct = v["change_pct"].get<double>();
   r.why = v.value("reason", std::string());
+  r.grew = v.value("grew", nlohmann::json::array());
   const auto kind = verdict_named(r.verdict);
   if (kind == Verdict::kRegression) {
     r.outcome = StepOutcome::kBad;
@@ -158,7 +160,18 @@ void write_bisect_report(const fs::path& dir, const ojson& j) {
   else
     row("first bad commit", "not named: " + std::to_string(j.value("range", ojson::array()).size()) +
                                 " commits could not be told apart");
-  o << "</dl><h2>Steps</h2><table><tr><th>step</th><th>commit</th><th>round</th><th>pairs</th><th>verdict</"
+  o << "</dl>";
+  if (j.contains("grew") && !j["grew"].empty()) {
+    o << "<h2>What grew at the first bad commit</h2><table><tr><th>function</th><th>self, good</th><th>self, "
+         "bad</th><th>incl., good</th><th>incl., bad</th></tr>";
+    for (auto& g : j["grew"])
+      o << "<tr><td>" << html_escape(text_of(g, "function")) << "</td><td>"
+        << fmt::format("{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}", g.value("self_a", 0.0),
+                       g.value("self_b", 0.0), g.value("inclusive_a", 0.0), g.value("inclusive_b", 0.0))
+        << "</td></tr>";
+    o << "</table>";
+  }
+  o << "<h2>Steps</h2><table><tr><th>step</th><th>commit</th><th>round</th><th>pairs</th><th>verdict</"
        "th>"
        "<th>change</th><th>outcome</th><th>why</th><th>run</th></tr>";
   size_t n = 0;
@@ -336,6 +349,7 @@ ojson* Bisect::run_step(const ojson& commit, uint32_t round, uint32_t pairs) {
                 {"why", judged.why},
                 {"run", ("steps/" + name + "/run")}};
   if (judged.change_pct) step["change_pct"] = *judged.change_pct;
+  if (!judged.grew.empty()) step["grew"] = ojson::parse(judged.grew.dump());
   if (!judged.inconclusive || round == kMaxBisectRounds) step["outcome"] = outcome_name(judged.outcome);
   j_["steps"].push_back(step);
   save();
@@ -362,11 +376,16 @@ int Bisect::finish(const BisectSearch& search) {
   const auto first = search.first_bad();
   j_["status"] = first ? "found" : "range";
   j_["first_bad"] = first ? j_["candidates"][*first] : ojson();
+  for (auto& s : j_["steps"])  // what grew at the first bad commit, when its step says
+    if (first && s["candidate"] == *first && s.contains("grew")) j_["grew"] = s["grew"];
   save();
   write_bisect_report(dir_, j_);
   if (first) {
     out_ << "first bad commit: " << j_["first_bad"]["sha"].get<std::string>() << " "
          << j_["first_bad"]["subject"].get<std::string>() << "\n";
+    for (auto& g : j_.value("grew", ojson::array()))
+      out_ << fmt::format("  grew: {} {:+.1f} instructions per request (self)\n", text_of(g, "function"),
+                          g.value("self_b", 0.0) - g.value("self_a", 0.0));
   } else {
     out_ << "the first bad commit is one of " << j_["range"].size() << " (the others could not be judged):";
     for (auto& c : j_["range"]) out_ << " " << short_sha(c);

@@ -237,7 +237,7 @@ class ScenarioRun {
                              });
     run_cells(executor, again, progress);
     return run_.all_finished() && judge_and_confirm(executor, again, progress) &&
-           ab_.judge_and_confirm(executor, again, progress);
+           ab_.judge_and_confirm(executor, again, progress, folder().path());
   }
 
   // The cells not finished yet, each journalled and saved as it finishes, until the last

@@ -126,6 +126,39 @@ TEST_F(Bisect, AKilledBisectResumesWhereItWas) {
     EXPECT_TRUE(candidates.insert(s["sha"].get<std::string>() + s["round"].dump()).second);
 }
 
+// An A/B of two commits counted with callgrind names what grew: the busy loop's function, with
+// the whole of the change in instructions per request.
+TEST_F(Bisect, AnInstructionsRegressionNamesTheFunctionThatGrew) {
+  nlohmann::json s = {{"name", "grew"},
+                      {"targets",
+                       {{{"name", "old"}, {"catalog", "cs"}, {"commit", "good"}},
+                        {{"name", "new"}, {"catalog", "cs"}, {"commit", "more"}}}},
+                      {"ab", {{"a", "old"}, {"b", "new"}}},
+                      {"matrix", {{"threads", {1}}}},
+                      {"load", {{"duration_s", 0.2}, {"warmup_s", 0.1}}},
+                      {"repetitions", 2},
+                      {"instructions", {{"requests", {50, 250}}}},
+                      {"execution", {{"confirm", 0}}},
+                      {"regression", {{"metric", "instructions"}, {"threshold_pct", 1}}}};
+  const std::string out = (dir.path() / "ab").string();
+  auto r =
+      run_command({bin("loadlab"), "run", dir.file("ab.json", s.dump()), "--lab", lab, "--out", out}, 300s);
+  ASSERT_EQ(r.code, 1) << r.output_tail;  // a regression
+  auto j = result_of(out);
+  const auto& v = j["ab"]["cells"][0];
+  ASSERT_EQ(v["verdict"], "regression") << v.dump();
+  ASSERT_FALSE(v["grew"].empty()) << v.dump();
+  const auto& top = v["grew"][0];
+  EXPECT_EQ(top["function"], "work");
+  double a = 0, b = 0;  // the cells' instructions per request, mean of their pairs
+  for (auto& p : v["pairs"])
+    a += p["a"].get<double>() / v["pairs"].size(), b += p["b"].get<double>() / v["pairs"].size();
+  const double grew = top["self_b"].get<double>() - top["self_a"].get<double>();
+  EXPECT_NEAR(grew, b - a, 0.01 * (b - a)) << v.dump();
+  EXPECT_NE(v["reason"].get<std::string>().find("grew most (instructions per request, self): work +"),
+            std::string::npos);
+}
+
 TEST_F(Bisect, BadInputExitsTwoNamingTheFlag) {
   auto r = run_command({bin("loadlab"), "bisect", scenario, "--cell", "cs/t9", "--good", "good", "--bad",
                         "bad", "--lab", lab});
