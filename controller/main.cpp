@@ -28,6 +28,7 @@
 #include "local_agent.hpp"
 #include "report/ci_results.hpp"
 #include "report/night_index.hpp"
+#include "run/nightly_bisect.hpp"
 #include "run/scenario_folder.hpp"
 #include "run/scenario_run.hpp"
 #include "scenario/plan.hpp"
@@ -70,6 +71,7 @@ struct CommandLine {
   double compare_threshold = 0;
   uint32_t baseline_nights = 0;
   std::string ab;
+  bool bisect_regressions = false;  // run --bisect
   std::string validate_path;
   std::vector<std::string> validate_overrides;
   std::string validate_include_root;
@@ -146,6 +148,10 @@ struct CommandLine {
     run_cmd->add_option("--ab", ab,
                         "A,B: two targets of the scenario run interleaved (A B, B A, ...) cell by cell, B "
                         "judged against A pair by pair; the same as --set ab={\"a\":A,\"b\":B}");
+    run_cmd->add_flag(
+        "--bisect", bisect_regressions,
+        "with --baseline history: bisect each regressed cell whose target is built from a commit, "
+        "from the last night's other commit to tonight's (into RUN/bisect/KEY)");
     run_cmd->add_option("--history", run.history,
                         "append the finished run to this SQLite history file (created if new)");
     run_cmd->add_option("--resume", run.resume_dir,
@@ -282,25 +288,38 @@ int compare(const CommandLine& cl) {
   return status;
 }
 
-int run(loadlab::controller::RunOptions run, const CommandLine& cl) {
-  cl.check_ci_paths();
+// The flags of `loadlab run` that exclude or need each other: false, with the line said, when
+// they do not fit.
+bool run_flags_fit(const loadlab::controller::RunOptions& run, const CommandLine& cl) {
   if (run.scenario_path.empty() == run.resume_dir.empty()) {
     std::cerr << "loadlab run: give either a SCENARIO file or --resume DIR\n";
-    return 2;
+    return false;
   }
   if (!run.resume_dir.empty() && !run.out_dir.empty()) {
     std::cerr << "loadlab run: --out and --resume exclude each other (a resumed run stays in its folder)\n";
-    return 2;
+    return false;
   }
   if ((run.baseline == loadlab::controller::kLastGood || run.baseline == loadlab::controller::kHistory) &&
       run.history.empty()) {
     std::cerr << "loadlab run: --baseline " << run.baseline << " needs --history FILE\n";
-    return 2;
+    return false;
+  }
+  if (cl.bisect_regressions && run.baseline != loadlab::controller::kHistory &&
+      run.baseline != loadlab::controller::kLastGood) {
+    std::cerr
+        << "loadlab run: --bisect needs --baseline history (the night's regressions against its history)\n";
+    return false;
   }
   if (!run.resume_dir.empty() && !run.overrides.empty()) {
     std::cerr << "loadlab run: --set and --resume exclude each other (a resumed run keeps its scenario)\n";
-    return 2;
+    return false;
   }
+  return true;
+}
+
+int run(loadlab::controller::RunOptions run, const CommandLine& cl) {
+  cl.check_ci_paths();
+  if (!run_flags_fit(run, cl)) return loadlab::exit_status::kBadInput;
   // The run's progress for a lab's Prometheus (docs/operations.md, "Metrics"), from before the
   // first cell to the end of the run.
   loadlab::controller::RunMetrics progress;
@@ -338,6 +357,9 @@ int run(loadlab::controller::RunOptions run, const CommandLine& cl) {
     std::cerr << "loadlab: " << e.what() << "\n";
     return loadlab::exit_status::worst(status, loadlab::exit_status::kLabUnusable);
   }
+  // The night's status stands whatever the bisects find: they say which commit, not whether.
+  if (cl.bisect_regressions && status == loadlab::exit_status::kRegression && folders.size() == 1)
+    loadlab::controller::bisect_regressions(run, folders[0], std::cout);
   return status;
 }
 

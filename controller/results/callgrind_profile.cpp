@@ -10,6 +10,8 @@ namespace loadlab::controller {
 
 namespace {
 
+constexpr double kLeastGrowth = 0.5;  // instructions per request: less is not what grew
+
 // "(12) name" defines name 12, "(12)" uses it, "name" is itself.
 std::string compressed_name(const std::string& value, std::map<std::string, std::string>& names) {
   if (value.empty() || value[0] != '(') return value;
@@ -91,7 +93,7 @@ std::vector<v1::FunctionGrowth> what_grew(const FunctionCosts& a, const Function
   for (auto& [name, cb] : b) {
     const auto it = a.find(name);
     const FunctionCost ca = it == a.end() ? FunctionCost{} : it->second;
-    if (cb.self <= ca.self) continue;
+    if ((cb.self - ca.self) / per < kLeastGrowth) continue;
     v1::FunctionGrowth g;
     g.set_function(name);
     g.set_self_a(ca.self / per);

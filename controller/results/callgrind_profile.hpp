@@ -25,8 +25,8 @@ FunctionCosts read_callgrind(std::istream& in);
 // empty result when none can).
 FunctionCosts mean_callgrind(const std::vector<std::string>& files);
 
-// The `top` functions whose self count grew most from `a` to `b` (only those that grew), each
-// figure divided by `requests` (per request).
+// The `top` functions whose self count grew most from `a` to `b` (only those that grew by half an
+// instruction per request or more), each figure divided by `requests` (per request).
 std::vector<v1::FunctionGrowth> what_grew(const FunctionCosts& a, const FunctionCosts& b, double requests,
                                           size_t top = 10);
 

@@ -159,6 +159,45 @@ TEST_F(Bisect, AnInstructionsRegressionNamesTheFunctionThatGrew) {
             std::string::npos);
 }
 
+// A night whose verdict is a regression, with --bisect: the regressed cell is bisected from the
+// commit of the nights before (the branch the scenario names was at n3) to tonight's (n4).
+TEST_F(Bisect, ANightsRegressionIsBisectedWithBisect) {
+  nlohmann::json s = {{"name", "nightly"},
+                      {"targets", {{{"name", "cs"}, {"catalog", "cs"}, {"commit", "nightly"}}}},
+                      {"matrix", {{"threads", {1}}}},
+                      {"load", {{"duration_s", 0.2}, {"warmup_s", 0.1}}},
+                      {"repetitions", 2},
+                      {"instructions", {{"requests", {50, 250}}}},
+                      {"regression", {{"metric", "instructions"}, {"threshold_pct", 1}}}};
+  const std::string file = dir.file("nightly.json", s.dump()), db = (dir.path() / "h.db").string();
+  auto night = [&](const std::string& name, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv{bin("loadlab"),
+                                  "run",
+                                  file,
+                                  "--lab",
+                                  lab,
+                                  "--history",
+                                  db,
+                                  "--baseline",
+                                  "history",
+                                  "--out",
+                                  (dir.path() / name).string(),
+                                  "--quiet"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_command(argv, 600s);
+  };
+  source_repo::git(repo.dir, {"branch", "--force", "nightly", "n3"});
+  for (int n = 1; n <= 5; ++n) ASSERT_EQ(night("n" + std::to_string(n)).code, 0);
+  source_repo::git(repo.dir, {"branch", "--force", "nightly", "n4"});
+  auto r = night("tonight", {"--bisect"});
+  EXPECT_EQ(r.code, 1) << r.output_tail;  // the night's status: a regression
+  EXPECT_NE(r.stdout_text.find("first bad commit: " + repo.shas["more"]), std::string::npos) << r.stdout_text;
+  auto j = result_of(dir.path() / "tonight" / "bisect" / "cs_t1");
+  EXPECT_EQ(j["good"]["sha"], repo.shas["n3"]);
+  EXPECT_EQ(j["bad"]["sha"], repo.shas["n4"]);
+  EXPECT_EQ(j["first_bad"]["sha"], repo.shas["more"]);
+}
+
 TEST_F(Bisect, BadInputExitsTwoNamingTheFlag) {
   auto r = run_command({bin("loadlab"), "bisect", scenario, "--cell", "cs/t9", "--good", "good", "--bad",
                         "bad", "--lab", lab});
