@@ -153,10 +153,10 @@ void add_agent_flags(CLI::App& app, AgentFlags& flags) {
       ->check(loadlab::number_in(10, 10000));
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, off");
   app.add_option("--catalog", flags.catalog_file, "JSON file naming the external targets this agent may run");
-  app.add_option(
-      "--build-cache", flags.options.build_cache_dir,
-      "folder of the builds of targets built from a commit, the agent's own and not writable by "
-      "others (default: /var/cache/loadlab/builds for root, else $XDG_CACHE_HOME or ~/.cache, /loadlab/builds)");
+  app.add_option("--build-cache", flags.options.build_cache_dir,
+                 "folder of the builds of targets built from a commit, the agent's own and not writable by "
+                 "others (default: /var/cache/loadlab/builds for root, else $XDG_CACHE_HOME or ~/.cache, "
+                 "/loadlab/builds)");
   app.add_option("--build-cache-mb", flags.options.build_cache_mb,
                  "most MiB the build cache holds; the least recently used builds go first")
       ->check(loadlab::number_in(1, 1 << 30));
