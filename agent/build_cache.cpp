@@ -1,5 +1,6 @@
 #include "loadlab/agent/build_cache.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "loadlab/agent/job_processes.hpp"
 #include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/git_command.hpp"
 #include "loadlab/shared/input_error.hpp"
@@ -30,8 +32,35 @@ namespace {
 constexpr size_t kLogTailLines = 20;
 constexpr const char* kCancelled = "cancelled";  // not remembered as a failure
 
+// git on the agent's PATH, found before the fork (the child only execs).
+std::string git_program() {
+  const char* path = getenv("PATH");
+  const std::string list = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= list.size();) {
+    const size_t end = std::min(list.find(':', start), list.size());
+    const std::string candidate = list.substr(start, end - start) + "/git";
+    start = end + 1;
+    if (candidate[0] == '/' && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "/usr/bin/git";
+}
+
+// git as one of the agent's own children (fork_own_child): the agent reaps every child it does
+// not know (reap_strays), which would take git's exit status from run_git.
+pid_t spawn_own_git(char* const argv[], char* const envp[], int out, bool stderr_to_out) {
+  static const std::string program = git_program();
+  const pid_t pid = fork_own_child();
+  if (pid != 0) return pid;
+  const int devnull = open("/dev/null", O_RDWR);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(stderr_to_out ? out : devnull, 2) < 0)
+    _exit(127);
+  execve(program.c_str(), argv, envp);
+  _exit(127);
+}
+
 GitOptions agent_git(std::chrono::milliseconds timeout = std::chrono::minutes(10)) {
   GitOptions o;
+  o.launcher = {spawn_own_git, release_own_child};
   o.no_global_config = true;
   o.stderr_to_out = true;
   o.timeout = timeout;

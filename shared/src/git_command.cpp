@@ -73,6 +73,25 @@ bool read_until(int fd, std::string& out, std::chrono::steady_clock::time_point 
   }
 }
 
+pid_t posix_spawn_git(char* const argv[], char* const envp[], int out, bool stderr_to_out) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out, 1);
+  if (stderr_to_out)
+    posix_spawn_file_actions_adddup2(&actions, out, 2);
+  else
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int spawned = posix_spawnp(&pid, "git", &actions, nullptr, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    errno = spawned;
+    return -1;
+  }
+  return pid;
+}
+
 }  // namespace
 
 std::string ref_problem(const std::string& ref) {
@@ -99,30 +118,26 @@ GitOutput run_git(const std::filesystem::path& dir, const std::vector<std::strin
   GitOutput result;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return result;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  if (options.stderr_to_out)
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  else
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int spawned = posix_spawnp(&pid, "git", &actions, nullptr, cargv.data(), cenv.data());
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t pid = options.launcher.spawn
+                        ? options.launcher.spawn(cargv.data(), cenv.data(), fds[1], options.stderr_to_out)
+                        : posix_spawn_git(cargv.data(), cenv.data(), fds[1], options.stderr_to_out);
+  const int spawn_errno = errno;
   close(fds[1]);
-  if (spawned != 0) {
+  if (pid < 0) {
     close(fds[0]);
-    result.out = "cannot run git: " + std::string(strerror(spawned));
+    result.out = "cannot run git: " + std::string(strerror(spawn_errno));
     return result;
   }
   result.timed_out = !read_until(fds[0], result.out, std::chrono::steady_clock::now() + options.timeout);
   close(fds[0]);
   if (result.timed_out) kill(pid, SIGKILL);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
-  result.ok = !result.timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (options.launcher.reaped) options.launcher.reaped(pid);
+  // Reaped by someone else (waitpid failed): its status is unknown, so not a success.
+  result.ok = waited == pid && !result.timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   while (!result.out.empty() && (result.out.back() == '\n' || result.out.back() == '\r'))
     result.out.pop_back();
   return result;

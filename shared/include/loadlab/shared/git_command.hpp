@@ -9,12 +9,24 @@
 // optional locks; the variables that point git at another repository, index or config are
 // dropped from its environment. Arguments that come from a user (a ref) are placed after
 // `--end-of-options` by the caller.
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace loadlab {
+
+// Starts git (argv[0] "git", found on PATH) with `envp`, stdin on /dev/null, stdout on `out`,
+// stderr on `out` too or /dev/null; returns its pid (-1 with errno on failure). The default is
+// posix_spawnp; a process that reaps the children it does not know (the agent) forks git as one
+// of its own instead. `reaped(pid)` is called once run_git has reaped it.
+struct GitLauncher {
+  std::function<pid_t(char* const argv[], char* const envp[], int out, bool stderr_to_out)> spawn;
+  std::function<void(pid_t)> reaped;
+};
 
 struct GitOptions {
   // Also leave out the user's global config (~/.gitconfig): the agent's git depends on
@@ -27,6 +39,7 @@ struct GitOptions {
   bool stderr_to_out = false;
   // Killed (SIGKILL) when it runs longer: a repository URL that does not answer.
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  GitLauncher launcher;  // empty: posix_spawnp
 };
 
 struct GitOutput {
