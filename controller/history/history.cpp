@@ -534,6 +534,22 @@ std::optional<std::string> History::last_good_run(const std::string& scenario) c
   return s.text(0);
 }
 
+std::optional<History::GoodCommit> History::last_good_commit(const std::string& scenario,
+                                                             const std::string& target) const {
+  sqlite::Statement s(
+      db_, path_,
+      "SELECT r.id, r.started_at, p.target_commit FROM runs r JOIN cells c ON c.run_id = r.id "
+      "JOIN repetitions p ON p.cell_id = c.id WHERE r.scenario = ?1 AND r.finished_at IS NOT NULL "
+      "AND (c.key = ?2 OR substr(c.key, 1, length(?2) + 1) = ?2 || '/') AND p.target_commit != '' "
+      "AND EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = r.id) "
+      "AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'regression') "
+      "ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
+      "find the last good night of " + scenario + "'s target " + target);
+  s.bind(1, scenario).bind(2, target);
+  if (!s.step()) return std::nullopt;
+  return GoodCommit{s.integer(0), s.text(1), s.text(2)};
+}
+
 History::CellNights History::nights(const std::string& scenario, const std::string& cell_key,
                                     const HistoryMetric& metric, const std::string& except_folder) const {
   // Each agent's fingerprint, per run.

@@ -88,6 +88,14 @@ class History {
   // The result.json of the newest finished run of `scenario` whose cells are all ok.
   std::optional<std::string> last_good_run(const std::string& scenario) const;
 
+  // The newest judged night of `scenario` that no verdict called a regression, and the commit
+  // its target `target` (built from a commit) ran: regression.ab_last_good's A.
+  struct GoodCommit {
+    int64_t run_id = 0;
+    std::string started_at, sha;
+  };
+  std::optional<GoodCommit> last_good_commit(const std::string& scenario, const std::string& target) const;
+
   // A cell's nights for the verdict (verdict.hpp), oldest first: each run's figures of
   // `metric`, its confirmations, the fingerprint of the machines the cell ran on and of its
   // settings, its steal and target build. Runs from `except_folder` (tonight's, appended

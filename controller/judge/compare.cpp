@@ -310,6 +310,13 @@ v1::Verdicts compare_results(const nlohmann::json& base, const nlohmann::json& c
   return out;
 }
 
+std::string history_beside(const v1::CellVerdict& c) {
+  const auto& h = c.by_history();
+  return "(the A/B against " + c.a_key() + " decided; the history alone: " + h.verdict() +
+         (h.has_change_pct() ? " " + pct_text(h.change_pct()) : "") +
+         (h.has_mdc_pct() ? ", mdc " + pct_text(h.mdc_pct(), false) : "") + ")";
+}
+
 void write_verdicts(std::ostream& out, const v1::Verdicts& v) {
   const std::string metric = v.metric();
   out << fmt::format("{:<28} {:>12} {:>12} {:>9} {:>9}  {}\n", "cell", "base " + metric, "new " + metric,
@@ -324,6 +331,7 @@ void write_verdicts(std::ostream& out, const v1::Verdicts& v) {
                        val(c.has_baseline(), c.baseline()), val(c.has_value(), c.value()), change, mdc,
                        verdict)
         << (c.reason().empty() ? "" : ": " + c.reason()) << "\n";
+    if (c.has_by_history()) out << "  " << history_beside(c) << "\n";
   }
   const std::string level = fmt::format("{:.2g}", v.cell_level());
   out << "\n" << v.regressions() << " regression" << (v.regressions() == 1 ? "" : "s");

@@ -47,5 +47,7 @@ v1::Verdicts compare_results(const nlohmann::json& base, const nlohmann::json& c
 // The verdicts as the terminal shows them: a line per cell, then the count and what the
 // method can and cannot show.
 void write_verdicts(std::ostream& out, const v1::Verdicts& v);
+// A cell a nightly A/B decided (CellVerdict.by_history): which A, and what the history alone said.
+std::string history_beside(const v1::CellVerdict& c);
 
 }  // namespace loadlab::controller

@@ -7,6 +7,7 @@
 
 #include "capacity/capacity_search.hpp"
 #include "judge/ab_verdicts.hpp"
+#include "judge/compare.hpp"
 #include "judge/verdict.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/format.hpp"
@@ -252,7 +253,12 @@ void write_verdicts_section(std::ostream& o, const v1::Verdicts& v, const std::v
               : "")
       << "</td><td class=\"num\">" << (c.has_mdc_pct() ? fixed_text(c.mdc_pct(), 1) + " %" : "")
       << "</td><td class=\"num\">" << c.nights() << "</td><td>" << band_chart(c) << pairs_table(c)
-      << grew_table(c) << "</td><td class=\"why\">" << html_escape(c.reason()) << "</td></tr>";
+      << grew_table(c) << (c.has_by_history() ? band_chart(c.by_history()) : "") << "</td><td class=\"why\">"
+      << html_escape(c.reason())
+      << (c.has_by_history()
+              ? "<br>" + html_escape(history_beside(c)) + ": " + html_escape(c.by_history().reason())
+              : "")
+      << "</td></tr>";
   };
   std::vector<std::string> shown;
   for (auto& c : cells)  // the matrix's order first, then keys only the baseline has

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "judge/ab_verdicts.hpp"
+#include "judge/compare.hpp"
 #include "judge/verdict.hpp"
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/format.hpp"
@@ -341,12 +342,12 @@ void markdown_verdicts(std::ostream& out, const std::string& heading, const v1::
   out << "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
   auto num = [](bool has, double x) { return has ? fixed_text(x, 2) : std::string(); };
   for (auto& c : v.cells())
-    markdown_row(
-        out, {c.key(), c.verdict(), c.has_change_pct() ? pct_text(c.change_pct()) : "",
-              num(c.has_baseline(), c.baseline()), num(c.has_value(), c.value()),
-              c.has_mdc_pct() ? pct_text(c.mdc_pct(), false) : "", std::to_string(c.nights()), c.reason()});
+    markdown_row(out, {c.key(), c.verdict(), c.has_change_pct() ? pct_text(c.change_pct()) : "",
+                       num(c.has_baseline(), c.baseline()), num(c.has_value(), c.value()),
+                       c.has_mdc_pct() ? pct_text(c.mdc_pct(), false) : "", std::to_string(c.nights()),
+                       c.reason() + (c.has_by_history() ? " " + history_beside(c) : "")});
   for (auto& c : v.cells()) {
-    if (c.pairs().empty()) continue;
+    if (c.pairs().empty() || c.has_by_history()) continue;  // a nightly A/B's pairs: in its own section
     out << "\n" << markdown_cell(c.key() + " against " + c.a_key()) << ":\n\n";
     markdown_row(out, {"pair", "order", "A", "B", "B/A"});
     out << "| ---: | --- | ---: | ---: | ---: |\n";

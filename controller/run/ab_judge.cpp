@@ -35,6 +35,11 @@ std::vector<std::string> profile_files(const CellResult& c, const std::filesyste
 
 AbJudge::AbJudge(const Scenario& scenario, RunCells& run, const AgentPool& pool)
     : scenario_(scenario), run_(run), pool_(pool) {
+  pair_cells();
+}
+
+void AbJudge::pair_cells() {
+  pairs_.clear();
   if (active()) pairs_ = ab_pairs(run_.cells, scenario_.ab_a, scenario_.ab_b);
 }
 

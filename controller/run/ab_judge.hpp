@@ -25,6 +25,8 @@ class AbJudge {
   AbJudge(const Scenario& scenario, RunCells& run, const AgentPool& pool);
 
   bool active() const { return !scenario_.ab_a.empty(); }
+  // Pairs the run's cells again: after the scenario gained an A/B (last_good_ab.hpp).
+  void pair_cells();
   // The pairs' cells: measured, judged and confirmed in pairs, not one by one.
   std::set<size_t> paired_cells() const;
   // B's cell of each of A's cells.

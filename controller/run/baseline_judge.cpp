@@ -5,6 +5,7 @@
 #include "history/history.hpp"
 #include "history/night_verdicts.hpp"
 #include "judge/compare.hpp"
+#include "judge/verdict_kind.hpp"
 #include "loadlab/shared/json_input.hpp"
 
 namespace loadlab::controller {
@@ -63,7 +64,13 @@ void BaselineJudge::judge(const fs::path& folder, const RunCells& run) {
 void BaselineJudge::judge_against_history(const fs::path& folder, const RunCells& run) {
   auto added = append_run_file(options_.history, folder.string());
   History h = History::open(options_.history, History::Mode::kExisting);
-  verdicts_ = judge_run(h, scenario_.name, added.run_id, run.keys(), regression());
+  auto keys = run.keys();
+  if (last_good_ab_target(scenario_)) {  // the last good build's cells are A's, judged by none
+    const std::string a = scenario_.ab_a + "/";
+    keys.erase(std::remove_if(keys.begin(), keys.end(), [&](auto& k) { return k.rfind(a, 0) == 0; }),
+               keys.end());
+  }
+  verdicts_ = judge_run(h, scenario_.name, added.run_id, keys, regression());
   disturbed_.clear();
   for (auto& c : verdicts_->cells())
     if (c.disturbed()) disturbed_.insert(c.key());
@@ -76,6 +83,25 @@ void BaselineJudge::judge_against_history(const fs::path& folder, const RunCells
                      " at the end of the run (other work ran on its CPUs " +
                      (times > 1 ? "each earlier time" : "the first time") + "): " + c.reason());
       }
+}
+
+void BaselineJudge::adopt_ab(const v1::Verdicts* ab, const std::string& note) {
+  if (!verdicts_ || !against_history() || !last_good_ab_target(scenario_)) return;
+  if (!note.empty()) verdicts_->set_note(verdicts_->note() + (verdicts_->note().empty() ? "" : "; ") + note);
+  if (!ab) return;
+  for (auto& c : *verdicts_->mutable_cells())
+    for (auto& paired : ab->cells())
+      if (paired.key() == c.key()) {
+        v1::CellVerdict decided = paired;
+        *decided.mutable_by_history() = c;
+        c = std::move(decided);
+      }
+  verdicts_->set_regressions(0);
+  verdicts_->set_failed(0);
+  for (auto& c : verdicts_->cells()) {
+    verdicts_->set_regressions(verdicts_->regressions() + is_verdict(c, Verdict::kRegression));
+    verdicts_->set_failed(verdicts_->failed() + is_verdict(c, Verdict::kFailed));
+  }
 }
 
 }  // namespace loadlab::controller

@@ -29,15 +29,20 @@ class BaselineJudge {
   // disturbed says so in its reason.
   void judge(const std::filesystem::path& folder, const RunCells& run);
 
+  // A nightly A/B against the last good build (regression.ab_last_good): each cell `ab` judged
+  // takes the A/B's verdict, the history's kept beside it (CellVerdict.by_history); `note`
+  // (what the nightly A/B did, or why there was none) goes to the verdicts' note.
+  void adopt_ab(const v1::Verdicts* ab, const std::string& note);
+
   const std::optional<v1::Verdicts>& verdicts() const { return verdicts_; }
   // The first verdict alone calls the cell a regression: it is measured again to confirm.
   bool suspect(const std::string& key) const;
+  RegressionDef regression() const;  // the scenario's, with --baseline-nights
   // The history verdict found the cell's measurement, as it stands, disturbed.
   bool disturbed(const std::string& key) const { return disturbed_.count(key) > 0; }
 
  private:
   void judge_against_history(const std::filesystem::path& folder, const RunCells& run);
-  RegressionDef regression() const;  // the scenario's, with --baseline-nights
 
   const RunOptions& options_;
   const Scenario& scenario_;

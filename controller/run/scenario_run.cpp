@@ -22,6 +22,7 @@
 #include "run/baseline_judge.hpp"
 #include "run/cell_executor.hpp"
 #include "run/history_recorder.hpp"
+#include "run/last_good_ab.hpp"
 #include "run/measure_again.hpp"
 #include "run/progress.hpp"
 #include "run/provenance.hpp"
@@ -29,6 +30,7 @@
 #include "run/run_cells.hpp"
 #include "run/run_folder.hpp"
 #include "run/run_summary.hpp"
+#include "scenario/plan.hpp"
 #include "scenario/scenario.hpp"
 
 namespace loadlab::controller {
@@ -147,6 +149,36 @@ void resolve_commits(Scenario& s, const AgentPool& pool, const nlohmann::json& p
     pool.resolve_commits(s);
 }
 
+// A resumed run keeps the lab it started with, unless --lab names another.
+std::string lab_path(const RunOptions& o, const nlohmann::json& previous) {
+  if (o.resume_dir.empty() || !o.lab_path.empty() || !previous.contains("lab_path")) return o.lab_path;
+  return previous["lab_path"].get<std::string>();
+}
+
+CellOptions cell_options(const RunOptions& options, const Scenario& s, const fs::path& folder) {
+  CellOptions o = CellOptions::from(s, options.stop);
+  if (options.cancel_calls) o.repetition.cancel = options.cancel_calls;
+  o.profile_dir = (folder / "profiles").string();
+  return o;
+}
+
+// regression.ab_last_good (last_good_ab.hpp), in a new run judged against its history: the
+// last good night's build joins `s` as A, its commit checked by a target agent. What it did,
+// or why there is no A/B tonight.
+std::string plan_nightly_ab(Scenario& s, const std::string& history, const RegressionDef& r,
+                            const AgentPool& pool) {
+  auto plan = plan_last_good_ab(s, history, r);
+  if (!plan.scenario) return plan.note;
+  s = std::move(*plan.scenario);
+  pool.check(s);
+  for (size_t i = 0; i < s.targets.size(); ++i)
+    if (s.targets[i].name == s.ab_a) {
+      const auto at = "/targets/" + std::to_string(i) + "/commit";
+      s.targets[i].commit_sha = pool.resolve_commit(s, i, s.targets[i].commit, "", at).commit().sha();
+    }
+  return plan.note;
+}
+
 // One `loadlab run`: its agents, its cells in order (the run loop), then its parts: the
 // verdicts against the baseline (BaselineJudge) and of the A/B pairs (AbJudge), measuring
 // again what is suspect or disturbed (MeasureAgain), the history (record_in_history) and the
@@ -175,8 +207,13 @@ class ScenarioRun {
     pool_.check(scenario_);
     resolve_commits(scenario_, pool_, folder_ ? folder_->previous_result() : nlohmann::json());
     if (!folder_) {
-      // A copy of the file, unless --set or an include made the scenario something else.
-      const bool as_written = options_.overrides.empty() && scenario_.files.size() <= 1;
+      if (baseline_.judging() && baseline_.against_history()) {
+        ab_note_ = plan_nightly_ab(scenario_, options_.history, baseline_.regression(), pool_);
+        run_.cells = expand(scenario_);
+        ab_.pair_cells();
+      }
+      // A copy of the file, unless --set, an include or a nightly A/B made the scenario something else.
+      const bool as_written = options_.overrides.empty() && scenario_.files.size() <= 1 && !ab_.active();
       folder_.emplace(
           RunFolder::create(new_dir_, options_.scenario_path, as_written ? "" : scenario_.source_text));
       run_.results = folder().open_journal(run_.cells);
@@ -186,6 +223,7 @@ class ScenarioRun {
     save();
     ProgressReporter progress(run_.cells.size(), ProgressReporter::stderr_is_tty(), options_.quiet);
     progress.set_metrics(options_.metrics);
+    if (!ab_note_.empty()) progress.info(ab_note_);
     if (options_.metrics) options_.metrics->run_started(scenario_.name, run_.cells.size());
     const bool complete = measure(progress);
     const int stopped_by = complete || !options_.stop ? 0 : options_.stop->load();
@@ -209,35 +247,25 @@ class ScenarioRun {
   }
 
  private:
-  // A resumed run keeps the lab it started with, unless --lab names another.
-  static std::string lab_path(const RunOptions& o, const nlohmann::json& previous) {
-    if (o.resume_dir.empty() || !o.lab_path.empty() || !previous.contains("lab_path")) return o.lab_path;
-    return previous["lab_path"].get<std::string>();
-  }
-
   RunFolder& folder() { return *folder_; }
   const RunFolder& folder() const { return *folder_; }
-
-  CellOptions cell_options() const {
-    CellOptions o = CellOptions::from(scenario_, options_.stop);
-    if (options_.cancel_calls) o.repetition.cancel = options_.cancel_calls;
-    o.profile_dir = (folder().path() / "profiles").string();
-    return o;
-  }
 
   // Every cell not finished yet, then, once all are, the verdicts with what they measure
   // again. False when the run is stopping (a signal after the last cell and its
   // confirmations changes nothing: the run is complete).
   bool measure(ProgressReporter& progress) {
-    CellExecutor executor(scenario_, pool_, progress, cell_options());
+    CellExecutor executor(scenario_, pool_, progress, cell_options(options_, scenario_, folder().path()));
     const MeasureAgain again(scenario_.execution, options_.stop, progress,
                              [this](const MeasureAgain::Unit& unit) {
                                for (size_t i : unit) folder().journal(*run_.results[i]);
                                save();
                              });
     run_cells(executor, again, progress);
-    return run_.all_finished() && judge_and_confirm(executor, again, progress) &&
-           ab_.judge_and_confirm(executor, again, progress, folder().path());
+    if (!run_.all_finished() || !judge_and_confirm(executor, again, progress) ||
+        !ab_.judge_and_confirm(executor, again, progress, folder().path()))
+      return false;
+    baseline_.adopt_ab(ab_.verdicts() ? &*ab_.verdicts() : nullptr, ab_note_);
+    return true;
   }
 
   // The cells not finished yet, each journalled and saved as it finishes, until the last
@@ -350,6 +378,7 @@ class ScenarioRun {
   ResultHeader header_;
   BaselineJudge baseline_;
   AbJudge ab_;
+  std::string ab_note_;  // regression.ab_last_good: the nightly A/B, or why there is none
 };
 
 }  // namespace

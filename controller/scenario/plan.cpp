@@ -1,6 +1,7 @@
 #include "scenario/plan.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "loadlab/proto/protocols.hpp"
 
@@ -109,7 +110,14 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
 
 std::vector<Cell> expand(const Scenario& s) {
   std::vector<Cell> cells;
-  for_each_cell(s, [&](Cell& c, const std::vector<size_t>&) { cells.push_back(std::move(c)); });
+  // With "ab"'s "cells", A's cells are those paired with one of them: B's key, A's target.
+  std::set<std::string> paired;
+  for (auto& key : s.ab_cells) paired.insert(s.ab_a + key.substr(s.ab_b.size()));
+  for_each_cell(s, [&](Cell& c, const std::vector<size_t>&) {
+    if (!paired.empty() && c.target == s.ab_a && !paired.count(c.key())) return;
+    c.index = cells.size();
+    cells.push_back(std::move(c));
+  });
   return cells;
 }
 

@@ -23,8 +23,8 @@ void check_metric_name(const std::string& name, const std::string& where) {
 }
 
 RegressionDef parse_regression(const ObjectReader& r) {
-  r.allow(
-      {"metric", "threshold_pct", "false_alarm_pct", "baseline_nights", "min_nights", "accept_after_nights"});
+  r.allow({"metric", "threshold_pct", "false_alarm_pct", "baseline_nights", "min_nights",
+           "accept_after_nights", "ab_last_good"});
   RegressionDef d;
   d.metric = r.string("metric", d.metric);
   check_metric_name(d.metric, r.path("metric"));
@@ -40,6 +40,12 @@ RegressionDef parse_regression(const ObjectReader& r) {
                                                std::to_string(d.min_nights));
   d.accept_after_nights = static_cast<uint32_t>(
       r.integer("accept_after_nights", 0, limits::kMaxBaselineNights, d.accept_after_nights));
+  d.ab_last_good = r.string("ab_last_good", d.ab_last_good);
+  if (d.ab_last_good != kAbLastGoodOff && d.ab_last_good != kAbLastGoodAuto &&
+      d.ab_last_good != kAbLastGoodAll)
+    throw InputError(r.path("ab_last_good"), std::string("must be \"") + kAbLastGoodOff + "\", \"" +
+                                                 kAbLastGoodAuto + "\" or \"" + kAbLastGoodAll + "\", got " +
+                                                 nlohmann::json(d.ab_last_good).dump());
   return d;
 }
 

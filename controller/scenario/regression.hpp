@@ -17,7 +17,14 @@ struct RegressionDef {
   uint32_t baseline_nights = 10;     // K: a cell's most recent earlier nights that make its band
   uint32_t min_nights = 5;           // fewer: inconclusive, unless beyond even their wide band
   uint32_t accept_after_nights = 0;  // N regressions in a row start a new level by themselves
+  // With --baseline history and a target built from a commit: tonight's commit interleaved
+  // against the last good night's, as an A/B (run/last_good_ab.hpp). kAbLastGood* below.
+  std::string ab_last_good = "off";
 };
+
+inline constexpr const char* kAbLastGoodOff = "off";
+inline constexpr const char* kAbLastGoodAuto = "auto";  // the cells the history cannot resolve
+inline constexpr const char* kAbLastGoodAll = "all";
 
 // The figures a verdict can judge: qps and capacity (a capacity search's; higher is better);
 // p50_ms, p90_ms, p99_ms, server_cpu_pct, server_rss_kb, client_cpu_pct, instructions (lower

@@ -354,9 +354,30 @@ InstructionsDef parse_instructions(const ObjectReader& o, const Scenario& s) {
   return d;
 }
 
-// "ab": {"a": TARGET, "b": TARGET}, two different targets of the scenario.
+// "ab"'s "cells": keys of B's cells, each once.
+void parse_ab_cells(const ObjectReader& ab, Scenario& s) {
+  const auto& cells = ab.at("cells");
+  if (!cells.is_array() || cells.empty())
+    throw InputError(ab.path("cells"), "must be a non-empty array of keys of /ab/b's cells");
+  std::set<std::string> keys;
+  for_each_cell(s, [&](Cell& c, const std::vector<size_t>&) {
+    if (c.target == s.ab_b) keys.insert(c.key());
+  });
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const std::string at = ab.path("cells") + "/" + std::to_string(i);
+    if (!cells[i].is_string() || !keys.count(cells[i].get<std::string>()))
+      throw InputError(at, "must be the key of a cell of target \"" + s.ab_b + "\", like \"" + *keys.begin() +
+                               "\", got " + cells[i].dump());
+    if (std::find(s.ab_cells.begin(), s.ab_cells.end(), cells[i]) != s.ab_cells.end())
+      throw InputError(at, "names " + cells[i].dump() + " a second time");
+    s.ab_cells.push_back(cells[i].get<std::string>());
+  }
+}
+
+// "ab": {"a": TARGET, "b": TARGET, "cells": [KEY of B, ...]}, two different targets of the
+// scenario, and which of B's cells are paired (all when none are named).
 void parse_ab(const ObjectReader& ab, Scenario& s) {
-  ab.allow({"a", "b"});
+  ab.allow({"a", "b", "cells"});
   std::string names;
   for (auto& t : s.targets) names += (names.empty() ? "" : ", ") + t.name;
   for (auto [key, out] : {std::pair{"a", &s.ab_a}, std::pair{"b", &s.ab_b}}) {
@@ -366,6 +387,7 @@ void parse_ab(const ObjectReader& ab, Scenario& s) {
   }
   if (s.ab_a == s.ab_b)
     throw InputError(ab.path("b"), "must name another target than /ab/a (\"" + s.ab_a + "\")");
+  if (ab.has("cells")) parse_ab_cells(ab, s);
 }
 
 PlacementDef parse_placement(const ObjectReader& p) {
@@ -603,6 +625,26 @@ void check_cells(const Scenario& s) {
   });
 }
 
+// regression.ab_last_good: one target built from a commit, no capacity search, and no A/B of
+// the scenario's own but the one the nightly makes of it (run/last_good_ab.hpp).
+void check_ab_last_good(const Scenario& s) {
+  if (s.regression.ab_last_good == kAbLastGoodOff) return;
+  const std::string at = "/regression/ab_last_good";
+  if (s.search) throw InputError(at, "a capacity search (/search) makes no A/B");
+  std::vector<const TargetDef*> built;
+  for (auto& t : s.targets)
+    if (!t.commit.empty() && t.name != s.ab_a) built.push_back(&t);
+  if (built.size() != 1)
+    throw InputError(at,
+                     "needs exactly one target built from a commit (with \"commit\"), the one whose "
+                     "last good build the nightly runs beside it; this scenario has " +
+                         std::to_string(built.size()));
+  if (!s.ab_a.empty() && (s.ab_b != built[0]->name || s.ab_a != last_good_target_name(built[0]->name)))
+    throw InputError("/ab", "a scenario with " + at + " gets its A/B from the nightly (" +
+                                last_good_target_name(built[0]->name) + " against " + built[0]->name +
+                                "): it names none of its own");
+}
+
 }  // namespace
 
 Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order) {
@@ -640,7 +682,17 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
     s.regression.metric = "capacity";
   if (s.search && !s.ab_a.empty())
     throw InputError("/ab", "a scenario is a capacity search (/search) or an A/B run, not both");
+  check_ab_last_good(s);
   return s;
+}
+
+std::string last_good_target_name(const std::string& target) { return target + ".last-good"; }
+
+const TargetDef* last_good_ab_target(const Scenario& s) {
+  if (s.regression.ab_last_good == kAbLastGoodOff) return nullptr;
+  for (auto& t : s.targets)
+    if (!t.commit.empty() && t.name != s.ab_a) return &t;
+  return nullptr;
 }
 
 namespace {

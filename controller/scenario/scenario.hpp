@@ -191,6 +191,9 @@ struct Scenario {
   // "ab": two targets of `targets` run interleaved, cell by cell and repetition by repetition
   // (A B, B A, ...), and B judged against A with a paired test. Empty when not asked.
   std::string ab_a, ab_b;
+  // "ab"'s "cells": the cells of B that run with a partner of A (the others of B run alone, and
+  // A's other cells not at all). Empty: every cell of B.
+  std::vector<std::string> ab_cells;
   // "search": every cell is a capacity search under these objectives, not one measurement.
   std::optional<SearchDef> search;
   std::optional<InstructionsDef> instructions;
@@ -201,6 +204,11 @@ struct Scenario {
   // they include), in the order they were read. One file when it includes none.
   std::vector<std::string> files;
 };
+
+// regression.ab_last_good: the name of the target the nightly adds for the last good night's
+// build of `target`, and the scenario's target whose last good build it runs (none when off).
+std::string last_good_target_name(const std::string& target);
+const TargetDef* last_good_ab_target(const Scenario& s);
 
 // Throws loadlab::InputError naming the JSON path of the first problem, including a cell
 // whose knobs do not go together (e.g. fewer connections than threads), named by the

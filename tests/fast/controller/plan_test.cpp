@@ -38,5 +38,31 @@ TEST(Plan, ConnectionsAreThreadsTimesConnectionsPerThread) {
   EXPECT_EQ(cells[12].target_index, 1u);
 }
 
+// "ab"'s "cells": A runs only beside the cells of B named; B's others run alone.
+TEST(Plan, AnAbsCellsAreTheOnlyCellsOfAThatRun) {
+  auto j = nlohmann::json::parse(R"({
+    "name": "m",
+    "targets": [{"name": "a", "builtin": "hello"}, {"name": "b", "builtin": "hello"}],
+    "matrix": {"delay_ms": [0, 5], "threads": [1, 4]},
+    "load": {"duration_s": 1},
+    "ab": {"a": "a", "b": "b", "cells": ["b/d5/t1", "b/d0/t4"]}})");
+  std::vector<std::string> keys;
+  for (auto& c : expand(parse_scenario(j))) {
+    EXPECT_EQ(c.index, keys.size());
+    keys.push_back(c.key());
+  }
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"a/d0/t4", "a/d5/t1", "b/d0/t1", "b/d0/t4", "b/d5/t1", "b/d5/t4"}));
+  j["ab"]["cells"] = {"a/d0/t1"};
+  try {
+    (void)parse_scenario(j);
+    ADD_FAILURE() << "a cell of A accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "/ab/cells/0");
+    EXPECT_NE(e.message().find("must be the key of a cell of target \"b\""), std::string::npos)
+        << e.message();
+  }
+}
+
 }  // namespace
 }  // namespace loadlab::controller

@@ -178,6 +178,39 @@ TEST(ReportHtml, AVerdictDrawsTheNightsTheBandAndTonight) {
   EXPECT_NE(row.find("8.5 %"), std::string::npos);
 }
 
+// A cell a nightly A/B decided: the A/B's verdict, and what the history alone said with its
+// own band and nights beside it.
+TEST(ReportHtml, ANightlyAbsVerdictShowsTheHistorysBesideIt) {
+  ReportSections sections;
+  v1::Verdicts v;
+  auto c = verdict("mine/d0/t1", "regression", -3.8);
+  c.set_a_key("mine.last-good/d0/t1");
+  auto h = verdict("mine/d0/t1", "noise", -4.1);
+  h.set_mdc_pct(21.3);
+  h.set_band_low(900);
+  h.set_band_high(1100);
+  for (int i = 0; i < 3; ++i) {
+    auto* n = h.add_history();
+    n->set_run_id(i + 1);
+    n->set_started_at("2026-12-0" + std::to_string(i + 1) + "T02:00:00Z");
+    n->set_value(1000);
+  }
+  *c.mutable_by_history() = h;
+  *v.add_cells() = c;
+  sections.verdicts = v;
+  const std::string html = render(report_matrix(), sections);
+  auto row = html.substr(html.find("<tr class=\"verdict\""));
+  row = row.substr(0, row.find("</tr>"));
+  EXPECT_NE(row.find("<td class=\"regression\">regression</td>"), std::string::npos) << row;
+  EXPECT_NE(
+      row.find("(the A/B against mine.last-good/d0/t1 decided; the history alone: noise -4.1 %, mdc 21.3 %): "
+               "because noise"),
+      std::string::npos)
+      << row;
+  EXPECT_EQ(count(row, "<circle class=\"night\""), 3u);  // the history's nights, drawn
+  EXPECT_EQ(count(row, "<rect class=\"band\""), 1u);
+}
+
 TEST(ReportHtml, VerdictsAreReadBackFromResultJson) {
   v1::Verdicts v;
   v.set_metric("qps");

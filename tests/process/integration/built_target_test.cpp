@@ -230,8 +230,7 @@ TEST_F(BuiltTarget, AScenarioCannotNameARepositoryOrACommand) {
 // `loadlab run` resolves the ref once and records the commit in result.json and the history.
 TEST_F(BuiltTarget, TheCommitIsRecordedInResultJsonAndTheHistory) {
   start_agent();
-  const std::string lab = dir.file("lab.json", R"({"agents": [{"name": "srv", "address": ")" +
-                                                   agent->address + R"(", "roles": ["target", "load"]}]})");
+  const std::string lab = source_repo::one_agent_lab(dir, agent->address);
   nlohmann::json s = {{"name", "built"},
                       {"targets", {{{"name", "cs"}, {"catalog", "cs"}, {"commit", "v2~1"}}}},
                       {"load", {{"duration_s", 0.5}, {"warmup_s", 0.1}}},

@@ -67,4 +67,10 @@ inline std::string catalog(const testing::TempDir& dir, const SourceRepo& repo) 
                   nlohmann::json{{"targets", {{"cs", entry(120)}, {"cs-quick", entry(2)}}}}.dump());
 }
 
+// A lab of one agent "srv" at `address`, hosting targets and load.
+inline std::string one_agent_lab(const testing::TempDir& dir, const std::string& address) {
+  return dir.file("lab.json", R"({"agents": [{"name": "srv", "address": ")" + address +
+                                  R"(", "roles": ["target", "load"]}]})");
+}
+
 }  // namespace loadlab::source_repo

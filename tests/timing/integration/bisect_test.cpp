@@ -52,8 +52,7 @@ class Bisect : public ::testing::Test {
         agent("srv", "127.0.0.1:0",
               {"--catalog", source_repo::catalog(dir, repo), "--build-cache",
                (dir.path() / "cache").string()}) {
-    lab = dir.file("lab.json", R"({"agents": [{"name": "srv", "address": ")" + agent.address +
-                                   R"(", "roles": ["target", "load"]}]})");
+    lab = source_repo::one_agent_lab(dir, agent.address);
     nlohmann::json s = {{"name", "built"},
                         {"targets", {{{"name", "cs"}, {"catalog", "cs"}, {"commit", "main"}}}},
                         {"matrix", {{"threads", {1}}}},
