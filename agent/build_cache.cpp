@@ -20,6 +20,7 @@
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/search_path.hpp"
 #include "loadlab/shared/sha256.hpp"
 
 namespace loadlab::agent {
@@ -33,22 +34,11 @@ constexpr size_t kLogTailLines = 20;
 constexpr const char* kCancelled = "cancelled";  // not remembered as a failure
 
 // git on the agent's PATH, found before the fork (the child only execs).
-std::string git_program() {
-  const char* path = getenv("PATH");
-  const std::string list = path ? path : "/usr/bin:/bin";
-  for (size_t start = 0; start <= list.size();) {
-    const size_t end = std::min(list.find(':', start), list.size());
-    const std::string candidate = list.substr(start, end - start) + "/git";
-    start = end + 1;
-    if (candidate[0] == '/' && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "/usr/bin/git";
-}
-
 // git as one of the agent's own children (fork_own_child): the agent reaps every child it does
 // not know (reap_strays), which would take git's exit status from run_git.
 pid_t spawn_own_git(char* const argv[], char* const envp[], int out, bool stderr_to_out) {
-  static const std::string program = git_program();
+  static const std::string found = find_on_path("git");
+  static const std::string program = found.empty() ? "/usr/bin/git" : found;
   const pid_t pid = fork_own_child();
   if (pid != 0) return pid;
   const int devnull = open("/dev/null", O_RDWR);

@@ -12,6 +12,7 @@
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/search_path.hpp"
 
 namespace loadlab::agent {
 
@@ -114,21 +115,6 @@ void parse_protocols(const ObjectReader& e, CatalogEntry& c) {
   }
 }
 
-// A program named without a folder ("make"), as the agent's PATH finds it; "" when it does not.
-std::string on_path(const std::string& program) {
-  const char* path = getenv("PATH");
-  std::string list = path ? path : "/usr/bin:/bin";
-  for (size_t start = 0; start <= list.size();) {
-    const size_t end = std::min(list.find(':', start), list.size());
-    const std::string folder = list.substr(start, end - start);
-    start = end + 1;
-    if (folder.empty() || folder[0] != '/') continue;
-    const std::string candidate = folder + "/" + program;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 // The entry's "source": a repository and the command that builds a commit of it.
 TargetSource parse_source(const ObjectReader& e, const std::string& dir) {
   auto o = e.object("source");
@@ -153,8 +139,8 @@ TargetSource parse_source(const ObjectReader& e, const std::string& dir) {
   }
   const std::string at0 = o.path("build") + "/0";
   auto& program = src.build[0];
-  program =
-      program.find('/') == std::string::npos ? on_path(program) : resolve_path(program, dir, at0, "program");
+  program = program.find('/') == std::string::npos ? find_on_path(program)
+                                                   : resolve_path(program, dir, at0, "program");
   if (program.empty() || access(program.c_str(), X_OK) != 0)
     throw InputError(at0, o.at("build")[0].get<std::string>() + " is not a program on this machine");
   src.timeout_s = static_cast<int>(o.integer("timeout_s", limits::kMinBuildTimeoutS,

@@ -15,21 +15,13 @@
 
 #include "loadlab/shared/environment_error.hpp"
 #include "loadlab/shared/limits.hpp"
+#include "loadlab/shared/search_path.hpp"
 
 namespace loadlab::agent {
 
 namespace fs = std::filesystem;
 
-std::string find_valgrind() {
-  const char* path = getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    if (dir.empty()) continue;
-    const std::string candidate = dir + "/valgrind";
-    if (access(candidate.c_str(), X_OK) == 0) return fs::absolute(candidate).string();
-  }
-  return "";
-}
+std::string find_valgrind() { return find_on_path("valgrind"); }
 
 CallgrindProbe::CallgrindProbe(std::string valgrind, const JobUser* user) : valgrind_(std::move(valgrind)) {
   char tmpl[] = "/tmp/loadlab-callgrind-XXXXXX";

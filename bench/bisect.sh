@@ -19,6 +19,7 @@
 # folder stays in OUT/trial-N (result.json, report.html). Resumable: a finished trial is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 OUT=${1:?usage: bench/bisect.sh OUT [TRIALS]}
 TRIALS=${2:-10}
 MODE=${MODE:-instructions}
@@ -48,20 +49,6 @@ make_repo() {
   done
 }
 
-start_agent() {
-  cat > "$OUT/catalog.json" <<JSON
-{"targets": {"cs": {"source": {"repository": "$OUT/repo", "build": ["make"]},
-                    "argv": ["{build_dir}/server", "{port}", "{host}"]}}}
-JSON
-  "$BIN/loadlab-agent" --listen 127.0.0.1:0 --name bench --catalog "$OUT/catalog.json" \
-      --build-cache "$OUT/cache" > "$OUT/agent.log" 2>&1 &
-  AGENT=$!
-  trap 'kill $AGENT 2>/dev/null || true' EXIT
-  for _ in $(seq 50); do grep -q "listening on" "$OUT/agent.log" && break; sleep 0.1; done
-  local address; address=$(grep -o "listening on .*" "$OUT/agent.log" | head -1 | cut -d' ' -f3)
-  echo "{\"agents\": [{\"name\": \"bench\", \"address\": \"$address\", \"roles\": [\"target\", \"load\"]}]}" > "$OUT/lab.json"
-}
-
 scenario() {
   local extra='"regression": {"metric": "qps", "threshold_pct": '"$THRESHOLD_PCT"'}'
   [ "$MODE" = instructions ] &&
@@ -80,7 +67,7 @@ for trial in $(seq 1 "$TRIALS"); do
   if [ ! -f "$dir/result.json" ] || ! grep -q '"finished_at"' "$dir/result.json"; then
     make_repo "$OUT/repo" "$bad_at"
     rm -rf "$OUT/cache" "$dir"
-    [ -n "${AGENT:-}" ] && kill "$AGENT" 2>/dev/null; start_agent
+    [ -n "${AGENT:-}" ] && kill "$AGENT" 2>/dev/null; start_source_agent
     start=$(date +%s)
     "$BIN/loadlab" --log-level warn bisect "$OUT/scenario.json" --cell cs/t1 --good good --bad main \
         --lab "$OUT/lab.json" --pairs "$PAIRS" --out "$dir" > "$dir.log" 2>&1 || true

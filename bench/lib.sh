@@ -163,3 +163,20 @@ rate_of() {
 cpu_of() {
   tail -1 "$1" | awk '{ print $1 + $2 }'
 }
+
+# start_source_agent: (bisect.sh, nightly_ab.sh) an agent on a loopback port whose catalog builds
+# "cs", the commit server of tests/data/commit_server, from the repository OUT/repo; AGENT its
+# pid (killed on exit), OUT/lab.json its lab, OUT/cache its build cache.
+start_source_agent() {
+  cat > "$OUT/catalog.json" <<JSON
+{"targets": {"cs": {"source": {"repository": "$OUT/repo", "build": ["make"]},
+                    "argv": ["{build_dir}/server", "{port}", "{host}"]}}}
+JSON
+  "$BIN/loadlab-agent" --listen 127.0.0.1:0 --name bench --catalog "$OUT/catalog.json" \
+      --build-cache "$OUT/cache" > "$OUT/agent.log" 2>&1 &
+  AGENT=$!
+  trap 'kill $AGENT 2>/dev/null || true' EXIT
+  for _ in $(seq 50); do grep -q "listening on" "$OUT/agent.log" && break; sleep 0.1; done
+  local address; address=$(grep -o "listening on .*" "$OUT/agent.log" | head -1 | cut -d' ' -f3)
+  echo "{\"agents\": [{\"name\": \"bench\", \"address\": \"$address\", \"roles\": [\"target\", \"load\"]}]}" > "$OUT/lab.json"
+}

@@ -542,7 +542,14 @@ std::optional<History::GoodCommit> History::last_good_commit(const std::string& 
       "JOIN repetitions p ON p.cell_id = c.id WHERE r.scenario = ?1 AND r.finished_at IS NOT NULL "
       "AND (c.key = ?2 OR substr(c.key, 1, length(?2) + 1) = ?2 || '/') AND p.target_commit != '' "
       "AND EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = r.id) "
-      "AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'regression') "
+      // none of the target's cells failed
+      "AND NOT EXISTS (SELECT 1 FROM cells f WHERE f.run_id = r.id AND NOT f.ok "
+      "  AND (f.key = ?2 OR substr(f.key, 1, length(?2) + 1) = ?2 || '/')) "
+      // no regression, but one of a level accepted at this run or before it
+      "AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = r.id AND v.verdict = 'regression' "
+      "  AND NOT EXISTS (SELECT 1 FROM levels l JOIN runs lr ON lr.id = l.run_id WHERE l.scenario = "
+      "r.scenario "
+      "    AND (l.key = v.key OR l.key = '*') AND (lr.started_at, lr.id) <= (r.started_at, r.id))) "
       "ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
       "find the last good night of " + scenario + "'s target " + target);
   s.bind(1, scenario).bind(2, target);

@@ -88,8 +88,9 @@ class History {
   // The result.json of the newest finished run of `scenario` whose cells are all ok.
   std::optional<std::string> last_good_run(const std::string& scenario) const;
 
-  // The newest judged night of `scenario` that no verdict called a regression, and the commit
-  // its target `target` (built from a commit) ran: regression.ab_last_good's A.
+  // The newest judged night of `scenario` whose cells of `target` (built from a commit) all
+  // finished and that no verdict called a regression (or only cells of a level accepted at that
+  // night or before it), and the commit `target` ran: regression.ab_last_good's A.
   struct GoodCommit {
     int64_t run_id = 0;
     std::string started_at, sha;

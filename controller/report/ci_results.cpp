@@ -60,12 +60,18 @@ double cell_seconds(const nlohmann::json& cell) {
   return s;
 }
 
-// The run's judged verdict sets: the baseline's ("verdicts") and the A/B's ("ab").
+// The run's judged verdict sets: the baseline's ("verdicts") and the A/B's ("ab"), unless a
+// nightly A/B's verdicts stand in the baseline's already (CellVerdict.by_history).
 std::vector<std::pair<std::string, const nlohmann::json*>> verdict_sets(const nlohmann::json& result) {
   std::vector<std::pair<std::string, const nlohmann::json*>> sets;
-  for (const char* name : {"verdicts", "ab"})
-    if (result.contains(name) && result[name].is_object() && result[name].contains("cells"))
-      sets.emplace_back(name, &result[name]);
+  bool decided = false;
+  for (const char* name : {"verdicts", "ab"}) {
+    if (!result.contains(name) || !result[name].is_object() || !result[name].contains("cells") ||
+        (decided && std::string(name) == "ab"))
+      continue;
+    sets.emplace_back(name, &result[name]);
+    for (const auto& c : result[name]["cells"]) decided = decided || c.contains("by_history");
+  }
   return sets;
 }
 

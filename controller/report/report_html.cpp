@@ -252,8 +252,9 @@ void write_verdicts_section(std::ostream& o, const v1::Verdicts& v, const std::v
               ? fixed_text(c.band_low(), 2) + " .. " + fixed_text(c.band_high(), 2)
               : "")
       << "</td><td class=\"num\">" << (c.has_mdc_pct() ? fixed_text(c.mdc_pct(), 1) + " %" : "")
-      << "</td><td class=\"num\">" << c.nights() << "</td><td>" << band_chart(c) << pairs_table(c)
-      << grew_table(c) << (c.has_by_history() ? band_chart(c.by_history()) : "") << "</td><td class=\"why\">"
+      << "</td><td class=\"num\">" << c.nights() << "</td><td>" << band_chart(c)
+      << (c.has_by_history() ? "" : pairs_table(c)) << grew_table(c)  // a nightly A/B's pairs: in its section
+      << (c.has_by_history() ? band_chart(c.by_history()) : "") << "</td><td class=\"why\">"
       << html_escape(c.reason())
       << (c.has_by_history()
               ? "<br>" + html_escape(history_beside(c)) + ": " + html_escape(c.by_history().reason())

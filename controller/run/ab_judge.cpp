@@ -7,6 +7,7 @@
 #include "judge/verdict.hpp"
 #include "results/callgrind_profile.hpp"
 #include "results/quality_flags.hpp"
+#include "run/baseline_judge.hpp"
 
 namespace loadlab::controller {
 
@@ -69,7 +70,9 @@ void AbJudge::judge() {
       flag_pair_outliers(*run_.results[a], *run_.results[b]);
       pairs.emplace_back(&*run_.results[a], &*run_.results[b]);
     }
-  verdicts_ = judge_ab(pairs, scenario_.regression, pairs.size(), confirm_count(scenario_) > 0);
+  // A nightly A/B's verdicts stand among the history's: the false alarms split over all those.
+  const size_t cells = last_good_ab_target(scenario_) ? judged_keys(scenario_, run_).size() : pairs.size();
+  verdicts_ = judge_ab(pairs, scenario_.regression, cells, confirm_count(scenario_) > 0);
   for (size_t k = 0; k < pairs.size() && k < static_cast<size_t>(verdicts_->cells_size()); ++k)
     if (const size_t times = remeasures(*pairs[k].second, scenario_.repetitions); times > 0) {
       auto* c = verdicts_->mutable_cells(static_cast<int>(k));

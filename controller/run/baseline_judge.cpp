@@ -7,6 +7,7 @@
 #include "judge/compare.hpp"
 #include "judge/verdict_kind.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "results/callgrind_profile.hpp"
 
 namespace loadlab::controller {
 
@@ -27,7 +28,30 @@ nlohmann::json read_baseline(const std::string& baseline) {
   return base;
 }
 
+// The callgrind outputs result.json `result` records for cell `key` (its repetitions' and
+// confirmations'), as paths in its run folder `folder`.
+std::vector<std::string> recorded_profiles(const nlohmann::json& result, const std::string& key,
+                                           const fs::path& folder) {
+  std::vector<std::string> files;
+  for (auto& c : result.value("cells", nlohmann::json::array())) {
+    if (c.value("/cell/key"_json_pointer, std::string()) != key) continue;
+    for (const char* part : {"repetitions", "confirmations"})
+      for (auto& r : c.value(part, nlohmann::json::array()))
+        if (const std::string file = r.value("profile_file", ""); !file.empty())
+          files.push_back((folder / file).string());
+  }
+  return files;
+}
+
 }  // namespace
+
+std::vector<std::string> judged_keys(const Scenario& s, const RunCells& run) {
+  std::vector<std::string> keys;
+  const bool last_good = last_good_ab_target(s) != nullptr;
+  for (auto& c : run.cells)  // the last good build's cells are A's of a nightly A/B, judged by none
+    if (!last_good || c.target != s.ab_a) keys.push_back(c.key());
+  return keys;
+}
 
 void BaselineJudge::check() const {
   if (judging() && !against_history()) read_baseline(options_.baseline);
@@ -64,13 +88,7 @@ void BaselineJudge::judge(const fs::path& folder, const RunCells& run) {
 void BaselineJudge::judge_against_history(const fs::path& folder, const RunCells& run) {
   auto added = append_run_file(options_.history, folder.string());
   History h = History::open(options_.history, History::Mode::kExisting);
-  auto keys = run.keys();
-  if (last_good_ab_target(scenario_)) {  // the last good build's cells are A's, judged by none
-    const std::string a = scenario_.ab_a + "/";
-    keys.erase(std::remove_if(keys.begin(), keys.end(), [&](auto& k) { return k.rfind(a, 0) == 0; }),
-               keys.end());
-  }
-  verdicts_ = judge_run(h, scenario_.name, added.run_id, keys, regression());
+  verdicts_ = judge_run(h, scenario_.name, added.run_id, judged_keys(scenario_, run), regression());
   disturbed_.clear();
   for (auto& c : verdicts_->cells())
     if (c.disturbed()) disturbed_.insert(c.key());
@@ -85,13 +103,47 @@ void BaselineJudge::judge_against_history(const fs::path& folder, const RunCells
       }
 }
 
+void BaselineJudge::finish(const fs::path& folder, const v1::Verdicts* ab, const std::string& note) {
+  explain_growth(folder);
+  adopt_ab(ab, note);
+}
+
+void BaselineJudge::explain_growth(const fs::path& folder) {
+  if (!verdicts_ || !against_history() || scenario_.regression.metric != "instructions" ||
+      !scenario_.instructions)
+    return;
+  const History h = History::open(options_.history, History::Mode::kExisting);
+  const auto runs = h.runs(scenario_.name);
+  const auto tonight = read_json_file((folder / "result.json").string());
+  for (auto& c : *verdicts_->mutable_cells()) {
+    if (!is_verdict(c, Verdict::kRegression) || c.history().empty()) continue;
+    const int64_t base_id = c.history(c.history_size() - 1).run_id();  // the newest baseline night
+    const auto run = std::find_if(runs.begin(), runs.end(), [&](auto& r) { return r.id == base_id; });
+    if (run == runs.end()) continue;
+    nlohmann::json base;
+    try {
+      base = read_json_file(run->result_path);
+    } catch (const InputError&) {
+      continue;  // that night's folder is gone
+    }
+    const auto grew = what_grew(mean_callgrind(recorded_profiles(base, c.key(), run->run_folder)),
+                                mean_callgrind(recorded_profiles(tonight, c.key(), folder)),
+                                static_cast<double>(scenario_.instructions->requests_high));
+    c.clear_grew();
+    for (auto& g : grew) *c.add_grew() = g;
+    if (!grew.empty())
+      c.set_reason(c.reason() + "; against the night of " + run->started_at + ", " + grew_text(grew));
+  }
+}
+
 void BaselineJudge::adopt_ab(const v1::Verdicts* ab, const std::string& note) {
   if (!verdicts_ || !against_history() || !last_good_ab_target(scenario_)) return;
   if (!note.empty()) verdicts_->set_note(verdicts_->note() + (verdicts_->note().empty() ? "" : "; ") + note);
   if (!ab) return;
   for (auto& c : *verdicts_->mutable_cells())
     for (auto& paired : ab->cells())
-      if (paired.key() == c.key()) {
+      if (paired.key() == c.key() && !is_verdict(paired, Verdict::kFailed) &&
+          !is_verdict(paired, Verdict::kInconclusive)) {  // else the history's verdict stands
         v1::CellVerdict decided = paired;
         *decided.mutable_by_history() = c;
         c = std::move(decided);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "loadlab/v1/result.pb.h"
 #include "run/run_cells.hpp"
@@ -12,6 +13,10 @@
 #include "scenario/scenario.hpp"
 
 namespace loadlab::controller {
+
+// The cells a run's history verdicts judge: all of them, but the last good build's of a nightly
+// A/B (regression.ab_last_good).
+std::vector<std::string> judged_keys(const Scenario& s, const RunCells& run);
 
 class BaselineJudge {
  public:
@@ -29,10 +34,13 @@ class BaselineJudge {
   // disturbed says so in its reason.
   void judge(const std::filesystem::path& folder, const RunCells& run);
 
-  // A nightly A/B against the last good build (regression.ab_last_good): each cell `ab` judged
-  // takes the A/B's verdict, the history's kept beside it (CellVerdict.by_history); `note`
-  // (what the nightly A/B did, or why there was none) goes to the verdicts' note.
-  void adopt_ab(const v1::Verdicts* ab, const std::string& note);
+  // Once the run is judged and confirmed (its result.json in `folder`): against the history with
+  // the metric `instructions`, each regression names what grew against its newest baseline
+  // night's callgrind outputs (CellVerdict.grew); then, with a nightly A/B against the last good
+  // build (regression.ab_last_good), each cell `ab` judged takes the A/B's verdict, the
+  // history's kept beside it (CellVerdict.by_history), and `note` (what the nightly A/B did, or
+  // why there was none) goes to the verdicts' note.
+  void finish(const std::filesystem::path& folder, const v1::Verdicts* ab, const std::string& note);
 
   const std::optional<v1::Verdicts>& verdicts() const { return verdicts_; }
   // The first verdict alone calls the cell a regression: it is measured again to confirm.
@@ -43,6 +51,8 @@ class BaselineJudge {
 
  private:
   void judge_against_history(const std::filesystem::path& folder, const RunCells& run);
+  void explain_growth(const std::filesystem::path& folder);
+  void adopt_ab(const v1::Verdicts* ab, const std::string& note);
 
   const RunOptions& options_;
   const Scenario& scenario_;

@@ -76,6 +76,9 @@ ojson step_scenario(const ojson& base, const Scenario& s, const CellAt& at, cons
     axis = ojson::array({axis.at(at.digits[i])});
   }
   out["ab"] = {{"a", kGood}, {"b", kTest}};
+  // A nightly's scenario (a run folder's, with --bisect) may pair its last good build: a step
+  // is an A/B of its own.
+  if (out.contains("regression") && out["regression"].is_object()) out["regression"].erase("ab_last_good");
   out["repetitions"] = pairs;
   return out;
 }

@@ -26,14 +26,16 @@ constexpr double kResolvedMdcPerThreshold = 1.5;
 // not resolve to the threshold.
 std::vector<std::string> cells_to_pair(const Scenario& s, const std::string& target, const History& h,
                                        const RegressionDef& r) {
-  std::vector<std::string> keys;
+  std::vector<std::string> keys, all;  // the target's cells; every cell, for the verdicts' split
   for_each_cell(s, [&](const Cell& c, const std::vector<size_t>&) {
     if (c.target == target) keys.push_back(c.key());
+    all.push_back(c.key());
   });
   if (r.ab_last_good == kAbLastGoodAll) return keys;
-  const auto runs = h.runs(s.name);
+  auto runs = h.runs(s.name);
+  while (!runs.empty() && runs.back().finished_at.empty()) runs.pop_back();  // the last finished night
   if (runs.empty()) return keys;
-  const v1::Verdicts last = judge_run(h, s.name, runs.back().id, keys, r);
+  const v1::Verdicts last = judge_run(h, s.name, runs.back().id, all, r);
   std::vector<std::string> wide;
   for (auto& key : keys) {
     bool resolved = false;
@@ -61,9 +63,11 @@ Scenario with_last_good(const Scenario& s, const TargetDef& t, const std::string
   if (!all) j["ab"]["cells"] = cells;
   // Instructions counted for a cell of B are counted for its partner too.
   if (j.contains("instructions") && j["instructions"].contains("cells"))
-    for (auto key : ojson(j["instructions"]["cells"]))
-      if (key.get<std::string>().rfind(t.name + "/", 0) == 0)
-        j["instructions"]["cells"].push_back(a + key.get<std::string>().substr(t.name.size()));
+    for (auto key : ojson(j["instructions"]["cells"])) {
+      const std::string k = key.get<std::string>();
+      if (k == t.name || k.rfind(t.name + "/", 0) == 0)
+        j["instructions"]["cells"].push_back(a + k.substr(t.name.size()));
+    }
   std::vector<std::string> order;
   for (auto& [name, values] : j.at("matrix").items()) order.push_back(name);
   Scenario out = parse_scenario(nlohmann::json::parse(j.dump()), order);
@@ -81,9 +85,19 @@ Scenario with_last_good(const Scenario& s, const TargetDef& t, const std::string
 
 }  // namespace
 
+std::string planned_ab_note(const Scenario& s) {
+  const TargetDef* t = last_good_ab_target(s);
+  if (!t || s.ab_a.empty()) return "";
+  for (auto& a : s.targets)
+    if (a.name == s.ab_a)
+      return "A/B against the last good build of " + t->name + ", commit " + short_sha(a.commit_sha) +
+             " (as the run planned when it started)";
+  return "";
+}
+
 LastGoodAb plan_last_good_ab(const Scenario& s, const std::string& history_path, const RegressionDef& r) {
   const TargetDef* t = last_good_ab_target(s);
-  if (!t || !s.ab_a.empty()) return {};  // off, or planned when the run started (a resumed run)
+  if (!t || !s.ab_a.empty()) return {std::nullopt, planned_ab_note(s)};
   const std::string none = "no A/B against the last good build of " + t->name + ": ";
   if (history_path.empty() || !std::filesystem::exists(history_path))
     return {std::nullopt, none + "the history holds no night yet"};

@@ -22,5 +22,7 @@ struct LastGoodAb {
 // `s`'s commits resolved (TargetDef::commit_sha); `history_path` the run's --history; `r` the
 // regression settings the run judges with.
 LastGoodAb plan_last_good_ab(const Scenario& s, const std::string& history_path, const RegressionDef& r);
+// The note of the A/B a scenario planned already holds (a resumed run's); "" when it holds none.
+std::string planned_ab_note(const Scenario& s);
 
 }  // namespace loadlab::controller

@@ -9,6 +9,7 @@
 #include "loadlab/shared/exit_status.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "run/bisect.hpp"
+#include "run/result_header.hpp"
 
 namespace loadlab::controller {
 
@@ -18,9 +19,8 @@ namespace fs = std::filesystem;
 
 // The sha `result` (a result.json) records for target `name`; "" when none.
 std::string commit_of(const nlohmann::json& result, const std::string& name) {
-  for (auto& t : result.value("target_commits", nlohmann::json::array()))
-    if (t.value("target", "") == name) return t.value("sha", "");
-  return "";
+  const auto r = recorded_commit(result.value("target_commits", nlohmann::json::array()), name);
+  return r ? r->sha : "";
 }
 
 // The commit of `target` on the newest earlier night of `scenario` that ran another commit than
@@ -54,7 +54,11 @@ int bisect_regressions(const RunOptions& o, const std::string& run_folder, std::
     const std::string key = v.value("key", ""), target = key.substr(0, key.find('/'));
     const std::string tonight = commit_of(result, target);
     if (tonight.empty()) continue;  // not built from a commit: nothing to bisect
-    const std::string good = earlier_commit(history, scenario, target, tonight, run_folder);
+    // A night's A/B against the last good build (regression.ab_last_good) names its good side;
+    // otherwise the newest earlier night of another commit is it.
+    const std::string a_key = v.value("a_key", "");
+    const std::string good = !a_key.empty() ? commit_of(result, a_key.substr(0, a_key.find('/')))
+                                            : earlier_commit(history, scenario, target, tonight, run_folder);
     if (good.empty()) {
       out << "bisect " << key << ": no earlier night in the history ran another commit of " << target << "\n";
       continue;

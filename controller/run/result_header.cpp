@@ -96,17 +96,20 @@ nlohmann::json target_commits_of(const Scenario& s) {
   return out;
 }
 
+std::optional<RecordedCommit> recorded_commit(const nlohmann::json& recorded, const std::string& target) {
+  for (auto& r : recorded.is_array() ? recorded : nlohmann::json::array())
+    if (r.is_object() && r.value("target", "") == target)
+      return RecordedCommit{r.value("ref", ""), r.value("sha", ""), r.value("subject", "")};
+  return std::nullopt;
+}
+
 bool apply_target_commits(const nlohmann::json& recorded, Scenario& s) {
   for (auto& t : s.targets) {
     if (t.commit.empty()) continue;
-    bool found = false;
-    for (auto& r : recorded.is_array() ? recorded : nlohmann::json::array())
-      if (r.is_object() && r.value("target", "") == t.name && r.value("ref", "") == t.commit) {
-        t.commit_sha = r.value("sha", "");
-        t.commit_subject = r.value("subject", "");
-        found = !t.commit_sha.empty();
-      }
-    if (!found) return false;
+    const auto r = recorded_commit(recorded, t.name);
+    if (!r || r->ref != t.commit || r->sha.empty()) return false;
+    t.commit_sha = r->sha;
+    t.commit_subject = r->subject;
   }
   return true;
 }

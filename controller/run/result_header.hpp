@@ -47,5 +47,11 @@ nlohmann::json target_commits_of(const Scenario& s);
 // A resumed run: each target's commit as `recorded` (target_commits) says, so that it measures
 // what it started with. False when a target with a ref has none recorded.
 bool apply_target_commits(const nlohmann::json& recorded, Scenario& s);
+// Target `target`'s entry of a result.json's "target_commits" (`recorded`): its ref, sha and
+// subject; none when it has none.
+struct RecordedCommit {
+  std::string ref, sha, subject;
+};
+std::optional<RecordedCommit> recorded_commit(const nlohmann::json& recorded, const std::string& target);
 
 }  // namespace loadlab::controller

@@ -164,18 +164,24 @@ CellOptions cell_options(const RunOptions& options, const Scenario& s, const fs:
 
 // regression.ab_last_good (last_good_ab.hpp), in a new run judged against its history: the
 // last good night's build joins `s` as A, its commit checked by a target agent. What it did,
-// or why there is no A/B tonight.
+// or why there is no A/B tonight; a resumed run's as it was planned.
 std::string plan_nightly_ab(Scenario& s, const std::string& history, const RegressionDef& r,
-                            const AgentPool& pool) {
+                            const AgentPool& pool, bool resumed) {
+  if (resumed) return planned_ab_note(s);  // as it was planned when the run started
   auto plan = plan_last_good_ab(s, history, r);
   if (!plan.scenario) return plan.note;
-  s = std::move(*plan.scenario);
-  pool.check(s);
-  for (size_t i = 0; i < s.targets.size(); ++i)
-    if (s.targets[i].name == s.ab_a) {
-      const auto at = "/targets/" + std::to_string(i) + "/commit";
-      s.targets[i].commit_sha = pool.resolve_commit(s, i, s.targets[i].commit, "", at).commit().sha();
-    }
+  Scenario& with = *plan.scenario;
+  pool.check(with);
+  for (size_t i = 0; i < with.targets.size(); ++i)
+    if (with.targets[i].name == with.ab_a) try {
+        const auto at = "/targets/" + std::to_string(i) + "/commit";
+        with.targets[i].commit_sha =
+            pool.resolve_commit(with, i, with.targets[i].commit, "", at).commit().sha();
+      } catch (const std::exception& e) {  // gone from the repository (a force-push): no A/B tonight
+        return "no A/B against the last good build: its commit " + with.targets[i].commit.substr(0, 12) +
+               " cannot be had: " + e.what();
+      }
+  s = std::move(with);
   return plan.note;
 }
 
@@ -206,12 +212,12 @@ class ScenarioRun {
     embedded_ = connect_agents(options_, lab_path_, pool_);
     pool_.check(scenario_);
     resolve_commits(scenario_, pool_, folder_ ? folder_->previous_result() : nlohmann::json());
+    if (baseline_.judging() && baseline_.against_history())
+      ab_note_ =
+          plan_nightly_ab(scenario_, options_.history, baseline_.regression(), pool_, folder_.has_value());
     if (!folder_) {
-      if (baseline_.judging() && baseline_.against_history()) {
-        ab_note_ = plan_nightly_ab(scenario_, options_.history, baseline_.regression(), pool_);
-        run_.cells = expand(scenario_);
-        ab_.pair_cells();
-      }
+      run_.cells = expand(scenario_);
+      ab_.pair_cells();
       // A copy of the file, unless --set, an include or a nightly A/B made the scenario something else.
       const bool as_written = options_.overrides.empty() && scenario_.files.size() <= 1 && !ab_.active();
       folder_.emplace(
@@ -264,7 +270,7 @@ class ScenarioRun {
     if (!run_.all_finished() || !judge_and_confirm(executor, again, progress) ||
         !ab_.judge_and_confirm(executor, again, progress, folder().path()))
       return false;
-    baseline_.adopt_ab(ab_.verdicts() ? &*ab_.verdicts() : nullptr, ab_note_);
+    baseline_.finish(folder().path(), ab_.verdicts() ? &*ab_.verdicts() : nullptr, ab_note_);
     return true;
   }
 

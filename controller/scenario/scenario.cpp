@@ -639,7 +639,11 @@ void check_ab_last_good(const Scenario& s) {
                      "needs exactly one target built from a commit (with \"commit\"), the one whose "
                      "last good build the nightly runs beside it; this scenario has " +
                          std::to_string(built.size()));
-  if (!s.ab_a.empty() && (s.ab_b != built[0]->name || s.ab_a != last_good_target_name(built[0]->name)))
+  const std::string a = last_good_target_name(built[0]->name);
+  if (s.ab_a.empty() && std::any_of(s.targets.begin(), s.targets.end(), [&](auto& t) { return t.name == a; }))
+    throw InputError(
+        at, "names its last good build's target \"" + a + "\", which the scenario has already: rename it");
+  if (!s.ab_a.empty() && (s.ab_b != built[0]->name || s.ab_a != a))
     throw InputError("/ab", "a scenario with " + at + " gets its A/B from the nightly (" +
                                 last_good_target_name(built[0]->name) + " against " + built[0]->name +
                                 "): it names none of its own");

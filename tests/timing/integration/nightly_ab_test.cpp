@@ -99,6 +99,8 @@ TEST_F(NightlyAb, EachNightRunsTheLastGoodBuildBesideTonightsAndTheAbDecides) {
   EXPECT_EQ(v["verdict"], "regression") << v.dump();
   EXPECT_EQ(j["verdicts"]["regressions"], 1);
   EXPECT_GT(v["pairs"][0]["b"].get<double>(), 2 * v["pairs"][0]["a"].get<double>()) << v.dump();
+  ASSERT_FALSE(v["grew"].empty()) << v.dump();  // what grew, A against B
+  EXPECT_EQ(v["grew"][0]["function"], "work");
   EXPECT_NE(last_output.find("the A/B against cs.last-good/t1 decided; the history alone: "),
             std::string::npos)
       << last_output;
@@ -107,10 +109,16 @@ TEST_F(NightlyAb, EachNightRunsTheLastGoodBuildBesideTonightsAndTheAbDecides) {
   EXPECT_NE(j["verdicts"]["note"].get<std::string>().find("commit " + repo.shas["same"].substr(0, 12)),
             std::string::npos)
       << j["verdicts"].dump();
-  // Back to the last good night's commit: nothing to interleave, judged by the history alone.
-  j = night(file, "same", 0);
+  // The slower commit accepted as the cell's new level from night 3 on: nights 3 and 4 are good
+  // now, and tonight, the same commit, has nothing to interleave: judged by the history alone.
+  auto r =
+      run_command({bin("loadlab"), "history", (dir.path() / "h.db").string(), "accept", "all", "--run", "3"});
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  j = night(file, "more", 0);
   EXPECT_FALSE(j.contains("ab"));
-  EXPECT_NE(j["verdicts"]["note"].get<std::string>().find("is the last good night's"), std::string::npos)
+  EXPECT_NE(j["verdicts"]["note"].get<std::string>().find(
+                "tonight's commit " + repo.shas["more"].substr(0, 12) + " is the last good night's"),
+            std::string::npos)
       << j["verdicts"].dump();
 }
 
@@ -133,7 +141,13 @@ TEST_F(NightlyAb, AutoPairsACellUntilItsHistoryResolvesTheThreshold) {
   EXPECT_NE(j["verdicts"]["note"].get<std::string>().find("the history resolves every cell"),
             std::string::npos)
       << j["verdicts"].dump();
-  EXPECT_EQ(j["verdicts"]["cells"][0]["verdict"], "regression");
+  const auto& v = j["verdicts"]["cells"][0];
+  EXPECT_EQ(v["verdict"], "regression");
+  // What grew, against the newest baseline night's callgrind outputs.
+  ASSERT_FALSE(v["grew"].empty()) << v.dump();
+  EXPECT_EQ(v["grew"][0]["function"], "work");
+  EXPECT_NE(v["reason"].get<std::string>().find("grew most (instructions per request, self): work +"),
+            std::string::npos);
 }
 
 TEST_F(NightlyAb, ABadSettingExitsTwoNamingIt) {
