@@ -125,16 +125,18 @@ TEST_F(NightlyAb, EachNightRunsTheLastGoodBuildBesideTonightsAndTheAbDecides) {
 // "auto": a cell is paired while its history cannot resolve the threshold (no nights yet), and
 // judged by the history alone once it can.
 TEST_F(NightlyAb, AutoPairsACellUntilItsHistoryResolvesTheThreshold) {
-  // Two nights of a count that moves by tenths of a percent resolve 20 % (their mdc is the
-  // threshold and a few %).
+  // Three nights of a count that moves by tenths of a percent resolve 50 %: their mdc is the
+  // threshold and what two degrees of freedom add to that spread (two nights, one degree, can
+  // add tens of %: Student's t at 1 % is 31.8 there, 7.0 at two).
   const auto file = scenario({{"metric", "instructions"},
-                              {"threshold_pct", 20},
+                              {"threshold_pct", 50},
                               {"baseline_nights", 3},
                               {"min_nights", 2},
                               {"ab_last_good", "auto"}});
   night(file, "good", 0);
   auto j = night(file, "same", 0);
   EXPECT_TRUE(j.contains("ab")) << j["verdicts"].dump();  // one night: no mdc yet
+  night(file, "same", 0);
   night(file, "same", 0);
   j = night(file, "more", 1);  // several times the work: the history alone says regression
   EXPECT_FALSE(j.contains("ab")) << j["verdicts"]["note"];
