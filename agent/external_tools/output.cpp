@@ -116,7 +116,9 @@ const std::vector<std::string>& all_figures() {
                                                 "achieved_rate",
                                                 "rate_not_held",
                                                 "responses",
-                                                "warmup_requests"};
+                                                "warmup_requests",
+                                                "window_completions",
+                                                "completion_rate"};
   return kAll;
 }
 

@@ -248,8 +248,11 @@ std::string settings_digest(const nlohmann::json& result, const v1::CellResult& 
   if (scenario.is_object() && scenario.contains("targets") && scenario["targets"].is_array())
     for (auto& t : scenario["targets"])
       if (t.is_object() && t.contains("name") && t["name"] == c.cell().target()) target = t.dump();
+  // An open loop's qps counts what the window served once the rate is not held (Repetition.
+  // slot_qps): its nights from before that definition are another series.
+  const std::string qps_definition = c.cell().rate() > 0 ? "\nqps=window-completions" : "";
   return sha256_text(config_text(c.cell()) + "\n" + part("load") + "\n" + target + "\n" + part("placement") +
-                     "\n" + part("repetitions"))
+                     "\n" + part("repetitions") + qps_definition)
       .substr(0, 16);
 }
 

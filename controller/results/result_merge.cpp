@@ -80,6 +80,25 @@ v1::Latency latency_without_histograms(const std::vector<v1::LoadResult>& result
 }  // namespace
 
 namespace {
+// What the window served, when every part can say: an open loop that fell behind counts its
+// completions as its qps (docs/load.md, "When the rate is not held"), the send slots' figure
+// kept as slot_qps.
+void count_window_completions(const std::vector<v1::LoadResult>& results, v1::Repetition& r) {
+  uint64_t completions = 0;
+  double rate = 0;
+  for (const auto& p : results) {
+    if (!p.has_window_completions()) return;
+    completions += p.window_completions();
+    rate += p.completion_rate();  // concurrent windows: rates add
+  }
+  if (results.empty()) return;
+  r.set_window_completions(completions);
+  r.set_completion_rate(rate);
+  if (!r.rate_not_held()) return;
+  r.set_slot_qps(r.qps());
+  r.set_qps(rate);
+}
+
 // The parts' counts, rates and flags added up into `r`; the duration is the longest part's.
 void add_up_counts(const std::vector<v1::LoadResult>& results, v1::Repetition& r) {
   uint64_t requests = 0, errors = 0, bytes_read = 0, connects = 0, tls_handshakes = 0, tls_resumed = 0,
@@ -116,6 +135,7 @@ void add_up_counts(const std::vector<v1::LoadResult>& results, v1::Repetition& r
   r.set_tls_handshakes(tls_handshakes);
   r.set_tls_resumed(tls_resumed);
   r.set_tls_early_data(tls_early_data);
+  count_window_completions(results, r);
 }
 
 // Connect, handshake and first-byte times come as percentiles only: the part with the

@@ -38,6 +38,12 @@ struct LoadResult {
   // last measured completion.
   double duration_s = 0;
   double qps = 0;  // requests / duration_s
+  // Requests of any start (warm-up's too) that ended inside the window, answered or failed, and
+  // their rate: what the window served. In closed loop about `requests`; in an open loop that
+  // did not hold its rate the backlog of warm-up's send slots fills the window, and only this
+  // counts what the target did in it (docs/load.md, "When the rate is not held").
+  int64_t window_completions = 0;
+  double completion_rate = 0;
   int threads = 0;
   int connections = 0;
   bool interrupted = false;  // stopped early by SIGINT/SIGTERM (figures cover what was measured)

@@ -220,6 +220,7 @@ std::optional<Clock::time_point> merge_totals(const std::vector<std::unique_ptr<
     result.errors += t.errors;
     result.bytes_read += t.bytes_read;
     result.warmup_requests += t.warmup_requests;
+    result.window_completions += t.window_completions;
     for (int k = 0; k < kErrorKindCount; ++k) result.errors_by_kind[k] += t.errors_by_kind[k];
     for (size_t s = 0; s < status.size(); ++s) status[s] += t.status[s];
     if (t.last_measured_completion && (!last_completion || *t.last_measured_completion > *last_completion))
@@ -243,6 +244,7 @@ void measure_window(const RunPlan& plan, const std::vector<std::unique_ptr<Worke
     result.duration_s = std::max(0.0, seconds(*last_completion - plan.measure_start()));
   }
   result.qps = result.duration_s > 0 ? result.requests / result.duration_s : 0;
+  result.completion_rate = result.duration_s > 0 ? result.window_completions / result.duration_s : 0;
   if (plan.window.placed() && result.duration_s > 0) {
     const auto open = plan.measure_start();
     result.window_open_ns = std::chrono::nanoseconds(open.time_since_epoch()).count();

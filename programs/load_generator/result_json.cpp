@@ -34,6 +34,8 @@ v1::LoadResult to_proto(const LoadResult& r) {
   out.set_errors(static_cast<uint64_t>(r.errors));
   out.set_duration_s(r.duration_s);
   out.set_qps(r.qps);
+  out.set_window_completions(static_cast<uint64_t>(r.window_completions));
+  out.set_completion_rate(r.completion_rate);
   out.set_threads(static_cast<uint32_t>(r.threads));
   out.set_connections(static_cast<uint32_t>(r.connections));
   out.set_rate(r.rate);
@@ -126,7 +128,8 @@ void append_errors_and_status(std::string& out, const LoadResult& r) {
 
 std::string rate_not_held_message(const LoadResult& r) {
   if (r.rate <= 0 || r.rate_held || !r.error.empty()) return {};
-  return fmt::format("rate not held: achieved {:.0f} of {:.0f} req/s", r.achieved_rate, r.rate);
+  return fmt::format("rate not held: achieved {:.0f} of {:.0f} req/s; the window served {:.0f} req/s",
+                     r.achieved_rate, r.rate, r.completion_rate);
 }
 
 std::string format_summary(const LoadResult& r, const LoadOptions& o) {
@@ -159,8 +162,12 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
   append_phases(out, r);
   fmt::format_to(append, "  {} requests in {:.2f}s, {} read\n", r.requests, r.duration_s,
                  format_bytes(r.bytes_read));
+  if (r.rate > 0)
+    fmt::format_to(append, "  {} ended inside the window, whatever their send slot ({:.2f}/s)\n",
+                   r.window_completions, r.completion_rate);
   append_errors_and_status(out, r);
-  fmt::format_to(append, "Requests/sec: {:.2f}\n", r.qps);
+  // An open loop that fell behind: the window served its completions, not its slots' requests.
+  fmt::format_to(append, "Requests/sec: {:.2f}\n", r.rate > 0 && !r.rate_held ? r.completion_rate : r.qps);
   if (r.rate > 0) out += rate_not_held_message(r).empty() ? "" : rate_not_held_message(r) + "\n";
   if (!r.error.empty()) out += "Error: " + r.error + "\n";
   return out;

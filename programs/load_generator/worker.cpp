@@ -217,6 +217,7 @@ void Worker::record_response(bool measured, Clock::time_point origin, Clock::tim
                              Clock::time_point first_byte, Clock::time_point done, int status, size_t bytes,
                              const RequestCost& cost) {
   ++completed_;
+  if (in_window(done)) ++totals_.window_completions;
   bool failed = status >= 400;
   if (failed) ++failed_;
   if (counts(measured, done)) {
@@ -242,6 +243,7 @@ void Worker::record_failure(bool measured, Clock::time_point origin, Clock::time
                             const RequestCost& cost) {
   ++completed_;
   ++failed_;
+  if (in_window(done)) ++totals_.window_completions;
   if (counts(measured, done)) {
     ++totals_.errors;
     ++totals_.errors_by_kind[static_cast<int>(kind)];

@@ -46,6 +46,9 @@ struct WorkerTotals {
   int64_t errors = 0;
   int64_t bytes_read = 0;
   int64_t warmup_requests = 0;
+  // Requests of any send slot or start (warm-up's too) that ended inside the window, answered
+  // or failed: what the window served.
+  int64_t window_completions = 0;
   std::array<int64_t, kErrorKindCount> errors_by_kind{};
   std::array<int64_t, 1000> status{};  // index = status code (ResponseParser accepts 100..999)
   std::optional<Clock::time_point> last_measured_completion;

@@ -33,5 +33,35 @@ TEST(MergeLoadResults, CountsAndRatesAddAndPercentilesComeFromAllBuckets) {
   EXPECT_EQ(in_buckets, 10000u);
 }
 
+// An open loop that fell behind on one load agent: the repetition's qps is what the windows
+// served (their completions' rates add), the send slots' figure kept beside it.
+TEST(MergeLoadResults, AnOpenLoopThatFellBehindCountsWhatItsWindowsServed) {
+  v1::LoadResult held = part({100}, 1000), behind = part({100}, 400);
+  for (auto* p : {&held, &behind}) p->set_rate(1000);
+  held.set_window_completions(2002);
+  held.set_completion_rate(1001);
+  behind.set_window_completions(1400);
+  behind.set_completion_rate(700);  // its backlog's completions beside its slots' 400 a second
+  behind.set_rate_not_held(true);
+  const v1::Repetition r = merge_load_results({held, behind});
+  EXPECT_EQ(r.window_completions(), 3402u);
+  EXPECT_DOUBLE_EQ(r.completion_rate(), 1701);
+  EXPECT_DOUBLE_EQ(r.qps(), 1701);
+  ASSERT_TRUE(r.has_slot_qps());
+  EXPECT_DOUBLE_EQ(r.slot_qps(), 1400);
+  // Held: the qps stays the slots' own; the completions are reported beside it.
+  const v1::Repetition both = merge_load_results({held, held});
+  EXPECT_DOUBLE_EQ(both.qps(), 2000);
+  EXPECT_DOUBLE_EQ(both.completion_rate(), 2002);
+  EXPECT_FALSE(both.has_slot_qps());
+  // A part that cannot say (an external client): no completions, the qps as counted.
+  v1::LoadResult external = part({100}, 400);
+  external.set_rate_not_held(true);
+  const v1::Repetition mixed = merge_load_results({held, external});
+  EXPECT_FALSE(mixed.has_window_completions());
+  EXPECT_DOUBLE_EQ(mixed.qps(), 1400);
+  EXPECT_FALSE(mixed.has_slot_qps());
+}
+
 }  // namespace
 }  // namespace loadlab::controller
