@@ -3,6 +3,7 @@
 // probe, `profiles/KEY.N.callgrind.out`): each function's self and inclusive count of the first
 // event (Ir, instructions), and the functions that grew most from one build's files to the
 // other's.
+#include <filesystem>
 #include <istream>
 #include <map>
 #include <string>
@@ -24,6 +25,19 @@ FunctionCosts read_callgrind(std::istream& in);
 // The mean over `files` of each function's costs; files that cannot be read are left out (an
 // empty result when none can).
 FunctionCosts mean_callgrind(const std::vector<std::string>& files);
+
+// The callgrind outputs of repetitions (each a list of v1::Repetition: a cell's repetitions,
+// its confirmations), as paths in their run folder `folder`.
+template <class... Repetitions>
+std::vector<std::string> profile_paths(const std::filesystem::path& folder, const Repetitions&... lists) {
+  std::vector<std::string> files;
+  auto add = [&](const auto& reps) {
+    for (const v1::Repetition& r : reps)
+      if (!r.profile_file().empty()) files.push_back((folder / r.profile_file()).string());
+  };
+  (add(lists), ...);
+  return files;
+}
 
 // The `top` functions whose self count grew most from `a` to `b` (only those that grew by half an
 // instruction per request or more), each figure divided by `requests` (per request).

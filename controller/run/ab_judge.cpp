@@ -23,15 +23,6 @@ bool pairs_disturbed(const CellResult& a, const CellResult& b) {
 
 std::string pairs_text(uint32_t n) { return std::to_string(n) + " pairs on fresh targets"; }
 
-// The callgrind outputs of a cell's repetitions and confirmations, in the run folder.
-std::vector<std::string> profile_files(const CellResult& c, const std::filesystem::path& folder) {
-  std::vector<std::string> files;
-  for (auto* reps : {&c.reps, &c.confirmations})
-    for (auto& r : *reps)
-      if (!r.profile_file().empty()) files.push_back((folder / r.profile_file()).string());
-  return files;
-}
-
 }  // namespace
 
 AbJudge::AbJudge(const Scenario& scenario, RunCells& run, const AgentPool& pool)
@@ -147,8 +138,9 @@ void AbJudge::explain_growth(const std::filesystem::path& run_folder) {
     auto* cell = verdicts_->mutable_cells(k);
     const auto [a, b] = pairs_[static_cast<size_t>(k)];
     if (!is_verdict(*cell, Verdict::kRegression) || !run_.results[a] || !run_.results[b]) continue;
-    const auto grew = what_grew(mean_callgrind(profile_files(*run_.results[a], run_folder)),
-                                mean_callgrind(profile_files(*run_.results[b], run_folder)),
+    const CellResult &ca = *run_.results[a], &cb = *run_.results[b];
+    const auto grew = what_grew(mean_callgrind(profile_paths(run_folder, ca.reps, ca.confirmations)),
+                                mean_callgrind(profile_paths(run_folder, cb.reps, cb.confirmations)),
                                 static_cast<double>(scenario_.instructions->requests_high));
     cell->clear_grew();
     for (auto& g : grew) *cell->add_grew() = g;

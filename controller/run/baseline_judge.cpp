@@ -6,6 +6,7 @@
 #include "history/night_verdicts.hpp"
 #include "judge/compare.hpp"
 #include "judge/verdict_kind.hpp"
+#include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "results/callgrind_profile.hpp"
 
@@ -32,15 +33,17 @@ nlohmann::json read_baseline(const std::string& baseline) {
 // confirmations'), as paths in its run folder `folder`.
 std::vector<std::string> recorded_profiles(const nlohmann::json& result, const std::string& key,
                                            const fs::path& folder) {
-  std::vector<std::string> files;
   for (auto& c : result.value("cells", nlohmann::json::array())) {
     if (c.value("/cell/key"_json_pointer, std::string()) != key) continue;
-    for (const char* part : {"repetitions", "confirmations"})
-      for (auto& r : c.value(part, nlohmann::json::array()))
-        if (const std::string file = r.value("profile_file", ""); !file.empty())
-          files.push_back((folder / file).string());
+    v1::CellResult cell;
+    try {
+      proto::from_json(c.dump(), &cell);
+    } catch (const InputError&) {
+      return {};  // a night of another loadlab version: nothing to compare with
+    }
+    return profile_paths(folder, cell.repetitions(), cell.confirmations());
   }
-  return files;
+  return {};
 }
 
 }  // namespace
