@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# The A/B and A/A runs of `bench/verdicts.sh ab OUT` judged again from their recorded pairs
-# (result.json ab.cells[].pairs): each cell by the controller's paired t test (the verdict as
+# The A/B and A/A runs of `bench/verdicts.sh ab OUT` (or nights of `bench/nightly_ab.sh OUT`)
+# judged again from their recorded pairs (result.json ab.cells[].pairs, verdicts.cells[].pairs): each cell by the controller's paired t test (the verdict as
 # recorded) and by a 20 % trimmed-mean paired test (Yuen), with the same level (0.5 % a cell),
 # the same 2 % threshold and the same minimum detectable change (95 % power). An offline look at
 # a robust rule on real pairs; the controller does not apply it (docs/verdicts-design.md).
@@ -43,10 +43,13 @@ def tq(p,df):  # Student t quantile by bisection on the CDF (regularized incompl
         else: hi=mid
     return (lo+hi)/2
 alpha=0.005
+def ab_cells(j):  # a run's A/B verdicts: `--ab`'s, or a nightly's against the last good build
+    if 'ab' in j: return j['ab']['cells']
+    return [c for c in j['verdicts']['cells'] if c.get('pairs')]
 res={}
 for f in sorted(glob.glob(out+'/a[ab]-*/result.json')):
     kind=f.split('/')[-2][:2]
-    try: cells=json.load(open(f))['ab']['cells']
+    try: cells=ab_cells(json.load(open(f)))
     except Exception: continue
     for c in cells:
         l=sorted(math.log(p['b']/p['a']) for p in c['pairs'] if p.get('a',0)>0 and p.get('b',0)>0)
@@ -69,7 +72,7 @@ def worse_beyond(pairs, level):
 runs={}
 for f in sorted(glob.glob(out+'/a[ab]-*/result.json')):
     kind=f.split('/')[-2][:2]
-    try: cells=json.load(open(f))['ab']['cells']
+    try: cells=ab_cells(json.load(open(f)))
     except Exception: continue
     runs.setdefault(kind,[]).append({c['key']:c for c in cells})
 for kind,rs in sorted(runs.items()):

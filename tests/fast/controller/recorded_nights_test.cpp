@@ -171,9 +171,13 @@ TEST_P(RecordedNights, UnchangedCodeIsNeverARegressionWhateverTheNightsDrift) {
   // measures again up to 3 times; the recording had one measurement more to offer). Dec03 (the
   // nightly's own re-measurement recorded, ordinary use beside it): 3 measured again, 0 of the
   // 280 nights after each cell's first five inconclusive.
-  EXPECT_GE(remeasured - busy, remeasured / 3) << busy << " of " << remeasured << " disturbed both times";
+  // Signed: a disturbed night is measured again only when the recording holds a confirmation for
+  // it, so busy may exceed remeasured, and unsigned the difference would wrap and always pass.
+  const auto count = [](size_t n) { return static_cast<long long>(n); };
+  EXPECT_GE(count(remeasured) - count(busy), count(remeasured / 3))
+      << busy << " of " << remeasured << " disturbed both times";
   // Every other reason (steal, a wide band with few nights) stays under a tenth.
-  EXPECT_LE(inconclusive - busy, judged / 10)
+  EXPECT_LE(count(inconclusive) - count(busy), count(judged / 10))
       << inconclusive << " of " << judged << " cell-nights inconclusive";
 }
 

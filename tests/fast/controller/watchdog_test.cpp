@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <vector>
 
 #include "simulated_clock.hpp"
 
@@ -29,9 +32,8 @@ class Cancels {
     cv_.wait_for(lock, 5s, [&] { return cancelled_.size() >= n; });
     return cancelled_;
   }
-  // The calls cancelled after the watchdog's thread had time to act (real time).
-  std::vector<grpc::ClientContext*> settled() {
-    std::this_thread::sleep_for(50ms);
+  // The calls cancelled so far.
+  std::vector<grpc::ClientContext*> so_far() {
     std::lock_guard lock(mutex_);
     return cancelled_;
   }
@@ -42,8 +44,48 @@ class Cancels {
   std::vector<grpc::ClientContext*> cancelled_;
 };
 
+// A simulated clock that counts the waits the watchdog's thread begins on it. The thread
+// compares now() with its deadline after each wait returns, then begins the next: once two
+// waits have begun after the clock moved, it has compared the new time at least once.
+class CountingClock : public SimulatedClock {
+ public:
+  void wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                  Clock::time_point until) override {
+    {
+      std::lock_guard count_lock(count_mutex_);
+      ++waits_;
+    }
+    counted_.notify_all();
+    SimulatedClock::wait_until(lock, cv, until);
+  }
+  uint64_t waits() {
+    std::lock_guard count_lock(count_mutex_);
+    return waits_;
+  }
+  // True once `n` waits have begun; false after 10 s of real time.
+  bool wait_for_waits(uint64_t n) {
+    std::unique_lock count_lock(count_mutex_);
+    return counted_.wait_for(count_lock, 10s, [&] { return waits_ >= n; });
+  }
+
+ private:
+  std::mutex count_mutex_;
+  std::condition_variable counted_;
+  uint64_t waits_ = 0;
+};
+
+// The calls cancelled once the watchdog's thread has seen the time `clock` was just moved
+// to (by state, not by a pause: a host that stops the vCPUs for 90 ms cannot hide a cancel).
+// A watchdog that expired waits on no clock any more: its cancels are there to see.
+std::vector<grpc::ClientContext*> settled(CountingClock& clock, Cancels& cancels) {
+  const bool seen = clock.wait_for_waits(clock.waits() + 2);
+  auto cancelled = cancels.so_far();
+  EXPECT_TRUE(seen || !cancelled.empty()) << "the watchdog's thread did not look at the clock in 10 s";
+  return cancelled;
+}
+
 TEST(Watchdog, APhaseThatOutlivesItsDeadlineCancelsEveryCallAndNamesItself) {
-  SimulatedClock clock;
+  CountingClock clock;
   Cancels cancels;
   grpc::ClientContext target, load;
   Watchdog w(nullptr, clock, cancels.canceller());
@@ -51,7 +93,7 @@ TEST(Watchdog, APhaseThatOutlivesItsDeadlineCancelsEveryCallAndNamesItself) {
   w.watch(&load);
   w.arm("warmup", 31);
   clock.advance(30s);
-  EXPECT_TRUE(cancels.settled().empty());
+  EXPECT_TRUE(settled(clock, cancels).empty());
   EXPECT_EQ(w.expired(), "");
   clock.advance(2s);
   EXPECT_EQ(cancels.wait_for(2), (std::vector<grpc::ClientContext*>{&target, &load}));
@@ -64,7 +106,7 @@ TEST(Watchdog, APhaseThatOutlivesItsDeadlineCancelsEveryCallAndNamesItself) {
 }
 
 TEST(Watchdog, ANewPhaseReplacesTheDeadlineOfThePreviousOne) {
-  SimulatedClock clock;
+  CountingClock clock;
   Cancels cancels;
   grpc::ClientContext call;
   Watchdog w(nullptr, clock, cancels.canceller());
@@ -73,7 +115,7 @@ TEST(Watchdog, ANewPhaseReplacesTheDeadlineOfThePreviousOne) {
   clock.advance(4s);
   w.arm("measure", 10);  // "ready" ended in time
   clock.advance(4s);     // 8 s: past ready's deadline, within measure's
-  EXPECT_TRUE(cancels.settled().empty());
+  EXPECT_TRUE(settled(clock, cancels).empty());
   clock.advance(7s);
   EXPECT_EQ(cancels.wait_for(1).size(), 1u);
   EXPECT_EQ(w.expired(), "measure");

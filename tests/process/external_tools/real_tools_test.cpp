@@ -163,8 +163,16 @@ TEST_P(RealTool, MethodBodyAndConnectionClose) {
   auto served = target.stop();
   ASSERT_TRUE(served.has_value());
   EXPECT_EQ(p.result.errors(), 0u);
+  EXPECT_GT(p.result.requests(), 0u);
   if (GetParam() != Tool::kWrk) {
     EXPECT_EQ(static_cast<uint64_t>(*served), p.result.requests());
+  } else {
+    // A second of wrk: it ran, and its count is the server's but for the responses still in
+    // flight when its second ended, at most one per connection.
+    EXPECT_GT(p.result.responses(), 0u);
+    EXPECT_GT(p.result.qps(), 0.0);
+    EXPECT_GE(static_cast<uint64_t>(*served), p.result.responses());
+    EXPECT_LE(static_cast<uint64_t>(*served), p.result.responses() + s.connections());
   }
 }
 

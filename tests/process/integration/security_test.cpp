@@ -2,11 +2,17 @@
 // anything runs, load goes only where the agent's operator allows, limits are the agent's,
 // an abandoned stream frees its slot, and a lab run works through all of it. Certificates
 // are made at test time with the openssl command.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -582,11 +588,24 @@ TEST(Redirects, HeyDoesNotFollowARedirectToAnAddressOutsideTheAllowList) {
   ASSERT_EQ(third_party->next_line(third, 10s), ChildProcess::LineStatus::kLine);
   third = third.substr(13);
   TempDir dir;
-  // An allowed server that answers every request with a redirect to the third party.
-  auto script = dir.file("redirect.py", R"(import http.server, sys
+  // An allowed server that answers every request with a redirect to the third party, and
+  // counts them in a stats endpoint as loadlab-target's (read by served(), not counted).
+  auto script = dir.file("redirect.py", R"(import http.server, json, sys, threading
+lock, count = threading.Lock(), [0]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
+        if self.path == "/__loadlab/stats":
+            with lock:
+                body = json.dumps({"requests": count[0]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        with lock:
+            count[0] += 1
         self.send_response(302)
         self.send_header("Location", "http://" + sys.argv[1] + "/")
         self.send_header("Content-Length", "0")
@@ -614,6 +633,8 @@ s.serve_forever()
   server.shutdown(0);
   EXPECT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ(served(third), 0) << "hey followed the redirect past --allow-load-to";
+  // The other side: the load did run, against the allowed server (each request answered 302).
+  EXPECT_EQ(served(allowed), 20) << "hey did not load the allowed server";
 }
 
 // Item 3: a job's processes are the job's wherever they go.
@@ -723,36 +744,94 @@ TEST_F(SecureAgentTest, AJobThatMovesIntoTheAgentsCgroupIsStillKilled) {
       << "a process that left the job's cgroup outlived it";
 }
 
+// The direct children of `pid` (of all its threads), living or zombie.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream f(task.path() / "children");
+    for (pid_t p; f >> p;) out.push_back(p);
+  }
+  return out;
+}
+
+// The zombies among the children of `agent`, once it has had up to 10 s to reap them: a
+// zombie it adopted is reaped at its SIGCHLD, and one it never reaps is still there then.
+std::vector<pid_t> zombies_left(pid_t agent) {
+  std::vector<pid_t> z;
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;;) {
+    z.clear();
+    for (pid_t p : children_of(agent)) {
+      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+      std::string line((std::istreambuf_iterator<char>(stat)), {});
+      auto close_paren = line.rfind(')');
+      if (close_paren != std::string::npos && line.size() > close_paren + 2 && line[close_paren + 2] == 'Z')
+        z.push_back(p);
+    }
+    if (z.empty() || std::chrono::steady_clock::now() > deadline) return z;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+// True once none of `pids` runs (each gone or a zombie), false if one still does after 10 s.
+bool all_finished(const std::vector<pid_t>& pids) {
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;;) {
+    bool running = false;
+    for (pid_t p : pids) running = running || loadlab::testing::process_running(p);
+    if (!running) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+// A FIFO's read end, open without waiting for a writer; closed with it.
+struct FifoReader {
+  explicit FifoReader(const std::string& path)
+      : fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {}
+  ~FifoReader() {
+    if (fd >= 0) ::close(fd);
+  }
+  FifoReader(const FifoReader&) = delete;
+  FifoReader& operator=(const FifoReader&) = delete;
+  const int fd;
+};
+
+// True once every writer of the FIFO open for reading as `fd` has closed it (end of file),
+// false after 10 s. Writers must have opened it before: a FIFO nobody opened reads as ended.
+bool writers_gone(int fd) {
+  char buf[64];
+  for (auto deadline = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < deadline;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0 && ::read(fd, buf, sizeof buf) == 0) return true;
+  }
+  return false;
+}
+
+// A catalog with one target, "doubler": a shell that leaves three orphans (sleeps of 0.1 to
+// 0.3 s, their parents gone at once) and execs loadlab-target. Each orphan holds `fifo` open
+// for writing until it exits (the shell lets go of it before the exec): the test's sign that
+// they have all exited.
+std::string doubler_catalog(const TempDir& dir, const std::string& fifo) {
+  const std::string script = "exec 3>'" + fifo +
+                             "'; (sleep 0.2 &); (sleep 0.3 &); (sh -c 'sleep 0.1 &' &); exec 3>&-; exec " +
+                             bin("loadlab-target") + " --listen {host}:{port} --threads 1";
+  return dir.file("catalog.json", nlohmann::json{{"targets",
+                                                  {{"doubler",
+                                                    {{"argv", {"/bin/sh", "-c", script}},
+                                                     {"readiness", {{"type", "http"}, {"path", "/"}}}}}}}}
+                                      .dump());
+}
+
 // The agent adopts orphans (a child subreaper; PID 1 in a container) and reaps them: a
 // target whose children double-fork leaves no zombie under the agent, as a daemon and as
-// PID 1 of a PID namespace (`unshare --pid --fork`, as a container runs it).
+// PID 1 of a PID namespace (`unshare --pid --fork`, as a container runs it). Every wait is for
+// a state (the orphans' end, the job's end), then up to 10 s for the agent to reap.
 TEST(Zombies, NoZombieIsLeftUnderTheAgentAsASubreaperOrAsPid1) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace (CI is root)";
   TempDir dir;
-  auto catalog =
-      dir.file("catalog.json",
-               nlohmann::json{{"targets",
-                               {{"doubler",
-                                 {{"argv",
-                                   {"/bin/sh", "-c",
-                                    "(sleep 0.2 &); (sleep 0.3 &); (sh -c 'sleep 0.1 &' &); exec " +
-                                        bin("loadlab-target") + " --listen {host}:{port} --threads 1"}},
-                                  {"readiness", {{"type", "http"}, {"path", "/"}}}}}}}}
-                   .dump());
-  auto zombies_under = [](pid_t agent) {
-    std::vector<pid_t> z;
-    for (auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(agent) + "/task")) {
-      std::ifstream f(task.path() / "children");
-      for (pid_t p; f >> p;) {
-        std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
-        std::string line((std::istreambuf_iterator<char>(stat)), {});
-        auto close_paren = line.rfind(')');
-        if (close_paren != std::string::npos && line.size() > close_paren + 2 && line[close_paren + 2] == 'Z')
-          z.push_back(p);
-      }
-    }
-    return z;
-  };
+  const std::string fifo = (dir.path() / "orphans").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const auto catalog = doubler_catalog(dir, fifo);
   for (bool pid1 : {false, true}) {
     std::vector<std::string> prefix;
     if (pid1) prefix = {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc"};
@@ -764,16 +843,19 @@ TEST(Zombies, NoZombieIsLeftUnderTheAgentAsASubreaperOrAsPid1) {
                       "/children");
       f >> agent_pid;
     }
+    FifoReader orphans(fifo);  // before the job opens it for writing, which waits for a reader
+    ASSERT_GE(orphans.fd, 0) << std::strerror(errno);
     auto stub = stub_for(agent.address, grpc::InsecureChannelCredentials());
     v1::TargetSpec spec;
     spec.set_catalog("doubler");
     Hosted h(*stub, spec);
     ASSERT_NE(h.endpoint, "") << agent.proc->output_tail();
-    std::this_thread::sleep_for(1500ms);  // the orphans have exited: reaped, or zombies
-    EXPECT_EQ(zombies_under(agent_pid), std::vector<pid_t>{}) << (pid1 ? "as PID 1" : "as a subreaper");
+    EXPECT_TRUE(writers_gone(orphans.fd)) << "the orphans still run after 10 s";
+    EXPECT_EQ(zombies_left(agent_pid), std::vector<pid_t>{}) << (pid1 ? "as PID 1" : "as a subreaper");
+    const auto job = children_of(agent_pid);  // the target, whose orphans come to the agent when it ends
     EXPECT_TRUE(h.close().ok());
-    std::this_thread::sleep_for(1500ms);
-    EXPECT_EQ(zombies_under(agent_pid), std::vector<pid_t>{}) << (pid1 ? "as PID 1" : "as a subreaper");
+    EXPECT_TRUE(all_finished(job)) << "the job's processes still run 10 s after it closed";
+    EXPECT_EQ(zombies_left(agent_pid), std::vector<pid_t>{}) << (pid1 ? "as PID 1" : "as a subreaper");
   }
 }
 

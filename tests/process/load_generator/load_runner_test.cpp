@@ -217,8 +217,13 @@ TEST(LoadRunnerTest, SlowestRateKeepsTheDeadlineAndTheShutdown) {
   o.requests_per_thread = 5;  // 4000 s of schedule
   ASSERT_EQ(input_error_of([&] { complete_and_validate(o); }), "");
   LoadRunner runner(o);
+  const int64_t before = server.requests();
   auto future = std::async(std::launch::async, [&] { return runner.run(); });
-  std::this_thread::sleep_for(300ms);
+  // The shutdown comes once the run is waiting for its second slot: its first request served.
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;
+       server.requests() == before && std::chrono::steady_clock::now() < deadline;)
+    std::this_thread::sleep_for(5ms);
+  EXPECT_GT(server.requests(), before) << "the run sent no request in 10 s";
   runner.initiate_shutdown();
   ASSERT_EQ(future.wait_for(5s), std::future_status::ready);
   EXPECT_TRUE(future.get().interrupted);

@@ -392,7 +392,13 @@ TEST(TargetH2Floods, AWorkFloodOnOneConnectionDoesNotStopASecondClient) {
   H2Client flood(srv.port());
   for (int i = 0; i < 200; ++i) flood.submit({{"x-loadlab-work-us", "20000"}});
   flood.run_until([] { return true; });  // sent, not awaited
-  std::this_thread::sleep_for(100ms);    // the target is busy with them
+  // The target is busy with them once it has answered the first: 199 × 20 ms are left.
+  auto busy = srv.server().stats();
+  for (auto deadline = Clock::now() + 10s; busy.h2_streams == 0 && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(5ms);
+    busy = srv.server().stats();
+  }
+  ASSERT_GT(busy.h2_streams, 0u) << "the target answered none of the flood in 10 s";
   H2Client other(srv.port());
   ASSERT_TRUE(other.connected());
   const auto start = Clock::now();

@@ -32,32 +32,33 @@ inline bool have(const std::string& command) {
 }
 
 // promtool check metrics: nothing to say about the text (lint problems are printed and fail).
-inline void expect_promtool_accepts(const TempDir& dir, const std::string& text) {
-  if (!have("promtool")) {
-    std::cout << "promtool is not installed (apt-get install prometheus): not checked\n";
-    return;
-  }
+// Returns why the text was not checked ("" when it was): the test then ends with GTEST_SKIP.
+[[nodiscard]] inline std::string expect_promtool_accepts(const TempDir& dir, const std::string& text) {
+  if (!have("promtool")) return "promtool is not installed (apt-get install prometheus): not checked";
   auto file = dir.file("metrics.prom", text);
   auto r = run_command({"/bin/sh", "-c", "promtool check metrics < " + file + " 2>&1"});
   EXPECT_EQ(r.code, 0) << r.output_tail << "\n" << text;
   EXPECT_EQ(r.stdout_text, "") << text;
+  return "";
 }
 
 // python3-prometheus-client's OpenMetrics parser, strict: it refuses what breaks the format.
-inline void expect_openmetrics_parses(const TempDir& dir, const std::string& text) {
-  if (std::system("python3 -c 'import prometheus_client.openmetrics.parser' 2>/dev/null") != 0) {
-    std::cout << "python3-prometheus-client is not installed: OpenMetrics text not parsed\n";
-    return;
-  }
+// Debian's python3 (/usr/bin/python3), where the package installs it, whatever python3 the PATH
+// finds first.
+// Returns why the text was not parsed ("" when it was).
+[[nodiscard]] inline std::string expect_openmetrics_parses(const TempDir& dir, const std::string& text) {
+  if (std::system("/usr/bin/python3 -c 'import prometheus_client.openmetrics.parser' 2>/dev/null") != 0)
+    return "python3-prometheus-client is not installed: OpenMetrics text not parsed";
   auto file = dir.file("metrics.om", text);
   auto r =
-      run_command({"python3", "-c",
+      run_command({"/usr/bin/python3", "-c",
                    "import sys\n"
                    "from prometheus_client.openmetrics.parser import text_string_to_metric_families as p\n"
                    "n = sum(1 for f in p(open(sys.argv[1]).read()))\n"
                    "print(n)\n",
                    file});
   EXPECT_EQ(r.code, 0) << r.output_tail << "\n" << text;
+  return "";
 }
 
 inline const std::string kOpenMetrics = "Accept: application/openmetrics-text; version=1.0.0\r\n";

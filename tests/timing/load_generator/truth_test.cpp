@@ -297,7 +297,6 @@ TEST(OpenLoopTest, ConnectionsAreAPoolARequestWaitsOnlyWhenAllAreBusy) {
 // during the stall wait for it (corrected latency up to 1 s); only the 10 in flight when it
 // began were themselves slow once sent (uncorrected latency).
 TEST(OpenLoopTest, CoordinatedOmissionShowsInCorrectedLatencyOnly) {
-  if (!testing::target_has_flag("--stall")) GTEST_SKIP() << "loadlab-target has no --stall yet";
   TargetProcess target({"--threads", "1", "--stall", "1000:1000"});
   ASSERT_NE(target.port(), 0);
   LoadOptions o;
