@@ -8,7 +8,8 @@ order, in a folder of their own (holding links to the checkout's scenarios/, exa
 build), with the build's programs first on the PATH, under `bash -euo pipefail`, each within
 BLOCK_TIMEOUT_S; whatever a block starts is killed with its process group when it ends. Blocks
 that need root, podman or systemd are not marked. Every JSON block of a page under docs/ or the
-README that parses and is a whole scenario must pass `loadlab validate`.
+README must parse, unless it is visibly partial (parse_json_block), and one that is a whole
+scenario must pass `loadlab validate`.
 
     runnable_test.py SOURCE_DIR BIN_DIR
 """
@@ -26,6 +27,9 @@ from docs_test import is_scenario, markdown_files, validate  # noqa: E402
 BLOCK_TIMEOUT_S = 180
 MARK = re.compile(r"^<!-- (runnable|file: ([\w.-]+)) -->$")
 FENCE = re.compile(r"^```(\w*)$")
+ELLIPSES = ("...", "\u2026")
+# A JSON string (kept), or a bare upper-case name outside one: a schematic's placeholder (N, C2).
+PLACEHOLDER = re.compile(r'("(?:[^"\\]|\\.)*")|\b[A-Z][A-Z0-9_]*\b')
 
 
 def blocks(path):
@@ -89,6 +93,25 @@ def run_page(root, bin_dir, page, problems):
     return sum(b[2] == "runnable" for b in runnable)
 
 
+def parse_json_block(text):
+    """The JSON value of a block, or None for a block that is visibly partial: one with an
+    ellipsis (... or \u2026), a run of an object's members without its braces (`"key": value`), or a
+    schematic whose values are upper-case placeholders (`{"requests": N}`). Any other block that
+    does not parse raises json.JSONDecodeError."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        if any(e in text for e in ELLIPSES):
+            return None
+        for whole in ("{" + text + "}", PLACEHOLDER.sub(lambda m: m.group(1) or "0", text)):
+            try:
+                json.loads(whole)
+                return None
+            except json.JSONDecodeError:
+                pass
+        raise error
+
+
 def check_scenarios(root, loadlab, problems):
     for page in markdown_files(root):
         name = os.path.relpath(page, root)
@@ -96,9 +119,10 @@ def check_scenarios(root, loadlab, problems):
             continue
         for line, lang, _, _, text in blocks(page):
             try:
-                value = json.loads(text) if lang == "json" else None
-            except json.JSONDecodeError:
-                continue  # a fragment with an ellipsis: not a whole file
+                value = parse_json_block(text) if lang == "json" else None
+            except json.JSONDecodeError as e:
+                problems.append(f"{name}:{line}: the JSON block does not parse ({e}), and nothing shows it partial")
+                continue
             why = validate(loadlab, text) if is_scenario(value) else ""
             if why:
                 problems.append(f"{name}:{line}: the scenario does not validate: {why}")

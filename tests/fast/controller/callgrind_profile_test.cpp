@@ -3,7 +3,10 @@
 #include "results/callgrind_profile.hpp"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace loadlab::controller {
@@ -55,6 +58,19 @@ TEST(CallgrindProfile, WhatGrewIsTheFunctionsWhoseSelfCountGrewMost) {
 
 TEST(CallgrindProfile, TheMeanOfTheFilesThatCanBeRead) {
   EXPECT_TRUE(mean_callgrind({"/nonexistent/a.out"}).empty());
+  char tmpl[] = "/tmp/loadlab-callgrind-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::filesystem::path dir = tmpl;
+  const std::string a = (dir / "a.callgrind.out").string(), b = (dir / "b.callgrind.out").string();
+  std::ofstream(a) << profile(100);
+  std::ofstream(b) << profile(300);
+  // The missing file is left out: the mean is over the two that exist, not three.
+  auto costs = mean_callgrind({a, (dir / "missing.callgrind.out").string(), b});
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(costs.size(), 4u);
+  EXPECT_DOUBLE_EQ(costs["work"].self, 200);
+  EXPECT_DOUBLE_EQ(costs["work"].inclusive, 200);
+  EXPECT_DOUBLE_EQ(costs["parse"].self, 12);  // the same in both
 }
 
 }  // namespace

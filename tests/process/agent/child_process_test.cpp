@@ -86,6 +86,10 @@ TEST_P(ChildProcessTest, AJobUserRunsTheChildAsThatUserWhoCannotReadTheAgentsFil
     ASSERT_EQ(c->next_line(line, 5s), ChildProcess::LineStatus::kLine);
     EXPECT_EQ(line, expected);
   }
+  // A job cgroup on the cgroup paths (a child that could not have one would run on the
+  // process group's), none on the process group's.
+  EXPECT_EQ(c->cgroup_path().empty(), !on_cgroup())
+      << to_string(GetParam()) << ": cgroup path \"" << c->cgroup_path() << "\"";
   if (!c->cgroup_path().empty()) {
     std::ifstream procs(c->cgroup_path() + "/cgroup.procs");
     std::string text((std::istreambuf_iterator<char>(procs)), {});

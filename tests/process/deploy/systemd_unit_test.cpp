@@ -39,9 +39,8 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+// The installed units' settings are checked everywhere; systemd-analyze verify only where it is.
 TEST(SystemdUnit, EveryUnitVerifies) {
-  if (std::string(LOADLAB_SYSTEMD_ANALYZE).empty())
-    GTEST_SKIP() << "no systemd-analyze: the units are not verified";
   InstalledTree tree;
   TempDir dir;
   std::vector<std::string> copies;
@@ -58,6 +57,8 @@ TEST(SystemdUnit, EveryUnitVerifies) {
     }
     copies.push_back(dir.file(u.name, text));
   }
+  if (std::string(LOADLAB_SYSTEMD_ANALYZE).empty())
+    GTEST_SKIP() << "no systemd-analyze: the units' settings were checked, but they are not verified";
   for (auto& copy : copies) {
     auto out = run_command({LOADLAB_SYSTEMD_ANALYZE, "verify", copy});
     EXPECT_EQ(out.code, 0) << copy << ": " << out.output_tail;

@@ -95,15 +95,16 @@ std::vector<std::string> agent_argv(const std::string& env, const std::string& n
 }
 
 TEST(LabGuide, TheGuidesCertificatesAgentFlagsAndLabFileRunATwoLoadAgentCell) {
+  // The guide's blocks are there for everyone; following them needs root.
+  const auto certificates = block_after("## 2. Certificates and token", "sh");
+  const auto env = block_after("## 3. Agents", "sh");
+  const auto lab = block_after("## 4. The lab file", "json");
+  ASSERT_FALSE(certificates.empty() || env.empty() || lab.empty()) << "the guide's blocks moved";
   if (geteuid() != 0) GTEST_SKIP() << "needs root to make network namespaces (CI runs as root)";
   GuideNetwork net;
   if (!net.ok()) GTEST_SKIP() << "this machine cannot make network namespaces with veth";
   TempDir dir;
   const std::string etc = dir.path().string();
-  const auto certificates = block_after("## 2. Certificates and token", "sh");
-  const auto env = block_after("## 3. Agents", "sh");
-  const auto lab = block_after("## 4. The lab file", "json");
-  ASSERT_FALSE(certificates.empty() || env.empty() || lab.empty()) << "the guide's blocks moved";
   auto made = testing::run_command({"/bin/sh", "-c", "cd " + etc + " && " + certificates}, 60s);
   ASSERT_EQ(made.code, 0) << made.output_tail;
   // The guide's 0640 root:loadlab is for an agent run as loadlab; this one runs as root.

@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "loadlab/shared/json_input.hpp"
 #include "test_support.hpp"
@@ -58,6 +60,20 @@ class TwoHosts {
   bool ok_ = false;
 };
 
+// The text after the first of `words` (in their order) in the last lines `proc` printed, as
+// soon as one shows; nullopt if none did by `deadline`.
+std::optional<std::string> wait_for_output(const agent::ChildProcess& proc,
+                                           const std::vector<std::string>& words,
+                                           std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto tail = proc.output_tail(50);
+    for (const auto& w : words)
+      if (auto at = tail.find(w); at != std::string::npos) return tail.substr(at + w.size());
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
 TEST(NetnsLab, ACutLinkIsDetectedWithinTenSecondsAndTheCellEndsWithAReason) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to make network namespaces (CI runs as root)";
   TwoHosts hosts;
@@ -88,26 +104,18 @@ TEST(NetnsLab, ACutLinkIsDetectedWithinTenSecondsAndTheCellEndsWithAReason) {
   auto controller = loadlab::testing::spawn_tool(
       hosts.in_load({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()}));
 
-  pid_t target_pid = 0;
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (target_pid == 0 && std::chrono::steady_clock::now() < deadline) {
-    auto tail = target_agent->output_tail(50);
-    if (auto at = tail.find("target hello pid "); at != std::string::npos)
-      target_pid = std::atoi(tail.c_str() + at + 17);
-    std::this_thread::sleep_for(50ms);
-  }
+  const auto target =
+      wait_for_output(*target_agent, {"target hello pid "}, std::chrono::steady_clock::now() + 20s);
+  const pid_t target_pid = target ? std::atoi(target->c_str()) : 0;
   ASSERT_GT(target_pid, 0) << target_agent->output_tail();
-  std::this_thread::sleep_for(1500ms);  // mid-cell
+  // Mid-cell: the load host's agent runs the load (it logs its worker's pid).
+  ASSERT_TRUE(wait_for_output(*load_agent, {"load pid "}, std::chrono::steady_clock::now() + 20s))
+      << load_agent->output_tail();
   ASSERT_TRUE(hosts.cut());
   auto cut_at = std::chrono::steady_clock::now();
 
   // The controller notices (keepalive) and fails or retries the cell within 10 s.
-  bool noticed = false;
-  while (!noticed && std::chrono::steady_clock::now() - cut_at < 10s) {
-    auto tail = controller->output_tail(50);
-    noticed = tail.find("retrying") != std::string::npos || tail.find("failed") != std::string::npos;
-    std::this_thread::sleep_for(50ms);
-  }
+  const bool noticed = wait_for_output(*controller, {"retrying", "failed"}, cut_at + 10s).has_value();
   EXPECT_TRUE(noticed) << controller->output_tail();
   auto secs = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - cut_at).count();

@@ -248,6 +248,45 @@ TEST(TlsLoadBinaryTest, BadTlsFlagsExitTwoNamingTheFlag) {
   }
 }
 
+// A plain worker's own memory: the five latency histograms of its thread cost the pages their
+// values fall in (about 140 KiB of counters each when all were written: 1.7 MB in all, 0.5 MB
+// now). Its code: the functions a run executes are linked together
+// (programs/order_files/loadlab-load.order, bench/symbol_order.sh), so 1.4-1.8 MB of its text is
+// resident, 2.6-2.8 MB in the default layout (the bound is between). A stale order file or a lost
+// linker flag shows here. Each figure is read first: a reader that fails says -1 or 0.
+void expect_small_own_memory(pid_t pid, const std::string& protocol) {
+  const long anon_kb = loadlab::testing::status_kb(pid, "RssAnon:");
+  const long code_kb = loadlab::testing::own_code_kb(pid);
+  ASSERT_GT(anon_kb, 0) << protocol << ": RssAnon unreadable";
+  ASSERT_GT(code_kb, 0) << protocol << ": none of its own code read as resident from smaps";
+  EXPECT_LT(anon_kb, 1024) << protocol;
+  EXPECT_LT(code_kb, 2300) << protocol;
+}
+
+std::string exe_name(pid_t pid) {
+  return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe").filename().string();
+}
+
+// A plain worker (`protocol`: http1 or h2, against 127.0.0.1:`port`) maps no TLS or QUIC library,
+// and no shared library beyond the C library's; its own memory is small.
+void expect_plain_worker(uint16_t port, const char* protocol) {
+  using loadlab::testing::maps_any;
+  loadlab::testing::SpawnedChild plain(
+      {"http://127.0.0.1:" + std::to_string(port) + "/", "--protocol", protocol, "-d", "10", "--json-events"},
+      LOADLAB_BIN_DIR "/loadlab-load");
+  ASSERT_TRUE(plain.read_line()) << plain.read_stderr();  // running: an event line came
+  const auto libraries = loadlab::testing::mapped_libraries(plain.pid());
+  for (const char* lib : {"libssl.", "libcrypto.", "libgnutls.", "libngtcp2", "libnghttp3."})
+    EXPECT_FALSE(maps_any(libraries, lib)) << protocol << ": " << lib;
+  EXPECT_EQ(loadlab::testing::beyond_libc(libraries), std::vector<std::string>{})
+      << protocol << ": the C++ runtime, protobuf, spdlog, {fmt} and nghttp2 are linked in";
+  EXPECT_EQ(exe_name(plain.pid()), "loadlab-load");
+  if (!maps_any(libraries, "libasan.") && !maps_any(libraries, "libtsan."))  // sanitizers' shadow memory
+    expect_small_own_memory(plain.pid(), protocol);
+  kill(plain.pid(), SIGTERM);
+  EXPECT_EQ(plain.wait_exit(), 0) << plain.read_stderr();
+}
+
 // A plain worker (HTTP/1.1, h2c) maps no TLS or QUIC library, and no shared library beyond the
 // C library's; an https:// URL makes the same
 // process (its pid: what the agent samples, confines and stops) loadlab-load-secure.
@@ -256,40 +295,15 @@ TEST(TlsLoadBinaryTest, APlainWorkerMapsNoTlsOrQuicLibraryAndHttpsHandsTheSamePr
   using loadlab::testing::maps_any;
   using loadlab::testing::SpawnedChild;
   const std::string binary = LOADLAB_BIN_DIR "/loadlab-load";
-  auto exe = [](pid_t pid) {
-    return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe").filename().string();
-  };
-  const char* secure_libraries[] = {"libssl.", "libcrypto.", "libgnutls.", "libngtcp2", "libnghttp3."};
   TestServer plain_server;
-  for (const char* protocol : {"http1", "h2"}) {
-    SpawnedChild plain({"http://127.0.0.1:" + std::to_string(plain_server.port()) + "/", "--protocol",
-                        protocol, "-d", "10", "--json-events"},
-                       binary);
-    ASSERT_TRUE(plain.read_line()) << plain.read_stderr();  // running: an event line came
-    const auto libraries = mapped_libraries(plain.pid());
-    for (const char* lib : secure_libraries)
-      EXPECT_FALSE(maps_any(libraries, lib)) << protocol << ": " << lib;
-    EXPECT_EQ(loadlab::testing::beyond_libc(libraries), std::vector<std::string>{})
-        << protocol << ": the C++ runtime, protobuf, spdlog, {fmt} and nghttp2 are linked in";
-    EXPECT_EQ(exe(plain.pid()), "loadlab-load");
-    // Its own memory: the five latency histograms of its thread cost the pages their values fall
-    // in (about 140 KiB of counters each when all were written: 1.7 MB in all, 0.5 MB now).
-    // Its code: the functions a run executes are linked together (programs/order_files/loadlab-load.order,
-    // bench/symbol_order.sh), so 1.4-1.8 MB of its text is resident, 2.6-2.8 MB in the default
-    // layout (the bound is between). A stale order file or a lost linker flag shows here.
-    if (!maps_any(libraries, "libasan.") && !maps_any(libraries, "libtsan.")) {  // sanitizers' shadow memory
-      EXPECT_LT(loadlab::testing::status_kb(plain.pid(), "RssAnon:"), 1024) << protocol;
-      EXPECT_LT(loadlab::testing::own_code_kb(plain.pid()), 2300) << protocol;
-    }
-    kill(plain.pid(), SIGTERM);
-    EXPECT_EQ(plain.wait_exit(), 0) << plain.read_stderr();
-  }
+  for (const char* protocol : {"http1", "h2"})
+    ASSERT_NO_FATAL_FAILURE(expect_plain_worker(plain_server.port(), protocol));
   TestServer tls_server(localhost_certificate());
   SpawnedChild secure({"https://127.0.0.1:" + std::to_string(tls_server.port()) + "/", "--ca", ca_file(),
                        "-d", "10", "--json-events"},
                       binary);
   ASSERT_TRUE(secure.read_line()) << secure.read_stderr();
-  EXPECT_EQ(exe(secure.pid()), "loadlab-load-secure");
+  EXPECT_EQ(exe_name(secure.pid()), "loadlab-load-secure");
   const auto secure_libraries_mapped = mapped_libraries(secure.pid());
   EXPECT_TRUE(maps_any(secure_libraries_mapped, "libssl.")) << "the secure worker speaks TLS";
   for (const char* quic : {"libgnutls.", "libngtcp2", "libnghttp3."})
@@ -308,7 +322,7 @@ TEST(TlsLoadBinaryTest, APlainWorkerMapsNoTlsOrQuicLibraryAndHttpsHandsTheSamePr
       {"https://127.0.0.1:" + h3_port + "/", "--protocol", "h3", "--insecure", "-d", "10", "--json-events"},
       binary);
   ASSERT_TRUE(h3.read_line()) << h3.read_stderr();
-  EXPECT_EQ(exe(h3.pid()), "loadlab-load-h3");
+  EXPECT_EQ(exe_name(h3.pid()), "loadlab-load-h3");
   const auto h3_libraries = mapped_libraries(h3.pid());
   EXPECT_TRUE(maps_any(h3_libraries, "libngtcp2")) << "HTTP/3 is QUIC";
   EXPECT_FALSE(maps_any(h3_libraries, "libssl.")) << "QUIC's TLS is GnuTLS's";

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "h3_test_client.hpp"
+#include "ipv6_loopback.hpp"
 #include "loadlab/shared/self_signed_cert.hpp"
 #include "spawned_child.hpp"
 #include "tls_test_client.hpp"
@@ -104,12 +105,10 @@ TEST(TargetBinary, SigintStopsToo) {
 }
 
 TEST(TargetBinary, AnnouncesIpv6WithBrackets) {
+  if (auto why = loadlab::testing::ipv6_loopback_missing(); !why.empty()) GTEST_SKIP() << why;
   Child child({"--listen", "[::1]:0", "--threads", "1"});
   auto line = child.read_line();
-  if (!line) {
-    EXPECT_EQ(child.wait_exit(), 1);
-    GTEST_SKIP() << "no IPv6 loopback: " << child.read_stderr();
-  }
+  ASSERT_TRUE(line) << "the machine has [::1], the target did not listen on it: " << child.read_stderr();
   EXPECT_TRUE(std::regex_match(*line, std::regex(R"(listening on \[::1\]:[1-9]\d*)"))) << *line;
 }
 
@@ -337,6 +336,7 @@ TEST(TargetBinaryTls, AnIdleTlsConnectionHoldsNoRecordBuffers) {
   const auto cert = read_text(cert_out);
   ASSERT_EQ(tls_get_body(port, cert).size(), 4096u);  // what every session allocates once is there
   const long before = rss_kb(child.pid());
+  ASSERT_GT(before, 0) << "VmRSS unreadable";
   constexpr int kConnections = 200;
   std::vector<std::unique_ptr<loadlab::target::testing::TlsClient>> idle;
   for (int i = 0; i < kConnections; ++i) {
@@ -345,6 +345,7 @@ TEST(TargetBinaryTls, AnIdleTlsConnectionHoldsNoRecordBuffers) {
     ASSERT_EQ(idle.back()->request().body().size(), 4096u) << i;
   }
   const long after = rss_kb(child.pid());
+  ASSERT_GT(after, 0) << "VmRSS unreadable";
   const double per_connection = (after - before) * 1024.0 / kConnections;
   std::cout << "RSS " << before << " kB, with " << kConnections << " idle TLS connections " << after
             << " kB: " << per_connection << " bytes each\n";
@@ -370,6 +371,7 @@ TEST(TargetBinaryH3, AFloodOfInitialsStaysWithinItsMemoryBoundAndARealClientIsSe
   };
   ASSERT_EQ(real_request(), "quic");
   const long idle = rss_kb(child.pid());
+  ASSERT_GT(idle, 0) << "VmRSS unreadable";
   int served = 0;
   bool last_served = false;
   for (int i = 1; i <= 10000; ++i) {
@@ -383,6 +385,7 @@ TEST(TargetBinaryH3, AFloodOfInitialsStaysWithinItsMemoryBoundAndARealClientIsSe
   // it answered the real client whose packets came after the last forged one.
   ASSERT_TRUE(last_served) << "the real request after the last Initial was not answered";
   const long after = rss_kb(child.pid());
+  ASSERT_GT(after, 0) << "VmRSS unreadable";
   std::cout << "RSS idle " << idle << " kB, after 10000 Initials " << after << " kB\n";
   EXPECT_LE(after - idle, 32 * 1024);
 }
@@ -408,8 +411,11 @@ TEST(TargetBinaryTls, APlainTargetMapsNoTlsOrQuicLibraryAndTlsHandsTheSameProces
     // request (large page-cache folios map more at times), 1.2 MB in the default layout. A stale order file
     // or a lost linker flag shows here.
     if (!loadlab::testing::maps_any(libraries, "libasan.") &&
-        !loadlab::testing::maps_any(libraries, "libtsan."))
-      EXPECT_LT(loadlab::testing::own_code_kb(plain.pid()), 1000);
+        !loadlab::testing::maps_any(libraries, "libtsan.")) {
+      const long code_kb = loadlab::testing::own_code_kb(plain.pid());
+      ASSERT_GT(code_kb, 0) << "none of its own code read as resident from smaps";
+      EXPECT_LT(code_kb, 1000);
+    }
   }
   TempDir dir;
   const auto cert_out = dir.file("cert.pem");

@@ -5,6 +5,7 @@
 // against h2load's are in timing/target_server/h2load_truth_test.cpp.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <time.h>
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
@@ -45,6 +46,13 @@ const std::string kBody = "Have Fun ~ Tester !";
 
 double ms_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+// CPU used so far by this process, all threads (the in-process server's among them), in ms.
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
 // --- protocol selection --------------------------------------------------------------------
@@ -134,6 +142,7 @@ TEST(TargetH2Knobs, EachStreamHasItsOwnKnobs) {
   RunningServer srv(options_for(false));
   H2Client client(srv.port());
   const auto start = Clock::now();
+  const double cpu0 = process_cpu_ms();
   const auto slow = client.submit({{"x-loadlab-delay-ms", "150"}});
   const auto fast = client.submit();
   const auto not_found = client.submit({{"x-loadlab-status", "404"}});
@@ -144,6 +153,8 @@ TEST(TargetH2Knobs, EachStreamHasItsOwnKnobs) {
   const auto bad = client.submit({{"x-loadlab-status", "700"}});
   const auto work = client.submit({{"x-loadlab-work-us", "20000"}});
   ASSERT_TRUE(client.run_all());
+  // The server runs in this process: the work stream's 20 ms show in the process's CPU clock.
+  EXPECT_GE(process_cpu_ms() - cpu0, 0.9 * 20.0);
   auto& r = client.responses();
   EXPECT_EQ(r[slow].status, 200);
   EXPECT_GE(ms_between(start, r[slow].done), 150.0);
@@ -262,10 +273,15 @@ TEST(TargetH2Lifecycle, ClientLeavingMidDelayLeavesNothingInFlight) {
   {
     H2Client client(srv.port());
     for (int i = 0; i < 5; ++i) client.submit({{"x-loadlab-delay-ms", "3000"}});
-    client.run_until([] { return false; }, 50ms);
+    // All five read whole and waiting on their delay before the client leaves.
+    ASSERT_TRUE(client.run_until([&] { return srv.server().in_flight() >= 5; }, 2s))
+        << srv.server().in_flight() << " in flight";
     client.drop();
   }
-  std::this_thread::sleep_for(50ms);
+  // The server lets them go when it sees the connection end, well before their 3 s delays.
+  const auto dropped = Clock::now();
+  while (srv.server().in_flight() != 0 && Clock::now() - dropped < 2s) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(srv.server().in_flight(), 0);
   EXPECT_LT(srv.stop(), 1s);  // the dropped streams are not waited for
   EXPECT_EQ(srv.server().stats().h2_streams, 0u);
 }

@@ -25,6 +25,7 @@
 
 #include "h3_fixture.hpp"
 #include "h3_test_client.hpp"
+#include "ipv6_loopback.hpp"
 #include "quic_tls.hpp"
 #include "running_server.hpp"
 
@@ -195,10 +196,12 @@ TEST(TargetH3, RequestsOnOneConnectionAreCountedAsHttp3) {
 
 TEST(TargetH3, ServesOverIpv6) {
   REQUIRE_CLIENT();
+  if (auto why = loadlab::testing::ipv6_loopback_missing(); !why.empty()) GTEST_SKIP() << why;
   auto options = h3_options();
   options.listen = {"::1", 0};
   Server server(options);
-  if (server.listen()) GTEST_SKIP() << "no IPv6 loopback";
+  const auto ec = server.listen();
+  ASSERT_FALSE(ec) << "the machine has [::1], the server did not listen on it: " << ec.message();
   std::thread runner([&] { server.run(); });
   const auto port = std::to_string(server.local_endpoint().port);
   const auto client = run_tool({kClient, "--no-quic-dump", "--exit-on-all-streams-close", "--timeout=5s",
@@ -584,12 +587,15 @@ TEST(TargetH3Lifecycle, GracefulShutdownAnswersGtlsclientsStreamInFlight) {
   RunningServer srv(options);
   ToolResult client;
   std::thread runner([&] { client = h3_client(srv.port(), 2); });
-  for (auto deadline = Clock::now() + 3s;
-       srv.server().stats().h3_connections == 0 && Clock::now() < deadline;)
-    std::this_thread::sleep_for(5ms);
-  std::this_thread::sleep_for(50ms);  // the requests arrive, and wait for their delay
+  // Both requests arrive, and wait for their delay (not asserted here: the runner is joined first).
+  bool both_in_flight = false;
+  for (auto deadline = Clock::now() + 5s; !both_in_flight && Clock::now() < deadline;) {
+    both_in_flight = srv.server().in_flight() >= 2;
+    if (!both_in_flight) std::this_thread::sleep_for(1ms);
+  }
   const auto stop_took = srv.stop();
   runner.join();
+  EXPECT_TRUE(both_in_flight) << "the client's two requests were never in flight together";
   EXPECT_EQ(client.status, 0) << client.output;
   EXPECT_EQ(count(client.output, "[:status: 200]"), 2u) << client.output;
   EXPECT_GT(stop_took, 100ms);

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "ipv6_loopback.hpp"
 #include "running_server.hpp"
 #include "server_fixture.hpp"
 
@@ -389,10 +390,12 @@ TEST(TargetServer, ListenFailsCleanlyWhenThePortIsTaken) {
 }
 
 TEST(TargetServer, ListenOnIpv6Loopback) {
+  if (auto why = loadlab::testing::ipv6_loopback_missing(); !why.empty()) GTEST_SKIP() << why;
   auto options = options_with();
   options.listen = Endpoint{"::1", 0};
   Server server(options);
-  if (auto ec = server.listen()) GTEST_SKIP() << "no IPv6 loopback: " << ec.message();
+  const auto ec = server.listen();
+  ASSERT_FALSE(ec) << "the machine has [::1], the server did not listen on it: " << ec.message();
   auto local = server.local_endpoint();
   EXPECT_EQ(local.host, "::1");
   EXPECT_NE(local.port, 0);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -49,6 +50,13 @@ ServerOptions tls_options(unsigned threads = 1) {
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// CPU used so far by this process, all threads (the in-process server's among them), in ms.
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
 std::unique_ptr<TlsClient> connect(uint16_t port, const TlsClientOptions& options = {}) {
@@ -324,8 +332,11 @@ TEST(TargetTlsKnobs, WorkHeaderBurnsCpuBeforeTheAnswer) {
   RunningServer srv(tls_options());
   auto client = connect(srv.port());
   const auto start = Clock::now();
+  const double cpu0 = process_cpu_ms();
   EXPECT_EQ(client->request({{"x-loadlab-work-us", "20000"}}).body(), kBody);
   EXPECT_GE(ms_since(start), 20.0);
+  // The server runs in this process: its 20 ms of work show in the process's CPU clock.
+  EXPECT_GE(process_cpu_ms() - cpu0, 0.9 * 20.0);
 }
 
 TEST(TargetTlsKnobs, BadHeaderValueGets400AndTheConnectionGoesOn) {

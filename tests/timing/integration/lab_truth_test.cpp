@@ -43,9 +43,13 @@ TEST_F(LabTest, TwoLoadAgentsShareACellAndTheirCountsAdd) {
   uint64_t in_buckets = 0;
   for (auto& b : rep.histogram().buckets()) in_buckets += b.count();
   EXPECT_EQ(in_buckets, sum);
-  // Both clients measured; the client figure is their sum.
+  // Both clients measured (each its own process's CPU clock over 200 requests a thread: never
+  // zero); the client figure is their sum.
   double cpu = 0;
-  for (auto& p : rep.load_parts()) cpu += p.client().cpu_pct();
+  for (auto& p : rep.load_parts()) {
+    EXPECT_GT(p.client().cpu_pct(), 0) << p.agent();
+    cpu += p.client().cpu_pct();
+  }
   EXPECT_NEAR(rep.client().cpu_pct(), cpu, 1e-6);
   // Four closed loops on a 2 ms server: at most 4 / 2 ms = 2000 req/s, whatever the split. A
   // server or a client that serialized them would give 500 at best; overlapped loops stay above

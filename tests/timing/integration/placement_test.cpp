@@ -105,6 +105,8 @@ TEST(BusyMachine, ANeighbourOnTheCellsOwnCpuFlagsEveryRepetition) {
   neighbour.reset();
   ASSERT_EQ(r.code, 0) << r.stdout_text << r.output_tail;
   auto result = read_json_file((dir.path() / "run" / "result.json").string());
+  ASSERT_EQ(result["cells"].size(), 1u) << result["cells"].dump();
+  ASSERT_EQ(result["cells"][0]["repetitions"].size(), 3u) << "the scenario's repetitions";
   for (const auto& rep : result["cells"][0]["repetitions"]) {
     bool flagged = false;
     for (const auto& f : rep["flags"]) flagged |= f.get<std::string>().rfind("busy-machine:", 0) == 0;
