@@ -14,6 +14,7 @@
 #   PAIRS (3 for instructions, 20 for qps)   a step's pairs (doubled while inconclusive)
 #   THRESHOLD_PCT (1 for instructions, STEP_PCT/2 for qps)
 #   WORK (100000)               busy-loop rounds per request at the good commit
+#   CPUS (none)                 the scenario's placement.cpus, e.g. '{"target": "1", "load": "1"}'
 #
 # Prints one line per trial (expected, named, steps, minutes) and a summary; each trial's bisect
 # folder stays in OUT/trial-N (result.json, report.html). Resumable: a finished trial is kept.
@@ -53,6 +54,7 @@ scenario() {
   local extra='"regression": {"metric": "qps", "threshold_pct": '"$THRESHOLD_PCT"'}'
   [ "$MODE" = instructions ] &&
     extra='"instructions": {"requests": [100, 600]}, "regression": {"metric": "instructions", "threshold_pct": '"$THRESHOLD_PCT"'}'
+  [ -n "${CPUS:-}" ] && extra+=', "placement": {"cpus": '"$CPUS"'}'
   cat > "$OUT/scenario.json" <<JSON
 {"name": "bisect-bench", "targets": [{"name": "cs", "catalog": "cs", "commit": "main"}],
  "matrix": {"threads": [1]}, "load": {"duration_s": 0.5, "warmup_s": 0.1}, $extra}

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ostream>
 
@@ -64,19 +65,34 @@ PairFigures pair_figures(const std::vector<v1::Repetition>& a, const std::vector
   return f;
 }
 
-// The paired test's figures of a set of log ratios (at least two): their mean, its standard
-// error and degrees of freedom.
+// The share of pairs a trimmed estimate leaves out at each end.
+constexpr double kTrim = 0.2;
+
+// The paired test's figures of a set of log ratios (at least two): their estimate of B/A (the
+// mean, or with `trimmed` the 20 % trimmed mean), its standard error and degrees of freedom.
+// Trimmed is Yuen's test: with g pairs left out at each end and h = n − 2g kept, the standard
+// error is √(SSw / (h (h − 1))), SSw the winsorized pairs' sum of squares (each end's g set to
+// its neighbour), with h − 1 degrees of freedom; with too few pairs to leave any out (g = 0) it
+// is the t test.
 struct PairTest {
   double mean = 0, se = 0, df = 0;
-  explicit PairTest(const std::vector<double>& logs) {
-    for (double d : logs) mean += d;
-    mean /= static_cast<double>(logs.size());
-    double ss = 0;
-    for (double d : logs) ss += (d - mean) * (d - mean);
-    df = static_cast<double>(logs.size() - 1);
-    se = std::sqrt(ss / df / static_cast<double>(logs.size()));
+  PairTest(std::vector<double> logs, bool trimmed) {
+    const size_t n = logs.size();
+    const size_t g = trimmed ? static_cast<size_t>(kTrim * static_cast<double>(n)) : 0;
+    std::sort(logs.begin(), logs.end());
+    for (size_t i = g; i < n - g; ++i) mean += logs[i];
+    mean /= static_cast<double>(n - 2 * g);
+    double w_mean = 0, ss = 0;
+    auto w = [&](size_t i) { return logs[std::clamp(i, g, n - g - 1)]; };
+    for (size_t i = 0; i < n; ++i) w_mean += w(i) / static_cast<double>(n);
+    for (size_t i = 0; i < n; ++i) ss += (w(i) - w_mean) * (w(i) - w_mean);
+    const auto h = static_cast<double>(n - 2 * g);
+    df = h - 1;
+    se = std::sqrt(ss / (h * (h - 1)));
   }
 };
+
+bool trimmed_pairs(const RegressionDef& r) { return r.ab_estimate == kAbEstimateTrimmed; }
 
 // The verdict and its reason from how much worse B is than A (as a log ratio), the pairs' noise
 // band (`half`) and the threshold (as a log ratio).
@@ -111,7 +127,7 @@ void confirm_regression(const CellResult& a, const CellResult& b, const Regressi
     v.set_reason(v.reason() + "; not confirmed (" + f.count("pairs measured again") + ": too few to judge)");
     return;
   }
-  const PairTest t(f.logs);
+  const PairTest t(f.logs, trimmed_pairs(r));
   v.set_confirm_value(*night_figure(f.bv));  // f.logs has pairs: each side a figure
   v.set_confirm_change_pct((std::exp(t.mean) - 1) * 100);
   const double worse = higher ? -t.mean : t.mean;
@@ -154,7 +170,7 @@ void judge_pair(const CellResult& a, const CellResult& b, const RegressionDef& r
     v.set_reason(f.count("pair") + ": no spread to judge by");
     return;
   }
-  const PairTest t(logs);
+  const PairTest t(logs, trimmed_pairs(r));
   v.set_change_pct((std::exp(t.mean) - 1) * 100);  // the pairs' own estimate
   const double half = t_quantile(1 - alpha, t.df) * t.se;
   const double threshold_log =
@@ -209,7 +225,8 @@ v1::Verdicts judge_ab(const std::vector<std::pair<const CellResult*, const CellR
   }
   if (!pairs.empty())
     out.set_note("build " + pairs.front().second->cell.target + " against build " +
-                 pairs.front().first->cell.target + ", interleaved A B, B A, ... in this run");
+                 pairs.front().first->cell.target + ", interleaved A B, B A, ... in this run" +
+                 (trimmed_pairs(r) ? "; the pairs' 20 % trimmed mean (Yuen's test)" : ""));
   return out;
 }
 

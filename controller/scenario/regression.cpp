@@ -24,7 +24,7 @@ void check_metric_name(const std::string& name, const std::string& where) {
 
 RegressionDef parse_regression(const ObjectReader& r) {
   r.allow({"metric", "threshold_pct", "false_alarm_pct", "baseline_nights", "min_nights",
-           "accept_after_nights", "ab_last_good"});
+           "accept_after_nights", "ab_last_good", "ab_estimate"});
   RegressionDef d;
   d.metric = r.string("metric", d.metric);
   check_metric_name(d.metric, r.path("metric"));
@@ -46,6 +46,11 @@ RegressionDef parse_regression(const ObjectReader& r) {
     throw InputError(r.path("ab_last_good"), std::string("must be \"") + kAbLastGoodOff + "\", \"" +
                                                  kAbLastGoodAuto + "\" or \"" + kAbLastGoodAll + "\", got " +
                                                  nlohmann::json(d.ab_last_good).dump());
+  d.ab_estimate = r.string("ab_estimate", d.ab_estimate);
+  if (d.ab_estimate != kAbEstimateMean && d.ab_estimate != kAbEstimateTrimmed)
+    throw InputError(r.path("ab_estimate"), std::string("must be \"") + kAbEstimateMean + "\" or \"" +
+                                                kAbEstimateTrimmed + "\", got " +
+                                                nlohmann::json(d.ab_estimate).dump());
   return d;
 }
 
