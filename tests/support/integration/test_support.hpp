@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "http_get.hpp"
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/endpoint.hpp"
@@ -95,50 +96,6 @@ inline std::vector<v1::CellResult> result_cells(const std::filesystem::path& res
   return cells;
 }
 
-// An HTTP reply: its status (0: no reply), its header block and body.
-struct HttpReply {
-  int status = 0;
-  std::string headers;
-  std::string body;
-};
-
-// GET `path` on `endpoint` (one request, Connection: close; `headers` are extra header lines,
-// each ending in \r\n).
-inline HttpReply http_get(const std::string& endpoint, const std::string& path,
-                          const std::string& headers = "") {
-  HttpReply reply;
-  auto ep = parse_endpoint(endpoint);
-  if (!ep) return reply;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(ep->port);
-  inet_pton(AF_INET, ep->host.c_str(), &a.sin_addr);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    std::string req =
-        "GET " + path + " HTTP/1.1\r\nHost: " + endpoint + "\r\nConnection: close\r\n" + headers + "\r\n";
-    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-      char buf[4096];
-      for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  auto end = response.find("\r\n\r\n");
-  if (response.rfind("HTTP/1.", 0) != 0 || end == std::string::npos) return reply;
-  reply.status = std::atoi(response.c_str() + 9);
-  reply.headers = response.substr(0, end);
-  reply.body = response.substr(end + 4);
-  return reply;
-}
-
-// The body of GET `path` on `endpoint`; "" on failure.
-inline std::string http_get_body(const std::string& endpoint, const std::string& path) {
-  return http_get(endpoint, path).body;
-}
-
 // The pids of `root` and its descendants now.
 inline std::vector<pid_t> tree_pids(pid_t root) {
   std::vector<pid_t> out{root};
@@ -191,12 +148,7 @@ class DelayTarget {
   }
   const std::string& endpoint() const { return endpoint_; }
   // The requests the server answered so far (GET /__loadlab/stats, not counted itself).
-  uint64_t served() const {
-    auto body = http_get_body(endpoint_, "/__loadlab/stats");
-    std::smatch m;
-    std::regex number(R"("requests":\s*(\d+))");
-    return std::regex_search(body, m, number) ? std::stoull(m[1]) : 0;
-  }
+  uint64_t served() const { return target_served(endpoint_).value_or(0); }
 
  private:
   std::unique_ptr<agent::ChildProcess> proc_;  // terminated (and reaped) by its destructor

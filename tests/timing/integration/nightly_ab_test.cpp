@@ -48,6 +48,9 @@ class NightlyAb : public ::testing::Test {
                         {"load", {{"duration_s", 0.2}, {"warmup_s", 0.1}}},
                         {"repetitions", 2},
                         {"instructions", {{"requests", {50, 250}}}},
+                        // No confirmation pairs: a count several times the other's needs none,
+                        // and each would cost two runs under callgrind.
+                        {"execution", {{"confirm", 0}}},
                         {"regression", regression}};
     return dir.file("nightly.json", s.dump());
   }

@@ -2,18 +2,14 @@
 // second counts the requests that ended inside the window (whatever their send slot), which the
 // real loadlab-target's own count over the same window gives; a closed loop's completions are
 // its measured requests and those begun in warm-up that ended inside the window.
-#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <optional>
-#include <regex>
 #include <string>
 
+#include "http_get.hpp"
 #include "load_result.hpp"
 #include "load_runner.hpp"
 #include "load_test_support.hpp"
@@ -25,28 +21,10 @@ namespace loadlab::load::overload_truth {
 using namespace std::chrono_literals;
 using testing::TargetProcess;
 
-// The requests the target has answered so far: GET /__loadlab/stats on a connection of its
-// own (the stats request is not counted itself); none when it does not answer.
+// The requests the target has answered so far; none when it does not answer.
 std::optional<int64_t> served(uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
-  timeval timeout{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  const std::string request = "GET /__loadlab/stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
-    char buf[4096];
-    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  std::smatch m;
-  if (!std::regex_search(response, m, std::regex(R"("requests":\s*(\d+))"))) return std::nullopt;
-  return std::stoll(m[1]);
+  const auto n = loadlab::testing::target_served("127.0.0.1:" + std::to_string(port));
+  return n ? std::optional<int64_t>(static_cast<int64_t>(*n)) : std::nullopt;
 }
 
 // One io thread burning 100 µs of CPU a request answers at most 10 000 requests a second on any
