@@ -244,8 +244,6 @@ class Bisect {
     if (fs::exists(dir_) && !fs::is_empty(dir_))
       throw InputError("--out",
                        dir_.string() + " already exists and is not empty; continue there with --resume");
-    fs::create_directories(dir_ / "steps");
-    write_atomically(dir_ / "scenario.json", scenario_.source_text);
     resolve_range();
   }
 
@@ -253,6 +251,7 @@ class Bisect {
     AgentPool pool(o_.run.agent_stubs ? o_.run.agent_stubs : StubFactory(grpc_stub));
     auto embedded = connect_agents(o_.run, o_.run.lab_path, pool);
     pool.check(scenario_);
+    pool.resolve_commit(scenario_, at_.target, o_.good, "", "--good");  // a bad one named as --good's
     const auto r = pool.resolve_commit(scenario_, at_.target, o_.bad, o_.good, "--bad");
     const uint32_t pairs = std::max(o_.pairs ? o_.pairs : scenario_.repetitions, o_.pairs ? 1u : kMinPairs);
     j_ = {{"kind", "bisect"},
@@ -272,6 +271,9 @@ class Bisect {
     for (auto& c : r.between()) j_["candidates"].push_back(commit_json(c));
     j_["candidates"].push_back(commit_json(r.commit()));
     if (embedded) embedded->shutdown();
+    // The folder once the range is known: a bad ref or an unreachable agent leaves none.
+    fs::create_directories(dir_ / "steps");
+    write_atomically(dir_ / "scenario.json", scenario_.source_text);
     save();
     out_ << "bisect " << o_.cell << ": " << j_["candidates"].size() - 1 << " commits between "
          << short_sha(j_["good"]) << " (good) and " << short_sha(j_["bad"]) << " (bad), at most "

@@ -202,20 +202,26 @@ TEST_F(Bisect, ANightsRegressionIsBisectedWithBisect) {
   EXPECT_EQ(j["first_bad"]["sha"], repo.shas["more"]);
 }
 
+// Bad input exits 2 naming the flag, and leaves no bisect folder behind.
 TEST_F(Bisect, BadInputExitsTwoNamingTheFlag) {
-  auto r = run_command({bin("loadlab"), "bisect", scenario, "--cell", "cs/t9", "--good", "good", "--bad",
-                        "bad", "--lab", lab});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output_tail.find("--cell: no cell \"cs/t9\" in the scenario; its cells: cs/t1"),
-            std::string::npos)
-      << r.output_tail;
-  r = run_command({bin("loadlab"), "bisect", scenario, "--cell", "cs/t1", "--bad", "bad", "--lab", lab});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output_tail.find("--good: is required"), std::string::npos) << r.output_tail;
-  r = run_command(
-      {bin("loadlab"), "bisect", scenario, "--cell", "cs/t1", "--good=-x", "--bad", "bad", "--lab", lab});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output_tail.find("must not begin with '-'"), std::string::npos) << r.output_tail;
+  const std::string out = (dir.path() / "refused").string();
+  auto bisect = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv{bin("loadlab"), "bisect", scenario, "--lab", lab, "--out", out};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto r = run_command(argv);
+    EXPECT_EQ(r.code, 2) << r.output_tail;
+    EXPECT_FALSE(fs::exists(out)) << r.output_tail;
+    return r.output_tail;
+  };
+  auto said = bisect({"--cell", "cs/t9", "--good", "good", "--bad", "bad"});
+  EXPECT_NE(said.find("--cell: no cell \"cs/t9\" in the scenario; its cells: cs/t1"), std::string::npos)
+      << said;
+  said = bisect({"--cell", "cs/t1", "--bad", "bad"});
+  EXPECT_NE(said.find("--good: is required"), std::string::npos) << said;
+  said = bisect({"--cell", "cs/t1", "--good=-x", "--bad", "bad"});
+  EXPECT_NE(said.find("must not begin with '-'"), std::string::npos) << said;
+  said = bisect({"--cell", "cs/t1", "--good", "no-such-ref", "--bad", "bad"});
+  EXPECT_NE(said.find("--good"), std::string::npos) << said;
 }
 
 }  // namespace loadlab::bisect_test
