@@ -56,10 +56,14 @@ class JobCgroupTest : public OnEachPath {
 };
 LOADLAB_ON_EACH_PATH(JobCgroupTest);
 
+class JobCgroupTestOnCgroups : public JobCgroupTest {};
+LOADLAB_ON_CGROUP_PATHS(JobCgroupTestOnCgroups);
+class JobCgroupTestV2 : public JobCgroupTest {};
+LOADLAB_ON_CGROUP2(JobCgroupTestV2);
+
 // An agent killed with SIGKILL leaves its (empty) job folders; the next agent removes them,
 // and only those of agents that are gone.
-TEST_P(JobCgroupTest, JobFoldersOfAgentsThatAreGoneAreSwept) {
-  if (!on_cgroup()) GTEST_SKIP() << "no job cgroups on this path";
+TEST_P(JobCgroupTestOnCgroups, JobFoldersOfAgentsThatAreGoneAreSwept) {
   const auto control = proc_control();
   pid_t dead = fork();
   if (dead == 0) _exit(0);
@@ -83,8 +87,7 @@ TEST_P(JobCgroupTest, KillAllEndsTheJobAndRemoveLeavesNothing) {
 }
 
 // Kernels before 5.14 have no cgroup.kill: the job is frozen, killed pid by pid, thawed.
-TEST_P(JobCgroupTest, WithoutCgroupKillTheFrozenJobIsKilledPidByPid) {
-  if (GetParam() != ProcControlMode::kCgroup2) GTEST_SKIP() << "cgroup.kill is a cgroup v2 file";
+TEST_P(JobCgroupTestV2, WithoutCgroupKillTheFrozenJobIsKilledPidByPid) {
   auto control = proc_control();
   control.cgroup_kill = false;
   kill_and_remove(control);

@@ -65,6 +65,15 @@ inline std::string path_name(const ::testing::TestParamInfo<ProcControlMode>& in
                                              ProcControlMode::kProcessGroup),                             \
                            path_name)
 
+// A suite whose tests hold only where jobs have cgroups: the two cgroup paths.
+#define LOADLAB_ON_CGROUP_PATHS(suite)                                                                     \
+  INSTANTIATE_TEST_SUITE_P(Paths, suite,                                                                   \
+                           ::testing::Values(ProcControlMode::kCgroup2, ProcControlMode::kCgroup1Freezer), \
+                           path_name)
+// A suite of cgroup v2's own files (cgroup.kill, cpu.stat of a job's whole life).
+#define LOADLAB_ON_CGROUP2(suite) \
+  INSTANTIATE_TEST_SUITE_P(Paths, suite, ::testing::Values(ProcControlMode::kCgroup2), path_name)
+
 // Field `n` (1-based, as proc(5) numbers them) of /proc/PID/stat; "" if the process is gone.
 inline std::string stat_field(pid_t pid, int n) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
