@@ -224,11 +224,13 @@ TEST(CapacityTruth, UniformArrivalsFindOneOverTheServiceTime) {
   TempDir dir;
   auto lab = solo_lab(dir);
   const double min = 100, max = 16 * min;  // a fifth of 1 / 2 ms to 3.2 times
-  auto cell = run_cell(dir, lab, "search",
-                       std::string(R"({"name": "uniform", "targets": [)") + kOneWorker +
-                           R"(], "matrix": {"arrivals": ["uniform"]},
+  auto cell =
+      run_cell(dir, lab, "search",
+               std::string(R"({"name": "uniform", "targets": [)") + kOneWorker +
+                   R"(], "matrix": {"arrivals": ["uniform"]},
       "load": {"threads": 1, "warmup_s": 0.3},
-      "search": {"slo": {"p90_ms": 10}, "rate": {"min": 100, "max": 1600}, "precision_pct": 2,
+      "search": {"slo": {"p90_ms": 10}, "rate": {"min": )" +
+                   std::to_string(min) + R"(, "max": )" + std::to_string(max) + R"(}, "precision_pct": 2,
                  "step_s": 2, "min_requests": 500, "validate_s": 4}})");
   ASSERT_TRUE(cell.ok()) << cell.error();
   ASSERT_EQ(cell.searches_size(), 1);
