@@ -55,7 +55,7 @@ void Connection<Transport>::next() {
   if (!slot_) slot_ = worker_.take_slot();
   const auto due = *slot_;
   if (plan.measure_end() && due >= *plan.measure_end()) return end();
-  if (due > now) {
+  if (!worker_.slot_due(due, now)) {
     waiting_ = true;
     return worker_.wait_for_slot(due, index_);
   }
@@ -117,7 +117,7 @@ void Connection<Transport>::do_write() {
   timed_out_ = false;
   sent_ = Clock::now();
   first_byte_ = {};
-  if (!worker_.open_loop()) origin_ = sent_;
+  origin_ = worker_.open_loop() ? Worker::latency_origin(origin_, sent_) : sent_;
   deadline_ = sent_ + worker_.plan().timeout;
   boost::asio::const_buffer request = boost::asio::buffer(worker_.plan().request);
   if constexpr (!Transport::kSecure) {

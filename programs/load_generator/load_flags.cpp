@@ -1,5 +1,7 @@
 #include "load_flags.hpp"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -87,6 +89,12 @@ void add_load_flags(CLI::App& app, LoadFlags& flags) {
       app.add_option("--seed", flags.seed,
                      "--arrivals poisson: the draws' seed, 0..2^64-1 (default 1): the same seed, "
                      "the same send times");
+  flags.pace_granularity_opt = app.add_option(
+      "--pace-granularity", flags.pace_granularity,
+      fmt::format("--rate: µs, 0..{:g} (default {:g}): each wake-up of a thread (its pacer or a response) "
+                  "sends every slot due within this, early (its latency then counts from its write): "
+                  "fewer wake-ups and less CPU, less even sends",
+                  loadlab::load::kMaxPaceGranularityUs, loadlab::load::kDefaultPaceGranularityUs));
   app.add_option("--warmup", flags.options.warmup_s,
                  "warm-up seconds, excluded from every figure (default 0)");
   app.add_flag("--start-on-signal", flags.options.scheduled_start,
@@ -108,6 +116,7 @@ LoadOptions load_options_from(const LoadFlags& flags) {
   if (flags.duration_opt->count()) o.duration_s = flags.duration;
   if (flags.rate_opt->count()) o.rate = flags.rate;
   if (flags.seed_opt->count()) o.seed = flags.seed;
+  if (flags.pace_granularity_opt->count()) o.pace_granularity_us = flags.pace_granularity;
   if (!flags.pace_share.empty()) {
     unsigned first = 0, total = 0;
     char slash = 0, rest = 0;

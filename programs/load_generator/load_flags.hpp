@@ -14,7 +14,7 @@ struct LoadFlags {
   LoadOptions options;  // the flags that map straight onto it
   // The ones whose absence means something (a default the validator chooses).
   std::int64_t requests = 0, total = 0;
-  double duration = 0, rate = 0;
+  double duration = 0, rate = 0, pace_granularity = 0;
   int streams = 0;
   std::uint64_t seed = 0;
   std::string pace_share;  // --pace-share FIRST/TOTAL, parsed by load_options_from
@@ -24,6 +24,7 @@ struct LoadFlags {
   CLI::Option* rate_opt = nullptr;
   CLI::Option* streams_opt = nullptr;
   CLI::Option* seed_opt = nullptr;
+  CLI::Option* pace_granularity_opt = nullptr;
   bool no_keepalive = false, json = false, json_events = false;
   std::string body_file;
 };

@@ -155,7 +155,7 @@ void validate_run_time(const LoadOptions& o) {
                                  o.warmup_s, *o.duration_s, o.warmup_s + *o.duration_s, kMaxLoadRunS));
 }
 
-// --rate, --arrivals, --seed and --pace-share.
+// --rate, --arrivals, --seed, --pace-granularity and --pace-share.
 void validate_pace(const LoadOptions& o) {
   if (o.rate && (!std::isfinite(*o.rate) || *o.rate < kMinRatePerThread * o.threads ||
                  *o.rate > kMaxRatePerThread * o.threads)) {
@@ -170,6 +170,13 @@ void validate_pace(const LoadOptions& o) {
     throw InputError("--arrivals", "poisson paces an open loop: give --rate with it");
   if (o.seed && !poisson_arrivals(o))
     throw InputError("--seed", "seeds the Poisson gaps: give it with --arrivals poisson");
+  if (o.pace_granularity_us) {
+    if (!o.rate) throw InputError("--pace-granularity", "paces an open loop: give --rate with it");
+    if (!std::isfinite(*o.pace_granularity_us) || *o.pace_granularity_us < 0 ||
+        *o.pace_granularity_us > kMaxPaceGranularityUs)
+      throw InputError("--pace-granularity", fmt::format("must be in 0..{:g} µs, got {:g}",
+                                                         kMaxPaceGranularityUs, *o.pace_granularity_us));
+  }
   if (o.pace_share) {
     const auto [first, total] = *o.pace_share;
     if (!o.rate) throw InputError("--pace-share", "shares an open loop's pace: give --rate with it");

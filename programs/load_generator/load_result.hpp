@@ -55,7 +55,8 @@ struct LoadResult {
   // delivered. `rate_held` is false when some thread began fewer than 99 % of the slots its
   // schedule had due in the window (the target or the client could not keep up).
   double achieved_rate = 0;
-  std::string arrivals;  // open loop: "uniform" or "poisson"; "" in closed loop
+  std::string arrivals;            // open loop: "uniform" or "poisson"; "" in closed loop
+  double pace_granularity_us = 0;  // open loop: --pace-granularity
   bool rate_held = true;
   // Latency in µs of measured responses, all threads merged. Open loop: from each request's
   // intended send time (corrected for coordinated omission, as wrk2 does); closed loop: from

@@ -106,6 +106,8 @@ std::string make_plan(const LoadOptions& o, const Url& url, MakeSecureClients ma
   plan.pace_threads = o.pace_share ? static_cast<int>(o.pace_share->second) : o.threads;
   plan.poisson = poisson_arrivals(o);
   plan.seed = o.seed.value_or(1);
+  plan.pace_granularity = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::micro>(pace_granularity_us_of(o)));
   plan.log_requests = !o.csv_requests.empty();
   return "";
 }
@@ -285,7 +287,10 @@ LoadResult LoadRunner::run() {
   result.threads = o.threads;
   result.connections = o.connections;
   result.rate = o.rate.value_or(0);
-  if (o.rate) result.arrivals = poisson_arrivals(o) ? proto::kPoissonArrivals : proto::kUniformArrivals;
+  if (o.rate) {
+    result.arrivals = poisson_arrivals(o) ? proto::kPoissonArrivals : proto::kUniformArrivals;
+    result.pace_granularity_us = pace_granularity_us_of(o);
+  }
   if (!invalid_.empty()) {
     result.error = invalid_;
     return result;

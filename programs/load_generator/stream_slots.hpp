@@ -55,7 +55,7 @@ struct StreamSlots {
           done = true;
           break;
         }
-        if (origin > now) {
+        if (!worker.slot_due(origin, now)) {
           if (!waiting) {
             waiting = true;
             worker.wait_for_slot(origin, lane);

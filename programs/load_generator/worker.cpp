@@ -122,7 +122,9 @@ void Worker::schedule_sweep() {
 // every completion on this thread resumes the ones that are due (resume_due), and one timer covers the
 // earliest waiter for when no completion comes first. The timer is re-armed only when a
 // waiter is earlier than its expiry, and wakes at most once per `plan.pace_gap`: under load
-// a wake-up hands out several slots instead of one, and a slot is never served early.
+// a wake-up hands out several slots instead of one. A slot is served early only by the
+// pacing granularity (slot_due): a wake-up at one slot's time serves the slots of the next
+// `plan.pace_granularity` too.
 void Worker::wait_for_slot(Clock::time_point due, int index) {
   waiters_.push_back({due, index});
   std::push_heap(waiters_.begin(), waiters_.end(),
@@ -132,7 +134,7 @@ void Worker::wait_for_slot(Clock::time_point due, int index) {
 
 void Worker::resume_due_slow(Clock::time_point now) {
   auto later = [](const Waiter& a, const Waiter& b) { return a.due > b.due; };
-  while (!waiters_.empty() && waiters_.front().due <= now) {
+  while (!waiters_.empty() && slot_due(waiters_.front().due, now)) {
     std::pop_heap(waiters_.begin(), waiters_.end(), later);
     int index = waiters_.back().index;
     waiters_.pop_back();

@@ -1,6 +1,7 @@
 #pragma once
 // One load thread: its own io_context, histogram, counters, request budget and share of
 // connections. Nothing on the request path is shared with other threads. Internal.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
@@ -107,10 +108,20 @@ class Worker {
   // Open loop, uniform: this thread's offset on the pace's grid (run_plan.hpp, `pace_threads`).
   Clock::duration pace_phase() const;
   void anchor_pace_at_window();
+  // Open loop: whether a slot at `due` is sent at `now`: it is due, or due within the pacing
+  // granularity (sent early, so that one wake-up serves the slots of the next granularity).
+  bool slot_due(Clock::time_point due, Clock::time_point now) const {
+    return due <= now + plan_.pace_granularity;
+  }
+  // Open loop: where a request's latency counts from: its slot, or its write when that came
+  // earlier (a slot sent early by the granularity).
+  static Clock::time_point latency_origin(Clock::time_point slot, Clock::time_point sent) {
+    return std::min(slot, sent);
+  }
   // Open loop: resumes every connection whose slot is due at `now`. Called from every
   // completion, so under load the slots are handed out without a timer wake-up.
   void resume_due(Clock::time_point now) {
-    if (!waiters_.empty() && waiters_.front().due <= now) resume_due_slow(now);
+    if (!waiters_.empty() && slot_due(waiters_.front().due, now)) resume_due_slow(now);
   }
   // Takes a ticket for one measured request begun at `now`; false when the budget is spent.
   bool take_ticket(Clock::time_point now);

@@ -130,6 +130,26 @@ INSTANTIATE_TEST_SUITE_P(
                   o.seed = 3;
                 },
                 "--seed: seeds the Poisson gaps: give it with --arrivals poisson"},
+        BadCase{"pace_granularity_closed_loop", [](LoadOptions& o) { o.pace_granularity_us = 100.0; },
+                "--pace-granularity: paces an open loop: give --rate with it"},
+        BadCase{"negative_pace_granularity",
+                [](LoadOptions& o) {
+                  o.rate = 100.0;
+                  o.pace_granularity_us = -1.0;
+                },
+                "--pace-granularity: must be in 0..100000 µs, got -1"},
+        BadCase{"huge_pace_granularity",
+                [](LoadOptions& o) {
+                  o.rate = 100.0;
+                  o.pace_granularity_us = 100001.0;
+                },
+                "--pace-granularity: must be in 0..100000 µs, got 100001"},
+        BadCase{"nan_pace_granularity",
+                [](LoadOptions& o) {
+                  o.rate = 100.0;
+                  o.pace_granularity_us = std::nan("");
+                },
+                "--pace-granularity: must be in 0..100000 µs"},
         BadCase{"pace_share_closed_loop", [](LoadOptions& o) { o.pace_share = std::make_pair(0u, 4u); },
                 "--pace-share: shares an open loop's pace: give --rate with it"},
         BadCase{"pace_share_too_few",

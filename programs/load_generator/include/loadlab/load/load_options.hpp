@@ -30,6 +30,9 @@ struct LoadOptions {
   // "poisson" (exponential gaps from --seed: the same seed, the same send times).
   std::string arrivals;
   std::optional<uint64_t> seed;  // --seed, poisson only; none = 1
+  // --pace-granularity: open loop, µs; a send that is due within this of now goes now, early,
+  // in the same wake-up (its latency then counts from its write). None = kDefaultPaceGranularityUs.
+  std::optional<double> pace_granularity_us;
   // --start-on-signal: after warm-up, say so (ready) and go on loading, unmeasured, until
   // SIGUSR1 names the instant the window opens (a scheduled start across load agents).
   bool scheduled_start = false;
@@ -93,6 +96,14 @@ inline bool uses_h2(const LoadOptions& options) { return options.protocol == "h2
 inline bool uses_h3(const LoadOptions& options) { return options.protocol == "h3"; }
 inline int streams_of(const LoadOptions& options) { return options.streams.value_or(1); }
 inline bool poisson_arrivals(const LoadOptions& options) { return options.arrivals == "poisson"; }
+// The open loop's pacing granularity when --pace-granularity is not given, µs (docs/load.md,
+// "Pacing granularity", says how it was chosen), and the most it may be: a tenth of a second is
+// coarser than any pace it is for. A flag of loadlab-load only (no LoadSpec field carries it).
+inline constexpr double kDefaultPaceGranularityUs = 0;
+inline constexpr double kMaxPaceGranularityUs = 100'000;
+inline double pace_granularity_us_of(const LoadOptions& options) {
+  return options.pace_granularity_us.value_or(kDefaultPaceGranularityUs);
+}
 
 // The TLS version a run forces: "1.2" or "1.3" (--tls-version, 1.3 by default).
 inline std::string_view tls_version_of(const LoadOptions& options) {
