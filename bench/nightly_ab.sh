@@ -15,6 +15,8 @@
 #   PAIRS (qps 60, instructions 3)   THRESHOLD_PCT (qps 2, instructions 1)
 #   WORK (100000)              busy-loop rounds per request at the good commit
 #   WINDOW_S (0.5)  CPUS ('{"target": "1", "load": "1"}': both on CPU 1, as bench/verdicts.sh ab)
+#   ESTIMATE (mean)            regression.ab_estimate: mean or trimmed
+#   KINDS ("ab aa")            the kinds of night each trial runs: "aa" for A/A nights only
 #   BIN (build/bin)
 #
 # Prints one line per trial and a summary per kind: nights with a regression, the change and the
@@ -29,6 +31,8 @@ STEP_PCT=${STEP_PCT:-3}
 WORK=${WORK:-100000}
 WINDOW_S=${WINDOW_S:-0.5}
 CPUS=${CPUS:-'{"target": "1", "load": "1"}'}
+ESTIMATE=${ESTIMATE:-mean}
+KINDS=${KINDS:-ab aa}
 if [ "$MODE" = instructions ]; then PAIRS=${PAIRS:-3}; THRESHOLD_PCT=${THRESHOLD_PCT:-1}
 else PAIRS=${PAIRS:-60}; THRESHOLD_PCT=${THRESHOLD_PCT:-2}; fi
 BIN=${BIN:-build/bin}
@@ -65,7 +69,8 @@ scenario() {
 {"name": "nightly-ab-bench", "targets": [{"name": "cs", "catalog": "cs", "commit": "nightly"}],
  "matrix": {"threads": [1]}, "load": {"duration_s": $WINDOW_S, "warmup_s": 0.2}, $extra
  "repetitions": $PAIRS, "placement": {"cpus": $CPUS},
- "regression": {$metric, "threshold_pct": $THRESHOLD_PCT, "ab_last_good": "all"}}
+ "regression": {$metric, "threshold_pct": $THRESHOLD_PCT, "ab_last_good": "all",
+                "ab_estimate": "$ESTIMATE"}}
 JSON
 }
 
@@ -85,7 +90,7 @@ if [ ! -f "$OUT/base.db" ]; then
   rm -rf "$OUT/base" && night base "$OUT/base.tmp.db" && mv "$OUT/base.tmp.db" "$OUT/base.db"
 fi
 for i in $(seq 1 "$TRIALS"); do
-  for kind in ab aa; do
+  for kind in $KINDS; do
     name=$kind-$(printf '%03d' "$i")
     [ -f "$OUT/$name/result.json" ] && grep -q '"finished_at"' "$OUT/$name/result.json" && continue
     rm -rf "${OUT:?}/$name"
@@ -102,9 +107,9 @@ print(f'{sys.argv[2]}: {c["verdict"]:12s} change {c.get("change_pct", float("nan
 PY
   done
 done
-python3 - "$OUT" "$MODE" "$STEP_PCT" "$THRESHOLD_PCT" "$PAIRS" <<'PY'
+python3 - "$OUT" "$MODE" "$STEP_PCT" "$THRESHOLD_PCT" "$PAIRS" "$ESTIMATE" <<'PY'
 import glob, json, os, statistics, sys
-out, mode, step, threshold, pairs = sys.argv[1:]
+out, mode, step, threshold, pairs, estimate = sys.argv[1:]
 for kind in ("aa", "ab"):
     rows = []
     for f in sorted(glob.glob(f"{out}/{kind}-*/result.json")):
@@ -116,7 +121,8 @@ for kind in ("aa", "ab"):
     if not rows: continue
     alarms = sum(r[0] == "regression" for r in rows)
     ch = [r[1] for r in rows if r[1] is not None]; md = [r[2] for r in rows if r[2] is not None]
-    print(f"{kind}: {len(rows)} nights ({mode}, step {step} %, threshold {threshold} %, {pairs} pairs), "
+    print(f"{kind}: {len(rows)} nights ({mode}, step {step} %, threshold {threshold} %, {pairs} pairs, "
+          f"{estimate}), "
           f"{alarms} regression ({100 * alarms / len(rows):.0f} %), {sum(not r[4] for r in rows)} without an A/B; "
           f"change median {statistics.median(ch):+.2f} % ({min(ch):+.2f} .. {max(ch):+.2f}), "
           f"mdc median {statistics.median(md):.2f} % ({min(md):.2f} .. {max(md):.2f}); "
