@@ -31,23 +31,52 @@ std::vector<long long> origins(const std::vector<testing::Row>& rows) {
   return starts;
 }
 
+// How the origins sit against slots every `slot_us` (the i-th origin against slot i): off their
+// slot by more than the CSV's rounding, after it, more than `granularity_us` before it, and over
+// 100 µs before it.
+struct AgainstSlots {
+  size_t off = 0, late = 0, too_early = 0, early = 0;
+};
+AgainstSlots against_slots(const std::vector<long long>& origin, long long slot_us,
+                           long long granularity_us) {
+  AgainstSlots a;
+  for (size_t i = 0; i < origin.size(); ++i) {
+    const long long slot = slot_us * static_cast<long long>(i);
+    a.off += std::llabs(origin[i] - slot) > 1;
+    a.late += origin[i] > slot + 1;
+    a.too_early += origin[i] < slot - granularity_us - 1;
+    a.early += origin[i] < slot - 100;
+  }
+  return a;
+}
+
+// HTTP/1.1 over 20 connections, or h2c over one connection of 20 streams.
+LoadOptions options(const std::string& url, const std::string& protocol) {
+  LoadOptions o;
+  o.url = url;
+  o.protocol = protocol;
+  o.connections = protocol == "h2" ? 1 : 20;
+  if (protocol == "h2") o.streams = 20;
+  o.rate = 2000;
+  o.duration_s = 2;
+  return o;
+}
+
+class PacingTruth : public ::testing::TestWithParam<std::string> {};
+
 // 2 000 requests a second are a slot every 500 µs. At granularity 0 every request counts from
 // its own slot. At 2 ms a wake-up of the thread (the pacer's timer, or a response) sends every
 // slot due within the next 2 ms: a request is sent at most 2 ms early, and one sent early counts
-// from its write, so against a 1 ms server with enough connections for every batch no latency
-// reads less than the server's 1 ms. Both hold the rate (the server's own count).
-TEST(PacingTruth, AGranularitySendsSlotsEarlyWithinItAndCountsFromTheWrite) {
+// from its write, so against a 1 ms server with enough connections (streams) for every batch no
+// latency reads less than the server's 1 ms. Both hold the rate (the server's own count).
+TEST_P(PacingTruth, AGranularitySendsSlotsEarlyWithinItAndCountsFromTheWrite) {
   TargetProcess target({"--threads", "1", "--delay-ms", "1"});
   ASSERT_NE(target.port(), 0);
-  LoadOptions o;
-  o.url = target.url();
-  o.connections = 20;
-  o.rate = 2000;
-  o.duration_s = 2;
+  LoadOptions o = options(target.url(), GetParam());
   o.pace_granularity_us = 0;
-  auto even = testing::run_with_csv(o, "pacing-0");
+  auto even = testing::run_with_csv(o, "pacing-0-" + GetParam());
   o.pace_granularity_us = 2000;
-  auto coarse = testing::run_with_csv(o, "pacing-2000");
+  auto coarse = testing::run_with_csv(o, "pacing-2000-" + GetParam());
   auto seen = target.stop();
   ASSERT_TRUE(seen.has_value());
   for (const auto* run : {&even, &coarse}) {
@@ -59,25 +88,16 @@ TEST(PacingTruth, AGranularitySendsSlotsEarlyWithinItAndCountsFromTheWrite) {
   }
   // Every measured request reached the server; no more than those in flight at each end besides.
   EXPECT_GE(*seen, even.result.requests + coarse.result.requests);
-  EXPECT_LE(*seen, even.result.requests + coarse.result.requests + 4 * o.connections);
-  const auto at_slot = origins(even.rows), sent = origins(coarse.rows);
-  ASSERT_GT(at_slot.size(), 3900u);
-  ASSERT_GT(sent.size(), 3900u);
-  size_t off_slot = 0, too_early = 0, late = 0, early = 0;
-  for (size_t i = 0; i < at_slot.size(); ++i)
-    off_slot += std::llabs(at_slot[i] - 500 * static_cast<long long>(i)) > 1;
-  for (size_t i = 0; i < sent.size(); ++i) {
-    const long long slot = 500 * static_cast<long long>(i);
-    late += sent[i] > slot + 1;
-    too_early += sent[i] < slot - 2000 - 1;
-    early += sent[i] < slot - 100;
-  }
-  EXPECT_EQ(off_slot, 0u) << "granularity 0: requests not counted from their slot";
-  EXPECT_EQ(late, 0u) << "granularity 2 ms: requests counted from after their slot";
-  EXPECT_EQ(too_early, 0u) << "granularity 2 ms: requests sent more than 2 ms early";
+  EXPECT_LE(*seen, even.result.requests + coarse.result.requests + 80);
+  ASSERT_GT(even.rows.size(), 3900u);
+  ASSERT_GT(coarse.rows.size(), 3900u);
+  EXPECT_EQ(against_slots(origins(even.rows), 500, 0).off, 0u) << "granularity 0: not counted from the slot";
+  const AgainstSlots sent = against_slots(origins(coarse.rows), 500, 2000);
+  EXPECT_EQ(sent.late, 0u) << "granularity 2 ms: requests counted from after their slot";
+  EXPECT_EQ(sent.too_early, 0u) << "granularity 2 ms: requests sent more than 2 ms early";
   // Responses come every 500 µs, each a wake-up that sends the slots of the next 2 ms: most go
   // early.
-  EXPECT_GT(early, sent.size() / 2) << "granularity 2 ms: requests sent over 100 µs early";
+  EXPECT_GT(sent.early, coarse.rows.size() / 2) << "granularity 2 ms: requests sent over 100 µs early";
   // The summary says so.
   EXPECT_NE(format_summary(coarse.result, o).find("uniform arrivals, sent up to 2000 µs early;"),
             std::string::npos)
@@ -86,5 +106,8 @@ TEST(PacingTruth, AGranularitySendsSlotsEarlyWithinItAndCountsFromTheWrite) {
   EXPECT_NE(format_summary(even.result, o).find("uniform arrivals; uncorrected"), std::string::npos)
       << format_summary(even.result, o);
 }
+
+INSTANTIATE_TEST_SUITE_P(Protocols, PacingTruth, ::testing::Values("http1", "h2"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace loadlab::load::pacing_truth
