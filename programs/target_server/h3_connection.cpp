@@ -576,7 +576,7 @@ void H3Connection::wait_then_close() {
   abandon_requests();
   responder_.stop();
   watchdog_.cancel();
-  expiry_at_ = Clock::time_point::max();
+  expiry_at_ = timer_at_ = Clock::time_point::max();
   expiry_timer_.expires_after(std::chrono::nanoseconds(3 * ngtcp2_conn_get_pto(conn_)));
   expiry_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (!ec) self->close_now();
@@ -595,19 +595,29 @@ void H3Connection::close_now() {
   server_.remove(*this);  // may drop the last reference but the caller's
 }
 
+// After every flush. Most packets move QUIC's timers later (an ACK pushes the loss and idle
+// timers back): then the pending wait is left as it is, and wakes early to wait again for the
+// new expiry (on_expiry), rather than re-programming the kernel's timer for every packet. Only
+// an earlier expiry moves the wait.
 void H3Connection::arm_expiry() {
   if (closed_ || closing_ || draining_) return;
   const auto expiry = ngtcp2_conn_get_expiry(conn_);
-  if (expiry == UINT64_MAX) return;
-  const Clock::time_point at = quic::time_point(expiry);
-  if (at == expiry_at_) return;
-  expiry_at_ = at;
-  expiry_timer_.expires_at(at);  // cancels a later wait, whose handler sees operation_aborted
+  expiry_at_ = expiry == UINT64_MAX ? Clock::time_point::max() : quic::time_point(expiry);
+  if (timer_at_ <= expiry_at_) return;
+  wait_for_expiry();
+}
+
+void H3Connection::wait_for_expiry() {
+  timer_at_ = expiry_at_;
+  expiry_timer_.expires_at(timer_at_);  // cancels a later wait, whose handler sees operation_aborted
   expiry_timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->on_expiry(ec); });
 }
 
 void H3Connection::on_expiry(beast::error_code ec) {
   if (ec || closed_ || closing_ || draining_) return;
+  timer_at_ = Clock::time_point::max();
+  if (expiry_at_ == Clock::time_point::max()) return;       // no timer runs any more
+  if (Clock::now() < expiry_at_) return wait_for_expiry();  // moved later since the wait began
   expiry_at_ = Clock::time_point::max();
   const int rv = ngtcp2_conn_handle_expiry(conn_, timestamp());
   if (rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT) {

@@ -89,6 +89,7 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   void abandon_requests();
   void close_now();
   void arm_expiry();
+  void wait_for_expiry();
   void on_expiry(boost::beast::error_code ec);
   void send(const ngtcp2_path& path, const std::uint8_t* data, std::size_t size);
   void stream_written(std::int64_t stream_id, bool fin_sent);
@@ -127,7 +128,8 @@ class H3Connection : public std::enable_shared_from_this<H3Connection> {
   Random random_;
   boost::asio::steady_timer expiry_timer_;  // QUIC's timers; then the closing or draining period
   boost::asio::steady_timer watchdog_;      // read timeouts
-  Clock::time_point expiry_at_ = Clock::time_point::max();
+  Clock::time_point expiry_at_ = Clock::time_point::max();  // when QUIC's timers next expire
+  Clock::time_point timer_at_ = Clock::time_point::max();   // when the pending expiry wait wakes
   Clock::time_point watchdog_at_ = Clock::time_point::max();
   // Requests asking CPU work are answered in turns (answer.hpp's kTurnBudget): one batch of
   // datagrams can complete a thousand of them.

@@ -86,6 +86,10 @@ beast::error_code H3Server::listen(const udp::endpoint& endpoint) {
   if (ec) return ec;
   socket_.bind(endpoint, ec);
   if (ec) return ec;
+  // The datagrams queued behind the one a wait delivered are read without waiting
+  // (on_receive): a read of an empty queue says so (would_block) rather than blocking.
+  socket_.non_blocking(true, ec);
+  if (ec) return ec;
   local_ = socket_.local_endpoint(ec);
   return ec;
 }
@@ -124,10 +128,10 @@ void H3Server::on_receive(beast::error_code ec, std::size_t bytes) {
     return do_receive();
   }
   on_datagram(buffer_.data(), bytes);
-  // More datagrams already queued are read now, without a wait each.
+  // More datagrams already queued are read now, without a wait each, until a read finds none
+  // (would_block; or an ICMP error of a client gone, which that read takes).
   for (int i = 1; i < kMaxBatch; ++i) {
     beast::error_code more;
-    if (socket_.available(more) == 0 || more) break;
     const auto n = socket_.receive_from(net::buffer(buffer_), sender_, 0, more);
     if (more) break;
     on_datagram(buffer_.data(), n);
