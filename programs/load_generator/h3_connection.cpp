@@ -574,19 +574,20 @@ void H3Connection::on_writable(const error_code& ec) {
   write_packets();
 }
 
+// After every write. Most packets move QUIC's timers later (an ACK pushes the loss and idle
+// timers back): then the pending wait is left as it is, and wakes early to wait again for the
+// new expiry (on_timer), rather than re-programming the kernel's timer for every packet. Only
+// an earlier expiry moves the wait.
 void H3Connection::arm_timer() {
-  ngtcp2_tstamp expiry = ngtcp2_conn_get_expiry(conn_);
-  if (expiry == UINT64_MAX) {
-    if (armed_) {
-      armed_.reset();
-      timer_.cancel();
-    }
-    return;
-  }
-  Clock::time_point at = quic::time_point(expiry);
-  if (armed_ && *armed_ == at) return;
-  armed_ = at;
-  timer_.expires_at(at);  // cancels a wait for an older expiry
+  const ngtcp2_tstamp expiry = ngtcp2_conn_get_expiry(conn_);
+  expiry_ = expiry == UINT64_MAX ? std::nullopt : std::optional(quic::time_point(expiry));
+  if (!expiry_ || (armed_ && *armed_ <= *expiry_)) return;
+  wait_for_expiry();
+}
+
+void H3Connection::wait_for_expiry() {
+  armed_ = expiry_;
+  timer_.expires_at(*armed_);  // cancels a wait for a later expiry
   ++timer_waits_;
   timer_.async_wait([this](const error_code& ec) { on_timer(ec); });
 }
@@ -596,6 +597,8 @@ void H3Connection::on_timer(const error_code& ec) {
   if (ec == asio::error::operation_aborted) return maybe_closed();
   armed_.reset();
   if (!conn_ || (state_ != State::kConnecting && state_ != State::kOpen)) return maybe_closed();
+  if (!expiry_) return;                                   // no QUIC timer runs any more
+  if (Clock::now() < *expiry_) return wait_for_expiry();  // moved later since the wait began
   if (int rv = ngtcp2_conn_handle_expiry(conn_, now_ts()); rv != 0) return connection_failed(rv);
   write_packets();
 }

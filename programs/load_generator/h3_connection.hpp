@@ -88,6 +88,7 @@ class H3Connection final : public MultiplexedConnection<H3Connection, H3Slot> {
   bool send_packet(const uint8_t* data, size_t size);
   void on_writable(const boost::system::error_code& ec);
   void arm_timer();
+  void wait_for_expiry();
   void on_timer(const boost::system::error_code& ec);
   void stream_closed(Slot& slot, uint64_t app_error_code);
   // A failure of the QUIC connection (its error is in `failure`, its kind in `kind`).
@@ -115,6 +116,7 @@ class H3Connection final : public MultiplexedConnection<H3Connection, H3Slot> {
   Clock::time_point handshake_started_{};
   Clock::time_point deadline_ = Clock::time_point::max();  // the handshake's
   std::optional<Clock::time_point> armed_;                 // the pending timer wait's expiry
+  std::optional<Clock::time_point> expiry_;                // when QUIC's timers next expire
   // --tls-resume: the newest session ticket and, for --zero-rtt, the server's transport
   // parameters, both from the previous connection.
   std::vector<unsigned char> ticket_;
