@@ -1,6 +1,7 @@
 #pragma once
 // Connection's definitions (connection.hpp), for each transport's instantiation: PlainTransport's
 // in connection.cpp (loadlab_load), TlsTransport's in tls_connections.cpp (loadlab_load_secure).
+#include <algorithm>
 #include <boost/asio/error.hpp>
 #include <boost/beast/http/error.hpp>
 #include <limits>
@@ -70,12 +71,14 @@ void Connection<Transport>::resume(Clock::time_point now) {
 }
 
 // `origin`: the intended send time in open loop; now in closed loop (then re-set at the write).
+// Open loop, a slot begun early (--pace-granularity): latency counts from now, its connect or
+// its write, never from its later slot; its ticket is dated at its slot, where the pace put it.
 template <class Transport>
 void Connection<Transport>::begin(Clock::time_point origin, Clock::time_point now) {
-  origin_ = origin;
+  origin_ = Worker::latency_origin(origin, now);
   slot_.reset();
   measured_ = origin >= worker_.plan().measure_start();
-  if (measured_ && !worker_.take_ticket(now)) return end();
+  if (measured_ && !worker_.take_ticket(std::max(origin, now))) return end();
   if (connected_)
     do_write();
   else
@@ -117,7 +120,7 @@ void Connection<Transport>::do_write() {
   timed_out_ = false;
   sent_ = Clock::now();
   first_byte_ = {};
-  origin_ = worker_.open_loop() ? Worker::latency_origin(origin_, sent_) : sent_;
+  if (!worker_.open_loop()) origin_ = sent_;
   deadline_ = sent_ + worker_.plan().timeout;
   boost::asio::const_buffer request = boost::asio::buffer(worker_.plan().request);
   if constexpr (!Transport::kSecure) {

@@ -92,7 +92,7 @@ void add_load_flags(CLI::App& app, LoadFlags& flags) {
   flags.pace_granularity_opt = app.add_option(
       "--pace-granularity", flags.pace_granularity,
       fmt::format("--rate: µs, 0..{:g} (default {:g}): each wake-up of a thread (its pacer or a response) "
-                  "sends every slot due within this, early (its latency then counts from its write): "
+                  "sends every slot due within this, early (its latency then counts from when it began): "
                   "fewer wake-ups and less CPU, less even sends",
                   loadlab::load::kMaxPaceGranularityUs, loadlab::load::kDefaultPaceGranularityUs));
   app.add_option("--warmup", flags.options.warmup_s,

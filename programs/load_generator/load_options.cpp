@@ -176,6 +176,11 @@ void validate_pace(const LoadOptions& o) {
         *o.pace_granularity_us > kMaxPaceGranularityUs)
       throw InputError("--pace-granularity", fmt::format("must be in 0..{:g} µs, got {:g}",
                                                          kMaxPaceGranularityUs, *o.pace_granularity_us));
+    // A window placed later re-anchors the pace (anchor_pace_at_window): slots its first
+    // granularity sent early, before the signal, would be counted as due in it and not sent.
+    if (*o.pace_granularity_us > 0 && o.scheduled_start)
+      throw InputError("--pace-granularity",
+                       "must be 0 with --start-on-signal (the window re-anchors the pace)");
   }
   if (o.pace_share) {
     const auto [first, total] = *o.pace_share;

@@ -122,9 +122,7 @@ class MultiplexedConnection : public ClientConnection {
     s.stream_id = id;
     s.state = Slot::State::kOpen;
     s.sent = now;
-    // Closed loop: latency from the submission; open loop: from the slot, or the submission
-    // when the pacing granularity sent it early.
-    s.origin = worker_.open_loop() ? Worker::latency_origin(s.origin, now) : now;
+    if (!worker_.open_loop()) s.origin = now;  // closed loop: latency from the submission
     s.deadline = now + worker_.plan().timeout;
     s.first_byte = {};
     s.status = 0;

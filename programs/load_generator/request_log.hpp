@@ -14,7 +14,8 @@ namespace loadlab::load {
 struct RequestRecord {
   static constexpr uint64_t kMaxBytes = (uint64_t{1} << 46) - 1;  // 64 TiB
 
-  int64_t start_offset_us;  // the latency's origin (intended send time in open loop), from measure start
+  int64_t start_offset_us;  // the latency's origin (open loop: intended send time, or when begun if earlier),
+                            // from measure start
   uint32_t total_us;        // origin to completion (response or failure): the request's latency
   uint32_t connect_us;      // TCP connect this request paid; 0 on a reused connection
   uint32_t tls_us;          // TLS handshake this request paid; 0 on a reused connection or http://

@@ -100,9 +100,9 @@ struct RunPlan {
   // is served on time. Each wake-up re-programs a kernel timer, which costs a VM exit on
   // virtual machines: a wake-up per slot was what held the open loop below the closed one.
   Clock::duration pace_gap = std::chrono::microseconds(20);
-  // Open loop (--pace-granularity): a slot due within this of now is sent now, early, so one
+  // Open loop (--pace-granularity): a slot due within this of now is begun now, early, so one
   // wake-up sends every slot of the next `pace_granularity`; an early request's latency counts
-  // from its write (never from a time before it was sent). 0: no slot is sent early.
+  // from when it began (its connect or its write), never from its later slot. 0: none early.
   Clock::duration pace_granularity{};
   bool log_requests = false;  // --csv-requests: keep one record per measured request
 };

@@ -4,6 +4,7 @@
 // (queued) and how many are on it (open), and the loop that begins requests, closed or open
 // (--rate), shared by both protocols so they pace and budget alike. `Slot` has `state`
 // (kFree, kQueued, kOpen), `origin` and `measured`. Lives on its worker's thread.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -65,7 +66,8 @@ struct StreamSlots {
         slot.reset();
       }
       const bool measured = origin >= plan.measure_start();
-      if (measured && !worker.take_ticket(now)) {
+      // A slot begun early (--pace-granularity): its ticket is dated at its slot.
+      if (measured && !worker.take_ticket(std::max(origin, now))) {
         done = true;
         break;
       }
@@ -74,7 +76,7 @@ struct StreamSlots {
       Slot& s = slots_[static_cast<std::size_t>(i)];
       s = Slot{};
       s.state = Slot::State::kQueued;
-      s.origin = origin;
+      s.origin = Worker::latency_origin(origin, now);  // begun early: from now, its connect or submission
       s.measured = measured;
       queued.push_back(i);
     }

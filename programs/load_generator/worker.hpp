@@ -113,10 +113,11 @@ class Worker {
   bool slot_due(Clock::time_point due, Clock::time_point now) const {
     return due <= now + plan_.pace_granularity;
   }
-  // Open loop: where a request's latency counts from: its slot, or its write when that came
-  // earlier (a slot sent early by the granularity).
-  static Clock::time_point latency_origin(Clock::time_point slot, Clock::time_point sent) {
-    return std::min(slot, sent);
+  // Open loop: where a request's latency counts from: its slot, or when it began (its connect
+  // or its write) if that came earlier (a slot begun early by the granularity). Closed loop:
+  // `slot` is the time it began.
+  static Clock::time_point latency_origin(Clock::time_point slot, Clock::time_point began) {
+    return std::min(slot, began);
   }
   // Open loop: resumes every connection whose slot is due at `now`. Called from every
   // completion, so under load the slots are handed out without a timer wake-up.

@@ -3,6 +3,7 @@
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -86,10 +87,6 @@ beast::error_code H3Server::listen(const udp::endpoint& endpoint) {
   if (ec) return ec;
   socket_.bind(endpoint, ec);
   if (ec) return ec;
-  // The datagrams queued behind the one a wait delivered are read without waiting
-  // (on_receive): a read of an empty queue says so (would_block) rather than blocking.
-  socket_.non_blocking(true, ec);
-  if (ec) return ec;
   local_ = socket_.local_endpoint(ec);
   return ec;
 }
@@ -129,12 +126,14 @@ void H3Server::on_receive(beast::error_code ec, std::size_t bytes) {
   }
   on_datagram(buffer_.data(), bytes);
   // More datagrams already queued are read now, without a wait each, until a read finds none
-  // (would_block; or an ICMP error of a client gone, which that read takes).
+  // (MSG_DONTWAIT for this read only: the socket's sends still wait for room).
   for (int i = 1; i < kMaxBatch; ++i) {
-    beast::error_code more;
-    const auto n = socket_.receive_from(net::buffer(buffer_), sender_, 0, more);
-    if (more) break;
-    on_datagram(buffer_.data(), n);
+    socklen_t length = static_cast<socklen_t>(sender_.capacity());
+    const ssize_t n = ::recvfrom(socket_.native_handle(), buffer_.data(), buffer_.size(), MSG_DONTWAIT,
+                                 sender_.data(), &length);
+    if (n < 0) break;  // none queued (or an error, which the next wait reports)
+    sender_.resize(length);
+    on_datagram(buffer_.data(), static_cast<std::size_t>(n));
   }
   auto touched = std::move(touched_);
   touched_.clear();

@@ -150,6 +150,14 @@ INSTANTIATE_TEST_SUITE_P(
                   o.pace_granularity_us = std::nan("");
                 },
                 "--pace-granularity: must be in 0..100000 µs"},
+        BadCase{"pace_granularity_scheduled_start",
+                [](LoadOptions& o) {
+                  o.rate = 100.0;
+                  o.duration_s = 1.0;
+                  o.scheduled_start = true;
+                  o.pace_granularity_us = 500.0;
+                },
+                "--pace-granularity: must be 0 with --start-on-signal"},
         BadCase{"pace_share_closed_loop", [](LoadOptions& o) { o.pace_share = std::make_pair(0u, 4u); },
                 "--pace-share: shares an open loop's pace: give --rate with it"},
         BadCase{"pace_share_too_few",

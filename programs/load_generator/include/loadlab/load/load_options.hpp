@@ -31,7 +31,7 @@ struct LoadOptions {
   std::string arrivals;
   std::optional<uint64_t> seed;  // --seed, poisson only; none = 1
   // --pace-granularity: open loop, µs; a send that is due within this of now goes now, early,
-  // in the same wake-up (its latency then counts from its write). None = kDefaultPaceGranularityUs.
+  // in the same wake-up (its latency then counts from when it began). None = kDefaultPaceGranularityUs.
   std::optional<double> pace_granularity_us;
   // --start-on-signal: after warm-up, say so (ready) and go on loading, unmeasured, until
   // SIGUSR1 names the instant the window opens (a scheduled start across load agents).
