@@ -1,9 +1,15 @@
 #include "worker.hpp"
 
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <system_error>
 
 #include "connection.hpp"
 #include "h2_connection.hpp"
@@ -19,13 +25,17 @@ Worker::Worker(const RunPlan& plan, RunState& state, int index, int connections,
     : plan_(plan),
       state_(state),
       index_(index),
+      mail_fd_(ioc_.get_executor()),
       sweep_timer_(ioc_),
       end_timer_(ioc_),
-      pace_timer_(ioc_),
+      pace_fd_(ioc_.get_executor()),
       budget_(budget) {
   // Timeouts are enforced by a sweep; its period bounds how late a timeout fires.
   sweep_interval_ = std::clamp<Clock::duration>(plan.timeout / 10, std::chrono::milliseconds(1),
                                                 std::chrono::milliseconds(100));
+  const int mail = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (mail < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  mail_fd_.assign(mail);
   connections_.reserve(connections);
   for (int i = 0; i < connections; ++i) {
     if (plan.secure)
@@ -42,6 +52,9 @@ Worker::Worker(const RunPlan& plan, RunState& state, int index, int connections,
                                         static_cast<uint64_t>(plan.first_thread + index))
                              : Schedule(plan.pace_start + pace_phase(), plan.rate_per_thread);
     waiters_.reserve(connections);
+    const int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "timerfd_create");
+    pace_fd_.assign(fd);
   }
 }
 
@@ -52,6 +65,7 @@ void Worker::run() {
   if (active_ == 0) return;
   arm_end_timer();
   schedule_sweep();
+  wait_for_mail();
   for (auto& c : connections_) c->start();
   ioc_.run();
   publish();
@@ -88,21 +102,44 @@ void Worker::anchor_pace_at_window() {
   next_slot_ = schedule_.first_slot_at(last + std::chrono::nanoseconds(1));
 }
 
-void Worker::post_window_placed() {
-  asio::post(ioc_, [this] {
-    arm_end_timer();
-    anchor_pace_at_window();
-  });
+void Worker::post_window_placed() { send_mail(mail_window_); }
+
+void Worker::post_stop() { send_mail(mail_stop_); }
+
+// Any thread. The flag is set before the write, so the worker that reads the eventfd sees it.
+void Worker::send_mail(std::atomic<bool>& flag) {
+  flag.store(true, std::memory_order_release);
+  const uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(mail_fd_.native_handle(), &one, sizeof one);
 }
 
-void Worker::post_stop() {
-  asio::post(ioc_, [this] { stop_now(); });
+void Worker::wait_for_mail() {
+  mail_fd_.async_wait(boost::asio::posix::descriptor_base::wait_read,
+                      [this](const boost::system::error_code& ec) { on_mail(ec); });
+}
+
+void Worker::on_mail(const boost::system::error_code& ec) {
+  if (ec || active_ == 0) return;  // every connection is done: run() may return
+  uint64_t count = 0;
+  [[maybe_unused]] auto read = ::read(mail_fd_.native_handle(), &count, sizeof count);
+  if (mail_window_.exchange(false, std::memory_order_acquire)) {
+    arm_end_timer();
+    anchor_pace_at_window();
+  }
+  if (mail_stop_.exchange(false, std::memory_order_acquire)) stop_now();
+  if (active_ > 0) wait_for_mail();
 }
 
 void Worker::stop_now() {
   if (stopping_) return;
   stopping_ = true;
   for (auto& c : connections_) c->stop();
+  cancel_pacer();  // no slot is sent after the stop
+}
+
+void Worker::cancel_pacer() {
+  boost::system::error_code ignored;
+  if (pace_fd_.is_open()) pace_fd_.cancel(ignored);
 }
 
 void Worker::schedule_sweep() {
@@ -147,12 +184,30 @@ void Worker::arm_pacer() {
   auto at = std::max(waiters_.front().due, last_pace_ + plan_.pace_gap);
   if (pace_armed_ && *pace_armed_ <= at) return;  // the pending wake-up comes first
   pace_armed_ = at;
-  pace_timer_.expires_at(at);  // cancels a later pending wait: its handler sees operation_aborted
-  pace_timer_.async_wait([this](const boost::system::error_code& ec) { on_pace(ec); });
+  set_pace_timer(at);
+  if (pace_waiting_) return;  // the pending wait sees the new expiry
+  pace_waiting_ = true;
+  pace_fd_.async_wait(boost::asio::posix::descriptor_base::wait_read, PaceHandler{this});
 }
 
+// Setting the timer also clears an expiry not yet read, so the fd turns readable again (an
+// edge for the reactor's edge-triggered epoll) exactly when `at` comes. An `at` already past
+// expires at once.
+void Worker::set_pace_timer(Clock::time_point at) {
+  const int64_t ns = std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count());
+  itimerspec spec{};
+  spec.it_value.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+  spec.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+  if (::timerfd_settime(pace_fd_.native_handle(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
+    throw std::system_error(errno, std::generic_category(), "timerfd_settime");
+}
+
+// A wake-up may come early (an expiry of an earlier setting, seen after the timer was set
+// later): only the slots due are resumed, and the pacer is armed again for the rest.
 void Worker::on_pace(const boost::system::error_code& ec) {
-  if (ec) return;  // re-armed earlier, or stopping
+  pace_waiting_ = false;
+  if (ec) return;  // stopping
   pace_armed_.reset();
   last_pace_ = Clock::now();
   resume_due(last_pace_);
@@ -292,7 +347,9 @@ void Worker::on_connection_done() {
   if (--active_ > 0) return;
   sweep_timer_.cancel();
   end_timer_.cancel();
-  pace_timer_.cancel();
+  cancel_pacer();
+  boost::system::error_code ignored;
+  mail_fd_.cancel(ignored);
 }
 
 }  // namespace loadlab::load

@@ -5,12 +5,14 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "complete_response.hpp"
+#include "handler_memory.hpp"
 #include "load_result.hpp"
 #include "loadlab/shared/histogram.hpp"
 #include "request_log.hpp"
@@ -151,7 +153,16 @@ class Worker {
   void arm_end_timer();  // -d: the window's end stops the worker
   void resume_due_slow(Clock::time_point now);
   void arm_pacer();
+  void set_pace_timer(Clock::time_point at);
+  void cancel_pacer();
   void on_pace(const boost::system::error_code& ec);
+  // The pacer's wake-up: its operation is allocated from pace_memory_, never the heap.
+  struct PaceHandler {
+    Worker* worker;
+    using allocator_type = HandlerAllocator<void>;
+    allocator_type get_allocator() const noexcept { return allocator_type(worker->pace_memory_); }
+    void operator()(const boost::system::error_code& ec) const { worker->on_pace(ec); }
+  };
   bool counts(bool measured, Clock::time_point done);
   bool in_window(Clock::time_point t) const;
   void log_request(Clock::time_point origin, Clock::time_point done, int64_t first_byte_us, int status,
@@ -161,12 +172,26 @@ class Worker {
   const RunPlan& plan_;
   RunState& state_;
   const int index_;  // this worker's thread among the run's
-  // Only this worker's thread does I/O on its sockets and timers; other threads only post()
-  // (the scheduler keeps its lock), so the reactor's per-descriptor locks can go.
-  boost::asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  // Only this worker's thread touches its io_context: other threads leave their requests in the
+  // mailbox below, so neither the scheduler nor the reactor takes a lock.
+  boost::asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE};
+  // The mailbox: what other threads ask (post_stop, post_window_placed), as flags, and an
+  // eventfd they write to wake the worker, which waits on it through its reactor.
+  using Descriptor = boost::asio::posix::basic_stream_descriptor<boost::asio::io_context::executor_type>;
+  Descriptor mail_fd_;
+  std::atomic<bool> mail_stop_{false};
+  std::atomic<bool> mail_window_{false};
+  void wait_for_mail();
+  void on_mail(const boost::system::error_code& ec);
+  void send_mail(std::atomic<bool>& flag);
   boost::asio::steady_timer sweep_timer_;
   boost::asio::steady_timer end_timer_;
-  boost::asio::steady_timer pace_timer_;
+  // Open loop: the pacer's timer, a timerfd of the worker's own waited on through the reactor:
+  // one timerfd_settime a wake-up and no timer queue, where an Asio timer takes the timer
+  // queue's lock, reads the clock four times and programs the kernel's timer twice.
+  Descriptor pace_fd_;
+  HandlerMemory pace_memory_;
+  bool pace_waiting_ = false;  // a wait on pace_fd_ is pending
   Schedule schedule_;
   int64_t next_slot_ = 0;  // open loop: the first slot no connection has taken
   CompleteResponseReader response_reader_;
@@ -176,7 +201,7 @@ class Worker {
     int index;
   };
   std::vector<Waiter> waiters_;
-  std::optional<Clock::time_point> pace_armed_;  // expiry of the pending pacer wait
+  std::optional<Clock::time_point> pace_armed_;  // when pace_fd_ expires, if it is set
   Clock::time_point last_pace_{};                // when the pacer last woke
   Clock::duration sweep_interval_;
   std::vector<std::unique_ptr<ClientConnection>> connections_;
