@@ -127,10 +127,11 @@ void place_windows(const LoadOptions& o, Clock::time_point start, RunPlan& plan)
   plan.window.place(plan.warmup_end, end);
 }
 
-// Descriptors: one per connection, plus stdio, epoll and eventfds per thread and a margin.
+// Descriptors: one per connection, plus per thread its epoll, the reactor's interrupter and
+// timerfd, the worker's mailbox and pacer (worker.hpp), and a margin for stdio and the rest.
 void check_open_files(const LoadOptions& o) {
   const int64_t fd_limit = raise_open_files_limit();
-  const int64_t fds_needed = int64_t{o.connections} + 3 * int64_t{o.threads} + 16;
+  const int64_t fds_needed = int64_t{o.connections} + 5 * int64_t{o.threads} + 16;
   if (fd_limit >= 0 && fd_limit < fds_needed)
     component_logger("load")->warn(
         "open-files limit {} is below the {} descriptors {} connections need: connects will fail", fd_limit,

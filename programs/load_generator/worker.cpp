@@ -207,8 +207,8 @@ void Worker::set_pace_timer(Clock::time_point at) {
 // later): only the slots due are resumed, and the pacer is armed again for the rest.
 void Worker::on_pace(const boost::system::error_code& ec) {
   pace_waiting_ = false;
-  if (ec) return;  // stopping
   pace_armed_.reset();
+  if (ec) return;  // stopping
   last_pace_ = Clock::now();
   resume_due(last_pace_);
   arm_pacer();

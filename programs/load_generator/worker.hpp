@@ -152,6 +152,9 @@ class Worker {
   void schedule_sweep();
   void arm_end_timer();  // -d: the window's end stops the worker
   void resume_due_slow(Clock::time_point now);
+  void wait_for_mail();
+  void on_mail(const boost::system::error_code& ec);
+  void send_mail(std::atomic<bool>& flag);
   void arm_pacer();
   void set_pace_timer(Clock::time_point at);
   void cancel_pacer();
@@ -174,6 +177,7 @@ class Worker {
   const int index_;  // this worker's thread among the run's
   // Only this worker's thread touches its io_context: other threads leave their requests in the
   // mailbox below, so neither the scheduler nor the reactor takes a lock.
+  HandlerMemory pace_memory_;  // before ioc_: an operation ioc_ destroys is freed into it
   boost::asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE};
   // The mailbox: what other threads ask (post_stop, post_window_placed), as flags, and an
   // eventfd they write to wake the worker, which waits on it through its reactor.
@@ -181,16 +185,12 @@ class Worker {
   Descriptor mail_fd_;
   std::atomic<bool> mail_stop_{false};
   std::atomic<bool> mail_window_{false};
-  void wait_for_mail();
-  void on_mail(const boost::system::error_code& ec);
-  void send_mail(std::atomic<bool>& flag);
   boost::asio::steady_timer sweep_timer_;
   boost::asio::steady_timer end_timer_;
   // Open loop: the pacer's timer, a timerfd of the worker's own waited on through the reactor:
   // one timerfd_settime a wake-up and no timer queue, where an Asio timer takes the timer
   // queue's lock, reads the clock four times and programs the kernel's timer twice.
   Descriptor pace_fd_;
-  HandlerMemory pace_memory_;
   bool pace_waiting_ = false;  // a wait on pace_fd_ is pending
   Schedule schedule_;
   int64_t next_slot_ = 0;  // open loop: the first slot no connection has taken
