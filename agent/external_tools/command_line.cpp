@@ -115,6 +115,8 @@ void check_tool_features(Tool tool, const v1::LoadSpec& s) {
   if (!s.arrivals().empty() && s.arrivals() != proto::kUniformArrivals)
     refuse("arrivals", tool,
            "paces its requests evenly (if at all): arrivals must be uniform, got " + s.arrivals());
+  if (s.pace_granularity_us() != 0)
+    refuse("pace_granularity_us", tool, "paces by its own timers: pace_granularity_us must be 0");
   if (!s.keep_alive() && has_connection_header(s))
     refuse("keep_alive", tool,
            "closes connections with a 'Connection: close' header: keep_alive false and a Connection header "

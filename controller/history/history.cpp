@@ -212,7 +212,7 @@ void store_agents(sqlite3* db, const std::string& file, int64_t run_id,
 }
 
 // The cell's knobs as its settings digest takes them: CellConfig's JSON, but for the fields it
-// gained after histories kept digests (arrivals and seed), which are left out at their
+// gained after histories kept digests (arrivals, seed, pace_granularity_us), which are left out at their
 // default. A new field would otherwise change every cell's digest, and each cell's next night
 // would read as changed settings against all its earlier ones.
 std::string config_text(const v1::CellConfig& config) {
@@ -222,8 +222,12 @@ std::string config_text(const v1::CellConfig& config) {
   // (History::nights), and is left out here whatever its value.
   static const std::regex instructions(R"(,"instructions":"[a-z]*")");
   text = std::regex_replace(text, instructions, "");
-  for (std::string_view added : {R"("arrivals":"")", R"("seed":"0")"}) {
-    const auto at = text.find(added);
+  for (std::string_view added : {R"("arrivals":"")", R"("seed":"0")", R"("pace_granularity_us":0)"}) {
+    auto at = text.find(added);
+    // The whole value: `"pace_granularity_us":0` is not the start of `...:0.5`.
+    while (at != std::string::npos && at + added.size() < text.size() && text[at + added.size()] != ',' &&
+           text[at + added.size()] != '}')
+      at = text.find(added, at + 1);
     if (at == std::string::npos) continue;
     if (at > 0 && text[at - 1] == ',')
       text.erase(at - 1, added.size() + 1);  // ,"arrivals":""

@@ -82,6 +82,7 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
     spec.set_arrivals(c.arrivals);
     spec.set_seed(c.seed);
   }
+  if (c.rate > 0) spec.set_pace_granularity_us(c.pace_granularity_us);
   return spec;
 }
 

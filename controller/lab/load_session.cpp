@@ -80,6 +80,7 @@ v1::LoadPart LoadSession::part() const {
   *p.mutable_client() = *usage_;
   p.set_window_open_ns(result_->window_open_ns());
   p.set_window_close_ns(result_->window_close_ns());
+  p.set_pace_granularity_us(result_->pace_granularity_us());
   return p;
 }
 

@@ -142,14 +142,15 @@ std::vector<v1::LoadSpec> load_specs(const Scenario& s, const Cell& cell, const 
   return specs;
 }
 
-// Every agent can start at an instant, and every load is the built-in worker's for a duration.
+// Every agent can start at an instant, and every load is the built-in worker's for a duration,
+// paced slot by slot (a pacing granularity would send slots of the window early, before it).
 bool can_schedule(const Placement& placement, const std::vector<v1::LoadSpec>& specs) {
   return !specs.empty() && placement.target.scheduled_start &&
          std::all_of(placement.loads.begin(), placement.loads.end(),
                      [](const AgentRef& a) { return a.scheduled_start; }) &&
          std::all_of(specs.begin(), specs.end(), [](const v1::LoadSpec& s) {
            return s.stop_case() == v1::LoadSpec::kDurationS &&
-                  (s.client().empty() || s.client() == "loadlab");
+                  (s.client().empty() || s.client() == "loadlab") && s.pace_granularity_us() == 0;
          });
 }
 

@@ -98,7 +98,8 @@ bool connections_is_axis(const std::vector<std::pair<std::string, std::string>>&
 }
 
 // The fixed settings (not axes) that change what every cell measures, as columns when they
-// are not the default: a protocol other than http1, its TLS version, HTTP/2 streams. The
+// are not the default: a protocol other than http1, its TLS version, HTTP/2 streams, Poisson
+// arrivals, a pacing granularity. The
 // same for every cell of a run (a TLS version only when the protocol is fixed too).
 std::vector<std::pair<std::string, std::string>> fixed_settings(const Cell& c) {
   auto axis = [&](const char* name) {
@@ -111,6 +112,8 @@ std::vector<std::pair<std::string, std::string>> fixed_settings(const Cell& c) {
   if (!axis("streams") && c.streams > 1) v.emplace_back("streams", std::to_string(c.streams));
   if (!axis("arrivals") && c.rate > 0 && c.arrivals != proto::kUniformArrivals)
     v.emplace_back("arrivals", c.arrivals);
+  if (!axis("pace_granularity_us") && c.rate > 0 && c.pace_granularity_us > 0)
+    v.emplace_back("pace_granularity_us", std::to_string(c.pace_granularity_us));
   return v;
 }
 }  // namespace

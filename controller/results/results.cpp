@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "loadlab/proto/protocols.hpp"
+#include "loadlab/shared/limits.hpp"
 
 namespace loadlab::controller {
 
@@ -136,6 +137,7 @@ v1::CellConfig config_of(const Cell& c) {
     p.set_arrivals(c.arrivals);
     p.set_seed(c.seed);
   }
+  if (c.rate > 0) p.set_pace_granularity_us(c.pace_granularity_us);
   for (auto& [name, text] : c.axes) {
     auto* a = p.add_axes();
     a->set_axis(name);
@@ -161,6 +163,10 @@ Cell cell_of(const v1::CellConfig& p) {
   c.instructions = instructions_method_named(p.instructions());  // "" (not counted): none
   c.arrivals = p.arrivals().empty() ? std::string(proto::kUniformArrivals) : p.arrivals();
   c.seed = c.arrivals == proto::kPoissonArrivals ? p.seed() : 1;
+  const double granularity = p.pace_granularity_us();  // a hand-edited file may hold anything
+  c.pace_granularity_us = granularity >= 0 && granularity <= limits::kMaxPaceGranularityUs
+                              ? static_cast<uint32_t>(granularity)
+                              : 0;
   for (auto& a : p.axes()) c.axes.emplace_back(a.axis(), a.value());
   return c;
 }

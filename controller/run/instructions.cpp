@@ -11,14 +11,15 @@ namespace loadlab::controller {
 
 namespace {
 
-// The probe's cell: one thread, one connection, the built-in client at an even pace
-// (InstructionsDef::rate); the target as the cell has it.
+// The probe's cell: one thread, one connection, the built-in client at an even pace, each slot
+// at its time (InstructionsDef::rate); the target as the cell has it.
 Cell probe_cell(const Cell& c, double rate) {
   Cell p = c;
   p.threads = 1;
   p.connections = 1;
   p.rate = rate;
   p.arrivals = proto::kUniformArrivals;
+  p.pace_granularity_us = 0;
   p.client = kBuiltinClient;
   p.streams = 1;
   p.window_s.reset();

@@ -66,6 +66,9 @@ void set_knob(Knob knob, const nlohmann::json& v, Cell& c, LateKnobs& late) {
     case Knob::kArrivals:
       c.arrivals = v.get<std::string>();
       break;
+    case Knob::kPaceGranularity:
+      c.pace_granularity_us = v.get<uint32_t>();
+      break;
   }
 }
 
@@ -88,6 +91,7 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
   c.streams = load.streams;
   c.arrivals = load.arrivals;
   c.seed = load.seed;
+  c.pace_granularity_us = load.pace_granularity_us;
   LateKnobs late;
   late.tls_version = load.tls_version;
   late.per_thread = load.connections_per_thread;

@@ -29,6 +29,7 @@ struct Cell {
   uint32_t streams = 1;                           // HTTP/2: requests in flight per connection
   std::string arrivals{proto::kUniformArrivals};  // open loop: kUniformArrivals or kPoissonArrivals
   uint64_t seed = 1;                              // poisson: the draws' seed
+  uint32_t pace_granularity_us = 0;               // open loop: the worker's pacing granularity
   // A capacity search's step (capacity_search.hpp): its measured window, instead of the
   // load's stop condition; unset for a cell measured as the scenario says.
   std::optional<double> window_s;

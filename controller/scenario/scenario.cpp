@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <stdexcept>
 
@@ -178,6 +179,8 @@ std::string arrivals_value(const nlohmann::json& v, const std::string& path) {
 // How an open loop's send times fall, and the seed of Poisson's draws.
 void parse_load_arrivals(const ObjectReader& l, LoadDef& d) {
   if (l.has("arrivals")) d.arrivals = arrivals_value(l.at("arrivals"), l.path("arrivals"));
+  d.pace_granularity_us = static_cast<uint32_t>(
+      l.integer("pace_granularity_us", 0, static_cast<int64_t>(limits::kMaxPaceGranularityUs), 0));
   if (l.has("seed")) {
     const auto& v = l.at("seed");
     if (!v.is_number_unsigned())
@@ -208,7 +211,8 @@ LoadDef parse_load(const ObjectReader& l, bool searched) {
            "zero_rtt",
            "streams",
            "arrivals",
-           "seed"});
+           "seed",
+           "pace_granularity_us"});
   LoadDef d;
   parse_load_stop(l, d, searched);
   parse_load_connections(l, d);
@@ -508,6 +512,8 @@ MatrixAxis parse_matrix_axis(const ObjectReader& m, const KnobInfo& k) {
       return integer(1, limits::kMaxStreams);
     case Knob::kArrivals:
       return parse_axis(m, k, arrivals_value);
+    case Knob::kPaceGranularity:
+      return integer(0, static_cast<int64_t>(limits::kMaxPaceGranularityUs));
   }
   throw std::logic_error("unhandled knob");
 }
@@ -567,6 +573,23 @@ void check_matrix(const Scenario& s) {
   }
 }
 
+// A pacing granularity paces the built-in client's open loop, on one load agent: a cell over
+// several opens one window on all of them at an instant (a scheduled start), and slots sent
+// early before that instant would be counted as due in it.
+void check_pace_granularity(const Scenario& s, const Cell& c, const std::function<std::string(Knob)>& path) {
+  const std::string at = path(Knob::kPaceGranularity);
+  if (c.rate == 0 && !s.search)
+    throw InputError(
+        at, "paces an open loop: the cell needs a rate (" + path(Knob::kRate) + "), got 0 (closed loop)");
+  if (c.client != kBuiltinClient)
+    throw InputError(at, "needs the built-in client (" + std::string(kBuiltinClient) + "): " + c.client +
+                             " (" + path(Knob::kClient) + ") paces by its own timers");
+  if (s.placement.load_agents > 1)
+    throw InputError(at, "needs one load agent a cell (/placement/load/agents is " +
+                             std::to_string(s.placement.load_agents) +
+                             "): several start together at an instant, which paces slot by slot");
+}
+
 // Every cell's knobs together: what no single value shows (fewer connections than threads,
 // a rate a thread cannot pace), named by the paths of the values that make the cell.
 void check_cells(const Scenario& s) {
@@ -616,6 +639,7 @@ void check_cells(const Scenario& s) {
       throw InputError(path(Knob::kArrivals), "poisson needs the built-in client (" +
                                                   std::string(kBuiltinClient) + "): " + c.client + " (" +
                                                   path(Knob::kClient) + ") paces evenly if at all");
+    if (c.pace_granularity_us > 0) check_pace_granularity(s, c, path);
     if (c.protocol == "h3" && c.tls_version == "1.2")
       throw InputError(path(Knob::kTlsVersion), "must be 1.3 over h3 (" + path(Knob::kProtocol) +
                                                     "): QUIC runs over TLS 1.3 only, got 1.2");
@@ -673,10 +697,10 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   s.matrix = parse_matrix(root.object("matrix"), matrix_order);
   if (root.has("search")) s.search = parse_search(root.object("search"));
   s.load = parse_load(root.object("load"), s.search.has_value());
+  if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
   check_run_time(s);
   check_cells(s);
   s.repetitions = static_cast<uint32_t>(root.integer("repetitions", 1, limits::kMaxRepetitions, 1));
-  if (root.has("placement")) s.placement = parse_placement(root.object("placement"));
   if (root.has("execution")) s.execution = parse_execution(root.object("execution"));
   if (root.has("regression")) s.regression = parse_regression(root.object("regression"));
   if (root.has("ab")) parse_ab(root.object("ab"), s);
@@ -953,6 +977,7 @@ const std::vector<KnobInfo>& knobs() {
       {Knob::kTlsVersion, "tls_version", "tls", "TLS"},
       {Knob::kStreams, "streams", "s", "streams"},
       {Knob::kArrivals, "arrivals", "", "arrivals"},
+      {Knob::kPaceGranularity, "pace_granularity_us", "pg", "pace us"},
   };
   return all;
 }
@@ -994,6 +1019,8 @@ std::string knob_path(const Scenario& s, Knob knob, size_t target, const std::ve
       return "/load/streams";
     case Knob::kArrivals:
       return "/load/arrivals";
+    case Knob::kPaceGranularity:
+      return "/load/pace_granularity_us";
   }
   return "";
 }

@@ -60,6 +60,9 @@ struct LoadDef {
   // arrivals is not an axis. `seed`: poisson's draws (the same seed, the same send times).
   std::string arrivals{proto::kUniformArrivals};
   uint64_t seed = 1;
+  // Open loop: the worker's pacing granularity, µs (LoadSpec.pace_granularity_us); when
+  // pace_granularity_us is not an axis.
+  uint32_t pace_granularity_us = 0;
 };
 
 // A figure a step must keep within its limit: a latency percentile (from the intended send
@@ -134,7 +137,8 @@ enum class Knob {
   kProtocol,
   kTlsVersion,
   kStreams,
-  kArrivals
+  kArrivals,
+  kPaceGranularity
 };
 
 struct KnobInfo {

@@ -94,7 +94,7 @@ void add_load_flags(CLI::App& app, LoadFlags& flags) {
       fmt::format("--rate: µs, 0..{:g} (default {:g}): each wake-up of a thread (its pacer or a response) "
                   "sends every slot due within this, early (its latency then counts from when it began): "
                   "fewer wake-ups and less CPU, less even sends",
-                  loadlab::load::kMaxPaceGranularityUs, loadlab::load::kDefaultPaceGranularityUs));
+                  loadlab::limits::kMaxPaceGranularityUs, loadlab::load::kDefaultPaceGranularityUs));
   app.add_option("--warmup", flags.options.warmup_s,
                  "warm-up seconds, excluded from every figure (default 0)");
   app.add_flag("--start-on-signal", flags.options.scheduled_start,

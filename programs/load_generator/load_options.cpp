@@ -173,9 +173,10 @@ void validate_pace(const LoadOptions& o) {
   if (o.pace_granularity_us) {
     if (!o.rate) throw InputError("--pace-granularity", "paces an open loop: give --rate with it");
     if (!std::isfinite(*o.pace_granularity_us) || *o.pace_granularity_us < 0 ||
-        *o.pace_granularity_us > kMaxPaceGranularityUs)
-      throw InputError("--pace-granularity", fmt::format("must be in 0..{:g} µs, got {:g}",
-                                                         kMaxPaceGranularityUs, *o.pace_granularity_us));
+        *o.pace_granularity_us > limits::kMaxPaceGranularityUs)
+      throw InputError("--pace-granularity",
+                       fmt::format("must be in 0..{:g} µs, got {:g}", limits::kMaxPaceGranularityUs,
+                                   *o.pace_granularity_us));
     // A window placed later re-anchors the pace (anchor_pace_at_window): slots its first
     // granularity sent early, before the signal, would be counted as due in it and not sent.
     if (*o.pace_granularity_us > 0 && o.scheduled_start)

@@ -53,6 +53,7 @@ LoadOptions options_from_spec(const v1::LoadSpec& s) {
   if (s.rate() != 0) o.rate = s.rate();
   o.arrivals = s.arrivals();
   if (o.arrivals == proto::kPoissonArrivals) o.seed = s.seed();
+  if (s.pace_granularity_us() != 0) o.pace_granularity_us = s.pace_granularity_us();
   if (!s.method().empty()) o.method = s.method();
   for (const auto& [k, v] : s.headers()) o.headers.push_back(k + ": " + v);
   o.body = s.body();
@@ -106,6 +107,7 @@ std::vector<std::string> command_line(const std::string& binary, const LoadOptio
   if (o.rate) argv.insert(argv.end(), {"--rate", fmt(*o.rate)});
   if (!o.arrivals.empty()) argv.insert(argv.end(), {"--arrivals", o.arrivals});
   if (o.seed) argv.insert(argv.end(), {"--seed", std::to_string(*o.seed)});
+  if (o.pace_granularity_us) argv.insert(argv.end(), {"--pace-granularity", fmt(*o.pace_granularity_us)});
   if (!o.keep_alive) argv.push_back("--no-keepalive");
   if (!o.tls_version.empty()) argv.insert(argv.end(), {"--tls-version", o.tls_version});
   if (!o.ca_file.empty()) argv.insert(argv.end(), {"--ca", o.ca_file});

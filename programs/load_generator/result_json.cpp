@@ -42,6 +42,7 @@ v1::LoadResult to_proto(const LoadResult& r) {
   out.set_achieved_rate(r.achieved_rate);
   out.set_rate_not_held(!r.rate_held);
   out.set_arrivals(r.arrivals);
+  out.set_pace_granularity_us(r.pace_granularity_us);
   out.set_latency_corrected(r.rate > 0);
   proto::latency_of(r.histogram, out.mutable_latency());
   proto::latency_of(r.histogram_uncorrected, out.mutable_latency_uncorrected());
@@ -150,7 +151,7 @@ std::string format_summary(const LoadResult& r, const LoadOptions& o) {
                  format_us(h.count() ? static_cast<int64_t>(h.mean()) : 0));
   if (r.rate > 0) {
     const Histogram& u = r.histogram_uncorrected;
-    // A granularity sends slots early; their latency counts from the write (docs/load.md).
+    // A granularity sends slots early; their latency counts from when they began (docs/load.md).
     const std::string early =
         r.pace_granularity_us > 0 ? fmt::format(", sent up to {:g} µs early", r.pace_granularity_us) : "";
     fmt::format_to(

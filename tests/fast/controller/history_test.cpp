@@ -83,6 +83,13 @@ TEST_F(HistoryTest, SettingsDigestsStayWhatEarlierReleasesStored) {
   ASSERT_EQ(append_run_file(db_, run_folder("poisson", poisson)).outcome, AppendOutcome::kAdded);
   EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d0/t1'"), "2");
   EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d0/t4'"), "1");
+  auto granular = night;
+  granular["started_at"] = "2026-12-05T00:00:00Z";
+  granular["cells"][1]["cell"]["pace_granularity_us"] = 1000;
+  ASSERT_EQ(granular["cells"][1]["cell"]["key"], "server/d0/t4");
+  ASSERT_EQ(append_run_file(db_, run_folder("granular", granular)).outcome, AppendOutcome::kAdded);
+  EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d0/t4'"), "2");
+  EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d2/t1'"), "1");
 }
 
 TEST_F(HistoryTest, ARunIsStoredWithItsProvenanceAndEveryRepetition) {

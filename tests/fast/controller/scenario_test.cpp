@@ -91,7 +91,8 @@ TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(
       error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")),
       "/matrix/thread: unknown axis; allowed: delay_ms, threads, connections_per_thread, connections, rate, "
-      "body_size, server_threads, keep_alive, client, protocol, tls_version, streams, arrivals");
+      "body_size, server_threads, keep_alive, client, protocol, tls_version, streams, arrivals, "
+      "pace_granularity_us");
   EXPECT_EQ(error_of(with(R"("keep_alive": true)", R"("keepalive": true)")).substr(0, 33),
             "/load/keepalive: unknown key; all");
   EXPECT_EQ(error_of(with(R"("builtin": "hello")", R"("builtin": "hello", "bdy": "x")")).substr(0, 20),
@@ -364,7 +365,8 @@ TEST(Overrides, SetReplacesOrAddsAValueBeforeTheCheck) {
       message({"load.total_request=5"}),
       "/load/total_request: unknown key; allowed here: requests_per_thread, total_requests, duration_s, "
       "threads, connections_per_thread, connections, client, warmup_s, keep_alive, method, path, headers, "
-      "body, timeout_ms, rate, protocol, tls_version, tls_resume, zero_rtt, streams, arrivals, seed");
+      "body, timeout_ms, rate, protocol, tls_version, tls_resume, zero_rtt, streams, arrivals, seed, "
+      "pace_granularity_us");
   EXPECT_EQ(message({"noequals"}).substr(0, 30), "--set: must be PATH=VALUE with");
   EXPECT_EQ(message({"targets.7.name=x"}),
             "--set: \"7\" in targets.7.name is not an index of that array (0..1)");
@@ -442,6 +444,43 @@ TEST(Matrix, ArrivalsAreAKnobOfTheBuiltInClientsOpenLoop) {
             "/load/seed: must be an integer in 0..18446744073709551615 (2^64 - 1)");
   EXPECT_EQ(matrix_error(R"({"threads": [1]})", R"(, "rate": 100, "arrivals": "poisson", "seed": 1.5)"),
             "/load/seed: must be an integer in 0..18446744073709551615 (2^64 - 1)");
+}
+
+TEST(Matrix, APacingGranularityIsAKnobOfTheBuiltInClientsOpenLoopOnOneLoadAgent) {
+  auto cells = expand(with_matrix(R"({"pace_granularity_us": [0, 1000]})", R"(, "rate": 1000)"));
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].key(), "b/pg0");
+  EXPECT_EQ(cells[1].key(), "b/pg1000");
+  EXPECT_EQ(cells[0].pace_granularity_us, 0u);
+  EXPECT_EQ(cells[1].pace_granularity_us, 1000u);
+  cells = expand(with_matrix(R"({"rate": [500, 1000]})", R"(, "pace_granularity_us": 250)"));
+  EXPECT_EQ(cells[0].key(), "b/r500");  // a fixed setting: not in the key
+  EXPECT_EQ(cells[1].pace_granularity_us, 250u);
+  EXPECT_EQ(expand(with_matrix(R"({"rate": [500]})", "")).front().pace_granularity_us, 0u);  // the default
+  EXPECT_EQ(matrix_error(R"({"threads": [1]})", R"(, "rate": 100, "pace_granularity_us": 100001)"),
+            "/load/pace_granularity_us: must be an integer in 0..100000");
+  EXPECT_EQ(matrix_error(R"({"pace_granularity_us": [-1]})", R"(, "rate": 100)"),
+            "/matrix/pace_granularity_us/0: must be an integer in 0..100000");
+  EXPECT_EQ(matrix_error(R"({"rate": [0, 1000]})", R"(, "pace_granularity_us": 500)"),
+            "/load/pace_granularity_us: paces an open loop: the cell needs a rate (/matrix/rate/0), got 0 "
+            "(closed loop)");
+  EXPECT_EQ(matrix_error(R"({"client": ["loadlab", "wrk"]})", R"(, "rate": 100, "pace_granularity_us": 500)"),
+            "/load/pace_granularity_us: needs the built-in client (loadlab): wrk (/matrix/client/1) paces by "
+            "its own timers");
+  EXPECT_EQ(matrix_error(R"({"pace_granularity_us": [0, 500]})", ""),
+            "/matrix/pace_granularity_us/1: paces an open loop: the cell needs a rate (/load/rate), got 0 "
+            "(closed loop)");
+  const auto two_agents = R"({"name": "p", "targets": [{"name": "b", "builtin": "hello"}],
+      "matrix": {"threads": [2]}, "load": {"duration_s": 1, "rate": 100, "pace_granularity_us": 500},
+      "placement": {"load": {"agents": 2}}})";
+  try {
+    parse_scenario(nlohmann::json::parse(two_agents));
+    ADD_FAILURE() << "two load agents with a granularity were accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/load/pace_granularity_us: needs one load agent a cell (/placement/load/agents is 2): several "
+              "start together at an instant, which paces slot by slot");
+  }
 }
 
 // A one-target capacity search over `matrix`, with these search keys and load keys.

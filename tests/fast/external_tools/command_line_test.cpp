@@ -284,6 +284,9 @@ TEST(EveryTool, WhatNoToolCanDoOverTlsOrHttp2IsRefused) {
     s = spec();
     s.set_arrivals("poisson");
     EXPECT_EQ(refused_field(t, s, "arrivals must be uniform, got poisson"), "arrivals");
+    s = spec();
+    s.set_pace_granularity_us(500);
+    EXPECT_EQ(refused_field(t, s, "pace_granularity_us must be 0"), "pace_granularity_us");
   }
   auto s = spec();
   s.set_protocol(v1::PROTOCOL_H2C);

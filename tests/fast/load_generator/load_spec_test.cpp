@@ -162,6 +162,37 @@ TEST(LoadSpec, PoissonArrivalsCarryTheirSeed) {
       << input_error_of([&] { validate_spec(s); });
 }
 
+// A pacing granularity reaches the worker as --pace-granularity; the worker's own checks refuse
+// it in a closed loop, out of range and with a scheduled start.
+TEST(LoadSpec, APacingGranularityReachesTheWorker) {
+  auto s = good();
+  s.set_rate(500);
+  auto plain = command_line("l", options_from_spec(s));
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "--pace-granularity"), plain.end());
+  s.set_pace_granularity_us(1000);
+  LoadOptions o = options_from_spec(s);
+  EXPECT_EQ(o.pace_granularity_us, 1000);
+  auto argv = command_line("l", o);
+  auto at = std::find(argv.begin(), argv.end(), "--pace-granularity");
+  ASSERT_NE(at, argv.end());
+  EXPECT_EQ(*(at + 1), "1000");
+  EXPECT_EQ(input_error_of([&] { validate_spec(s); }), "");
+  s.set_pace_granularity_us(100'001);
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("--pace-granularity: must be in 0..100000 µs"),
+            std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
+  s.set_pace_granularity_us(1000);
+  s.set_rate(0);
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("--pace-granularity: paces an open loop"),
+            std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
+  s.set_rate(500);
+  s.set_duration_s(2);
+  s.set_scheduled_start(true);
+  EXPECT_NE(input_error_of([&] { validate_spec(s); }).find("--pace-granularity"), std::string::npos)
+      << input_error_of([&] { validate_spec(s); });
+}
+
 // A part of a cell's open loop over several agents reaches its worker as --pace-share.
 TEST(LoadSpec, APartOfACellsPaceCarriesItsThreads) {
   auto s = good();

@@ -123,6 +123,29 @@ TEST_F(RunTest, OpenLoopRateGoesThroughTheAgentAndIsHeld) {
   EXPECT_NEAR(rep.latency().p50_us(), rep.latency_uncorrected().p50_us(), 1000.0);
 }
 
+// A pacing granularity reaches the worker, which says it paced with it; the rate is held either way.
+TEST_F(RunTest, APacingGranularityGoesThroughTheAgentToTheWorker) {
+  RunOptions o = options();
+  o.scenario_path = dir.file("s.json", R"({"name": "granular",
+      "targets": [{"name": "beast", "builtin": "hello", "server_threads": 1}],
+      "matrix": {"pace_granularity_us": [0, 2000]},
+      "load": {"duration_s": 1, "rate": 500, "connections": 4}})");
+  o.out_dir = (dir.path() / "out").string();
+  std::ostringstream table;
+  ASSERT_EQ(run_scenario(o, table), 0) << table.str();
+  auto cells = result_cells(dir.path() / "out" / "result.json");
+  ASSERT_EQ(cells.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const double granularity = i == 0 ? 0 : 2000;
+    EXPECT_EQ(cells[i].cell().key(), i == 0 ? "beast/pg0" : "beast/pg2000");
+    EXPECT_EQ(cells[i].cell().pace_granularity_us(), granularity);
+    const auto& rep = cells[i].repetitions(0);
+    ASSERT_EQ(rep.load_parts_size(), 1);
+    EXPECT_EQ(rep.load_parts(0).pace_granularity_us(), granularity);
+    EXPECT_NEAR(cells[i].median().qps(), 500.0, 5.0);
+  }
+}
+
 // Knobs as axes reach the server and the client, as the bytes and connections show.
 
 }  // namespace

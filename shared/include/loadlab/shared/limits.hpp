@@ -33,6 +33,9 @@ inline constexpr int kMaxMethodLength = 32;
 inline constexpr double kMinRatePerThread = 0.001;
 inline constexpr double kMaxRatePerThread = 1e7;
 inline constexpr double kMaxRate = kMaxRatePerThread * kMaxThreads;  // of a whole worker
+// An open loop's pacing granularity, µs (--pace-granularity, load.pace_granularity_us): a
+// tenth of a second is coarser than any pace it is for.
+inline constexpr double kMaxPaceGranularityUs = 100'000;
 
 // Target.
 inline constexpr int kMaxDelayMs = 60'000;

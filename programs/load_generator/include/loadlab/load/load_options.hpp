@@ -97,10 +97,9 @@ inline bool uses_h3(const LoadOptions& options) { return options.protocol == "h3
 inline int streams_of(const LoadOptions& options) { return options.streams.value_or(1); }
 inline bool poisson_arrivals(const LoadOptions& options) { return options.arrivals == "poisson"; }
 // The open loop's pacing granularity when --pace-granularity is not given, µs (docs/load.md,
-// "Pacing granularity", says how it was chosen), and the most it may be: a tenth of a second is
-// coarser than any pace it is for. A flag of loadlab-load only (no LoadSpec field carries it).
+// "Pacing granularity", says how it was chosen); the most it may be is
+// limits::kMaxPaceGranularityUs.
 inline constexpr double kDefaultPaceGranularityUs = 0;
-inline constexpr double kMaxPaceGranularityUs = 100'000;
 inline double pace_granularity_us_of(const LoadOptions& options) {
   return options.pace_granularity_us.value_or(kDefaultPaceGranularityUs);
 }
