@@ -1,0 +1,35 @@
+#pragma once
+// CPU profiles as folded stacks (Brendan Gregg's format, which flame graphs are drawn from): one
+// line a distinct call stack, its frames from the root to the leaf joined by ';', then a space
+// and the samples that stack had. `perf script`'s output folds into it (the agent's profiles);
+// a run folder keeps it; the report draws it (controller/report/flame_graph.hpp).
+#include <cstdint>
+#include <istream>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace loadlab {
+
+// Samples by stack ("root;caller;leaf"). Ordered, so its text and everything drawn from it
+// is the same for the same samples.
+using FoldedStacks = std::map<std::string, uint64_t>;
+
+// Folds `perf script`'s default output (a header line a sample, then its frames leaf first,
+// one a line as "ADDRESS SYMBOL+OFFSET (DSO)", and a blank line). The offsets are dropped; a
+// frame without a symbol is named by its DSO's file name in brackets ("[libc.so.6]",
+// "[unknown]"); a kernel frame gets "_[k]" (as stackcollapse-perf.pl names them). With
+// `process_root`, each stack's root is the sample's process name (the header's first field).
+FoldedStacks fold_perf_script(std::istream& in, bool process_root);
+
+// Reads folded text: "STACK COUNT" lines (the count after the last space), blank lines
+// skipped. A line without a count, or with an empty stack, throws InputError naming the line
+// ("line 3").
+FoldedStacks parse_folded(std::string_view text);
+// The text parse_folded reads, a line a stack in the map's order.
+std::string folded_text(const FoldedStacks& stacks);
+
+// All samples.
+uint64_t total_samples(const FoldedStacks& stacks);
+
+}  // namespace loadlab

@@ -1,0 +1,143 @@
+#include "loadlab/shared/folded_stacks.hpp"
+
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include "loadlab/shared/input_error.hpp"
+
+namespace loadlab {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// "[kernel.kallsyms]" and "/usr/lib/x86_64-linux-gnu/libc.so.6" as a frame's name: its file
+// name in brackets.
+std::string dso_name(std::string_view dso) {
+  if (dso.size() >= 2 && dso.front() == '[' && dso.back() == ']') return std::string(dso);
+  const auto slash = dso.rfind('/');
+  return "[" + std::string(slash == std::string_view::npos ? dso : dso.substr(slash + 1)) + "]";
+}
+
+// One frame line, "ADDRESS SYMBOL+OFFSET (DSO)": the frame's name. A symbol may hold spaces
+// (C++ signatures), so the DSO is the last parenthesized part and the address the first word.
+std::string frame_name(std::string_view line) {
+  line = trim(line);
+  const auto space = line.find(' ');
+  std::string_view rest = space == std::string_view::npos ? std::string_view() : trim(line.substr(space + 1));
+  std::string_view dso;
+  if (!rest.empty() && rest.back() == ')') {
+    const auto open = rest.rfind(" (");
+    if (open != std::string_view::npos) {
+      dso = rest.substr(open + 2, rest.size() - open - 3);
+      rest = trim(rest.substr(0, open));
+    }
+  }
+  const auto plus = rest.rfind("+0x");
+  if (plus != std::string_view::npos) rest = rest.substr(0, plus);
+  std::string name =
+      rest.empty() || rest == "[unknown]" ? dso_name(dso.empty() ? "unknown" : dso) : std::string(rest);
+  for (char& c : name)
+    if (c == ';' || c == '\n') c = ':';  // a frame name holds no separator
+  if (dso == "[kernel.kallsyms]" && name != "[kernel.kallsyms]") name += "_[k]";
+  return name;
+}
+
+// The process name of a sample's header, "COMM PID [CPU] TIME: PERIOD EVENT:": what comes
+// before the pid, its spaces as '_' (a thread may be named "Web Content").
+std::string process_of(std::string_view header) {
+  std::vector<std::string_view> words;
+  for (size_t at = 0; at < header.size();) {
+    const auto start = header.find_first_not_of(" \t", at);
+    if (start == std::string_view::npos) break;
+    const auto end = std::min(header.find_first_of(" \t", start), header.size());
+    words.push_back(header.substr(start, end - start));
+    at = end;
+  }
+  size_t time = 0;
+  while (time < words.size() && words[time].back() != ':') ++time;
+  size_t pid = time;
+  if (pid > 1 && words[pid - 1].front() == '[') --pid;  // the CPU, with -a
+  if (pid <= 1) return words.empty() ? std::string() : std::string(words[0]);
+  --pid;
+  std::string name;
+  for (size_t i = 0; i < pid; ++i) name += (i ? "_" : "") + std::string(words[i]);
+  return name;
+}
+
+void add_sample(FoldedStacks& out, const std::string& process, const std::vector<std::string>& leaf_first) {
+  if (leaf_first.empty() && process.empty()) return;
+  std::string stack = process;
+  for (auto it = leaf_first.rbegin(); it != leaf_first.rend(); ++it) {
+    if (!stack.empty()) stack += ';';
+    stack += *it;
+  }
+  ++out[stack];
+}
+
+}  // namespace
+
+FoldedStacks fold_perf_script(std::istream& in, bool process_root) {
+  FoldedStacks out;
+  std::string line, process;
+  std::vector<std::string> frames;
+  bool in_sample = false;
+  while (std::getline(in, line)) {
+    const std::string_view t = trim(line);
+    if (t.empty()) {
+      if (in_sample) add_sample(out, process, frames);
+      in_sample = false;
+      frames.clear();
+    } else if (line[0] != ' ' && line[0] != '\t') {  // a sample's header
+      if (in_sample) add_sample(out, process, frames);
+      in_sample = true;
+      frames.clear();
+      process = process_root ? process_of(t) : std::string();
+    } else if (in_sample) {
+      frames.push_back(frame_name(t));
+    }
+  }
+  if (in_sample) add_sample(out, process, frames);
+  return out;
+}
+
+FoldedStacks parse_folded(std::string_view text) {
+  FoldedStacks out;
+  size_t number = 0;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    const std::string_view line = trim(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    ++number;
+    if (line.empty()) continue;
+    const auto space = line.rfind(' ');
+    uint64_t count = 0;
+    const std::string_view digits = space == std::string_view::npos ? line : line.substr(space + 1);
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
+    if (space == std::string_view::npos || ec != std::errc() || ptr != digits.data() + digits.size())
+      throw InputError("line " + std::to_string(number), "must be a stack, a space and a sample count");
+    const std::string_view stack = trim(line.substr(0, space));
+    if (stack.empty()) throw InputError("line " + std::to_string(number), "has an empty stack");
+    out[std::string(stack)] += count;
+  }
+  return out;
+}
+
+std::string folded_text(const FoldedStacks& stacks) {
+  std::string text;
+  for (const auto& [stack, count] : stacks) text += stack + " " + std::to_string(count) + "\n";
+  return text;
+}
+
+uint64_t total_samples(const FoldedStacks& stacks) {
+  uint64_t total = 0;
+  for (const auto& [stack, count] : stacks) total += count;
+  return total;
+}
+
+}  // namespace loadlab
