@@ -27,9 +27,10 @@ BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache lld \
 # headless and checks its screenshots, and validates result.json against docs/result.schema.json.
 # valgrind: tests/timing/integration/instructions_test.cpp counts instructions per request under callgrind.
 # python3-junitparser: tests/process/integration/cli_test.cpp reads back the JUnit file of --junit.
+# linux-perf: tests/process/agent/profiler_test.cpp profiles a process of known split with perf.
 TEST_PACKAGES := libgtest-dev libgmock-dev iproute2 clang-format \
 	wrk hey nghttp2-client nghttp2-server ngtcp2-client ngtcp2-server python3 python3-jsonschema python3-pil python3-yaml chromium dpkg-dev file git \
-	prometheus python3-prometheus-client valgrind python3-junitparser
+	prometheus python3-prometheus-client valgrind python3-junitparser linux-perf
 
 DEB_PACKAGES := $(BUILD_PACKAGES) $(TEST_PACKAGES)
 # The programs `make demo` builds: the controller, the agent, and the plain HTTP target and load

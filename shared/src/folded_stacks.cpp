@@ -21,7 +21,10 @@ std::string_view trim(std::string_view s) {
 std::string dso_name(std::string_view dso) {
   if (dso.size() >= 2 && dso.front() == '[' && dso.back() == ']') return std::string(dso);
   const auto slash = dso.rfind('/');
-  return "[" + std::string(slash == std::string_view::npos ? dso : dso.substr(slash + 1)) + "]";
+  std::string name = "[";
+  name += slash == std::string_view::npos ? dso : dso.substr(slash + 1);
+  name += ']';
+  return name;
 }
 
 // One frame line, "ADDRESS SYMBOL+OFFSET (DSO)": the frame's name. A symbol may hold spaces
@@ -66,44 +69,51 @@ std::string process_of(std::string_view header) {
   if (pid <= 1) return words.empty() ? std::string() : std::string(words[0]);
   --pid;
   std::string name;
-  for (size_t i = 0; i < pid; ++i) name += (i ? "_" : "") + std::string(words[i]);
-  return name;
-}
-
-void add_sample(FoldedStacks& out, const std::string& process, const std::vector<std::string>& leaf_first) {
-  if (leaf_first.empty() && process.empty()) return;
-  std::string stack = process;
-  for (auto it = leaf_first.rbegin(); it != leaf_first.rend(); ++it) {
-    if (!stack.empty()) stack += ';';
-    stack += *it;
+  for (size_t i = 0; i < pid; ++i) {
+    if (i > 0) name += '_';
+    name += words[i];
   }
-  ++out[stack];
+  return name;
 }
 
 }  // namespace
 
-FoldedStacks fold_perf_script(std::istream& in, bool process_root) {
-  FoldedStacks out;
-  std::string line, process;
-  std::vector<std::string> frames;
-  bool in_sample = false;
-  while (std::getline(in, line)) {
-    const std::string_view t = trim(line);
-    if (t.empty()) {
-      if (in_sample) add_sample(out, process, frames);
-      in_sample = false;
-      frames.clear();
-    } else if (line[0] != ' ' && line[0] != '\t') {  // a sample's header
-      if (in_sample) add_sample(out, process, frames);
-      in_sample = true;
-      frames.clear();
-      process = process_root ? process_of(t) : std::string();
-    } else if (in_sample) {
-      frames.push_back(frame_name(t));
+void PerfScriptFolder::end_sample() {
+  if (in_sample_ && !(frames_.empty() && process_.empty())) {
+    std::string stack = process_;
+    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
+      if (!stack.empty()) stack += ';';
+      stack += *it;
     }
+    ++out_[stack];
   }
-  if (in_sample) add_sample(out, process, frames);
-  return out;
+  in_sample_ = false;
+  frames_.clear();
+}
+
+void PerfScriptFolder::add(std::string_view line) {
+  const std::string_view t = trim(line);
+  if (t.empty()) {
+    end_sample();
+  } else if (line[0] != ' ' && line[0] != '\t') {  // a sample's header
+    end_sample();
+    in_sample_ = true;
+    process_ = process_root_ ? process_of(t) : std::string();
+  } else if (in_sample_) {
+    frames_.push_back(frame_name(t));
+  }
+}
+
+FoldedStacks PerfScriptFolder::finish() {
+  end_sample();
+  return std::move(out_);
+}
+
+FoldedStacks fold_perf_script(std::istream& in, bool process_root) {
+  PerfScriptFolder folder(process_root);
+  std::string line;
+  while (std::getline(in, line)) folder.add(line);
+  return folder.finish();
 }
 
 FoldedStacks parse_folded(std::string_view text) {

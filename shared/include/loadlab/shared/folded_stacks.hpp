@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace loadlab {
 
@@ -21,6 +22,22 @@ using FoldedStacks = std::map<std::string, uint64_t>;
 // "[unknown]"); a kernel frame gets "_[k]" (as stackcollapse-perf.pl names them). With
 // `process_root`, each stack's root is the sample's process name (the header's first field).
 FoldedStacks fold_perf_script(std::istream& in, bool process_root);
+
+// The same, a line at a time (from a pipe): add() each line without its '\n', then finish().
+class PerfScriptFolder {
+ public:
+  explicit PerfScriptFolder(bool process_root) : process_root_(process_root) {}
+  void add(std::string_view line);
+  FoldedStacks finish();
+
+ private:
+  void end_sample();
+  bool process_root_;
+  bool in_sample_ = false;
+  std::string process_;
+  std::vector<std::string> frames_;  // leaf first
+  FoldedStacks out_;
+};
 
 // Reads folded text: "STACK COUNT" lines (the count after the last space), blank lines
 // skipped. A line without a count, or with an empty stack, throws InputError naming the line

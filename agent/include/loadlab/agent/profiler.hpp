@@ -1,0 +1,45 @@
+#pragma once
+// CPU profiles of a job's processes with Linux perf (Debian's linux-perf): `perf record -e
+// cpu-clock` (no hardware counters needed) on the processes' pids for a time, then `perf
+// script` folded into stacks (loadlab/shared/folded_stacks.hpp). perf runs as the agent's own
+// helper with the agent's privileges, never as a job: a job holds no capabilities.
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "loadlab/shared/folded_stacks.hpp"
+
+namespace loadlab::agent {
+
+// What profiling the agent can do on this machine, and if none, why.
+struct ProfilingSupport {
+  bool available = false;
+  // Whether kernel frames are sampled too (root, CAP_PERFMON or CAP_SYS_ADMIN, or a
+  // perf_event_paranoid of 1 or less); otherwise only the processes' user space.
+  bool kernel = false;
+  std::string reason;  // unavailable: why ("perf is not installed (linux-perf)", ...)
+};
+// Runs `perf --version` and reads /proc/sys/kernel/perf_event_paranoid and the agent's
+// capabilities. `perf`: the program (a path, or a name looked up in PATH).
+ProfilingSupport profiling_support(const std::string& perf = "perf");
+
+struct ProfileRequest {
+  std::vector<pid_t> pids;  // each sampled with all its threads
+  std::chrono::milliseconds duration{1000};
+  int frequency_hz = 999;  // samples a second of a thread's CPU time; off the kernel's tick
+  // How stacks are unwound: "fp" (frame pointers: cheap, but a frame built without them cuts
+  // its stack short) or "dwarf" (the stack copied at each sample and unwound from debug
+  // information: deeper, dearer).
+  std::string call_graph = "fp";
+};
+
+// Samples the request's processes for its duration into `work_dir`/perf.data and returns the
+// folded stacks, each rooted at its process's name. Throws EnvironmentError with perf's last
+// lines when perf cannot record (not installed, not allowed, a pid gone).
+FoldedStacks profile_processes(const ProfileRequest& request, const std::filesystem::path& work_dir,
+                               const std::string& perf = "perf");
+
+}  // namespace loadlab::agent

@@ -1,0 +1,98 @@
+// The profiler against a process of known split: loadlab-split-burn spends its CPU time in
+// burn_hot and burn_cold in a proportion it is given (the same loop, called in that ratio).
+#include "loadlab/agent/profiler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "loadlab/agent/child_process.hpp"
+#include "loadlab/shared/environment_error.hpp"
+
+namespace loadlab::agent {
+namespace profiler_test {
+
+using namespace std::chrono_literals;
+
+struct Split {
+  uint64_t hot = 0, cold = 0, reaching_main = 0, all = 0;
+};
+
+// The samples of stacks through each function, and of those the ones whose frame-pointer
+// stack reached main under the process's name (the kernel's 15 characters of it).
+Split split_of(const FoldedStacks& stacks) {
+  Split s;
+  for (const auto& [stack, count] : stacks) {
+    s.all += count;
+    const bool hot = stack.find(";burn_hot") != std::string::npos;
+    const bool cold = stack.find(";burn_cold") != std::string::npos;
+    if (hot) s.hot += count;
+    if (cold) s.cold += count;
+    if ((hot || cold) && stack.rfind("loadlab-split-b;", 0) == 0 && stack.find(";main;") != std::string::npos)
+      s.reaching_main += count;
+  }
+  return s;
+}
+
+class ProfilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto support = profiling_support();
+    if (!support.available) GTEST_SKIP() << "no profiling on this machine: " << support.reason;
+    dir_ = std::filesystem::temp_directory_path() / ("loadlab-profiler-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // loadlab-split-burn at `hot_pct`, profiled for 1.5 s once it burns.
+  FoldedStacks profile_split(int hot_pct) {
+    auto burner = ChildProcess::spawn(
+        {std::string(LOADLAB_BIN_DIR) + "/loadlab-split-burn", std::to_string(hot_pct), "30"});
+    std::string line;
+    EXPECT_EQ(burner->next_line(line, 10s), ChildProcess::LineStatus::kLine);
+    EXPECT_EQ(line, "burning");
+    ProfileRequest request;
+    request.pids = {burner->pid()};
+    request.duration = 1500ms;
+    auto stacks = profile_processes(request, dir_);
+    burner->terminate(1s);
+    return stacks;
+  }
+
+  std::filesystem::path dir_;
+};
+
+// 70/30 and 50/50 within 5 points of the samples that fall in either function, from stacks
+// that reach main through the frame pointers the burner keeps.
+TEST_F(ProfilerTest, TheSamplesSplitAsTheTwoFunctionsSplitTheirTime) {
+  for (int hot_pct : {70, 50}) {
+    const Split s = split_of(profile_split(hot_pct));
+    ASSERT_GT(s.hot + s.cold, 500u) << "1.5 s of one core at 999 Hz";
+    const double share = 100.0 * static_cast<double>(s.hot) / static_cast<double>(s.hot + s.cold);
+    std::cout << "[ measured ] asked " << hot_pct << " %: burn_hot " << share << " % of " << s.hot + s.cold
+              << " samples; " << s.reaching_main << " stacks reach main\n";
+    EXPECT_NEAR(share, hot_pct, 5) << s.hot << " hot, " << s.cold << " cold samples";
+    EXPECT_GT(s.reaching_main, (s.hot + s.cold) * 9 / 10) << "frame pointers unwind to main";
+  }
+}
+
+TEST_F(ProfilerTest, WhatCannotBeProfiledSaysWhy) {
+  const auto missing = profiling_support("/nonexistent/perf");
+  EXPECT_FALSE(missing.available);
+  EXPECT_EQ(missing.reason, "/nonexistent/perf is not installed (Debian's linux-perf)");
+  ProfileRequest gone;
+  gone.pids = {999999999};  // above any pid_max
+  gone.duration = 200ms;
+  try {
+    profile_processes(gone, dir_);
+    ADD_FAILURE() << "a pid that does not exist was profiled";
+  } catch (const EnvironmentError& e) {
+    EXPECT_NE(std::string(e.what()).find("perf record failed"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace profiler_test
+}  // namespace loadlab::agent
