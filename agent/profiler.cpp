@@ -1,8 +1,12 @@
 #include "loadlab/agent/profiler.hpp"
 
+#include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/shared/environment_error.hpp"
@@ -24,26 +28,29 @@ SpawnOptions helper_options() {
   return options;
 }
 
-// A helper run to its end: its exit status, or an EnvironmentError naming it with its last
-// lines.
-void run_to_end(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                const std::string& what) {
+// A helper run to its end; `accept` judges its exit status (by default, exit code 0). Throws
+// an EnvironmentError naming it, with its last lines on one line, otherwise.
+ExitStatus run_to_end(
+    const std::vector<std::string>& argv, std::chrono::milliseconds timeout, const std::string& what,
+    const std::function<bool(const ExitStatus&)>& accept = [](const ExitStatus& s) { return s.code == 0; }) {
   auto child = ChildProcess::spawn(argv, helper_options());
   const auto status = child->wait_exit(timeout);
   child->wait_output_end(std::chrono::seconds(2));
-  if (!status || status->code != 0) {
-    const std::string tail = child->output_tail(5);
+  if (!status || !accept(*status)) {
+    std::string tail = child->output_tail(5);
+    std::replace(tail.begin(), tail.end(), '\n', ' ');
     child->terminate(std::chrono::milliseconds(500));
     throw EnvironmentError(what + (status ? " failed: " + status->describe() : " did not end in time") +
                            (tail.empty() ? "" : ": " + tail));
   }
+  return *status;
 }
 
-// The capabilities in the agent's effective set, as /proc/self/status gives them.
-unsigned long long effective_capabilities() {
+// A capability set of the agent from /proc/self/status ("CapEff", "CapAmb").
+unsigned long long capabilities(const std::string& set) {
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);)
-    if (line.rfind("CapEff:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+    if (line.rfind(set + ":", 0) == 0) return std::stoull(line.substr(set.size() + 1), nullptr, 16);
   return 0;
 }
 
@@ -52,6 +59,43 @@ int perf_event_paranoid() {
   int value = 2;
   in >> value;
   return in ? value : 2;
+}
+
+// A folder of its own for one use, mode 0700, under `parent`; removed with everything in it.
+class PrivateDir {
+ public:
+  explicit PrivateDir(const std::filesystem::path& parent) {
+    std::string pattern = (parent / "loadlab-profile-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw system_failure("cannot make a folder in " + parent.string());
+    path_ = pattern;
+  }
+  ~PrivateDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// perf record, to its end: the pids' samples in `data`. perf stops early, and ends by the
+// signal it sent its timer command, when every sampled thread has exited: what it wrote is
+// kept.
+void record(const std::string& perf, const ProfileRequest& request, const std::string& pids,
+            const std::string& data) {
+  const double seconds = static_cast<double>(request.duration.count()) / 1000;
+  // -N: no copy of each sampled binary in root's ~/.debug. `-- sleep`: perf samples the pids
+  // for as long as the command runs, then writes its file.
+  run_to_end({perf, "record", "-q", "-N", "-e", "cpu-clock", "-F", std::to_string(request.frequency_hz),
+              "--call-graph", request.call_graph == "dwarf" ? "dwarf" : "fp", "-p", pids, "-o", data, "--",
+              "/bin/sleep", std::to_string(seconds)},
+             request.duration + std::chrono::seconds(60), "perf record", [&](const ExitStatus& s) {
+               std::error_code ec;
+               return s.code == 0 || (s.signal == SIGTERM && std::filesystem::file_size(data, ec) > 0);
+             });
 }
 
 }  // namespace
@@ -69,9 +113,11 @@ ProfilingSupport profiling_support(const std::string& perf) {
     s.reason = e.what();
     return s;
   }
-  // CAP_SYS_ADMIN (21) or CAP_PERFMON (38) lift the kernel's perf_event_paranoid.
-  const unsigned long long caps = effective_capabilities();
-  const bool capable = geteuid() == 0 || (caps & (1ULL << 21)) != 0 || (caps & (1ULL << 38)) != 0;
+  // What perf will hold once the agent runs it: root's effective set (a container may have
+  // taken CAP_PERFMON and CAP_SYS_ADMIN from root), another user's ambient set. CAP_SYS_ADMIN
+  // (21) or CAP_PERFMON (38) lift kernel.perf_event_paranoid.
+  const unsigned long long caps = capabilities(geteuid() == 0 ? "CapEff" : "CapAmb");
+  const bool capable = (caps & (1ULL << 21)) != 0 || (caps & (1ULL << 38)) != 0;
   const int paranoid = perf_event_paranoid();
   if (!capable && paranoid > 2) {
     s.reason = "kernel.perf_event_paranoid is " + std::to_string(paranoid) +
@@ -83,39 +129,28 @@ ProfilingSupport profiling_support(const std::string& perf) {
   return s;
 }
 
-FoldedStacks profile_processes(const ProfileRequest& request, const std::filesystem::path& work_dir,
+FoldedStacks profile_processes(const ProfileRequest& request, const std::filesystem::path& parent_dir,
                                const std::string& perf) {
   const std::string path = program_path(perf);
   if (path.empty()) throw EnvironmentError(perf + " is not installed (Debian's linux-perf)");
-  if (request.pids.empty()) throw EnvironmentError("perf record: no process to profile");
   std::string pids;
   for (pid_t p : request.pids) {
+    if (!std::filesystem::exists("/proc/" + std::to_string(p))) continue;  // gone: nothing to sample
     if (!pids.empty()) pids += ',';
     pids += std::to_string(p);
   }
-  const std::string data = (work_dir / "perf.data").string();
-  const double seconds = static_cast<double>(request.duration.count()) / 1000;
-  // `-- sleep`: perf samples the pids for as long as the command runs, then writes its file.
-  run_to_end({path, "record", "-q", "-e", "cpu-clock", "-F", std::to_string(request.frequency_hz),
-              "--call-graph", request.call_graph == "dwarf" ? "dwarf" : "fp", "-p", pids, "-o", data, "--",
-              "/bin/sleep", std::to_string(seconds)},
-             request.duration + std::chrono::seconds(60), "perf record");
-  auto script = ChildProcess::spawn({path, "script", "-i", data}, helper_options());
-  PerfScriptFolder folder(true);
-  std::string line;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  for (;;) {
-    const auto got = script->next_line(line, std::chrono::milliseconds(1000));
-    if (got == ChildProcess::LineStatus::kEof) break;
-    if (got == ChildProcess::LineStatus::kLine) folder.add(line);
-    if (std::chrono::steady_clock::now() > deadline) {
-      script->terminate(std::chrono::milliseconds(500));
-      throw EnvironmentError("perf script did not end in 5 minutes");
-    }
-  }
-  const auto status = script->terminate(std::chrono::milliseconds(2000));
-  if (status.code != 0) throw EnvironmentError("perf script failed: " + status.describe());
-  return folder.finish();
+  if (pids.empty()) throw EnvironmentError("perf record: none of the processes to profile is running");
+  const PrivateDir dir(parent_dir);
+  const std::string data = (dir.path() / "perf.data").string();
+  const std::string text = (dir.path() / "perf.script").string();
+  record(path, request, pids, data);
+  // perf script's output to a file, not a pipe: nothing of it is dropped, however far behind
+  // the reader would fall.
+  run_to_end({"/bin/sh", "-c", "exec \"$0\" script -i \"$1\" > \"$2\"", path, data, text},
+             std::chrono::minutes(5), "perf script");
+  std::ifstream in(text);
+  if (!in) throw EnvironmentError("perf script wrote no " + text);
+  return fold_perf_script(in, true);
 }
 
 }  // namespace loadlab::agent

@@ -1,5 +1,6 @@
 #include "loadlab/shared/folded_stacks.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 #include <vector>
@@ -62,8 +63,16 @@ std::string process_of(std::string_view header) {
     words.push_back(header.substr(start, end - start));
     at = end;
   }
+  // The time: digits, a point, digits and a colon (a name's own word may end in ':').
+  auto is_time = [](std::string_view w) {
+    if (w.size() < 4 || w.back() != ':') return false;
+    w.remove_suffix(1);
+    const auto point = w.find('.');
+    return point != std::string_view::npos && point > 0 && point + 1 < w.size() &&
+           w.find_first_not_of("0123456789.") == std::string_view::npos && w.find('.', point + 1) == w.npos;
+  };
   size_t time = 0;
-  while (time < words.size() && words[time].back() != ':') ++time;
+  while (time < words.size() && !is_time(words[time])) ++time;
   size_t pid = time;
   if (pid > 1 && words[pid - 1].front() == '[') --pid;  // the CPU, with -a
   if (pid <= 1) return words.empty() ? std::string() : std::string(words[0]);
@@ -73,6 +82,7 @@ std::string process_of(std::string_view header) {
     if (i > 0) name += '_';
     name += words[i];
   }
+  std::replace(name.begin(), name.end(), ';', ':');  // a frame name holds no separator
   return name;
 }
 
@@ -95,7 +105,7 @@ void PerfScriptFolder::add(std::string_view line) {
   const std::string_view t = trim(line);
   if (t.empty()) {
     end_sample();
-  } else if (line[0] != ' ' && line[0] != '\t') {  // a sample's header
+  } else if (line[0] != '\t') {  // a sample's header; its frames begin with a tab
     end_sample();
     in_sample_ = true;
     process_ = process_root_ ? process_of(t) : std::string();

@@ -62,9 +62,10 @@ TEST(FoldedStacks, ASignatureIsOneFrame) {
 TEST(FoldedStacks, TheProcessNameIsWhatComesBeforeThePid) {
   std::istringstream in(
       "Web Content  4242/4250 [001] 9.5:  1 cpu-clock: \n\t  4011 f+0x1 (/bin/w)\n\n"
-      "srv 7 9.6:  1 cpu-clock: \n\t  4011 f+0x1 (/bin/w)\n\n");
+      "srv 7 9.6:  1 cpu-clock: \n\t  4011 f+0x1 (/bin/w)\n\n"
+      "a;b c: 8 9.7:  1 cpu-clock: \n\t  4011 f+0x1 (/bin/w)\n\n");
   const FoldedStacks folded = fold_perf_script(in, true);
-  EXPECT_EQ(folded, (FoldedStacks{{"Web_Content;f", 1}, {"srv;f", 1}}));
+  EXPECT_EQ(folded, (FoldedStacks{{"Web_Content;f", 1}, {"srv;f", 1}, {"a:b_c:;f", 1}}));
 }
 
 TEST(FoldedStacks, TextRoundTripsAndBadLinesAreNamed) {

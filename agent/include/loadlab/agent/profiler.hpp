@@ -17,8 +17,8 @@ namespace loadlab::agent {
 // What profiling the agent can do on this machine, and if none, why.
 struct ProfilingSupport {
   bool available = false;
-  // Whether kernel frames are sampled too (root, CAP_PERFMON or CAP_SYS_ADMIN, or a
-  // perf_event_paranoid of 1 or less); otherwise only the processes' user space.
+  // Whether kernel frames are sampled too (CAP_PERFMON or CAP_SYS_ADMIN in what perf will hold,
+  // or a perf_event_paranoid of 1 or less); otherwise only the processes' user space.
   bool kernel = false;
   std::string reason;  // unavailable: why ("perf is not installed (linux-perf)", ...)
 };
@@ -36,10 +36,11 @@ struct ProfileRequest {
   std::string call_graph = "fp";
 };
 
-// Samples the request's processes for its duration into `work_dir`/perf.data and returns the
-// folded stacks, each rooted at its process's name. Throws EnvironmentError with perf's last
-// lines when perf cannot record (not installed, not allowed, a pid gone).
-FoldedStacks profile_processes(const ProfileRequest& request, const std::filesystem::path& work_dir,
+// Samples the request's processes (those still running) for its duration and returns the
+// folded stacks, each rooted at its thread's name. perf's files go to a folder of their own
+// (mode 0700) made under `parent_dir` and removed before it returns. Throws EnvironmentError
+// with perf's last lines when perf cannot record (not installed, not allowed, no process left).
+FoldedStacks profile_processes(const ProfileRequest& request, const std::filesystem::path& parent_dir,
                                const std::string& perf = "perf");
 
 }  // namespace loadlab::agent

@@ -16,11 +16,12 @@ namespace loadlab {
 // is the same for the same samples.
 using FoldedStacks = std::map<std::string, uint64_t>;
 
-// Folds `perf script`'s default output (a header line a sample, then its frames leaf first,
-// one a line as "ADDRESS SYMBOL+OFFSET (DSO)", and a blank line). The offsets are dropped; a
+// Folds `perf script`'s default output of a recording with call graphs (a header line a
+// sample, "COMM TID [CPU] TIME: PERIOD EVENT:", then its frames leaf first, each a line that
+// begins with a tab, "ADDRESS SYMBOL+OFFSET (DSO)", and a blank line). The offsets are dropped; a
 // frame without a symbol is named by its DSO's file name in brackets ("[libc.so.6]",
 // "[unknown]"); a kernel frame gets "_[k]" (as stackcollapse-perf.pl names them). With
-// `process_root`, each stack's root is the sample's process name (the header's first field).
+// `process_root`, each stack's root is the sample's thread name (COMM, its spaces as '_').
 FoldedStacks fold_perf_script(std::istream& in, bool process_root);
 
 // The same, a line at a time (from a pipe): add() each line without its '\n', then finish().
