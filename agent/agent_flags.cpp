@@ -157,6 +157,9 @@ void add_agent_flags(CLI::App& app, AgentFlags& flags) {
                  "folder of the builds of targets built from a commit, the agent's own and not writable by "
                  "others (default: /var/cache/loadlab/builds for root, else $XDG_CACHE_HOME or ~/.cache, "
                  "/loadlab/builds)");
+  app.add_option(
+      "--perf", flags.options.perf,
+      "the perf program that profiles jobs (a path, or a name on PATH); Describe says what it can do");
   app.add_option("--build-cache-mb", flags.options.build_cache_mb,
                  "most MiB the build cache holds; the least recently used builds go first")
       ->check(loadlab::number_in(1, 1 << 30));

@@ -13,6 +13,7 @@
 #include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/agent/machine_fingerprint.hpp"
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/agent/profiler.hpp"
 #include "loadlab/agent/usage_window.hpp"
 #include "loadlab/clients/command_line.hpp"
 #include "loadlab/load/load_spec.hpp"
@@ -126,6 +127,15 @@ AgentService::AgentService(AgentOptions options)
   if (options_.bin_dir.empty()) options_.bin_dir = executable_dir();
   if (options_.build_cache_dir.empty()) options_.build_cache_dir = default_build_cache_dir();
   builds_ = std::make_unique<BuildCache>(options_.build_cache_dir, options_.build_cache_mb << 20);
+  const ProfilingSupport profiling = profiling_support(options_.perf);
+  profiling_.set_available(profiling.available);
+  profiling_.set_kernel(profiling.kernel);
+  profiling_.set_reason(profiling.reason);
+  if (profiling.available)
+    component_logger("agent")->info("profiling with {}{}", options_.perf,
+                                    profiling.kernel ? "" : " (user space only)");
+  else
+    component_logger("agent")->info("no profiling: {}", profiling.reason);
 }
 
 Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeRequest*, v1::AgentInfo* info) {
@@ -164,6 +174,7 @@ Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeReques
   info->set_busy(target_slot_.busy() || load_slot_.busy());
   info->set_scheduled_start(true);
   info->set_process_control(std::string(to_string(proc_control().mode)));
+  *info->mutable_profiling() = profiling_;
   return Status::OK;
 }
 

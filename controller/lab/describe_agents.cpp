@@ -20,7 +20,7 @@ Row agent_row(const ConnectedAgent& a) {
   std::string roles;
   for (auto& r : def.roles) roles += (roles.empty() ? "" : ",") + r;
   if (!a.reachable())
-    return {def.name, def.address, roles, "-", "-", "-", "-", "-", "UNREACHABLE: " + a.error};
+    return {def.name, def.address, roles, "-", "-", "-", "-", "-", "-", "UNREACHABLE: " + a.error};
   // Each name with the protocols it serves or speaks: "hello (http1, https)".
   auto with_protocols = [](const std::string& name, const std::vector<std::string>& protocols) {
     std::string list;
@@ -34,6 +34,12 @@ Row agent_row(const ConnectedAgent& a) {
   for (auto& c : a.info.clients())
     clients += (clients.empty() ? "" : ", ") + with_protocols(c, a.client_protocols(c));
   if (!clients.empty()) catalog += "; clients: " + clients;
+  const auto& profiling = a.info.profiling();
+  const std::string can_profile = !a.info.has_profiling()  ? "-"  // an agent older than profiles
+                                  : !profiling.available() ? "no"
+                                  : profiling.kernel()     ? "yes"
+                                                           : "user";
+  if (can_profile == "no") catalog += "; no profiling: " + profiling.reason();
   const std::string memory =
       fmt::format("{:.1f} GiB", static_cast<double>(a.info.memory_bytes()) / (1024.0 * 1024 * 1024));
   return {def.name,
@@ -44,6 +50,7 @@ Row agent_row(const ConnectedAgent& a) {
           std::to_string(a.info.cores()),
           memory,
           a.info.busy() ? "yes" : "no",
+          can_profile,
           catalog};
 }
 
@@ -66,7 +73,7 @@ void write_columns(std::ostream& out, const std::vector<Row>& rows) {
 int describe_agents(const std::string& lab_path, const std::string& credentials_path, std::ostream& out) {
   Lab lab = load_lab_file(lab_path, credentials_path);
   std::vector<Row> rows{{"agent", "address", "roles", "version", "host", "cores", "memory", "busy",
-                         "targets; clients / error"}};
+                         "profiling", "targets; clients / error"}};
   bool all = true;
   AgentPool pool;
   for (auto& def : lab.agents) {

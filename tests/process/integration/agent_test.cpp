@@ -15,6 +15,7 @@
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/ports.hpp"
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/agent/profiler.hpp"
 #include "loadlab/agent/usage_window.hpp"
 #include "loadlab/shared/build_info.hpp"
 #include "loadlab/shared/json_input.hpp"
@@ -287,6 +288,31 @@ TEST_F(AgentTest, DescribeListsTheMachineAndCatalog) {
   EXPECT_EQ(info.target_protocols().at("burn50").protocols(0), v1::PROTOCOL_HTTP1);
   ASSERT_EQ(info.client_protocols().count("loadlab"), 1u);
   EXPECT_EQ(info.commit(), std::string(git_commit()));
+}
+
+// Describe says what profiling the agent found it can do when it started; given a perf that is
+// not there, none, and why.
+TEST_F(AgentTest, DescribeSaysWhatProfilingItCanDo) {
+  grpc::ClientContext ctx;
+  v1::AgentInfo info;
+  ASSERT_TRUE(stub->Describe(&ctx, {}, &info).ok());
+  const auto here = agent::profiling_support();
+  EXPECT_EQ(info.profiling().available(), here.available);
+  EXPECT_EQ(info.profiling().reason(), here.reason);
+  EXPECT_EQ(info.profiling().kernel(), here.kernel);
+  AgentOptions o;
+  o.name = "no-perf";
+  o.bin_dir = LOADLAB_BIN_DIR;
+  o.perf = "/nonexistent/perf";
+  AgentServer without(o);
+  auto without_stub = v1::Agent::NewStub(
+      grpc::CreateChannel(without.start("127.0.0.1:0"), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx2;
+  ASSERT_TRUE(without_stub->Describe(&ctx2, {}, &info).ok());
+  EXPECT_FALSE(info.profiling().available());
+  EXPECT_FALSE(info.profiling().kernel());
+  EXPECT_EQ(info.profiling().reason(), "/nonexistent/perf is not installed (Debian's linux-perf)");
+  without.shutdown(0);
 }
 
 // A spec asking for a protocol the target does not serve is refused at the agent too (the

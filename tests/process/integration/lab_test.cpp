@@ -216,6 +216,7 @@ TEST_F(LabTest, AgentsCommandDescribesEachAgentOrWhyItIsUnreachable) {
   EXPECT_EQ(r.code, 0) << r.output_tail;
   EXPECT_NE(r.stdout_text.find("cli2"), std::string::npos);
   EXPECT_NE(r.stdout_text.find("hello"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("  profiling  "), std::string::npos) << r.stdout_text;  // the column
   auto bad =
       dir.file("bad.json", R"({"agents": [{"name": "gone", "address": "127.0.0.1:1", "roles": ["load"]}]})");
   r = run_command({bin("loadlab"), "agents", "--lab", bad});
