@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
-#include <functional>
+#include <thread>
 
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/shared/environment_error.hpp"
@@ -28,22 +28,20 @@ SpawnOptions helper_options() {
   return options;
 }
 
-// A helper run to its end; `accept` judges its exit status (by default, exit code 0). Throws
-// an EnvironmentError naming it, with its last lines on one line, otherwise.
-ExitStatus run_to_end(
-    const std::vector<std::string>& argv, std::chrono::milliseconds timeout, const std::string& what,
-    const std::function<bool(const ExitStatus&)>& accept = [](const ExitStatus& s) { return s.code == 0; }) {
+// A helper run to its end, exit code 0, or an EnvironmentError naming it with its last lines on
+// one line.
+void run_to_end(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                const std::string& what) {
   auto child = ChildProcess::spawn(argv, helper_options());
   const auto status = child->wait_exit(timeout);
   child->wait_output_end(std::chrono::seconds(2));
-  if (!status || !accept(*status)) {
+  if (!status || status->code != 0) {
     std::string tail = child->output_tail(5);
     std::replace(tail.begin(), tail.end(), '\n', ' ');
     child->terminate(std::chrono::milliseconds(500));
     throw EnvironmentError(what + (status ? " failed: " + status->describe() : " did not end in time") +
                            (tail.empty() ? "" : ": " + tail));
   }
-  return *status;
 }
 
 // A capability set of the agent from /proc/self/status ("CapEff", "CapAmb").
@@ -61,41 +59,36 @@ int perf_event_paranoid() {
   return in ? value : 2;
 }
 
-// A folder of its own for one use, mode 0700, under `parent`; removed with everything in it.
-class PrivateDir {
- public:
-  explicit PrivateDir(const std::filesystem::path& parent) {
-    std::string pattern = (parent / "loadlab-profile-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw system_failure("cannot make a folder in " + parent.string());
-    path_ = pattern;
-  }
-  ~PrivateDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  PrivateDir(const PrivateDir&) = delete;
-  PrivateDir& operator=(const PrivateDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
+// A folder of its own for one profile, mode 0700, under `parent`.
+std::filesystem::path private_dir(const std::filesystem::path& parent) {
+  std::string pattern = (parent / "loadlab-profile-XXXXXX").string();
+  if (!mkdtemp(pattern.data())) throw system_failure("cannot make a folder in " + parent.string());
+  return pattern;
+}
 
- private:
-  std::filesystem::path path_;
-};
+// perf record's command line for the request: samples `pids` until it is told to stop.
+std::vector<std::string> record_argv(const std::string& perf, const ProfileRequest& request,
+                                     const std::string& pids, const std::string& data) {
+  // -N: no copy of each sampled binary in root's ~/.debug.
+  return {perf,           "record",
+          "-q",           "-N",
+          "-e",           "cpu-clock",
+          "-F",           std::to_string(request.frequency_hz),
+          "--call-graph", request.call_graph == "dwarf" ? "dwarf" : "fp",
+          "-p",           pids,
+          "-o",           data};
+}
 
-// perf record, to its end: the pids' samples in `data`. perf stops early, and ends by the
-// signal it sent its timer command, when every sampled thread has exited: what it wrote is
-// kept.
-void record(const std::string& perf, const ProfileRequest& request, const std::string& pids,
-            const std::string& data) {
-  const double seconds = static_cast<double>(request.duration.count()) / 1000;
-  // -N: no copy of each sampled binary in root's ~/.debug. `-- sleep`: perf samples the pids
-  // for as long as the command runs, then writes its file.
-  run_to_end({perf, "record", "-q", "-N", "-e", "cpu-clock", "-F", std::to_string(request.frequency_hz),
-              "--call-graph", request.call_graph == "dwarf" ? "dwarf" : "fp", "-p", pids, "-o", data, "--",
-              "/bin/sleep", std::to_string(seconds)},
-             request.duration + std::chrono::seconds(60), "perf record", [&](const ExitStatus& s) {
-               std::error_code ec;
-               return s.code == 0 || (s.signal == SIGTERM && std::filesystem::file_size(data, ec) > 0);
-             });
+// The request's pids still running, as perf's -p takes them.
+std::string running_pids(const std::vector<pid_t>& pids) {
+  std::string list;
+  for (pid_t p : pids) {
+    if (!std::filesystem::exists("/proc/" + std::to_string(p))) continue;  // gone: nothing to sample
+    if (!list.empty()) list += ',';
+    list += std::to_string(p);
+  }
+  if (list.empty()) throw EnvironmentError("perf record: none of the processes to profile is running");
+  return list;
 }
 
 }  // namespace
@@ -129,28 +122,72 @@ ProfilingSupport profiling_support(const std::string& perf) {
   return s;
 }
 
-FoldedStacks profile_processes(const ProfileRequest& request, const std::filesystem::path& parent_dir,
-                               const std::string& perf) {
-  const std::string path = program_path(perf);
-  if (path.empty()) throw EnvironmentError(perf + " is not installed (Debian's linux-perf)");
-  std::string pids;
-  for (pid_t p : request.pids) {
-    if (!std::filesystem::exists("/proc/" + std::to_string(p))) continue;  // gone: nothing to sample
-    if (!pids.empty()) pids += ',';
-    pids += std::to_string(p);
+// perf, and its folder, removed with everything in it when the profile goes.
+struct WindowProfile::State {
+  std::string perf;
+  std::filesystem::path dir;
+  std::string data;
+  std::unique_ptr<ChildProcess> record;
+  State(std::string program, const std::filesystem::path& parent)
+      : perf(std::move(program)), dir(private_dir(parent)), data((dir / "perf.data").string()) {}
+  ~State() {
+    if (record) record->terminate(std::chrono::milliseconds(500));
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
   }
-  if (pids.empty()) throw EnvironmentError("perf record: none of the processes to profile is running");
-  const PrivateDir dir(parent_dir);
-  const std::string data = (dir.path() / "perf.data").string();
-  const std::string text = (dir.path() / "perf.script").string();
-  record(path, request, pids, data);
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+};
+
+std::unique_ptr<WindowProfile> WindowProfile::start(const ProfileRequest& request,
+                                                    const std::filesystem::path& parent_dir,
+                                                    const std::string& perf) {
+  std::string path = program_path(perf);
+  if (path.empty()) throw EnvironmentError(perf + " is not installed (Debian's linux-perf)");
+  const std::string pids = running_pids(request.pids);
+  auto profile = std::unique_ptr<WindowProfile>(new WindowProfile());
+  profile->state_ = std::make_unique<State>(std::move(path), parent_dir);
+  State& s = *profile->state_;
+  s.record = ChildProcess::spawn(record_argv(s.perf, request, pids, s.data), helper_options());
+  return profile;
+}
+
+WindowProfile::WindowProfile() = default;
+
+WindowProfile::~WindowProfile() = default;
+
+// perf ends by the signal it was sent once it has written its file (it raises it again), or
+// by itself when every sampled thread has exited: what it wrote is kept either way.
+FoldedStacks WindowProfile::stop() {
+  State& s = *state_;
+  s.record->queue_signal(SIGINT, sigval{});
+  const auto status = s.record->wait_exit(std::chrono::seconds(60));
+  s.record->wait_output_end(std::chrono::seconds(2));
+  std::error_code ec;
+  const bool wrote = std::filesystem::file_size(s.data, ec) > 0;
+  if (!status || !(status->code == 0 || ((status->signal == SIGINT || status->signal == SIGTERM) && wrote))) {
+    std::string tail = s.record->output_tail(5);
+    std::replace(tail.begin(), tail.end(), '\n', ' ');
+    throw EnvironmentError("perf record failed: " + (status ? status->describe() : "it did not stop") +
+                           (tail.empty() ? "" : ": " + tail));
+  }
+  s.record->terminate(std::chrono::milliseconds(500));
+  s.record.reset();
   // perf script's output to a file, not a pipe: nothing of it is dropped, however far behind
   // the reader would fall.
-  run_to_end({"/bin/sh", "-c", "exec \"$0\" script -i \"$1\" > \"$2\"", path, data, text},
+  const std::string text = (s.dir / "perf.script").string();
+  run_to_end({"/bin/sh", "-c", "exec \"$0\" script -i \"$1\" > \"$2\"", s.perf, s.data, text},
              std::chrono::minutes(5), "perf script");
   std::ifstream in(text);
   if (!in) throw EnvironmentError("perf script wrote no " + text);
   return fold_perf_script(in, true);
+}
+
+FoldedStacks profile_processes(const ProfileRequest& request, const std::filesystem::path& parent_dir,
+                               const std::string& perf) {
+  auto profile = WindowProfile::start(request, parent_dir, perf);
+  std::this_thread::sleep_for(request.duration);
+  return profile->stop();
 }
 
 }  // namespace loadlab::agent

@@ -3,11 +3,15 @@
 #include "loadlab/agent/profiler.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/shared/environment_error.hpp"
@@ -37,6 +41,20 @@ Split split_of(const FoldedStacks& stacks) {
   return s;
 }
 
+// A process's CPU time (user and system, all its threads), from /proc.
+double cpu_seconds(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), {});
+  std::istringstream rest(text.substr(text.rfind(')') + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 3.. after the name
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 class ProfilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -47,18 +65,25 @@ class ProfilerTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // loadlab-split-burn at `hot_pct`, profiled for 1.5 s once it burns.
-  FoldedStacks profile_split(int hot_pct) {
+  // loadlab-split-burn at `hot_pct`, profiled over a window in which it used 1.5 s of CPU
+  // (however busy the machine, within 30 s); `cpu_s` gets what it used.
+  FoldedStacks profile_split(int hot_pct, double& cpu_s) {
     auto burner = ChildProcess::spawn(
-        {std::string(LOADLAB_BIN_DIR) + "/loadlab-split-burn", std::to_string(hot_pct), "30"});
+        {std::string(LOADLAB_BIN_DIR) + "/loadlab-split-burn", std::to_string(hot_pct), "60"});
     std::string line;
     EXPECT_EQ(burner->next_line(line, 10s), ChildProcess::LineStatus::kLine);
     EXPECT_EQ(line, "burning");
     ProfileRequest request;
     request.pids = {burner->pid()};
-    request.duration = 1500ms;
-    auto stacks = profile_processes(request, dir_);
+    auto window = WindowProfile::start(request, dir_);
+    const double start = cpu_seconds(burner->pid());
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (cpu_seconds(burner->pid()) - start < 1.5 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    cpu_s = cpu_seconds(burner->pid()) - start;
+    auto stacks = window->stop();
     burner->terminate(1s);
+    window.reset();
     EXPECT_TRUE(std::filesystem::is_empty(dir_)) << "perf's files are removed";
     return stacks;
   }
@@ -67,17 +92,43 @@ class ProfilerTest : public ::testing::Test {
 };
 
 // 70/30 and 50/50 within 5 points of the samples that fall in either function, from stacks
-// that reach main through the frame pointers the burner keeps.
+// that reach main through the frame pointers the burner keeps; about 999 samples a second of
+// its CPU (fewer by perf's start, which the window includes).
 TEST_F(ProfilerTest, TheSamplesSplitAsTheTwoFunctionsSplitTheirTime) {
   for (int hot_pct : {70, 50}) {
-    const Split s = split_of(profile_split(hot_pct));
-    ASSERT_GT(s.hot + s.cold, 500u) << "1.5 s of one core at 999 Hz";
+    double cpu_s = 0;
+    const Split s = split_of(profile_split(hot_pct, cpu_s));
+    ASSERT_GE(cpu_s, 1.5) << "the burner did not run for 30 s";
+    EXPECT_GT(static_cast<double>(s.all), 0.5 * 999 * cpu_s);
+    EXPECT_LT(static_cast<double>(s.all), 1.2 * 999 * cpu_s);
     const double share = 100.0 * static_cast<double>(s.hot) / static_cast<double>(s.hot + s.cold);
     std::cout << "[ measured ] asked " << hot_pct << " %: burn_hot " << share << " % of " << s.hot + s.cold
-              << " samples; " << s.reaching_main << " stacks reach main\n";
+              << " samples over " << cpu_s << " s of its CPU; " << s.reaching_main << " stacks reach main\n";
     EXPECT_NEAR(share, hot_pct, 5) << s.hot << " hot, " << s.cold << " cold samples";
     EXPECT_GT(s.reaching_main, (s.hot + s.cold) * 9 / 10) << "frame pointers unwind to main";
   }
+}
+
+// A profile of a fixed time: the burner's samples, and its files removed.
+TEST_F(ProfilerTest, AProfileOfAFixedTimeSamplesThatTime) {
+  auto burner = ChildProcess::spawn({std::string(LOADLAB_BIN_DIR) + "/loadlab-split-burn", "70", "30"});
+  std::string line;
+  ASSERT_EQ(burner->next_line(line, 10s), ChildProcess::LineStatus::kLine);
+  ProfileRequest request;
+  request.pids = {burner->pid()};
+  request.duration = 500ms;
+  const Split s = split_of(profile_processes(request, dir_));
+  burner->terminate(1s);
+  EXPECT_GT(s.hot + s.cold, 0u);
+  EXPECT_LT(s.all, 1000u) << "half a second at 999 Hz";
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+  // A window never stopped leaves nothing behind either.
+  auto again = ChildProcess::spawn({std::string(LOADLAB_BIN_DIR) + "/loadlab-split-burn", "70", "30"});
+  ASSERT_EQ(again->next_line(line, 10s), ChildProcess::LineStatus::kLine);
+  request.pids = {again->pid()};
+  WindowProfile::start(request, dir_).reset();
+  again->terminate(1s);
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
 }
 
 TEST_F(ProfilerTest, WhatCannotBeProfiledSaysWhy) {

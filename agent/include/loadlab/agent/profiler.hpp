@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,29 @@ struct ProfileRequest {
   // its stack short) or "dwarf" (the stack copied at each sample and unwound from debug
   // information: deeper, dearer).
   std::string call_graph = "fp";
+};
+
+// A profile of a window whose end is not known at its start (a load's measured window): perf
+// samples the request's processes (those still running; its duration is not used) from
+// start() until stop(). Its files are in a folder of its own (mode 0700) made under
+// `parent_dir` and removed with it.
+class WindowProfile {
+ public:
+  // Throws EnvironmentError when perf is not there or no process is left.
+  static std::unique_ptr<WindowProfile> start(const ProfileRequest& request,
+                                              const std::filesystem::path& parent_dir,
+                                              const std::string& perf = "perf");
+  ~WindowProfile();  // without stop(): perf is stopped, nothing is kept
+  WindowProfile(const WindowProfile&) = delete;
+  WindowProfile& operator=(const WindowProfile&) = delete;
+  // Ends the recording and folds it, each stack rooted at its thread's name. Throws
+  // EnvironmentError with perf's last lines when perf could not record.
+  FoldedStacks stop();
+
+ private:
+  WindowProfile();
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // Samples the request's processes (those still running) for its duration and returns the
