@@ -1,5 +1,7 @@
 #include "lab/repetition_runner.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -101,7 +103,20 @@ void add_intervals(const RepetitionParts& p, v1::Repetition& r) {
   }
 }
 
+// An agent older than LoadSpec.pace_granularity_us drops it and paces each slot at its time:
+// its figures would be recorded as the granular cell's.
+void check_paced_as_asked(const Cell& cell, const LoadSession& load) {
+  const double asked = cell.rate > 0 ? cell.pace_granularity_us : 0;
+  if (load.result().pace_granularity_us() != asked)
+    throw CellError("measure",
+                    fmt::format("load agent {} paced with a granularity of {:g} µs, not the {:g} µs "
+                                "asked (an agent older than pace_granularity_us paces each slot "
+                                "at its time)",
+                                load.agent().name, load.result().pace_granularity_us(), asked));
+}
+
 v1::Repetition merged(const RepetitionParts& p) {
+  for (auto& load : p.loads) check_paced_as_asked(p.cell, *load);
   std::vector<v1::LoadResult> parts;
   for (auto& load : p.loads) parts.push_back(load->result());
   v1::Repetition r = merge_load_results(parts);

@@ -171,6 +171,32 @@ TEST_F(RepetitionTest, TheWindowOpensOnMeasureStartAndClosesAfterTheResult) {
   EXPECT_EQ(rep.load_parts(0).threads(), 2u);
 }
 
+// A load agent whose worker did not pace with the cell's granularity (an agent older than the
+// field drops it) fails the repetition: its figures are not the granular cell's.
+TEST_F(RepetitionTest, ALoadPacedWithoutTheCellsGranularityFailsTheRepetition) {
+  s = parse_scenario(nlohmann::json::parse(R"({"name": "s", "targets": [{"name": "b", "builtin": "hello"}],
+      "matrix": {"threads": [2]}, "load": {"duration_s": 1, "rate": 100, "pace_granularity_us": 500}})"));
+  cell = expand(s)[0];
+  srv.on_host_target = well_behaved_target;
+  cli.on_run_load = [](LoadStream& l) {
+    l.on_writes_done = [](LoadStream& l) { l.send(fake::progress(true, 10)); };
+  };
+  start();
+  ASSERT_TRUE(progress.wait_for(1));
+  ASSERT_EQ(load().written().size(), 1u);
+  EXPECT_EQ(load().written()[0].spec().pace_granularity_us(), 500);
+  load().send(fake::measure_start());
+  ASSERT_TRUE(target().wait_written([](auto& w) { return !marks(w).empty(); }));
+  load().send(fake::load_result(part({100, 200, 300}, 3)));  // paced with 0
+  load().send(fake::load_usage(150));
+  load().end();
+  const CellError e = failure();
+  EXPECT_EQ(
+      std::string(e.what()),
+      "measure: load agent cli paced with a granularity of 0 µs, not the 500 µs asked (an agent older than "
+      "pace_granularity_us paces each slot at its time)");
+}
+
 TEST_F(RepetitionTest, APhaseDeadlineFiresOnTheClockAndNamesThePhase) {
   srv.on_host_target = well_behaved_target;
   // A load worker that never gets past its warmup.
