@@ -9,6 +9,7 @@
 
 #include "call_deadlines.hpp"
 #include "external_load_job.hpp"
+#include "job_profile.hpp"
 #include "load_job.hpp"
 #include "loadlab/agent/cpu_binding.hpp"
 #include "loadlab/agent/machine_fingerprint.hpp"
@@ -128,9 +129,9 @@ AgentService::AgentService(AgentOptions options)
   if (options_.build_cache_dir.empty()) options_.build_cache_dir = default_build_cache_dir();
   builds_ = std::make_unique<BuildCache>(options_.build_cache_dir, options_.build_cache_mb << 20);
   const ProfilingSupport profiling = profiling_support(options_.perf);
-  profiling_.set_available(profiling.available);
-  profiling_.set_kernel(profiling.kernel);
-  profiling_.set_reason(profiling.reason);
+  options_.profiling.set_available(profiling.available);
+  options_.profiling.set_kernel(profiling.kernel);
+  options_.profiling.set_reason(profiling.reason);
   if (profiling.available)
     component_logger("agent")->info("profiling with {}{}", options_.perf,
                                     profiling.kernel ? "" : " (user space only)");
@@ -174,7 +175,7 @@ Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeReques
   info->set_busy(target_slot_.busy() || load_slot_.busy());
   info->set_scheduled_start(true);
   info->set_process_control(std::string(to_string(proc_control().mode)));
-  *info->mutable_profiling() = profiling_;
+  *info->mutable_profiling() = options_.profiling;
   return Status::OK;
 }
 
@@ -194,6 +195,7 @@ Status AgentService::HostTarget(grpc::ServerContext* ctx,
   } catch (const InputError& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());
   }
+  if (auto st = check_profile_spec(spec.profile(), "profile"); !st.ok()) return st;
   const std::string name = spec.kind_case() == v1::TargetSpec::kCatalog ? spec.catalog() : spec.builtin();
   const CatalogEntry* entry = options_.catalog.find(name);
   if (!entry)
@@ -271,6 +273,7 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
     component_logger("agent")->warn("refused RunLoad from {}: {}", caller, e.what());
     return Status(StatusCode::PERMISSION_DENIED, e.what());
   }
+  if (auto st = check_profile_spec(spec.profile(), "profile"); !st.ok()) return st;
   const ClientEntry* client = nullptr;
   if (auto st = check_client(spec, &client); !st.ok()) return st;
   JobLease lease(load_slot_, std::chrono::milliseconds(options_.stop_grace_ms + 2000));
@@ -281,8 +284,10 @@ Status AgentService::RunLoad(grpc::ServerContext* ctx,
   // limit) and a grace for start and stop.
   const double run_s = spec.stop_case() == v1::LoadSpec::kDurationS ? spec.warmup_s() + spec.duration_s()
                                                                     : options_.limits.duration_s;
-  deadlines.limit_lifetime(
-      std::chrono::milliseconds(static_cast<int64_t>(run_s * 1000) + 2 * options_.stop_grace_ms + 60'000));
+  // A profiled load's usage waits for its profile to be folded.
+  const int64_t profile_ms = spec.profile().frequency_hz() > 0 ? limits::kProfileAllowanceS * 1000 : 0;
+  deadlines.limit_lifetime(std::chrono::milliseconds(static_cast<int64_t>(run_s * 1000) +
+                                                     2 * options_.stop_grace_ms + 60'000 + profile_ms));
   if (client)
     return counted(load_slot_, ExternalLoadJob(options_, proc_, ctx, &stream).run(spec, *client, lease));
   return counted(load_slot_, LoadJob(options_, proc_, ctx, &stream).run(spec, lease));

@@ -27,6 +27,7 @@ Status ExternalLoadJob::run(const v1::LoadSpec& spec, const ClientEntry& client,
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, std::string("cannot prepare ") + client.name + ": " + e.what());
   }
+  profile_ = std::make_unique<JobProfile>(spec.profile(), options_.profiling, options_.perf);
   if (auto st = launch(argv, spec.cpus()); !st.ok()) return st;
   lease.running(child_->pid());
   {
@@ -49,7 +50,8 @@ Status ExternalLoadJob::launch(const std::vector<std::string>& argv, const std::
   component_logger("agent")->info("load pid {} started: {}", child_->pid(), argv[0]);
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
   window_->set_cpu_binding(child_->cpu_binding());
-  window_->start();  // the tool measures from its start: so do both usage windows
+  window_->start();  // the tool measures from its start: so do both usage windows, and its profile
+  profile_->start({child_->pid()});
   v1::LoadEvent ev;
   ev.mutable_measure_start();
   if (!write(ev)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");
@@ -90,6 +92,8 @@ Status ExternalLoadJob::report(const v1::LoadSpec& spec, const ClientEntry& clie
   end.system_s = st->system_s;
   v1::LoadEvent usage;
   *usage.mutable_usage() = window_->finish_closed("load", end);
+  profile_->end_window();  // perf has ended with the tool's last thread
+  if (auto profile = profile_->finish()) *usage.mutable_usage()->mutable_profile() = std::move(*profile);
   proc_.forget_exited();
   if (!write(usage)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");
   return Status::OK;

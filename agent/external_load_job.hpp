@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "job_profile.hpp"
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/catalog.hpp"
 #include "loadlab/agent/job_slot.hpp"
@@ -40,6 +41,7 @@ class ExternalLoadJob {
   Stream* stream_;
   std::unique_ptr<ChildProcess> child_;
   std::unique_ptr<UsageWindow> window_;
+  std::unique_ptr<JobProfile> profile_;  // LoadSpec.profile: over the tool's life
   std::string stdout_;
 };
 

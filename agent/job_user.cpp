@@ -40,12 +40,16 @@ JobUser resolve_job_user(const std::string& name, const std::string& flag) {
   return user;
 }
 
-std::vector<std::string> missing_job_user_capabilities() {
-  if (geteuid() == 0) return {};
-  unsigned long long caps = 0;
+unsigned long long own_capabilities(const std::string& set) {
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);)
-    if (line.rfind("CapEff:", 0) == 0) caps = std::stoull(line.substr(7), nullptr, 16);
+    if (line.rfind(set + ":", 0) == 0) return std::stoull(line.substr(set.size() + 1), nullptr, 16);
+  return 0;
+}
+
+std::vector<std::string> missing_job_user_capabilities() {
+  if (geteuid() == 0) return {};
+  const unsigned long long caps = own_capabilities("CapEff");
   // The capabilities' numbers, from linux/capability.h.
   const std::pair<int, const char*> needed[] = {
       {6, "CAP_SETGID"}, {7, "CAP_SETUID"}, {5, "CAP_KILL"}, {0, "CAP_CHOWN"}};

@@ -94,7 +94,9 @@ void LoadJob::read_commands() {
       RealtimeScope on_time(kLoadWindowPriority);
       while (monotonic_ns() < at && !ctx_->IsCancelled())
         sleep_until_monotonic_ns(std::min(at, monotonic_ns() + 100'000'000));
+      if (ctx_->IsCancelled()) return;
       window_->start();
+      profile_->start(child_->job_pids(proc_));
     }
   }
 }
@@ -120,6 +122,7 @@ Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
   lease.running(child_->pid());
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
   window_->set_cpu_binding(child_->cpu_binding());
+  profile_ = std::make_unique<JobProfile>(spec.profile(), options_.profiling, options_.perf);
   scheduled_ = spec.scheduled_start();
   std::optional<CommandReader> commands;
   if (scheduled_) commands.emplace(*ctx_, [this] { read_commands(); });
@@ -163,7 +166,10 @@ Status LoadJob::on_line(const std::string& line) {
     r->set_window_open_ns(r->window_open_ns() + options_.test_clock_offset_ns);
     r->set_window_close_ns(r->window_close_ns() + options_.test_clock_offset_ns);
   }
-  if (ev.has_measure_start() && !scheduled_) window_->start();  // else opened by read_commands()
+  if (ev.has_measure_start() && !scheduled_) {  // else opened by read_commands()
+    window_->start();
+    profile_->start(child_->job_pids(proc_));
+  }
   if (ev.has_result()) {
     // The window ends here. The worker is usually still alive: read it now; if it has
     // already exited, its final CPU comes from wait4() in finish().
@@ -178,6 +184,9 @@ Status LoadJob::on_line(const std::string& line) {
     stop_tree(proc_, *child_, std::chrono::milliseconds(options_.stop_grace_ms));
     return Status(StatusCode::CANCELLED, "the controller's stream is gone");
   }
+  // After the result is on its way: stopping perf takes a while, and the target's window
+  // closes when the results are in.
+  if (ev.has_result()) profile_->end_window();
   return Status::OK;
 }
 
@@ -202,6 +211,7 @@ Status LoadJob::finish() {
   proc_.forget_exited();
   v1::LoadEvent ev;
   *ev.mutable_usage() = std::move(*client_usage_);
+  if (auto profile = profile_->finish()) *ev.mutable_usage()->mutable_profile() = std::move(*profile);
   ev.mutable_usage()->set_opened_ns(ev.usage().opened_ns() + options_.test_clock_offset_ns);
   ev.mutable_usage()->set_closed_ns(ev.usage().closed_ns() + options_.test_clock_offset_ns);
   if (!write(ev)) return Status(StatusCode::CANCELLED, "the controller's stream is gone");

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "job_profile.hpp"
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/job_slot.hpp"
 #include "loadlab/agent/usage_window.hpp"
@@ -39,6 +40,7 @@ class LoadJob {
   Stream* stream_;
   std::unique_ptr<ChildProcess> child_;
   std::unique_ptr<UsageWindow> window_;
+  std::unique_ptr<JobProfile> profile_;  // LoadSpec.profile: over the window, its start to the result
   bool have_result_ = false;
   std::optional<v1::Usage> client_usage_;
   std::mutex write_mutex_;

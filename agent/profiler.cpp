@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "loadlab/agent/child_process.hpp"
+#include "loadlab/agent/job_user.hpp"
 #include "loadlab/shared/environment_error.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/search_path.hpp"
 
 namespace loadlab::agent {
@@ -42,14 +44,6 @@ void run_to_end(const std::vector<std::string>& argv, std::chrono::milliseconds 
     throw EnvironmentError(what + (status ? " failed: " + status->describe() : " did not end in time") +
                            (tail.empty() ? "" : ": " + tail));
   }
-}
-
-// A capability set of the agent from /proc/self/status ("CapEff", "CapAmb").
-unsigned long long capabilities(const std::string& set) {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind(set + ":", 0) == 0) return std::stoull(line.substr(set.size() + 1), nullptr, 16);
-  return 0;
 }
 
 int perf_event_paranoid() {
@@ -109,7 +103,7 @@ ProfilingSupport profiling_support(const std::string& perf) {
   // What perf will hold once the agent runs it: root's effective set (a container may have
   // taken CAP_PERFMON and CAP_SYS_ADMIN from root), another user's ambient set. CAP_SYS_ADMIN
   // (21) or CAP_PERFMON (38) lift kernel.perf_event_paranoid.
-  const unsigned long long caps = capabilities(geteuid() == 0 ? "CapEff" : "CapAmb");
+  const unsigned long long caps = own_capabilities(geteuid() == 0 ? "CapEff" : "CapAmb");
   const bool capable = (caps & (1ULL << 21)) != 0 || (caps & (1ULL << 38)) != 0;
   const int paranoid = perf_event_paranoid();
   if (!capable && paranoid > 2) {
@@ -128,6 +122,7 @@ struct WindowProfile::State {
   std::filesystem::path dir;
   std::string data;
   std::unique_ptr<ChildProcess> record;
+  std::string failure;  // why the recording failed, once it has
   State(std::string program, const std::filesystem::path& parent)
       : perf(std::move(program)), dir(private_dir(parent)), data((dir / "perf.data").string()) {}
   ~State() {
@@ -143,7 +138,8 @@ std::unique_ptr<WindowProfile> WindowProfile::start(const ProfileRequest& reques
                                                     const std::filesystem::path& parent_dir,
                                                     const std::string& perf) {
   std::string path = program_path(perf);
-  if (path.empty()) throw EnvironmentError(perf + " is not installed (Debian's linux-perf)");
+  if (path.empty() || access(path.c_str(), X_OK) != 0)
+    throw EnvironmentError(perf + " is not installed (Debian's linux-perf)");
   const std::string pids = running_pids(request.pids);
   auto profile = std::unique_ptr<WindowProfile>(new WindowProfile());
   profile->state_ = std::make_unique<State>(std::move(path), parent_dir);
@@ -158,26 +154,34 @@ WindowProfile::~WindowProfile() = default;
 
 // perf ends by the signal it was sent once it has written its file (it raises it again), or
 // by itself when every sampled thread has exited: what it wrote is kept either way.
-FoldedStacks WindowProfile::stop() {
+void WindowProfile::end_recording() {
   State& s = *state_;
+  if (!s.failure.empty()) throw EnvironmentError(s.failure);
+  if (!s.record) return;
   s.record->queue_signal(SIGINT, sigval{});
-  const auto status = s.record->wait_exit(std::chrono::seconds(60));
+  const auto status = s.record->wait_exit(std::chrono::seconds(limits::kProfileStopTimeoutS));
   s.record->wait_output_end(std::chrono::seconds(2));
   std::error_code ec;
   const bool wrote = std::filesystem::file_size(s.data, ec) > 0;
   if (!status || !(status->code == 0 || ((status->signal == SIGINT || status->signal == SIGTERM) && wrote))) {
     std::string tail = s.record->output_tail(5);
     std::replace(tail.begin(), tail.end(), '\n', ' ');
-    throw EnvironmentError("perf record failed: " + (status ? status->describe() : "it did not stop") +
-                           (tail.empty() ? "" : ": " + tail));
+    s.failure = "perf record failed: " + (status ? status->describe() : "it did not stop") +
+                (tail.empty() ? "" : ": " + tail);
   }
   s.record->terminate(std::chrono::milliseconds(500));
   s.record.reset();
+  if (!s.failure.empty()) throw EnvironmentError(s.failure);
+}
+
+FoldedStacks WindowProfile::stop() {
+  State& s = *state_;
+  end_recording();
   // perf script's output to a file, not a pipe: nothing of it is dropped, however far behind
   // the reader would fall.
   const std::string text = (s.dir / "perf.script").string();
   run_to_end({"/bin/sh", "-c", "exec \"$0\" script -i \"$1\" > \"$2\"", s.perf, s.data, text},
-             std::chrono::minutes(5), "perf script");
+             std::chrono::seconds(limits::kProfileFoldTimeoutS), "perf script");
   std::ifstream in(text);
   if (!in) throw EnvironmentError("perf script wrote no " + text);
   return fold_perf_script(in, true);

@@ -87,6 +87,7 @@ Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& catalog_en
   if (auto st = wait_ready(spec, entry); !st.ok()) return st;
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
   window_->set_cpu_binding(child_->cpu_binding());
+  profile_ = std::make_unique<JobProfile>(spec.profile(), options_.profiling, options_.perf);
   {
     PeriodicSampler sampler(*window_, options_.sample_interval_ms, [this] { return on_sample(); });
     serve_marks();
@@ -269,20 +270,28 @@ Status TargetJob::fail_start(const std::string& why) {
                                              st.describe() + "); last output:\n" + child_->output_tail());
 }
 
-void TargetJob::apply_mark(const v1::Mark& mark) {
+std::optional<v1::TargetEvent> TargetJob::apply_mark(const v1::Mark& mark) {
   if (mark.kind() == v1::Mark::RESET) {
     window_->start();
     v1::Usage none;
     count_window(mark, none);
-  } else if (mark.kind() == v1::Mark::FINAL) {
-    const int64_t offset = options_.test_clock_offset_ns;
-    v1::TargetEvent ev;
-    *ev.mutable_usage() = window_->finish(mark.label());
-    count_window(mark, *ev.mutable_usage());
-    ev.mutable_usage()->set_opened_ns(ev.usage().opened_ns() + offset);
-    ev.mutable_usage()->set_closed_ns(ev.usage().closed_ns() + offset);
-    write(ev);
+    profile_->start(child_->job_pids(proc_));
+    return std::nullopt;
   }
+  if (mark.kind() != v1::Mark::FINAL) return std::nullopt;
+  const int64_t offset = options_.test_clock_offset_ns;
+  v1::TargetEvent ev;
+  *ev.mutable_usage() = window_->finish(mark.label());
+  count_window(mark, *ev.mutable_usage());
+  ev.mutable_usage()->set_opened_ns(ev.usage().opened_ns() + offset);
+  ev.mutable_usage()->set_closed_ns(ev.usage().closed_ns() + offset);
+  profile_->end_window();
+  return ev;
+}
+
+void TargetJob::send_usage(v1::TargetEvent& ev) {
+  if (auto profile = profile_->finish()) *ev.mutable_usage()->mutable_profile() = std::move(*profile);
+  write(ev);
 }
 
 // Marks until the controller half-closes or cancels the stream.
@@ -306,14 +315,18 @@ void TargetJob::serve_marks() {
       // In slices, so that a cancelled call is not held for a whole window; at real-time
       // priority, so that the window opens (or closes) at the instant on a loaded machine.
       const int64_t at = cmd.mark().at_ns() - offset;
-      RealtimeScope on_time(kTargetWindowPriority);
-      while (monotonic_ns() < at && !ctx_->IsCancelled())
-        sleep_until_monotonic_ns(std::min(at, monotonic_ns() + 100'000'000));
-      if (ctx_->IsCancelled()) return;
-      apply_mark(cmd.mark());
+      std::optional<v1::TargetEvent> usage;
+      {
+        RealtimeScope on_time(kTargetWindowPriority);
+        while (monotonic_ns() < at && !ctx_->IsCancelled())
+          sleep_until_monotonic_ns(std::min(at, monotonic_ns() + 100'000'000));
+        if (ctx_->IsCancelled()) return;
+        usage = apply_mark(cmd.mark());
+      }
+      if (usage) send_usage(*usage);  // its profile folded at the agent's own priority
       continue;
     }
-    apply_mark(cmd.mark());
+    if (auto usage = apply_mark(cmd.mark())) send_usage(*usage);
   }
 }
 

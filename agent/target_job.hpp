@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "instruction_counts.hpp"
+#include "job_profile.hpp"
 #include "job_support.hpp"
 #include "loadlab/agent/agent_service.hpp"
 #include "loadlab/agent/build_cache.hpp"
@@ -45,8 +46,10 @@ class TargetJob {
   grpc::Status wait_ready(const v1::TargetSpec& spec, const CatalogEntry& entry);
   grpc::Status fail_start(const std::string& why);
   void serve_marks();
-  void apply_mark(const v1::Mark& mark);  // RESET opens the window, FINAL answers its Usage
-  bool on_sample();                       // sampler thread: false once the target has died
+  // RESET opens the window; FINAL closes it and gives its Usage, for send_usage().
+  std::optional<v1::TargetEvent> apply_mark(const v1::Mark& mark);
+  void send_usage(v1::TargetEvent& ev);  // with the window's profile, once folded
+  bool on_sample();                      // sampler thread: false once the target has died
   grpc::Status stop();
   // False when the stream is gone (the read loop then ends and the target is stopped).
   bool write(const v1::TargetEvent& ev);
@@ -72,6 +75,7 @@ class TargetJob {
   double started_at_ = 0;
   std::unique_ptr<ChildProcess> child_;
   std::unique_ptr<UsageWindow> window_;
+  std::unique_ptr<JobProfile> profile_;  // TargetSpec.profile: over the window, RESET to FINAL
   std::atomic<bool> died_{false};
 
   v1::InstructionsMethod instructions_ = v1::INSTRUCTIONS_NONE;

@@ -72,6 +72,7 @@ struct CommandLine {
   uint32_t baseline_nights = 0;
   std::string ab;
   bool bisect_regressions = false;  // run --bisect
+  bool profile_every_cell = false;  // run --profile
   std::string validate_path;
   std::vector<std::string> validate_overrides;
   std::string validate_include_root;
@@ -148,6 +149,9 @@ struct CommandLine {
     run_cmd->add_option("--ab", ab,
                         "A,B: two targets of the scenario run interleaved (A B, B A, ...) cell by cell, B "
                         "judged against A pair by pair; the same as --set ab={\"a\":A,\"b\":B}");
+    run_cmd->add_flag("--profile", profile_every_cell,
+                      "sample every cell's server and load workers with perf over each window "
+                      "(docs/profiles.md); the same as --set profile.cells=null");
     run_cmd->add_flag(
         "--bisect", bisect_regressions,
         "with --baseline history: bisect each regressed cell whose target is built from a commit, "
@@ -167,23 +171,25 @@ struct CommandLine {
                         "folder of loadlab-target and loadlab-load for the embedded agent");
     run_cmd->add_flag("--quiet", run.quiet,
                       "no progress bar, plain log lines (--log-level warn silences them)");
-    run_cmd->add_option(
-        "--metrics-listen", metrics_listen,
-        "HOST:PORT to serve the run's progress on as OpenMetrics text, at /metrics (loopback, "
-        "unless over TLS with a client CA, or --metrics-insecure)");
-    run_cmd
-        ->add_option("--metrics-tls-cert", metrics_tls.cert,
-                     "PEM certificate chain: serve the metrics over TLS")
-        ->check(CLI::ExistingFile);
-    run_cmd->add_option("--metrics-tls-key", metrics_tls.key, "PEM private key of --metrics-tls-cert")
-        ->check(CLI::ExistingFile);
-    run_cmd
-        ->add_option("--metrics-tls-client-ca", metrics_tls.client_ca,
-                     "PEM CA: scrapers must show a client certificate it signed")
-        ->check(CLI::ExistingFile);
-    run_cmd->add_flag("--metrics-insecure", metrics_insecure,
-                      "serve a non-loopback --metrics-listen to anyone who can reach it");
+    add_metrics_flags(run_cmd);
     add_ci_flags(run_cmd);
+  }
+
+  // --metrics-listen and its TLS, for run.
+  void add_metrics_flags(CLI::App* cmd) {
+    cmd->add_option("--metrics-listen", metrics_listen,
+                    "HOST:PORT to serve the run's progress on as OpenMetrics text, at /metrics (loopback, "
+                    "unless over TLS with a client CA, or --metrics-insecure)");
+    cmd->add_option("--metrics-tls-cert", metrics_tls.cert,
+                    "PEM certificate chain: serve the metrics over TLS")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--metrics-tls-key", metrics_tls.key, "PEM private key of --metrics-tls-cert")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--metrics-tls-client-ca", metrics_tls.client_ca,
+                    "PEM CA: scrapers must show a client certificate it signed")
+        ->check(CLI::ExistingFile);
+    cmd->add_flag("--metrics-insecure", metrics_insecure,
+                  "serve a non-loopback --metrics-listen to anyone who can reach it");
   }
 
   // --junit and --summary-md, for run and compare.
@@ -405,6 +411,7 @@ int main(int argc, char** argv) {
       nlohmann::json ab = {{"a", cl.ab.substr(0, comma)}, {"b", cl.ab.substr(comma + 1)}};
       options.overrides.push_back("ab=" + ab.dump());
     }
+    if (cl.profile_every_cell) options.overrides.push_back("profile.cells=null");
     // A channel to every agent of the lab, a stream to every agent of a cell: a lab of 1000
     // agents needs more than the 1024 files a shell or systemd starts it with.
     if (auto why = loadlab::raise_open_file_limit(); !why.empty())

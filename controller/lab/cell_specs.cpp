@@ -46,6 +46,14 @@ v1::TargetSpec target_spec(const Scenario& s, const Cell& c) {
   spec.set_protocol(*proto::protocol_from_name(c.protocol));
   // Counters count over the measured window itself; callgrind only in its own probes.
   if (c.instructions == InstructionsMethod::kCounters) spec.set_instructions(v1::INSTRUCTIONS_COUNTERS);
+  if (c.profile) *spec.mutable_profile() = profile_spec(*c.profile);
+  return spec;
+}
+
+v1::ProfileSpec profile_spec(const ProfileSetting& setting) {
+  v1::ProfileSpec spec;
+  spec.set_frequency_hz(setting.frequency_hz);
+  spec.set_call_graph(setting.call_graph);
   return spec;
 }
 
@@ -83,6 +91,7 @@ v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share,
     spec.set_seed(c.seed);
   }
   if (c.rate > 0) spec.set_pace_granularity_us(c.pace_granularity_us);
+  if (c.profile) *spec.mutable_profile() = profile_spec(*c.profile);
   return spec;
 }
 

@@ -22,6 +22,8 @@ struct LoadShare {
 std::vector<LoadShare> split_load(const Scenario& s, const Cell& c, size_t agents);
 
 v1::TargetSpec target_spec(const Scenario& s, const Cell& c);
+// The ProfileSpec both sides of a profiled cell carry.
+v1::ProfileSpec profile_spec(const ProfileSetting& setting);
 v1::LoadSpec load_spec(const Scenario& s, const Cell& c, const LoadShare& share, const std::string& endpoint);
 
 }  // namespace loadlab::controller

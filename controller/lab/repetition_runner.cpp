@@ -12,6 +12,7 @@
 #include "lab/load_session.hpp"
 #include "lab/stream_events.hpp"
 #include "lab/target_session.hpp"
+#include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
 #include "results/quality_flags.hpp"
 #include "results/result_merge.hpp"
@@ -115,6 +116,12 @@ void check_paced_as_asked(const Cell& cell, const LoadSession& load) {
                                 load.agent().name, load.result().pace_granularity_us(), asked));
 }
 
+// How long the windows' usage may take once the last result is in: a profiled window's
+// profile is folded first.
+double usage_limit_s(const RepetitionOptions& o, const Cell& c) {
+  return o.limits.stop_s + (c.profile ? limits::kProfileAllowanceS : 0);
+}
+
 v1::Repetition merged(const RepetitionParts& p) {
   for (auto& load : p.loads) check_paced_as_asked(p.cell, *load);
   std::vector<v1::LoadResult> parts;
@@ -209,9 +216,11 @@ int64_t least_round_trip(const ClockOffset& target, const std::vector<std::uniqu
 // The measure phase's deadline: the limit set, else a search step's window or the load's
 // duration with a minute to spare, else a day (a load stopped by its request count).
 double measure_limit_s(const RepetitionOptions& o, const Scenario& s, const Cell& cell) {
-  if (o.limits.measure_s > 0) return o.limits.measure_s;
+  // A scheduled start's measure phase lasts until the usage, after a profile is folded.
+  const double profile = cell.profile ? limits::kProfileAllowanceS : 0;
+  if (o.limits.measure_s > 0) return o.limits.measure_s + profile;
   if (cell.window_s) return *cell.window_s + 60;  // a search step
-  return s.load.duration_s ? *s.load.duration_s + 60 : 24 * 3600.0;
+  return s.load.duration_s ? *s.load.duration_s + 60 + profile : 24 * 3600.0;
 }
 
 // After the target's stream closed: its Exited event, which the reader queued before the
@@ -371,7 +380,7 @@ class RepetitionRunner {
       }
     } else if (ev.has_result()) {
       if (++results_ == loads_.size()) {
-        watchdog_.arm("usage", options_.limits.stop_s);
+        watchdog_.arm("usage", usage_limit_s(options_, cell_));
         target_.mark(v1::Mark::FINAL, cell_.key(), "usage");  // answered through the target reader
       }
     }

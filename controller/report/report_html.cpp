@@ -15,6 +15,7 @@
 #include "report/matrix_pivot.hpp"
 #include "report/reporters.hpp"
 #include "report/svg_chart.hpp"
+#include "results/callgrind_profile.hpp"
 #include "results/cell_metrics.hpp"
 
 namespace loadlab::controller {
@@ -50,6 +51,8 @@ figcaption{font-weight:600;margin-bottom:2px}
 svg.chart{width:100%;height:auto;display:block}
 svg.chart .grid{stroke:#e6eaee;stroke-width:1}svg.chart .axis{stroke:#8c959f;stroke-width:1}
 svg.chart text{font:11px system-ui,sans-serif;fill:#57606a}svg.chart .axis-title{font-size:12px;fill:#24292f}
+svg.flame{width:100%;height:auto;display:block}svg.flame text{pointer-events:none}
+figure.profile{margin:0 0 12px}.tops{display:flex;flex-wrap:wrap;gap:12px}.tops table{width:auto;font-size:.85em}
 svg.sparkline{width:160px;height:36px;display:block}
 svg.band{width:220px;height:48px;display:block}
 table.pairs{font-size:.8em;margin-top:4px}
@@ -210,18 +213,22 @@ std::string pairs_table(const v1::CellVerdict& c) {
   return t + "</tbody></table>";
 }
 
-// An instructions regression's functions that grew most (CellVerdict.grew), per request.
+// A regression's functions that grew most (CellVerdict.grew), per request, in their unit.
 std::string grew_table(const v1::CellVerdict& c) {
   if (c.grew().empty()) return "";
-  std::string t =
-      "<table class=\"grew\"><thead><tr><th>what grew</th><th class=\"num\">self A</th><th "
-      "class=\"num\">self B</th><th class=\"num\">B − A</th><th class=\"num\">incl. A</th><th "
-      "class=\"num\">incl. B</th></tr></thead><tbody>";
+  const bool us = c.grew(0).unit() == kCpuUsUnit;
+  const int digits = us ? 2 : 1;
+  std::string t = std::string("<table class=\"grew\"><thead><tr><th>what grew (") +
+                  (us ? "CPU µs" : "instructions") +
+                  " per request)</th><th class=\"num\">self A</th><th "
+                  "class=\"num\">self B</th><th class=\"num\">B − A</th><th class=\"num\">incl. A</th><th "
+                  "class=\"num\">incl. B</th></tr></thead><tbody>";
   for (auto& g : c.grew())
-    t += "<tr><td>" + html_escape(g.function()) + "</td><td class=\"num\">" + fixed_text(g.self_a(), 1) +
-         "</td><td class=\"num\">" + fixed_text(g.self_b(), 1) + "</td><td class=\"num\">" +
-         fixed_text(g.self_b() - g.self_a(), 1) + "</td><td class=\"num\">" + fixed_text(g.inclusive_a(), 1) +
-         "</td><td class=\"num\">" + fixed_text(g.inclusive_b(), 1) + "</td></tr>";
+    t += "<tr><td>" + html_escape(g.function()) + "</td><td class=\"num\">" + fixed_text(g.self_a(), digits) +
+         "</td><td class=\"num\">" + fixed_text(g.self_b(), digits) + "</td><td class=\"num\">" +
+         fixed_text(g.self_b() - g.self_a(), digits) + "</td><td class=\"num\">" +
+         fixed_text(g.inclusive_a(), digits) + "</td><td class=\"num\">" +
+         fixed_text(g.inclusive_b(), digits) + "</td></tr>";
   return t + "</tbody></table>";
 }
 
@@ -512,6 +519,7 @@ void write_html_report(std::ostream& o, const json& header, const std::string& t
   if (!cells.empty())
     o << "<a href=\"#throughput\">throughput</a><a href=\"#latency\">latency</a><a href=\"#cost\">cost</a>";
   if (sections.trends) o << "<a href=\"#trends\">trends</a>";
+  if (!sections.profiles.empty()) o << "<a href=\"#profiles\">profiles</a>";
   o << "</nav>";
   if (sections.verdicts) write_verdicts_section(o, *sections.verdicts, cells);
   if (sections.ab)
@@ -529,6 +537,7 @@ void write_html_report(std::ostream& o, const json& header, const std::string& t
                         {"server_cpu_pct", "client_cpu_pct", "server_mb", "client_mb"});
   }
   if (sections.trends) write_trends(o, *sections.trends);
+  write_profiles_section(o, sections.profiles);
   o << "<footer>loadlab " << html_escape(text_at(header, {"loadlab_version"}))
     << " · made from result.json (schema " << html_escape(text_at(header, {"schema_version"}))
     << "); rebuild with <code>loadlab report DIR</code></footer></main></body></html>\n";

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loadlab/v1/result.pb.h"
+#include "report/profile_section.hpp"
 #include "results/results.hpp"
 
 namespace loadlab::controller {
@@ -33,6 +34,7 @@ struct ReportSections {
   std::optional<v1::Verdicts> verdicts;  // --baseline: every cell's verdict (compare.hpp)
   std::optional<v1::Verdicts> ab;        // the scenario's "ab": B against A (ab_verdicts.hpp)
   std::optional<TrendSection> trends;
+  std::vector<CellProfiles> profiles;  // the profiled cells' (read_cell_profiles)
 };
 
 // The sections result.json's header holds: "verdicts" (written by run --baseline: a

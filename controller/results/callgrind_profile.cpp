@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#include "loadlab/shared/folded_stacks.hpp"
+#include "loadlab/shared/json_input.hpp"
 
 namespace loadlab::controller {
 
@@ -86,16 +90,56 @@ FunctionCosts mean_callgrind(const std::vector<std::string>& files) {
   return sum;
 }
 
+std::optional<FunctionCosts> perf_costs(const std::filesystem::path& folder, const v1::Repetition& r) {
+  const auto& p = r.server().profile();
+  if (p.file().empty() || p.frequency_hz() == 0 || r.requests() == 0) return std::nullopt;
+  FoldedStacks stacks;
+  try {
+    stacks = parse_folded(read_text_file((folder / p.file()).string()));
+  } catch (const std::exception&) {
+    return std::nullopt;  // a folder moved without its profiles: no figure from it
+  }
+  // Samples to CPU µs per request: the window's CPU time, which the agent measured exactly,
+  // shared among the samples (perf's cpu-clock misses part of a process that runs in short
+  // bursts); from the frequency where there is no CPU time.
+  const uint64_t samples = total_samples(stacks);
+  const double cpu_us = r.server().cpu_pct() / 100 * r.server().window_s() * 1e6;
+  const double us =
+      (cpu_us > 0 && samples > 0 ? cpu_us / static_cast<double>(samples) : 1e6 / p.frequency_hz()) /
+      static_cast<double>(r.requests());
+  FunctionCosts costs;
+  for (const auto& [stack, count] : stacks) {
+    std::set<std::string> seen;  // a recursive function counts once per stack in its inclusive
+    size_t start = 0, end = 0;
+    std::string frame;
+    do {
+      end = std::min(stack.find(';', start), stack.size());
+      frame = stack.substr(start, end - start);
+      if (seen.insert(frame).second) costs[frame].inclusive += static_cast<double>(count) * us;
+      start = end + 1;
+    } while (end < stack.size());
+    costs[frame].self += static_cast<double>(count) * us;  // the leaf
+  }
+  return costs;
+}
+
 std::vector<v1::FunctionGrowth> what_grew(const FunctionCosts& a, const FunctionCosts& b, double requests,
-                                          size_t top) {
+                                          size_t top, const std::string& unit) {
   std::vector<v1::FunctionGrowth> out;
   const double per = requests > 0 ? requests : 1;
+  double least = kLeastGrowth;
+  if (unit == kCpuUsUnit) {
+    double whole = 0;
+    for (const auto& [name, cost] : b) whole += cost.self;
+    least = 0.01 * whole / per;
+  }
   for (auto& [name, cb] : b) {
     const auto it = a.find(name);
     const FunctionCost ca = it == a.end() ? FunctionCost{} : it->second;
-    if ((cb.self - ca.self) / per < kLeastGrowth) continue;
+    if ((cb.self - ca.self) / per < least) continue;
     v1::FunctionGrowth g;
     g.set_function(name);
+    g.set_unit(unit);
     g.set_self_a(ca.self / per);
     g.set_self_b(cb.self / per);
     g.set_inclusive_a(ca.inclusive / per);
@@ -112,9 +156,11 @@ std::vector<v1::FunctionGrowth> what_grew(const FunctionCosts& a, const Function
 std::string grew_text(const std::vector<v1::FunctionGrowth>& grew, size_t names) {
   std::string text;
   for (size_t i = 0; i < grew.size() && i < names; ++i)
-    text +=
-        fmt::format("{}{} {:+.0f}", i ? ", " : "", grew[i].function(), grew[i].self_b() - grew[i].self_a());
-  return text.empty() ? text : "grew most (instructions per request, self): " + text;
+    text += fmt::format(fmt::runtime(grew[i].unit() == kCpuUsUnit ? "{}{} {:+.2f}" : "{}{} {:+.0f}"),
+                        i ? ", " : "", grew[i].function(), grew[i].self_b() - grew[i].self_a());
+  if (text.empty()) return text;
+  return grew[0].unit() == kCpuUsUnit ? "grew most (CPU µs per request, self, from perf's samples): " + text
+                                      : "grew most (instructions per request, self): " + text;
 }
 
 }  // namespace loadlab::controller

@@ -1,11 +1,12 @@
 #pragma once
 // What grew between two builds, from callgrind's per-function output (a repetition's HIGH
 // probe, `profiles/KEY.N.callgrind.out`): each function's self and inclusive count of the first
-// event (Ir, instructions), and the functions that grew most from one build's files to the
-// other's.
+// event (Ir, instructions), or from perf's samples of profiled windows (`profiles/KEY.N.server.folded`);
+// and the functions that grew most from one build's to the other's.
 #include <filesystem>
 #include <istream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,12 +40,52 @@ std::vector<std::string> profile_paths(const std::filesystem::path& folder, cons
   return files;
 }
 
-// The `top` functions whose self count grew most from `a` to `b` (only those that grew by half an
-// instruction per request or more), each figure divided by `requests` (per request).
-std::vector<v1::FunctionGrowth> what_grew(const FunctionCosts& a, const FunctionCosts& b, double requests,
-                                          size_t top = 10);
+// The server's CPU per request by function, from perf's profiles of repetitions (a profiled
+// cell's, docs/profiles.md; each a list of v1::Repetition): each repetition's folded stacks
+// (its server's CpuProfile.file in the run folder `folder`) as CPU µs per request (each
+// function's share of the samples × the server's CPU time over the window ÷ its requests; or
+// samples ÷ frequency ÷ requests without a CPU time), averaged over the repetitions that have
+// one. Empty when none has.
+template <class... Repetitions>
+FunctionCosts mean_perf_costs(const std::filesystem::path& folder, const Repetitions&... lists);
+// One repetition's (none when its server has no profile kept, or it had no request).
+std::optional<FunctionCosts> perf_costs(const std::filesystem::path& folder, const v1::Repetition& r);
 
-// "f +N (self), g +M, ..." instructions per request, for a verdict's reason.
+// The units a FunctionGrowth is in: callgrind's instructions per request, perf's CPU µs per request.
+inline constexpr const char* kInstructionsUnit = "instructions";
+inline constexpr const char* kCpuUsUnit = "cpu_us";
+
+// The `top` functions whose self cost grew most from `a` to `b`, each figure divided by
+// `requests` (per request), in `unit`. Only those that grew by half an instruction per request
+// or more; in CPU µs, by 1 % of `b`'s whole CPU per request or more (perf's samples are a
+// sample: less is their noise).
+std::vector<v1::FunctionGrowth> what_grew(const FunctionCosts& a, const FunctionCosts& b, double requests,
+                                          size_t top = 10, const std::string& unit = kInstructionsUnit);
+
+// "f +N, g +M, ..." per request (self), in the growth's unit, for a verdict's reason.
 std::string grew_text(const std::vector<v1::FunctionGrowth>& grew, size_t names = 3);
+
+template <class... Repetitions>
+FunctionCosts mean_perf_costs(const std::filesystem::path& folder, const Repetitions&... lists) {
+  FunctionCosts sum;
+  size_t read = 0;
+  auto add = [&](const auto& reps) {
+    for (const v1::Repetition& r : reps) {
+      const auto costs = perf_costs(folder, r);
+      if (!costs) continue;
+      ++read;
+      for (const auto& [name, cost] : *costs) {
+        sum[name].self += cost.self;
+        sum[name].inclusive += cost.inclusive;
+      }
+    }
+  };
+  (add(lists), ...);
+  for (auto& [name, cost] : sum) {
+    cost.self /= static_cast<double>(read);
+    cost.inclusive /= static_cast<double>(read);
+  }
+  return sum;
+}
 
 }  // namespace loadlab::controller

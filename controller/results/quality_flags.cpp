@@ -74,7 +74,7 @@ std::map<std::string, OtherWork> other_work(const v1::Repetition& r,
 constexpr std::pair<QualityFlag, std::string_view> kFlagNames[] = {
     {QualityFlag::kClientSaturated, "client-saturated"}, {QualityFlag::kRateNotHeld, "rate-not-held"},
     {QualityFlag::kBusyMachine, "busy-machine"},         {QualityFlag::kStalled, "stalled"},
-    {QualityFlag::kWindowSkew, "window-skew"},
+    {QualityFlag::kWindowSkew, "window-skew"},           {QualityFlag::kProfiled, "profiled"},
 };
 
 void add_flag(v1::Repetition& r, const std::string& flag) {

@@ -12,7 +12,7 @@ namespace loadlab::controller {
 
 // The kinds of flag a repetition may carry, each spelt once (flag_name): in result.json, the
 // history's flags column and every table. A kind that names an agent is written KIND:AGENT.
-enum class QualityFlag { kClientSaturated, kRateNotHeld, kBusyMachine, kStalled, kWindowSkew };
+enum class QualityFlag { kClientSaturated, kRateNotHeld, kBusyMachine, kStalled, kWindowSkew, kProfiled };
 std::string_view flag_name(QualityFlag f);
 // The flag as written: "client-saturated", or "busy-machine:AGENT" with an agent.
 std::string flag_text(QualityFlag f, const std::string& agent = "");
@@ -36,6 +36,8 @@ bool has_flag(const v1::Repetition& r, QualityFlag f);
 // search measures such a step again (docs/capacity.md); other verdicts only show it.
 // ("window-skew", added by the repetition: the windows of a scheduled start opened further
 // apart than execution.max_skew_ms.)
+// ("profiled", added by the cell: perf sampled its processes over the window, which costs
+// CPU (docs/profiles.md); its nights are judged only against nights profiled alike.)
 // `cores` maps agent names to their core counts (from Describe).
 std::vector<std::string> saturation_flags(const v1::Repetition& r,
                                           const std::map<std::string, uint32_t>& cores);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "loadlab/proto/protocols.hpp"
+#include "loadlab/shared/folded_stacks.hpp"
 #include "loadlab/shared/limits.hpp"
 
 namespace loadlab::controller {
@@ -94,6 +95,20 @@ std::vector<std::string> CellResult::flags() const {
   return out;
 }
 
+void add_cpu_profile(v1::CpuProfile& into, const v1::CpuProfile& o) {
+  if (into.unavailable().empty() && !o.unavailable().empty()) into.set_unavailable(o.unavailable());
+  if (o.samples() == 0) return;
+  FoldedStacks sum = parse_folded(into.folded());
+  for (const auto& [stack, count] : parse_folded(o.folded())) sum[stack] += count;
+  const double rooted = into.rooted_pct() * static_cast<double>(into.samples()) +
+                        o.rooted_pct() * static_cast<double>(o.samples());
+  into.set_samples(into.samples() + o.samples());
+  into.set_rooted_pct(rooted / static_cast<double>(into.samples()));
+  into.set_dropped_samples(into.dropped_samples() + o.dropped_samples());
+  into.set_folded(folded_text(sum));
+  into.set_kernel(into.kernel() && o.kernel());
+}
+
 void add_usage(v1::Usage& into, const v1::Usage& o) {
   into.set_window_s(std::max(into.window_s(), o.window_s()));
   into.set_cpu_pct(into.cpu_pct() + o.cpu_pct());
@@ -115,6 +130,7 @@ void add_usage(v1::Usage& into, const v1::Usage& o) {
     into.set_machine_cores(o.machine_cores());
   }
   if (into.series_size() == 0) *into.mutable_series() = o.series();
+  if (o.has_profile()) add_cpu_profile(*into.mutable_profile(), o.profile());
 }
 
 v1::CellConfig config_of(const Cell& c) {
@@ -138,6 +154,10 @@ v1::CellConfig config_of(const Cell& c) {
     p.set_seed(c.seed);
   }
   if (c.rate > 0) p.set_pace_granularity_us(c.pace_granularity_us);
+  if (c.profile) {
+    p.mutable_profile()->set_frequency_hz(c.profile->frequency_hz);
+    p.mutable_profile()->set_call_graph(c.profile->call_graph);
+  }
   for (auto& [name, text] : c.axes) {
     auto* a = p.add_axes();
     a->set_axis(name);
@@ -167,6 +187,8 @@ Cell cell_of(const v1::CellConfig& p) {
   c.pace_granularity_us = granularity >= 0 && granularity <= limits::kMaxPaceGranularityUs
                               ? static_cast<uint32_t>(granularity)
                               : 0;
+  if (p.profile().frequency_hz() > 0)
+    c.profile = ProfileSetting{p.profile().frequency_hz(), p.profile().call_graph()};
   for (auto& a : p.axes()) c.axes.emplace_back(a.axis(), a.value());
   return c;
 }

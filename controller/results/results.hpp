@@ -60,5 +60,8 @@ Cell cell_of(const v1::CellConfig& p);
 // Adds another load agent's usage into `into`: several load agents are one client. CPU and
 // RSS add; the machine figures stay per machine (the busiest is kept).
 void add_usage(v1::Usage& into, const v1::Usage& other);
+// Adds `o`'s samples to `into`'s (a cell's load agents' profiles, merged): their stacks summed,
+// the first reason of a part that had none kept as `unavailable`.
+void add_cpu_profile(v1::CpuProfile& into, const v1::CpuProfile& o);
 
 }  // namespace loadlab::controller

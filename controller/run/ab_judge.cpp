@@ -132,16 +132,32 @@ bool AbJudge::judge_and_confirm(CellExecutor& executor, const MeasureAgain& agai
   return true;
 }
 
+// A named namespace: the run's files are compiled as one unit (a unity build).
+namespace ab_judge {
+
+// What grew from A to B: callgrind's counts when the metric is instructions, else perf's
+// samples when both cells were profiled; none otherwise.
+std::vector<v1::FunctionGrowth> growth(const Scenario& s, const CellResult& ca, const CellResult& cb,
+                                       const std::filesystem::path& run_folder) {
+  if (s.regression.metric == "instructions" && s.instructions)
+    return what_grew(mean_callgrind(profile_paths(run_folder, ca.reps, ca.confirmations)),
+                     mean_callgrind(profile_paths(run_folder, cb.reps, cb.confirmations)),
+                     static_cast<double>(s.instructions->requests_high));
+  if (ca.cell.profile && cb.cell.profile)
+    return what_grew(mean_perf_costs(run_folder, ca.reps, ca.confirmations),
+                     mean_perf_costs(run_folder, cb.reps, cb.confirmations), 1, 10, kCpuUsUnit);
+  return {};
+}
+
+}  // namespace ab_judge
+
 void AbJudge::explain_growth(const std::filesystem::path& run_folder) {
-  if (!verdicts_ || scenario_.regression.metric != "instructions" || !scenario_.instructions) return;
+  if (!verdicts_) return;
   for (int k = 0; k < verdicts_->cells_size() && k < static_cast<int>(pairs_.size()); ++k) {
     auto* cell = verdicts_->mutable_cells(k);
     const auto [a, b] = pairs_[static_cast<size_t>(k)];
     if (!is_verdict(*cell, Verdict::kRegression) || !run_.results[a] || !run_.results[b]) continue;
-    const CellResult &ca = *run_.results[a], &cb = *run_.results[b];
-    const auto grew = what_grew(mean_callgrind(profile_paths(run_folder, ca.reps, ca.confirmations)),
-                                mean_callgrind(profile_paths(run_folder, cb.reps, cb.confirmations)),
-                                static_cast<double>(scenario_.instructions->requests_high));
+    const auto grew = ab_judge::growth(scenario_, *run_.results[a], *run_.results[b], run_folder);
     cell->clear_grew();
     for (auto& g : grew) *cell->add_grew() = g;
     if (!grew.empty()) cell->set_reason(cell->reason() + "; " + grew_text(grew));

@@ -33,15 +33,16 @@ class AbJudge {
   std::map<size_t, size_t> partners() const;
   // Judges the pairs, measures again those other work disturbed, then confirms those that look
   // like a regression (or every pair, with confirm.every_cell) and judges again; then says what
-  // grew (explain_growth, from the callgrind outputs in `run_folder`). False when the run is
+  // grew (explain_growth, from the profiles in `run_folder`). False when the run is
   // stopping.
   bool judge_and_confirm(CellExecutor& executor, const MeasureAgain& again, ProgressReporter& progress,
                          const std::filesystem::path& run_folder);
   // The pairs' verdicts; none before judge_and_confirm, or after reset().
   const std::optional<v1::Verdicts>& verdicts() const { return verdicts_; }
   void reset() { verdicts_.reset(); }
-  // With the metric `instructions`: each regression's functions that grew most, B against A,
-  // from the callgrind outputs of their repetitions in `run_folder` (CellVerdict.grew).
+  // Each regression's functions that grew most, B against A (CellVerdict.grew): with the metric
+  // `instructions`, from the callgrind outputs of their repetitions in `run_folder`; else, when
+  // both cells were profiled, from the server's perf samples (CPU µs per request).
   void explain_growth(const std::filesystem::path& run_folder);
 
  private:

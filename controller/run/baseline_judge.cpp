@@ -1,6 +1,7 @@
 #include "run/baseline_judge.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "history/history.hpp"
 #include "history/night_verdicts.hpp"
@@ -29,20 +30,37 @@ nlohmann::json read_baseline(const std::string& baseline) {
   return base;
 }
 
-// The callgrind outputs result.json `result` records for cell `key` (its repetitions' and
-// confirmations'), as paths in its run folder `folder`.
-std::vector<std::string> recorded_profiles(const nlohmann::json& result, const std::string& key,
-                                           const fs::path& folder) {
+// Cell `key` as result.json `result` records it; none when it has no such cell, or records it
+// in a form this loadlab does not read.
+std::optional<v1::CellResult> recorded_cell(const nlohmann::json& result, const std::string& key) {
   for (auto& c : result.value("cells", nlohmann::json::array())) {
     if (c.value("/cell/key"_json_pointer, std::string()) != key) continue;
     v1::CellResult cell;
     try {
       proto::from_json(c.dump(), &cell);
     } catch (const InputError&) {
-      return {};  // a night of another loadlab version: nothing to compare with
+      return std::nullopt;  // a night of another loadlab version: nothing to compare with
     }
-    return profile_paths(folder, cell.repetitions(), cell.confirmations());
+    return cell;
   }
+  return std::nullopt;
+}
+
+// What grew in cell `key` from the night `base` (its run folder `base_folder`) to tonight's:
+// callgrind's counts with the metric `instructions`, else the servers' perf samples when
+// tonight's cell was profiled (the history judged it against nights profiled alike).
+std::vector<v1::FunctionGrowth> night_growth(const Scenario& s, const std::string& key,
+                                             const nlohmann::json& base, const fs::path& base_folder,
+                                             const nlohmann::json& tonight, const fs::path& folder) {
+  const auto a = recorded_cell(base, key), b = recorded_cell(tonight, key);
+  if (!a || !b) return {};
+  if (s.regression.metric == "instructions" && s.instructions)
+    return what_grew(mean_callgrind(profile_paths(base_folder, a->repetitions(), a->confirmations())),
+                     mean_callgrind(profile_paths(folder, b->repetitions(), b->confirmations())),
+                     static_cast<double>(s.instructions->requests_high));
+  if (b->cell().profile().frequency_hz() > 0)
+    return what_grew(mean_perf_costs(base_folder, a->repetitions(), a->confirmations()),
+                     mean_perf_costs(folder, b->repetitions(), b->confirmations()), 1, 10, kCpuUsUnit);
   return {};
 }
 
@@ -112,9 +130,7 @@ void BaselineJudge::finish(const fs::path& folder, const v1::Verdicts* ab, const
 }
 
 void BaselineJudge::explain_growth(const fs::path& folder) {
-  if (!verdicts_ || !against_history() || scenario_.regression.metric != "instructions" ||
-      !scenario_.instructions)
-    return;
+  if (!verdicts_ || !against_history()) return;
   const History h = History::open(options_.history, History::Mode::kExisting);
   const auto runs = h.runs(scenario_.name);
   const auto tonight = read_json_file((folder / "result.json").string());
@@ -129,9 +145,7 @@ void BaselineJudge::explain_growth(const fs::path& folder) {
     } catch (const InputError&) {
       continue;  // that night's folder is gone
     }
-    const auto grew = what_grew(mean_callgrind(recorded_profiles(base, c.key(), run->run_folder)),
-                                mean_callgrind(recorded_profiles(tonight, c.key(), folder)),
-                                static_cast<double>(scenario_.instructions->requests_high));
+    const auto grew = night_growth(scenario_, c.key(), base, run->run_folder, tonight, folder);
     c.clear_grew();
     for (auto& g : grew) *c.add_grew() = g;
     if (!grew.empty())

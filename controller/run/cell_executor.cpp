@@ -9,6 +9,7 @@
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "results/quality_flags.hpp"
+#include "run/cpu_profiles.hpp"
 #include "run/instructions.hpp"
 
 namespace loadlab::controller {
@@ -231,6 +232,10 @@ bool CellExecutor::one(const Cell& cell, uint32_t rep, uint32_t count, size_t fi
     return true;
   }
   for (auto& f : saturation_flags(*outcome.rep, cores_)) outcome.rep->add_flags(f);
+  keep_cpu_profiles(cell, options_.profile_dir, *outcome.rep);
+  for (const auto* side : {&outcome.rep->server(), &outcome.rep->client()})
+    if (!side->profile().unavailable().empty())
+      progress_.note(cell.key() + " profile unavailable: " + side->profile().unavailable());
   if (cell.instructions == InstructionsMethod::kCallgrind) {
     progress_.info(cell.key() + " counting instructions under callgrind");
     record_probe(probe_instructions(pool_.place(scenario_, cell, 0), scenario_, cell, options_.repetition),

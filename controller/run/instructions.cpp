@@ -6,6 +6,7 @@
 
 #include "loadlab/proto/protocols.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "run/cpu_profiles.hpp"
 
 namespace loadlab::controller {
 
@@ -24,6 +25,7 @@ Cell probe_cell(const Cell& c, double rate) {
   p.streams = 1;
   p.window_s.reset();
   p.instructions.reset();  // the probe asks callgrind itself (RepetitionOptions)
+  p.profile.reset();       // perf would sample valgrind's translation, not the target
   return p;
 }
 
@@ -96,19 +98,9 @@ void record_probe(InstructionsProbe probe, const Cell& c, const std::string& pro
   r.set_instructions_per_request(*probe.per_request);
   if (probe.profile.empty() || profile_dir.empty()) return;
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(profile_dir, ec);
-  std::string name = c.key();
-  std::replace(name.begin(), name.end(), '/', '_');
-  fs::path file;
-  for (int n = 1; file.empty() || fs::exists(file, ec); ++n)
-    file = fs::path(profile_dir) / (name + "." + std::to_string(n) + ".callgrind.out");
-  std::ofstream out(file, std::ios::binary);
-  out << probe.profile;
-  if (!out.flush()) {
-    component_logger("controller")->warn("cannot write {}: the profile is not kept", file.string());
-    return;
-  }
+  const fs::path file =
+      next_profile_stem(profile_dir, c.key(), {".callgrind.out"}).string() + ".callgrind.out";
+  if (!write_profile_file(file, probe.profile)) return;
   r.set_profile_file((fs::path(profile_dir).filename() / file.filename()).string());
 }
 

@@ -173,8 +173,8 @@ void write_result_views(const fs::path& dir, const nlohmann::json& header, const
                         const std::vector<CellResult>& cells, const ReportSections& sections) {
   std::ostringstream csv, md, html;
   write_csv(csv, cells);
-  const ReportSections shown =
-      sections.verdicts || sections.ab || sections.trends ? sections : sections_of(header);
+  ReportSections shown = sections.verdicts || sections.ab || sections.trends ? sections : sections_of(header);
+  shown.profiles = read_cell_profiles(dir, cells);
   write_markdown(md, title, cells);
   write_markdown_verdicts(md, shown);
   write_html_report(html, header, title, cells, shown);

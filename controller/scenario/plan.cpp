@@ -109,6 +109,17 @@ Cell make_cell(const Scenario& s, size_t t, const std::vector<size_t>& digits) {
     if (listed.empty() || std::find(listed.begin(), listed.end(), c.key()) != listed.end())
       c.instructions = s.instructions->method;
   }
+  if (s.profile) {
+    // An A/B's cells go in pairs: both profiled, or neither (perf costs CPU).
+    const auto& listed = s.profile->cells;
+    const std::string key = c.key();
+    std::string partner = key;
+    if (!s.ab_a.empty() && c.target == s.ab_a) partner = s.ab_b + key.substr(s.ab_a.size());
+    if (!s.ab_a.empty() && c.target == s.ab_b) partner = s.ab_a + key.substr(s.ab_b.size());
+    if (listed.empty() || std::find(listed.begin(), listed.end(), key) != listed.end() ||
+        std::find(listed.begin(), listed.end(), partner) != listed.end())
+      c.profile = s.profile->setting;
+  }
   return c;
 }
 

@@ -36,6 +36,8 @@ struct Cell {
   // How its instructions per request are counted (the scenario's `instructions`); none: not
   // counted.
   std::optional<InstructionsMethod> instructions;
+  // Sampled with perf over each window (the scenario's `profile`); none: not profiled.
+  std::optional<ProfileSetting> profile;
   std::vector<std::pair<std::string, std::string>> axes;  // (axis name, value as keys show it)
   // "beast/d5/t10": the target, then each axis's key prefix and value in the scenario's
   // order; the stable identity of a cell across runs.

@@ -312,6 +312,29 @@ void parse_cpus(const ObjectReader& p, PlacementDef& d) {
   }
 }
 
+// `o`'s "cells": keys of the scenario's cells, each one of them; none (absent, or null as
+// --set profile.cells=null writes it) = every cell.
+std::vector<std::string> parse_cell_keys(const ObjectReader& o, const Scenario& s) {
+  std::vector<std::string> out;
+  if (!o.has("cells") || o.at("cells").is_null()) return out;
+  const auto& cells = o.at("cells");
+  if (!cells.is_array() || cells.empty())
+    throw InputError(o.path("cells"), "must be a non-empty array of cell keys (as the matrix shows them)");
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (!cells[i].is_string())
+      throw InputError(o.path("cells") + "/" + std::to_string(i), "must be a cell key (a string)");
+    out.push_back(cells[i].get<std::string>());
+  }
+  std::set<std::string> keys;
+  for_each_cell(s, [&](Cell& c, const std::vector<size_t>&) { keys.insert(c.key()); });
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!keys.count(out[i]))
+      throw InputError(
+          o.path("cells") + "/" + std::to_string(i),
+          "no cell \"" + out[i] + "\" in this scenario; its cells are like \"" + *keys.begin() + "\"");
+  return out;
+}
+
 // "instructions": {"method", "requests": [LOW, HIGH], "rate", "cells": [KEY, ...]}; every cell it lists
 // must be one of the scenario's (checked once the matrix is known).
 InstructionsDef parse_instructions(const ObjectReader& o, const Scenario& s) {
@@ -337,24 +360,27 @@ InstructionsDef parse_instructions(const ObjectReader& o, const Scenario& s) {
     d.requests_high = r[1].get<uint64_t>();
   }
   d.rate = o.number("rate", 0, limits::kMaxInstructionProbeRate, d.rate);
-  if (o.has("cells")) {
-    const auto& cells = o.at("cells");
-    if (!cells.is_array() || cells.empty())
-      throw InputError(o.path("cells"), "must be a non-empty array of cell keys (as the matrix shows them)");
-    for (size_t i = 0; i < cells.size(); ++i) {
-      if (!cells[i].is_string())
-        throw InputError(o.path("cells") + "/" + std::to_string(i), "must be a cell key (a string)");
-      d.cells.push_back(cells[i].get<std::string>());
-    }
-  }
-  std::set<std::string> keys;
-  for_each_cell(s, [&](Cell& c, const std::vector<size_t>&) { keys.insert(c.key()); });
-  for (size_t i = 0; i < d.cells.size(); ++i)
-    if (!keys.count(d.cells[i]))
-      throw InputError(
-          o.path("cells") + "/" + std::to_string(i),
-          "no cell \"" + d.cells[i] + "\" in this scenario; its cells are like \"" + *keys.begin() + "\"");
+  d.cells = parse_cell_keys(o, s);
   if (s.search) throw InputError(o.where(), "a capacity search (/search) counts no instructions");
+  return d;
+}
+
+// "profile": {"frequency_hz", "call_graph", "cells": [KEY, ...]}.
+ProfileDef parse_profile(const ObjectReader& o, const Scenario& s) {
+  o.allow({"frequency_hz", "call_graph", "cells"});
+  ProfileDef d;
+  d.setting.frequency_hz =
+      static_cast<uint32_t>(o.integer("frequency_hz", 1, limits::kMaxProfileHz, limits::kDefaultProfileHz));
+  d.setting.call_graph = o.string("call_graph", "fp");
+  if (d.setting.call_graph != "fp" && d.setting.call_graph != "dwarf")
+    throw InputError(o.path("call_graph"),
+                     "must be \"fp\" (frame pointers) or \"dwarf\" (debug information), got " +
+                         nlohmann::json(d.setting.call_graph).dump());
+  d.cells = parse_cell_keys(o, s);
+  if (s.search)
+    throw InputError(
+        o.where(),
+        "a capacity search (/search) is not profiled; profile its cells' rates in a run of its own");
   return d;
 }
 
@@ -678,7 +704,7 @@ void check_ab_last_good(const Scenario& s) {
 Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>& matrix_order) {
   ObjectReader root(j, "");
   root.allow({"name", "description", "targets", "matrix", "load", "repetitions", "placement", "execution",
-              "regression", "ab", "search", "instructions"});
+              "regression", "ab", "search", "instructions", "profile"});
   Scenario s;
   s.source = j;
   s.name = root.string("name");
@@ -705,6 +731,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::vector<std::string>&
   if (root.has("regression")) s.regression = parse_regression(root.object("regression"));
   if (root.has("ab")) parse_ab(root.object("ab"), s);
   if (root.has("instructions")) s.instructions = parse_instructions(root.object("instructions"), s);
+  if (root.has("profile")) s.profile = parse_profile(root.object("profile"), s);
   // A search is judged by what it finds, unless the scenario says otherwise.
   if (s.search && !(root.has("regression") && root.at("regression").contains("metric")))
     s.regression.metric = "capacity";

@@ -182,6 +182,19 @@ struct InstructionsDef {
   std::vector<std::string> cells;  // cell keys; empty = every cell
 };
 
+// "profile" (docs/profiles.md): the cells it names (every cell when it names none) are sampled
+// with Linux perf over each repetition's window, the server's process tree and the load
+// workers; the settings are part of the cell's (its nights are judged only against nights
+// profiled alike).
+struct ProfileSetting {
+  uint32_t frequency_hz = 0;  // ProfileSpec's; 0 = not profiled
+  std::string call_graph;     // "fp" or "dwarf"
+};
+struct ProfileDef {
+  ProfileSetting setting;
+  std::vector<std::string> cells;  // cell keys; empty = every cell
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -201,6 +214,7 @@ struct Scenario {
   // "search": every cell is a capacity search under these objectives, not one measurement.
   std::optional<SearchDef> search;
   std::optional<InstructionsDef> instructions;
+  std::optional<ProfileDef> profile;
   nlohmann::json source;               // the scenario as run (overrides applied), kept in result.json
   std::string source_text;             // the same, as text in the file's key order (the run folder's copy)
   std::vector<std::string> overrides;  // the --set assignments applied, in order

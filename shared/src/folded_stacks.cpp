@@ -154,6 +154,39 @@ std::string folded_text(const FoldedStacks& stacks) {
   return text;
 }
 
+bool is_thread_start(std::string_view frame) {
+  // The outermost frames of a whole stack: glibc's main thread and its other threads, a
+  // static program's, Go's goroutines and threads.
+  static const std::string_view starts[] = {"_start",
+                                            "__libc_start_main",
+                                            "__libc_start_call_main",
+                                            "start_thread",
+                                            "clone",
+                                            "clone3",
+                                            "__clone",
+                                            "__clone3",
+                                            "__GI___clone",
+                                            "__GI___clone3",
+                                            "runtime.goexit",
+                                            "runtime.rt0_go",
+                                            "runtime.mstart",
+                                            "runtime.goexit.abi0"};
+  return std::find(std::begin(starts), std::end(starts), frame) != std::end(starts);
+}
+
+uint64_t rooted_samples(const FoldedStacks& stacks) {
+  uint64_t rooted = 0;
+  for (const auto& [stack, count] : stacks) {
+    const auto first = stack.find(';');
+    if (first == std::string::npos) continue;
+    const auto second = stack.find(';', first + 1);
+    const std::string_view outer = std::string_view(stack).substr(
+        first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+    if (is_thread_start(outer)) rooted += count;
+  }
+  return rooted;
+}
+
 uint64_t total_samples(const FoldedStacks& stacks) {
   uint64_t total = 0;
   for (const auto& [stack, count] : stacks) total += count;

@@ -3,8 +3,10 @@
 // adds a known, fixed number of user-space instructions to every request (the ground truth of
 // the instructions-per-request tests; a catalog target that is not ours). --work-file PATH reads
 // N from a file at start, so that a test changes the target's cost and not its command line.
+// --split HOT_PCT shares those steps between two named functions, HOT_PCT % in work_hot and
+// the rest in work_cold: the ground truth of the CPU profile tests.
 //
-//   loadlab-tiny-target --listen HOST:PORT [--work N | --work-file PATH]
+//   loadlab-tiny-target --listen HOST:PORT [--work N | --work-file PATH] [--split HOT_PCT]
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -39,6 +41,27 @@ static void work(void) {
   sink = x;
 }
 
+static int split_pct = -1;  // --split: unset
+
+// The same steps as work(), in functions of their own (not inlined, not folded into one).
+__attribute__((noinline)) void work_hot(unsigned long steps) {
+  unsigned long x = sink;
+  for (unsigned long i = 0; i < steps; ++i) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  sink = x;
+}
+
+__attribute__((noinline)) void work_cold(unsigned long steps) {
+  unsigned long x = sink;
+  for (unsigned long i = 0; i < steps; ++i) x = x * 6364136223846793005UL + 1442695040888963409UL;
+  sink = x;
+}
+
+static void split_work(void) {
+  const unsigned long hot = work_steps * (unsigned long)split_pct / 100;
+  work_hot(hot);
+  work_cold(work_steps - hot);
+}
+
 static int listen_on(const char* spec) {
   char host[64];
   const char* colon = strrchr(spec, ':');
@@ -62,7 +85,10 @@ static int serve(struct connection* c) {
   c->used += (size_t)n;
   char* end;
   while ((end = memmem(c->buf, c->used, "\r\n\r\n", 4)) != NULL) {
-    work();
+    if (split_pct >= 0)
+      split_work();
+    else
+      work();
     if (write(c->fd, response, sizeof response - 1) != (ssize_t)(sizeof response - 1)) return 0;
     size_t consumed = (size_t)(end + 4 - c->buf);
     memmove(c->buf, c->buf + consumed, c->used - consumed);
@@ -78,7 +104,13 @@ int main(int argc, char** argv) {
       listen_spec = argv[i + 1];
     else if (strcmp(argv[i], "--work") == 0)
       work_steps = strtoul(argv[i + 1], NULL, 10);
-    else if (strcmp(argv[i], "--work-file") == 0) {
+    else if (strcmp(argv[i], "--split") == 0) {
+      split_pct = atoi(argv[i + 1]);
+      if (split_pct < 0 || split_pct > 100) {
+        fprintf(stderr, "loadlab-tiny-target: --split must be 0..100\n");
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--work-file") == 0) {
       FILE* f = fopen(argv[i + 1], "r");
       if (!f || fscanf(f, "%lu", &work_steps) != 1) {
         fprintf(stderr, "loadlab-tiny-target: cannot read a number from %s\n", argv[i + 1]);

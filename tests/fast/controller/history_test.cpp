@@ -90,6 +90,14 @@ TEST_F(HistoryTest, SettingsDigestsStayWhatEarlierReleasesStored) {
   ASSERT_EQ(append_run_file(db_, run_folder("granular", granular)).outcome, AppendOutcome::kAdded);
   EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d0/t4'"), "2");
   EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d2/t1'"), "1");
+  // A profiled cell (perf costs CPU) is not the same settings as the unprofiled one.
+  auto profiled = night;
+  profiled["started_at"] = "2026-12-06T00:00:00Z";
+  profiled["cells"][2]["cell"]["profile"] = {{"frequency_hz", 999}, {"call_graph", "fp"}};
+  ASSERT_EQ(profiled["cells"][2]["cell"]["key"], "server/d2/t1");
+  ASSERT_EQ(append_run_file(db_, run_folder("profiled", profiled)).outcome, AppendOutcome::kAdded);
+  EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d2/t1'"), "2");
+  EXPECT_EQ(query("SELECT count(DISTINCT settings) FROM cells WHERE key = 'server/d2/t4'"), "1");
 }
 
 TEST_F(HistoryTest, ARunIsStoredWithItsProvenanceAndEveryRepetition) {

@@ -87,7 +87,7 @@ TEST(Scenario, TheDemoScenarioIsValid) {
 TEST(Scenario, UnknownKeysAreErrorsNamingTheirPath) {
   EXPECT_EQ(error_of(with(R"("repetitions": 3)", R"("repetitions": 3, "repetition": 3)")),
             "/repetition: unknown key; allowed here: name, description, targets, matrix, load, repetitions, "
-            "placement, execution, regression, ab, search, instructions");
+            "placement, execution, regression, ab, search, instructions, profile");
   EXPECT_EQ(
       error_of(with(R"("threads": [1, 5, 10, 20])", R"("threads": [1], "thread": [2])")),
       "/matrix/thread: unknown axis; allowed: delay_ms, threads, connections_per_thread, connections, rate, "
@@ -244,6 +244,56 @@ TEST(Scenario, InstructionsNameTheirCellsAndMethod) {
       error_of(with_instructions(R"({"cells": ["beast/d7/t1"]})")),
       "/instructions/cells/0: no cell \"beast/d7/t1\" in this scenario; its cells are like \"beast/d0/t1\"");
   EXPECT_EQ(error_of(with_instructions(R"({"count": 1})")).rfind("/instructions/count: ", 0), 0u);
+}
+
+// "profile": the cells sampled with perf (every cell when it names none) and how; the
+// settings become each profiled cell's, an A/B's A cell goes with its B partner, and a bad
+// value is an error naming its path.
+TEST(Scenario, ProfileNamesItsCellsAndItsSettings) {
+  auto with_profile = [](const std::string& def) {
+    return with("\"repetitions\": 3", "\"repetitions\": 3, \"profile\": " + def);
+  };
+  auto s = parse_scenario(nlohmann::json::parse(with_profile("{}")));
+  ASSERT_TRUE(s.profile);
+  for (auto& c : expand(s)) {
+    ASSERT_TRUE(c.profile) << c.key();
+    EXPECT_EQ(c.profile->frequency_hz, 999u);
+    EXPECT_EQ(c.profile->call_graph, "fp");
+  }
+  s = parse_scenario(nlohmann::json::parse(
+      with_profile(R"({"frequency_hz": 99, "call_graph": "dwarf", "cells": ["beast/d5/t10"]})")));
+  size_t profiled = 0;
+  for (auto& c : expand(s)) {
+    EXPECT_EQ(c.profile.has_value(), c.key() == "beast/d5/t10") << c.key();
+    if (c.profile) EXPECT_EQ(c.profile->frequency_hz, 99u);
+    if (c.profile) EXPECT_EQ(c.profile->call_graph, "dwarf");
+    profiled += c.profile.has_value();
+  }
+  EXPECT_EQ(profiled, 1u);
+  // --profile: every cell, the scenario's settings kept.
+  TempFile file(with_profile(R"({"frequency_hz": 99, "cells": ["beast/d5/t10"]})"));
+  s = load_scenario_file(file.path, {"profile.cells=null"});
+  for (auto& c : expand(s)) EXPECT_TRUE(c.profile && c.profile->frequency_hz == 99u) << c.key();
+  // A/B: the A partner of a listed B cell is profiled too.
+  s = parse_scenario(
+      nlohmann::json::parse(with_profile(R"({"cells": ["go/d5/t10"]}, "ab": {"a": "beast", "b": "go"})")));
+  for (auto& c : expand(s))
+    EXPECT_EQ(c.profile.has_value(), c.key() == "go/d5/t10" || c.key() == "beast/d5/t10") << c.key();
+  s = parse_scenario(
+      nlohmann::json::parse(with_profile(R"({"cells": ["beast/d0/t1"]}, "ab": {"a": "beast", "b": "go"})")));
+  for (auto& c : expand(s))
+    EXPECT_EQ(c.profile.has_value(), c.key() == "go/d0/t1" || c.key() == "beast/d0/t1") << c.key();
+
+  EXPECT_EQ(
+      error_of(with_profile(R"({"call_graph": "lbr"})")),
+      "/profile/call_graph: must be \"fp\" (frame pointers) or \"dwarf\" (debug information), got \"lbr\"");
+  EXPECT_EQ(error_of(with_profile(R"({"frequency_hz": 0})")).rfind("/profile/frequency_hz: ", 0), 0u);
+  EXPECT_EQ(error_of(with_profile(R"({"frequency_hz": 10001})")).rfind("/profile/frequency_hz: ", 0), 0u);
+  EXPECT_EQ(error_of(with_profile(R"({"cells": ["beast/d7/t1"]})")),
+            "/profile/cells/0: no cell \"beast/d7/t1\" in this scenario; its cells are like \"beast/d0/t1\"");
+  EXPECT_EQ(error_of(with_profile(R"({"cells": []})")),
+            "/profile/cells: must be a non-empty array of cell keys (as the matrix shows them)");
+  EXPECT_EQ(error_of(with_profile(R"({"sides": ["server"]})")).rfind("/profile/sides: unknown key", 0), 0u);
 }
 
 TEST(Scenario, FileErrorsAreInputErrors) {

@@ -87,5 +87,20 @@ TEST(FoldedStacks, TextRoundTripsAndBadLinesAreNamed) {
   EXPECT_EQ(error_of(" 5\n"), "line 1: must be a stack, a space and a sample count");
 }
 
+// A stack unwound whole reaches its thread's start below the thread's name; one cut short by a
+// frame without a frame pointer begins anywhere.
+TEST(FoldedStacks, RootedSamplesAreThoseWhoseStacksReachAThreadsStart) {
+  const FoldedStacks stacks = {{"srv;_start;__libc_start_main;main;f", 10},
+                               {"srv;__GI___clone3;start_thread;run;f", 20},
+                               {"srv;f;g", 30},    // cut short
+                               {"srv;main;f", 5},  // main without _start: cut short too
+                               {"gosrv;runtime.goexit.abi0;net.serve", 7},
+                               {"lonely", 100}};  // the thread's name only
+  EXPECT_EQ(rooted_samples(stacks), 37u);
+  EXPECT_TRUE(is_thread_start("clone3"));
+  EXPECT_FALSE(is_thread_start("main"));
+  EXPECT_FALSE(is_thread_start("_start2"));
+}
+
 }  // namespace folded_stacks_test
 }  // namespace loadlab

@@ -51,6 +51,9 @@ struct AgentOptions {
   int64_t test_clock_offset_ns = 0;
   int test_ready_delay_ms = 0;
   std::string perf = "perf";  // the program that profiles jobs (--perf): a path, or a name on PATH
+  // What profiling `perf` can do here: found by the service at its start (profiling_support),
+  // not a flag.
+  v1::ProfilingSupport profiling;
   const JobUser* job_user_or_null() const { return job_user ? &*job_user : nullptr; }
 };
 
@@ -94,7 +97,6 @@ class AgentService final : public loadlab::v1::Agent::Service {
   CallerCheck callers_;
   ProcFsReader proc_;
   std::unique_ptr<BuildCache> builds_;
-  v1::ProfilingSupport profiling_;  // what profiling_support() found at start
   JobSlot target_slot_;
   JobSlot load_slot_;
   LeaseExpiries expiries_;

@@ -24,6 +24,10 @@ struct JobUser {
 // Throws InputError naming `flag` and what is wrong.
 [[nodiscard]] JobUser resolve_job_user(const std::string& name, const std::string& flag);
 
+// A capability set of this process ("CapEff", "CapAmb", ... of /proc/self/status), a bit per
+// capability as linux/capability.h numbers them; 0 when it cannot be read.
+[[nodiscard]] unsigned long long own_capabilities(const std::string& set);
+
 // What this process lacks to run its jobs as another user, none for root: CAP_SETUID and
 // CAP_SETGID (to switch), CAP_KILL (to signal and stop the job's processes, another user's),
 // CAP_CHOWN (to give the job its files: a body, a certificate), in its effective set.

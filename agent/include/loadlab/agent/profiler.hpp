@@ -50,8 +50,12 @@ class WindowProfile {
   ~WindowProfile();  // without stop(): perf is stopped, nothing is kept
   WindowProfile(const WindowProfile&) = delete;
   WindowProfile& operator=(const WindowProfile&) = delete;
-  // Ends the recording and folds it, each stack rooted at its thread's name. Throws
-  // EnvironmentError with perf's last lines when perf could not record.
+  // Ends the recording (perf writes its file and exits): the window's end. Throws
+  // EnvironmentError with perf's last lines when perf could not record. Once only.
+  void end_recording();
+  // Ends the recording if it still runs, and folds it, each stack rooted at its thread's name
+  // (`perf script`, which may take seconds for a long window). Throws EnvironmentError as
+  // end_recording() does, or when perf script fails.
   FoldedStacks stop();
 
  private:

@@ -50,4 +50,11 @@ std::string folded_text(const FoldedStacks& stacks);
 // All samples.
 uint64_t total_samples(const FoldedStacks& stacks);
 
+// Whether `frame` is where a whole stack begins: a program's or a thread's start (_start,
+// __libc_start_main, start_thread, clone3, Go's runtime.goexit, ...).
+bool is_thread_start(std::string_view frame);
+// The samples of stacks rooted at a thread's name whose next frame is a thread's start: the
+// stacks unwound whole. Frames without frame pointers cut the others short.
+uint64_t rooted_samples(const FoldedStacks& stacks);
+
 }  // namespace loadlab

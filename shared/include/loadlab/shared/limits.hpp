@@ -60,6 +60,16 @@ inline constexpr int64_t kDefaultBuildCacheMb = 10'240;
 inline constexpr int64_t kMaxInstructionProbeRequests = 1'000'000;
 inline constexpr double kMaxInstructionProbeRate = 100'000;  // requests per second
 inline constexpr int64_t kMaxProfileBytes = int64_t{32} << 20;
+// CPU profiles (a scenario's `profile`, ProfileSpec, docs/profiles.md): perf's samples a second
+// of a thread's CPU time. kMaxProfileBytes also bounds the folded stacks an agent sends back.
+inline constexpr int kMaxProfileHz = 10'000;
+inline constexpr int kDefaultProfileHz = 999;  // off the kernel's tick, so samples do not beat with it
+// How long perf may take to stop recording (it writes what it buffered) and to fold a window's
+// profile (`perf script`: seconds for a long window unwound from DWARF); the agent's calls and
+// the controller's deadlines after a profiled window allow kProfileAllowanceS more.
+inline constexpr int kProfileStopTimeoutS = 60;
+inline constexpr int kProfileFoldTimeoutS = 120;
+inline constexpr int kProfileAllowanceS = kProfileStopTimeoutS + kProfileFoldTimeoutS;
 inline constexpr int kCallgrindStopGraceMs = 20'000;
 inline constexpr int64_t kMaxResponseBodyBytes = int64_t{64} << 20;  // --body-size: filler bytes
 inline constexpr int64_t kMaxWorkUs = 1'000'000;                     // --work-us: CPU burnt per request

@@ -1,0 +1,126 @@
+// A profiled repetition's profiles into the run folder (run/cpu_profiles.hpp), and the load
+// agents' profiles merged into the cell's client (results.hpp).
+#include "run/cpu_profiles.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "loadlab/shared/folded_stacks.hpp"
+#include "loadlab/shared/json_input.hpp"
+#include "report/profile_section.hpp"
+#include "results/results.hpp"
+
+namespace loadlab::controller {
+namespace {
+
+namespace fs = std::filesystem;
+
+v1::CpuProfile profile(const FoldedStacks& stacks, double rooted_pct) {
+  v1::CpuProfile p;
+  p.set_folded(folded_text(stacks));
+  p.set_samples(total_samples(stacks));
+  p.set_rooted_pct(rooted_pct);
+  p.set_frequency_hz(999);
+  p.set_kernel(true);
+  return p;
+}
+
+TEST(CpuProfiles, TheLoadAgentsProfilesAddUp) {
+  v1::Usage a, b;
+  *a.mutable_profile() = profile({{"load;run;send", 60}, {"load;run;read", 40}}, 100);
+  *b.mutable_profile() = profile({{"load;run;send", 20}}, 0);
+  add_usage(a, b);
+  EXPECT_EQ(parse_folded(a.profile().folded()), (FoldedStacks{{"load;run;send", 80}, {"load;run;read", 40}}));
+  EXPECT_EQ(a.profile().samples(), 120u);
+  EXPECT_NEAR(a.profile().rooted_pct(), 100.0 * 100 / 120, 1e-9);
+  EXPECT_TRUE(a.profile().unavailable().empty());
+  v1::Usage c;
+  c.mutable_profile()->set_unavailable("perf record failed");
+  add_usage(a, c);  // its reason is kept, the samples stay
+  EXPECT_EQ(a.profile().unavailable(), "perf record failed");
+  EXPECT_EQ(a.profile().samples(), 120u);
+  v1::Usage plain, unprofiled;
+  add_usage(plain, unprofiled);
+  EXPECT_FALSE(plain.has_profile());
+}
+
+TEST(CpuProfiles, AProfiledRepetitionKeepsItsStacksInFilesAndIsFlagged) {
+  const fs::path dir = fs::temp_directory_path() / ("loadlab-cpu-profiles-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  Cell cell;
+  cell.target = "beast";
+  cell.axes = {{"threads", "1"}};
+  v1::Repetition r;
+  *r.mutable_server()->mutable_profile() = profile({{"srv;serve", 7}}, 0);
+  *r.mutable_client()->mutable_profile() = profile({{"load;send", 3}}, 0);
+  *r.add_load_parts()->mutable_client()->mutable_profile() = profile({{"load;send", 3}}, 0);
+  v1::Repetition unprofiled = r;
+  keep_cpu_profiles(cell, (dir / "profiles").string(), unprofiled);
+  EXPECT_FALSE(fs::exists(dir / "profiles")) << "a cell not profiled keeps nothing";
+
+  cell.profile = ProfileSetting{999, "fp"};
+  v1::Repetition again = r;
+  keep_cpu_profiles(cell, (dir / "profiles").string(), r);
+  keep_cpu_profiles(cell, (dir / "profiles").string(), again);
+  EXPECT_EQ(r.server().profile().file(), "profiles/beast_t1.1.server.folded");
+  EXPECT_EQ(r.client().profile().file(), "profiles/beast_t1.1.client.folded");
+  EXPECT_EQ(again.server().profile().file(), "profiles/beast_t1.2.server.folded");
+  EXPECT_EQ(read_text_file((dir / r.server().profile().file()).string()), "srv;serve 7\n");
+  EXPECT_EQ(read_text_file((dir / r.client().profile().file()).string()), "load;send 3\n");
+  EXPECT_TRUE(r.server().profile().folded().empty());
+  EXPECT_TRUE(r.client().profile().folded().empty());
+  EXPECT_TRUE(r.load_parts(0).client().profile().folded().empty());
+  EXPECT_EQ(r.server().profile().samples(), 7u);
+  EXPECT_EQ(std::vector<std::string>(r.flags().begin(), r.flags().end()),
+            std::vector<std::string>{"profiled"});
+  fs::remove_all(dir);
+}
+
+// report.html's Profiles section: the median repetition's server flame graph and tables from
+// its file in the run folder, and the client's reason where it has none.
+TEST(CpuProfiles, TheReportDrawsEachProfiledCellsSidesFromTheRunFolder) {
+  const fs::path dir = fs::temp_directory_path() / ("loadlab-report-profiles-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "profiles");
+  std::ofstream(dir / "profiles/beast_t1.1.server.folded")
+      << "srv;main;serve;hot 70\nsrv;main;serve;cold 30\n";
+  CellResult c;
+  c.cell.target = "beast";
+  c.cell.axes = {{"threads", "1"}};
+  c.cell.profile = ProfileSetting{999, "fp"};
+  v1::Repetition r;
+  r.set_qps(100);
+  r.mutable_server()->mutable_profile()->set_file("profiles/beast_t1.1.server.folded");
+  r.mutable_server()->mutable_profile()->set_samples(100);
+  r.mutable_server()->mutable_profile()->set_frequency_hz(999);
+  r.mutable_server()->mutable_profile()->set_call_graph("fp");
+  r.mutable_client()->mutable_profile()->set_unavailable("perf record failed");
+  c.reps = {r};
+  CellResult unprofiled = c;
+  unprofiled.cell.profile.reset();
+  const auto profiles = read_cell_profiles(dir, {c, unprofiled});
+  ASSERT_EQ(profiles.size(), 1u);
+  ASSERT_EQ(profiles[0].sides.size(), 2u);
+  EXPECT_EQ(total_samples(profiles[0].sides[0].stacks), 100u);
+  std::ostringstream html;
+  write_profiles_section(html, profiles);
+  const std::string page = html.str();
+  EXPECT_NE(page.find("<section id=\"profiles\">"), std::string::npos);
+  EXPECT_NE(page.find("data-panel=\"beast/t1 server\""), std::string::npos);
+  EXPECT_NE(page.find("<title>hot"), std::string::npos) << "a frame's title names its function";
+  EXPECT_NE(page.find("<td>hot</td><td class=\"num\">70.0</td><td class=\"num\">70.0</td>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td>serve</td><td class=\"num\">0.0</td><td class=\"num\">100.0</td>"),
+            std::string::npos);
+  EXPECT_NE(page.find("beast/t1 · client: profile unavailable: perf record failed"), std::string::npos);
+  std::ostringstream none;
+  write_profiles_section(none, {});
+  EXPECT_EQ(none.str(), "");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace loadlab::controller
