@@ -63,14 +63,23 @@ std::filesystem::path private_dir(const std::filesystem::path& parent) {
 // perf record's command line for the request: samples `pids` until it is told to stop.
 std::vector<std::string> record_argv(const std::string& perf, const ProfileRequest& request,
                                      const std::string& pids, const std::string& data) {
-  // -N: no copy of each sampled binary in root's ~/.debug.
-  return {perf,           "record",
-          "-q",           "-N",
-          "-e",           "cpu-clock",
-          "-F",           std::to_string(request.frequency_hz),
-          "--call-graph", request.call_graph == "dwarf" ? "dwarf" : "fp",
-          "-p",           pids,
-          "-o",           data};
+  // -N: no copy of each sampled binary in root's ~/.debug; -B: no build ids, which perf would
+  // otherwise collect by reading the whole file through as it stops.
+  return {perf,
+          "record",
+          "-q",
+          "-N",
+          "-B",
+          "-e",
+          "cpu-clock",
+          "-F",
+          std::to_string(request.frequency_hz),
+          "--call-graph",
+          request.call_graph == "dwarf" ? "dwarf" : "fp",
+          "-p",
+          pids,
+          "-o",
+          data};
 }
 
 // The request's pids still running, as perf's -p takes them.
