@@ -16,10 +16,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "agent_calls.hpp"
 #include "loadlab/agent/proc_control.hpp"
+#include "loadlab/shared/folded_stacks.hpp"
+#include "loadlab/shared/json_input.hpp"
 #include "test_support.hpp"
 
 namespace loadlab::agent {
@@ -283,6 +286,58 @@ TEST(NonRootAgent, RunsATimedCellFromTheControllerWithAJobUser) {
   EXPECT_GT(rep.qps(), 100);
   EXPECT_LT(rep.qps(), 410);
   EXPECT_EQ(rep.errors(), 0u);
+  EXPECT_EQ(processes_of(65534), std::vector<pid_t>{}) << "processes of the job user are left";
+}
+
+// A profiled cell (docs/profiles.md) on a non-root agent whose jobs run as another user: with
+// CAP_PERFMON, perf (the agent's helper) samples the job's processes and names their functions;
+// without it, the cell runs and its profile says why there is none.
+TEST(NonRootAgent, ProfilesAJobUsersProcessesWithCapPerfmonAndSaysWhyWithout) {
+  SKIP_UNLESS_ROOT();
+  for (const bool perfmon : {true, false}) {
+    SCOPED_TRACE(perfmon ? "with CAP_PERFMON" : "without CAP_PERFMON");
+    Lab lab;
+    auto agent = lab_agent(
+        lab, lab.prefix(false, std::string("setuid,setgid,kill,chown") + (perfmon ? ",perfmon" : "")),
+        {"--job-user", kNobody});
+    ASSERT_NE(agent->address, "") << agent->proc->output_tail();
+    const auto lab_file = lab.dir.file(
+        "lab.json",
+        nlohmann::json{
+            {"agents", {{{"name", "solo"}, {"address", agent->address}, {"roles", {"target", "load"}}}}}}
+            .dump());
+    const auto s =
+        lab.dir.file("s.json", R"({"name": "profiled", "targets": [{"name": "b", "builtin": "hello",
+        "server_threads": 1}], "matrix": {"threads": [1]}, "load": {"duration_s": 1.5, "warmup_s": 0.3},
+        "execution": {"retries": 0}})");
+    const auto out = lab.dir.path() / "run";
+    const auto r = loadlab::testing::run_command(
+        {bin("loadlab"), "run", s, "--profile", "--lab", lab_file, "--out", out.string()});
+    ASSERT_EQ(r.code, 0) << r.output_tail << "\n" << agent->proc->output_tail();
+    const auto cells = loadlab::testing::result_cells(out / "result.json");
+    ASSERT_EQ(cells.size(), 1u);
+    ASSERT_TRUE(cells[0].ok()) << cells[0].error();
+    const auto& server = cells[0].repetitions(0).server().profile();
+    if (!perfmon) {
+      EXPECT_EQ(server.unavailable().rfind("perf record failed", 0), 0u) << server.unavailable();
+      EXPECT_TRUE(server.file().empty());
+      continue;
+    }
+    ASSERT_FALSE(server.file().empty()) << server.unavailable();
+    EXPECT_TRUE(server.kernel());
+    const auto stacks = parse_folded(read_text_file((out / server.file()).string()));
+    uint64_t named = 0;  // samples with a user-space frame perf named (not "[unknown]", not "_[k]")
+    for (const auto& [stack, count] : stacks) {
+      std::istringstream frames(stack);
+      for (std::string f; std::getline(frames, f, ';');)
+        if (f != "loadlab-target" && f.front() != '[' && f.find("_[k]") == std::string::npos) {
+          named += count;
+          break;
+        }
+    }
+    EXPECT_GT(total_samples(stacks), 100u);
+    EXPECT_GT(named, total_samples(stacks) / 2) << folded_text(stacks).substr(0, 2000);
+  }
   EXPECT_EQ(processes_of(65534), std::vector<pid_t>{}) << "processes of the job user are left";
 }
 
