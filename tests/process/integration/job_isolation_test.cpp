@@ -130,6 +130,14 @@ struct Lab {
 
   // The agent's command line before its flags: as root, or as kAgentUid with `caps` (setpriv's
   // spelling: "setuid,setgid,kill,chown") in its inheritable, ambient and bounding sets.
+  // A lab file of one agent at `address`, taking both roles.
+  std::string lab_file(const std::string& address) const {
+    return dir.file(
+        "lab.json",
+        nlohmann::json{{"agents", {{{"name", "solo"}, {"address", address}, {"roles", {"target", "load"}}}}}}
+            .dump());
+  }
+
   std::vector<std::string> prefix(bool root, const std::string& caps) const {
     if (root) return {};
     std::string plus;
@@ -267,11 +275,7 @@ TEST(NonRootAgent, RunsATimedCellFromTheControllerWithAJobUser) {
   Lab lab;
   auto agent = lab_agent(lab, lab.prefix(false, "setuid,setgid,kill,chown"), {"--job-user", kNobody});
   ASSERT_NE(agent->address, "") << agent->proc->output_tail();
-  const auto lab_file = lab.dir.file(
-      "lab.json",
-      nlohmann::json{
-          {"agents", {{{"name", "solo"}, {"address", agent->address}, {"roles", {"target", "load"}}}}}}
-          .dump());
+  const auto lab_file = lab.lab_file(agent->address);
   const auto s = lab.dir.file("s.json", R"({"name": "nonroot", "targets": [{"name": "b", "builtin": "hello",
       "server_threads": 1}], "matrix": {"delay_ms": [5], "threads": [2]},
       "load": {"duration_s": 1.5, "warmup_s": 0.3}, "execution": {"retries": 0}})");
@@ -301,11 +305,7 @@ TEST(NonRootAgent, ProfilesAJobUsersProcessesWithCapPerfmonAndSaysWhyWithout) {
         lab, lab.prefix(false, std::string("setuid,setgid,kill,chown") + (perfmon ? ",perfmon" : "")),
         {"--job-user", kNobody});
     ASSERT_NE(agent->address, "") << agent->proc->output_tail();
-    const auto lab_file = lab.dir.file(
-        "lab.json",
-        nlohmann::json{
-            {"agents", {{{"name", "solo"}, {"address", agent->address}, {"roles", {"target", "load"}}}}}}
-            .dump());
+    const auto lab_file = lab.lab_file(agent->address);
     const auto s =
         lab.dir.file("s.json", R"({"name": "profiled", "targets": [{"name": "b", "builtin": "hello",
         "server_threads": 1}], "matrix": {"threads": [1]}, "load": {"duration_s": 1.5, "warmup_s": 0.3},
