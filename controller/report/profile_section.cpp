@@ -53,6 +53,30 @@ void write_side(std::ostream& o, const std::string& key, const ProfileSide& s) {
     << "<div class=\"tops\">" << top_table(s.stacks, true) << top_table(s.stacks, false) << "</div></figure>";
 }
 
+const ProfileSide* side_of(const std::vector<CellProfiles>& profiles, const std::string& key,
+                           const std::string& side) {
+  for (const auto& c : profiles)
+    if (c.key == key)
+      for (const auto& s : c.sides)
+        if (s.side == side && !s.stacks.empty()) return &s;
+  return nullptr;
+}
+
+// Each A/B pair's server, B drawn against A: its frames coloured by how their share of the
+// samples moved from A's.
+void write_ab_diffs(std::ostream& o, const std::vector<CellProfiles>& profiles, const v1::Verdicts& ab) {
+  for (const auto& v : ab.cells()) {
+    const ProfileSide* a = side_of(profiles, v.a_key(), "server");
+    const ProfileSide* b = side_of(profiles, v.key(), "server");
+    if (!a || !b) continue;
+    o << "<figure class=\"profile\"><figcaption>" << html_escape(v.key()) << " · server against "
+      << html_escape(v.a_key()) << ": red grew, blue shrank (share of the samples)</figcaption>"
+      << svg_flame_graph(
+             {v.key() + " server diff", v.key() + " server against " + v.a_key(), b->stacks, a->stacks})
+      << "</figure>";
+  }
+}
+
 }  // namespace profile_section
 
 std::vector<CellProfiles> read_cell_profiles(const std::filesystem::path& dir,
@@ -68,11 +92,13 @@ std::vector<CellProfiles> read_cell_profiles(const std::filesystem::path& dir,
   return out;
 }
 
-void write_profiles_section(std::ostream& o, const std::vector<CellProfiles>& profiles) {
+void write_profiles_section(std::ostream& o, const std::vector<CellProfiles>& profiles,
+                            const v1::Verdicts* ab) {
   if (profiles.empty()) return;
   o << "<section id=\"profiles\"><h2>Profiles</h2><p>Where each profiled cell's CPU went over its "
        "median repetition's window: each frame as wide as its samples, above its caller; hover a "
        "frame for its function and share.</p>";
+  if (ab) profile_section::write_ab_diffs(o, profiles, *ab);
   for (const auto& cell : profiles)
     for (const auto& side : cell.sides) profile_section::write_side(o, cell.key, side);
   o << "</section>";

@@ -31,7 +31,9 @@ std::vector<CellProfiles> read_cell_profiles(const std::filesystem::path& dir,
 // How many functions each table lists.
 inline constexpr size_t kTopFunctions = 20;
 
-// Nothing when there are no profiles.
-void write_profiles_section(std::ostream& o, const std::vector<CellProfiles>& profiles);
+// Nothing when there are no profiles. With an A/B's verdicts, each pair whose cells were both
+// profiled first gets B's server drawn against A's (a differential flame graph).
+void write_profiles_section(std::ostream& o, const std::vector<CellProfiles>& profiles,
+                            const v1::Verdicts* ab = nullptr);
 
 }  // namespace loadlab::controller

@@ -119,6 +119,22 @@ TEST(CpuProfiles, TheReportDrawsEachProfiledCellsSidesFromTheRunFolder) {
   std::ostringstream none;
   write_profiles_section(none, {});
   EXPECT_EQ(none.str(), "");
+  // An A/B pair whose cells were both profiled: B's server drawn against A's.
+  auto pair = profiles;
+  pair.push_back(pair[0]);
+  pair[1].key = "beast2/t1";
+  pair[1].sides[0].stacks = {{"srv;main;serve;hot", 50}, {"srv;main;serve;cold", 50}};
+  v1::Verdicts ab;
+  ab.add_cells()->set_key("beast2/t1");
+  ab.mutable_cells(0)->set_a_key("beast/t1");
+  std::ostringstream diff;
+  write_profiles_section(diff, pair, &ab);
+  const std::string d = diff.str();
+  EXPECT_NE(d.find("beast2/t1 · server against beast/t1: red grew, blue shrank"), std::string::npos);
+  EXPECT_NE(d.find("data-panel=\"beast2/t1 server diff\""), std::string::npos);
+  EXPECT_NE(d.find("<title>cold (50 samples, 50.00 %; +20.00 points against the base)</title>"),
+            std::string::npos)
+      << d.substr(0, 3000);
   fs::remove_all(dir);
 }
 
