@@ -20,10 +20,10 @@ struct RegressionDef {
   // With --baseline history and a target built from a commit: tonight's commit interleaved
   // against the last good night's, as an A/B (run/last_good_ab.hpp). kAbLastGood* below.
   std::string ab_last_good = "off";
-  // How an A/B's pairs are summed up (judge/ab_verdicts.cpp): the mean of their log ratios and
-  // the paired t test ("mean"), or their 20 % trimmed mean and Yuen's test ("trimmed"), which
-  // single pairs tens of % off (a host changing speed within a pair) move far less.
-  std::string ab_estimate = "mean";
+  // How an A/B's pairs are summed up (judge/ab_verdicts.cpp): their 20 % trimmed mean and
+  // Yuen's test ("trimmed"), which single pairs tens of % off (a host changing speed within a
+  // pair) move far less, or the mean of their log ratios and the paired t test ("mean").
+  std::string ab_estimate = "trimmed";
 };
 
 inline constexpr const char* kAbEstimateMean = "mean";

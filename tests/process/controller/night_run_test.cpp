@@ -421,11 +421,18 @@ TEST_F(NightRun, AnABPairThatOtherWorkDisturbedIsLeftOutOfTheTest) {
   ASSERT_EQ(v["pairs"].size(), 20u);
   for (int i = 0; i < 20; ++i) EXPECT_EQ(v["pairs"][i]["left_out"].get<bool>(), i == 5) << i;
   EXPECT_NE(table_.find("B A, left out"), std::string::npos) << table_;
-  // Unflagged, the same pair is judged with the others and spreads the cell too much to say.
-  EXPECT_EQ(night("ab-wild", figures, ab), exit_status::kOk) << table_;
+  // Unflagged, the same pair is judged with the others: it spreads the mean's cell too much to
+  // say (regression.ab_estimate "mean"), while the trimmed mean, the default, trims it away.
+  std::string mean = ab;
+  mean.replace(mean.find(R"("threshold_pct": 2)"), 18, R"("threshold_pct": 2, "ab_estimate": "mean")");
+  EXPECT_EQ(night("ab-wild", figures, mean), exit_status::kOk) << table_;
   v = read_json_file((dir_ / "ab-wild" / "result.json").string())["ab"]["cells"][0];
   EXPECT_EQ(v["verdict"], "noise") << v.dump();
   EXPECT_EQ(v["nights"], 20);
+  EXPECT_EQ(night("ab-wild-trimmed", figures, ab), exit_status::kRegression) << table_;
+  v = read_json_file((dir_ / "ab-wild-trimmed" / "result.json").string())["ab"]["cells"][0];
+  EXPECT_EQ(v["verdict"], "regression") << v.dump();
+  EXPECT_NEAR(v["change_pct"].get<double>(), -4, 0.5);
 }
 
 }  // namespace
