@@ -33,8 +33,10 @@ std::string top_table(const FoldedStacks& stacks, bool by_self) {
       "<th class=\"num\">total %</th></tr></thead><tbody>",
       by_self ? "self" : "total");
   for (const auto& f : top_functions(stacks, kTopFunctions, by_self))
-    t += fmt::format("<tr><td>{}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td></tr>",
-                     html_escape(f.name), f.self_pct, f.total_pct);
+    t += fmt::format(
+        "<tr><td class=\"fn\" title=\"{0}\">{0}</td><td class=\"num\">{1:.1f}</td><td "
+        "class=\"num\">{2:.1f}</td></tr>",
+        html_escape(f.name), f.self_pct, f.total_pct);
   return t + "</tbody></table>";
 }
 

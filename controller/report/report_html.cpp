@@ -53,6 +53,7 @@ svg.chart .grid{stroke:#e6eaee;stroke-width:1}svg.chart .axis{stroke:#8c959f;str
 svg.chart text{font:11px system-ui,sans-serif;fill:#57606a}svg.chart .axis-title{font-size:12px;fill:#24292f}
 svg.flame{width:100%;height:auto;display:block}svg.flame text{pointer-events:none}
 figure.profile{margin:0 0 12px}.tops{display:flex;flex-wrap:wrap;gap:12px}.tops table{width:auto;font-size:.85em}
+.tops td.fn{max-width:60ch;overflow:hidden;text-overflow:ellipsis}
 svg.sparkline{width:160px;height:36px;display:block}
 svg.band{width:220px;height:48px;display:block}
 table.pairs{font-size:.8em;margin-top:4px}

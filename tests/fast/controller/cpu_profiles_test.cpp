@@ -111,9 +111,12 @@ TEST(CpuProfiles, TheReportDrawsEachProfiledCellsSidesFromTheRunFolder) {
   EXPECT_NE(page.find("<section id=\"profiles\">"), std::string::npos);
   EXPECT_NE(page.find("data-panel=\"beast/t1 server\""), std::string::npos);
   EXPECT_NE(page.find("<title>hot"), std::string::npos) << "a frame's title names its function";
-  EXPECT_NE(page.find("<td>hot</td><td class=\"num\">70.0</td><td class=\"num\">70.0</td>"),
-            std::string::npos);
-  EXPECT_NE(page.find("<td>serve</td><td class=\"num\">0.0</td><td class=\"num\">100.0</td>"),
+  EXPECT_NE(
+      page.find(
+          "<td class=\"fn\" title=\"hot\">hot</td><td class=\"num\">70.0</td><td class=\"num\">70.0</td>"),
+      std::string::npos);
+  EXPECT_NE(page.find("<td class=\"fn\" title=\"serve\">serve</td><td class=\"num\">0.0</td><td "
+                      "class=\"num\">100.0</td>"),
             std::string::npos);
   EXPECT_NE(page.find("beast/t1 · client: profile unavailable: perf record failed"), std::string::npos);
   std::ostringstream none;
