@@ -128,7 +128,7 @@ AgentService::AgentService(AgentOptions options)
   if (options_.bin_dir.empty()) options_.bin_dir = executable_dir();
   if (options_.build_cache_dir.empty()) options_.build_cache_dir = default_build_cache_dir();
   builds_ = std::make_unique<BuildCache>(options_.build_cache_dir, options_.build_cache_mb << 20);
-  const ProfilingSupport profiling = profiling_support(options_.perf);
+  const ProfilingSupport profiling = profiling_support(options_.perf, options_.job_user.has_value());
   options_.profiling.set_available(profiling.available);
   options_.profiling.set_kernel(profiling.kernel);
   options_.profiling.set_reason(profiling.reason);

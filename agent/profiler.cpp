@@ -96,7 +96,7 @@ std::string running_pids(const std::vector<pid_t>& pids) {
 
 }  // namespace
 
-ProfilingSupport profiling_support(const std::string& perf) {
+ProfilingSupport profiling_support(const std::string& perf, bool jobs_of_another_user) {
   ProfilingSupport s;
   const std::string path = program_path(perf);
   if (path.empty() || access(path.c_str(), X_OK) != 0) {
@@ -118,6 +118,13 @@ ProfilingSupport profiling_support(const std::string& perf) {
   if (!capable && paranoid > 2) {
     s.reason = "kernel.perf_event_paranoid is " + std::to_string(paranoid) +
                " and the agent has neither CAP_PERFMON nor CAP_SYS_ADMIN";
+    return s;
+  }
+  // Another user's processes: perf_event_paranoid aside, the kernel asks for the access ptrace
+  // would need, which those capabilities grant.
+  if (!capable && jobs_of_another_user) {
+    s.reason =
+        "the jobs run as another user (--job-user) and the agent has neither CAP_PERFMON nor CAP_SYS_ADMIN";
     return s;
   }
   s.available = true;

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # The A/B and A/A runs of `bench/verdicts.sh ab OUT` (or nights of `bench/nightly_ab.sh OUT`)
-# judged again from their recorded pairs (result.json ab.cells[].pairs, verdicts.cells[].pairs): each cell by the controller's paired t test (the verdict as
-# recorded) and by a 20 % trimmed-mean paired test (Yuen), with the same level (0.5 % a cell),
-# the same 2 % threshold and the same minimum detectable change (95 % power). An offline look at
-# a robust rule on real pairs; the controller does not apply it (docs/verdicts-design.md).
+# judged again from their recorded pairs (result.json ab.cells[].pairs, verdicts.cells[].pairs): each cell by the paired t test (the verdict as
+# recorded by a run with `regression.ab_estimate: mean`, which bench/verdicts.sh pins) and by a
+# 20 % trimmed-mean paired test (Yuen), with the same level (0.5 % a cell), the same 2 % threshold
+# and the same minimum detectable change (95 % power). The controller applies the second as
+# `regression.ab_estimate: trimmed`, its default since 2026-12-07 (docs/verdicts-design.md).
 # Then the controller's confirm before alarm over the same runs: a cell whose first pairs said
 # regression holds only when its confirmation's pairs show B worse beyond the threshold and
 # their band at 5 % (one-sided). Runs recorded before the controller confirmed (no

@@ -15,7 +15,7 @@
 #   PAIRS (qps 60, instructions 3)   THRESHOLD_PCT (qps 2, instructions 1)
 #   WORK (100000)              busy-loop rounds per request at the good commit
 #   WINDOW_S (0.5)  CPUS ('{"target": "1", "load": "1"}': both on CPU 1, as bench/verdicts.sh ab)
-#   ESTIMATE (mean)            regression.ab_estimate: mean or trimmed
+#   ESTIMATE (trimmed)         regression.ab_estimate: trimmed or mean
 #   KINDS ("ab aa")            the kinds of night each trial runs: "aa" for A/A nights only
 #   BIN (build/bin)
 #
@@ -31,7 +31,7 @@ STEP_PCT=${STEP_PCT:-3}
 WORK=${WORK:-100000}
 WINDOW_S=${WINDOW_S:-0.5}
 CPUS=${CPUS:-'{"target": "1", "load": "1"}'}
-ESTIMATE=${ESTIMATE:-mean}
+ESTIMATE=${ESTIMATE:-trimmed}
 KINDS=${KINDS:-ab aa}
 if [ "$MODE" = instructions ]; then PAIRS=${PAIRS:-3}; THRESHOLD_PCT=${THRESHOLD_PCT:-1}
 else PAIRS=${PAIRS:-60}; THRESHOLD_PCT=${THRESHOLD_PCT:-2}; fi

@@ -39,12 +39,15 @@ for ((round = 0; round < ROUNDS; ++round)); do
     out="$WORK/r$round-$v"
     args=()
     [ "$v" != off ] && args=(--set "profile={\"frequency_hz\": $v, \"call_graph\": \"$CALL_GRAPH\"}")
-    "$BIN/loadlab" run "$WORK/s.json" "${args[@]}" --out "$out" --quiet --log-level warn > /dev/null
+    "$BIN/loadlab" run "$WORK/s.json" ${args[@]+"${args[@]}"} --out "$out" --quiet --log-level warn > /dev/null
     /usr/bin/python3 - "$out/result.json" "$v" "$round" >> "$WORK/figures.tsv" <<'PY'
 import json, sys
 cells = json.load(open(sys.argv[1]))["cells"]
 for c in cells:
     r = c["repetitions"][0]
+    why = r["server"].get("profile", {}).get("unavailable", "")
+    if sys.argv[2] != "off" and why:
+        sys.exit(f"{c['cell']['key']} at {sys.argv[2]} Hz: profile unavailable: {why}")
     q = r["qps"]
     per = lambda side: r[side]["cpu_pct"] / 100 * 1e6 / q if q else 0  # CPU µs a request
     print(sys.argv[3], sys.argv[2], c["cell"]["key"], f"{q:.0f}", f"{per('server'):.2f}", f"{per('client'):.2f}",

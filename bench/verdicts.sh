@@ -262,7 +262,7 @@ ab_run() {
                                    {"name": "b", "catalog": "server-b", "server_threads": 1}],
  "matrix": {"delay_ms": [${AB_DELAYS:-0}], "threads": [1, 4]},
  "load": {"duration_s": ${AB_WINDOW_S:-0.5}, "warmup_s": 0.2, "connections_per_thread": 1},
- "repetitions": $AB_PAIRS, "ab": {"a": "a", "b": "b"}, "regression": {"threshold_pct": ${AB_THRESHOLD_PCT:-2}},
+ "repetitions": $AB_PAIRS, "ab": {"a": "a", "b": "b"}, "regression": {"threshold_pct": ${AB_THRESHOLD_PCT:-2}, "ab_estimate": "mean"},
  "placement": {"cpus": $cpus}}
 EOF
   local status=0 neighbour=

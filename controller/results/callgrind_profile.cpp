@@ -102,7 +102,7 @@ std::optional<FunctionCosts> perf_costs(const std::filesystem::path& folder, con
   // Samples to CPU µs per request: the window's CPU time, which the agent measured exactly,
   // shared among the samples (perf's cpu-clock misses part of a process that runs in short
   // bursts); from the frequency where there is no CPU time.
-  const uint64_t samples = total_samples(stacks);
+  const uint64_t samples = p.samples() > 0 ? p.samples() : total_samples(stacks);  // the dropped ones too
   const double cpu_us = r.server().cpu_pct() / 100 * r.server().window_s() * 1e6;
   const double us =
       (cpu_us > 0 && samples > 0 ? cpu_us / static_cast<double>(samples) : 1e6 / p.frequency_hz()) /

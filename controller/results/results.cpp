@@ -102,11 +102,11 @@ void add_cpu_profile(v1::CpuProfile& into, const v1::CpuProfile& o) {
   for (const auto& [stack, count] : parse_folded(o.folded())) sum[stack] += count;
   const double rooted = into.rooted_pct() * static_cast<double>(into.samples()) +
                         o.rooted_pct() * static_cast<double>(o.samples());
+  into.set_kernel((into.samples() == 0 || into.kernel()) && o.kernel());  // of the parts with samples
   into.set_samples(into.samples() + o.samples());
   into.set_rooted_pct(rooted / static_cast<double>(into.samples()));
   into.set_dropped_samples(into.dropped_samples() + o.dropped_samples());
   into.set_folded(folded_text(sum));
-  into.set_kernel(into.kernel() && o.kernel());
 }
 
 void add_usage(v1::Usage& into, const v1::Usage& o) {

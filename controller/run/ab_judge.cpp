@@ -143,10 +143,11 @@ std::vector<v1::FunctionGrowth> growth(const Scenario& s, const CellResult& ca, 
     return what_grew(mean_callgrind(profile_paths(run_folder, ca.reps, ca.confirmations)),
                      mean_callgrind(profile_paths(run_folder, cb.reps, cb.confirmations)),
                      static_cast<double>(s.instructions->requests_high));
-  if (ca.cell.profile && cb.cell.profile)
-    return what_grew(mean_perf_costs(run_folder, ca.reps, ca.confirmations),
-                     mean_perf_costs(run_folder, cb.reps, cb.confirmations), 1, 10, kCpuUsUnit);
-  return {};
+  if (!ca.cell.profile || !cb.cell.profile) return {};
+  const auto a = mean_perf_costs(run_folder, ca.reps, ca.confirmations);
+  const auto b = mean_perf_costs(run_folder, cb.reps, cb.confirmations);
+  if (a.empty() || b.empty()) return {};  // a side without profiles: nothing to compare
+  return what_grew(a, b, 1, 10, kCpuUsUnit);
 }
 
 }  // namespace ab_judge

@@ -58,10 +58,11 @@ std::vector<v1::FunctionGrowth> night_growth(const Scenario& s, const std::strin
     return what_grew(mean_callgrind(profile_paths(base_folder, a->repetitions(), a->confirmations())),
                      mean_callgrind(profile_paths(folder, b->repetitions(), b->confirmations())),
                      static_cast<double>(s.instructions->requests_high));
-  if (b->cell().profile().frequency_hz() > 0)
-    return what_grew(mean_perf_costs(base_folder, a->repetitions(), a->confirmations()),
-                     mean_perf_costs(folder, b->repetitions(), b->confirmations()), 1, 10, kCpuUsUnit);
-  return {};
+  if (b->cell().profile().frequency_hz() == 0) return {};
+  const auto before = mean_perf_costs(base_folder, a->repetitions(), a->confirmations());
+  const auto after = mean_perf_costs(folder, b->repetitions(), b->confirmations());
+  if (before.empty() || after.empty()) return {};  // a night without profiles (perf unavailable, files gone)
+  return what_grew(before, after, 1, 10, kCpuUsUnit);
 }
 
 }  // namespace

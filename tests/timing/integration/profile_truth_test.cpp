@@ -5,10 +5,13 @@
 // time the agent measured over the window. And an agent that cannot profile runs the cell and
 // says why.
 #include <gtest/gtest.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -31,26 +34,34 @@ using testing::TempDir;
 // judge an A/B whose pairs it disturbed).
 int idlest_cpu() {
   auto idle = [] {
-    std::vector<uint64_t> out;
+    std::map<int, uint64_t> out;  // by CPU number
     std::ifstream stat("/proc/stat");
     for (std::string line; std::getline(stat, line);) {
       if (line.rfind("cpu", 0) != 0 || line.size() < 4 || !isdigit(static_cast<unsigned char>(line[3])))
         continue;
-      std::istringstream in(line);
-      std::string name;
+      std::istringstream in(line.substr(3));
+      int cpu = 0;
       uint64_t user = 0, nice = 0, system = 0, idle_ticks = 0;
-      in >> name >> user >> nice >> system >> idle_ticks;
-      out.push_back(idle_ticks);
+      in >> cpu >> user >> nice >> system >> idle_ticks;
+      out[cpu] = idle_ticks;
     }
     return out;
   };
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  sched_getaffinity(0, sizeof allowed, &allowed);  // the agent, our child, may use these
   const auto before = idle();
   std::this_thread::sleep_for(300ms);
   const auto after = idle();
-  size_t best = 0;
-  for (size_t c = 0; c < after.size() && c < before.size(); ++c)
-    if (after[c] - before[c] > after[best] - before[best]) best = c;
-  return static_cast<int>(best);
+  int best = -1;
+  uint64_t most = 0;
+  for (const auto& [cpu, ticks] : after) {
+    if (!CPU_ISSET(cpu, &allowed) || !before.count(cpu)) continue;
+    if (best >= 0 && ticks - before.at(cpu) <= most) continue;
+    best = cpu;
+    most = ticks - before.at(cpu);
+  }
+  return std::max(best, 0);
 }
 
 // An agent whose catalog holds the C target at a split of `hot_pct`, and a lab naming it.

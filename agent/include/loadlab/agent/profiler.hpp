@@ -24,8 +24,10 @@ struct ProfilingSupport {
   std::string reason;  // unavailable: why ("perf is not installed (linux-perf)", ...)
 };
 // Runs `perf --version` and reads /proc/sys/kernel/perf_event_paranoid and the agent's
-// capabilities. `perf`: the program (a path, or a name looked up in PATH).
-ProfilingSupport profiling_support(const std::string& perf = "perf");
+// capabilities. `perf`: the program (a path, or a name looked up in PATH);
+// `jobs_of_another_user`: the jobs run as another user (--job-user), whose processes only
+// CAP_PERFMON or CAP_SYS_ADMIN let perf sample.
+ProfilingSupport profiling_support(const std::string& perf = "perf", bool jobs_of_another_user = false);
 
 struct ProfileRequest {
   std::vector<pid_t> pids;  // each sampled with all its threads
