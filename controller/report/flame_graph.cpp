@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 #include "report/report_html.hpp"
 
@@ -154,16 +153,11 @@ std::string svg_flame_graph(const FlameGraph& graph) {
 }
 
 std::vector<FunctionShare> top_functions(const FoldedStacks& stacks, size_t top, bool by_self) {
-  std::map<std::string, std::pair<uint64_t, uint64_t>> counts;  // self, total
   const double all = static_cast<double>(total_samples(stacks));
-  for (const auto& [stack, count] : stacks) {
-    const auto frames = flame::split_stack(stack);
-    counts[frames.back()].first += count;
-    for (const auto& name : std::set<std::string>(frames.begin(), frames.end())) counts[name].second += count;
-  }
   std::vector<FunctionShare> out;
-  for (const auto& [name, c] : counts)
-    out.push_back({name, all > 0 ? 100 * c.first / all : 0, all > 0 ? 100 * c.second / all : 0});
+  for (const auto& [name, c] : function_samples(stacks))
+    out.push_back({name, all > 0 ? 100 * static_cast<double>(c.self) / all : 0,
+                   all > 0 ? 100 * static_cast<double>(c.total) / all : 0});
   std::stable_sort(out.begin(), out.end(), [by_self](const FunctionShare& a, const FunctionShare& b) {
     return by_self ? a.self_pct > b.self_pct : a.total_pct > b.total_pct;
   });

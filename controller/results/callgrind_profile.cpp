@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "loadlab/shared/folded_stacks.hpp"
@@ -108,18 +107,8 @@ std::optional<FunctionCosts> perf_costs(const std::filesystem::path& folder, con
       (cpu_us > 0 && samples > 0 ? cpu_us / static_cast<double>(samples) : 1e6 / p.frequency_hz()) /
       static_cast<double>(r.requests());
   FunctionCosts costs;
-  for (const auto& [stack, count] : stacks) {
-    std::set<std::string> seen;  // a recursive function counts once per stack in its inclusive
-    size_t start = 0, end = 0;
-    std::string frame;
-    do {
-      end = std::min(stack.find(';', start), stack.size());
-      frame = stack.substr(start, end - start);
-      if (seen.insert(frame).second) costs[frame].inclusive += static_cast<double>(count) * us;
-      start = end + 1;
-    } while (end < stack.size());
-    costs[frame].self += static_cast<double>(count) * us;  // the leaf
-  }
+  for (const auto& [name, c] : function_samples(stacks))
+    costs[name] = {static_cast<double>(c.self) * us, static_cast<double>(c.total) * us};
   return costs;
 }
 

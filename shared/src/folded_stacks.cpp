@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,24 @@ uint64_t rooted_samples(const FoldedStacks& stacks) {
     if (is_thread_start(outer)) rooted += count;
   }
   return rooted;
+}
+
+std::map<std::string, FunctionSamples> function_samples(const FoldedStacks& stacks) {
+  std::map<std::string, FunctionSamples> out;
+  std::set<std::string_view> seen;
+  for (const auto& [stack, count] : stacks) {
+    seen.clear();
+    std::string_view rest = stack, frame;
+    for (;;) {
+      const size_t end = rest.find(';');
+      frame = rest.substr(0, end);
+      if (seen.insert(frame).second) out[std::string(frame)].total += count;
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+    out[std::string(frame)].self += count;  // the leaf
+  }
+  return out;
 }
 
 uint64_t total_samples(const FoldedStacks& stacks) {

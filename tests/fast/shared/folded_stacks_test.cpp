@@ -102,5 +102,18 @@ TEST(FoldedStacks, RootedSamplesAreThoseWhoseStacksReachAThreadsStart) {
   EXPECT_FALSE(is_thread_start("_start2"));
 }
 
+// Self: the leaf's samples; total: each stack through the function once, however deep it
+// recurses.
+TEST(FoldedStacks, AFunctionsSelfAndTotalSamples) {
+  const auto f = function_samples({{"t;main;a", 30}, {"t;main;b", 70}, {"t;main;a;a", 10}});
+  EXPECT_EQ(f.at("a").self, 40u);
+  EXPECT_EQ(f.at("a").total, 40u);
+  EXPECT_EQ(f.at("b").self, 70u);
+  EXPECT_EQ(f.at("main").self, 0u);
+  EXPECT_EQ(f.at("main").total, 110u);
+  EXPECT_EQ(f.at("t").total, 110u);
+  EXPECT_EQ(f.size(), 4u);
+}
+
 }  // namespace folded_stacks_test
 }  // namespace loadlab

@@ -50,6 +50,14 @@ std::string folded_text(const FoldedStacks& stacks);
 // All samples.
 uint64_t total_samples(const FoldedStacks& stacks);
 
+// A function's samples: those it was the leaf of (self), and those of the stacks through it
+// (total: each stack once, however deep it recurses).
+struct FunctionSamples {
+  uint64_t self = 0;
+  uint64_t total = 0;
+};
+std::map<std::string, FunctionSamples> function_samples(const FoldedStacks& stacks);
+
 // Whether `frame` is where a whole stack begins: a program's or a thread's start (_start,
 // __libc_start_main, start_thread, clone3, Go's runtime.goexit, ...).
 bool is_thread_start(std::string_view frame);
