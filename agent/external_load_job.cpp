@@ -27,7 +27,8 @@ Status ExternalLoadJob::run(const v1::LoadSpec& spec, const ClientEntry& client,
   } catch (const std::exception& e) {
     return Status(StatusCode::UNAVAILABLE, std::string("cannot prepare ") + client.name + ": " + e.what());
   }
-  profile_ = std::make_unique<JobProfile>(spec.profile(), options_.profiling, options_.perf);
+  profile_ = std::make_unique<JobProfile>(spec.profile(), options_.profiling, options_.perf,
+                                          [ctx = ctx_] { return ctx->IsCancelled(); });
   if (auto st = launch(argv, spec.cpus()); !st.ok()) return st;
   lease.running(child_->pid());
   {

@@ -1,7 +1,11 @@
 #include "job_profile.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <tuple>
 #include <utility>
 
 #include "loadlab/shared/limits.hpp"
@@ -15,10 +19,10 @@ grpc::Status check_profile_spec(const v1::ProfileSpec& spec, const std::string& 
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         field + ".frequency_hz: must be in 0..." + std::to_string(limits::kMaxProfileHz) +
                             " samples a second (0: not profiled), got " + std::to_string(hz));
-  if (hz > 0 && spec.call_graph() != "fp" && spec.call_graph() != "dwarf")
+  if (hz > 0 && spec.call_graph() != "fp" && spec.call_graph() != "dwarf" && spec.call_graph() != "auto")
     return grpc::Status(
         grpc::StatusCode::INVALID_ARGUMENT,
-        field + ".call_graph: must be \"fp\" or \"dwarf\", got \"" + spec.call_graph() + "\"");
+        field + ".call_graph: must be \"auto\", \"fp\" or \"dwarf\", got \"" + spec.call_graph() + "\"");
   return grpc::Status::OK;
 }
 
@@ -54,10 +58,35 @@ v1::CpuProfile cpu_profile(const FoldedStacks& stacks, size_t max_bytes) {
   return p;
 }
 
-JobProfile::JobProfile(const v1::ProfileSpec& spec, const v1::ProfilingSupport& support, std::string perf)
-    : spec_(spec), support_(support), perf_(std::move(perf)) {}
+std::pair<std::string, std::string> choose_call_graph(const FoldedStacks& probe, double probe_s) {
+  constexpr uint64_t kMinSamples = kProbeSamples;
+  constexpr double kWholePct = 90;
+  const uint64_t samples = total_samples(probe);
+  const std::string probe_text = fmt::format("a {:.2f} s probe", probe_s);
+  if (samples < kMinSamples)
+    return {"dwarf",
+            fmt::format("dwarf: {} saw {} samples, too few to judge frame pointers", probe_text, samples)};
+  // Floored, so that what is said never rounds up to the bar it missed.
+  const double whole =
+      std::floor(100.0 * static_cast<double>(rooted_samples(probe)) / static_cast<double>(samples));
+  const std::string seen = fmt::format(
+      "{:.0f} % of the {} frame-pointer stacks of {} reach their thread's start", whole, samples, probe_text);
+  if (whole >= kWholePct) return {"fp", "fp: " + seen};
+  return {"dwarf", fmt::format("dwarf: only {} (fp needs {:.0f} %)", seen, kWholePct)};
+}
 
-JobProfile::~JobProfile() = default;
+JobProfile::JobProfile(const v1::ProfileSpec& spec, const v1::ProfilingSupport& support, std::string perf,
+                       std::function<bool()> cancelled)
+    : spec_(spec),
+      support_(support),
+      perf_(std::move(perf)),
+      cancelled_(std::move(cancelled)),
+      call_graph_(spec.call_graph()) {}
+
+JobProfile::~JobProfile() {
+  std::lock_guard lock(mutex_);
+  window_ended_ = true;  // a probe still running starts no recording; probe_ is waited for after
+}
 
 void JobProfile::start(const std::vector<pid_t>& pids) {
   std::lock_guard lock(mutex_);
@@ -67,10 +96,18 @@ void JobProfile::start(const std::vector<pid_t>& pids) {
     failure_ = support_.reason();
     return;
   }
+  if (spec_.call_graph() == "auto")
+    probe_ = std::async(std::launch::async, [this, pids] { probe_then_record(pids); });
+  else
+    record(pids, spec_.call_graph());
+}
+
+void JobProfile::record(const std::vector<pid_t>& pids, const std::string& call_graph) {
   ProfileRequest request;
   request.pids = pids;
   request.frequency_hz = static_cast<int>(spec_.frequency_hz());
-  request.call_graph = spec_.call_graph();
+  request.call_graph = call_graph;
+  request.cancelled = cancelled_;
   try {
     recording_ = WindowProfile::start(request, std::filesystem::temp_directory_path(), perf_);
   } catch (const std::exception& e) {
@@ -78,8 +115,52 @@ void JobProfile::start(const std::vector<pid_t>& pids) {
   }
 }
 
+FoldedStacks JobProfile::probe(const std::vector<pid_t>& pids, std::chrono::milliseconds& took) {
+  ProfileRequest request;
+  request.pids = pids;
+  request.frequency_hz = static_cast<int>(spec_.frequency_hz());
+  request.call_graph = "fp";
+  request.cancelled = cancelled_;
+  FoldedStacks stacks;
+  took = std::chrono::milliseconds(0);
+  for (auto length = kUnwindProbe; length <= 4 * kUnwindProbe; length *= 2) {
+    request.duration = length;
+    for (auto& [stack, count] : profile_processes(request, std::filesystem::temp_directory_path(), perf_))
+      stacks[stack] += count;
+    took += length;
+    std::lock_guard lock(mutex_);
+    if (total_samples(stacks) >= kProbeSamples || window_ended_) break;
+  }
+  return stacks;
+}
+
+void JobProfile::probe_then_record(const std::vector<pid_t>& pids) {
+  FoldedStacks stacks;
+  std::chrono::milliseconds took{0};
+  std::string failure;
+  try {
+    stacks = probe(pids, took);
+  } catch (const std::exception& e) {
+    failure = std::string("the unwinding probe failed: ") + e.what();
+  }
+  std::lock_guard lock(mutex_);
+  if (!failure.empty()) {
+    failure_ = failure;
+    return;
+  }
+  std::tie(call_graph_, probe_note_) = choose_call_graph(stacks, std::chrono::duration<double>(took).count());
+  if (call_graph_ == "fp") probe_stacks_ = std::move(stacks);
+  if (window_ended_) {  // a window shorter than the probe: what the probe kept, if anything
+    if (probe_stacks_.empty())
+      failure_ = "the window ended during the unwinding probe (" + probe_note_ + "): nothing was recorded";
+    return;
+  }
+  record(pids, call_graph_);
+}
+
 void JobProfile::end_window() {
   std::lock_guard lock(mutex_);
+  window_ended_ = true;
   if (!recording_) return;
   try {
     recording_->end_recording();
@@ -90,17 +171,33 @@ void JobProfile::end_window() {
 }
 
 std::optional<v1::CpuProfile> JobProfile::finish() {
+  std::future<void> probe;
+  {
+    std::lock_guard lock(mutex_);
+    if (!asked()) return std::nullopt;
+    const bool started = std::exchange(started_, true);  // a window that opens later starts no perf
+    if (!started) return unavailable("the measured window never opened");
+    window_ended_ = true;  // a probe still running starts no recording
+    probe = std::move(probe_);
+  }
+  if (probe.valid()) probe.wait();  // without the lock, which the probe takes to record
   std::lock_guard lock(mutex_);
-  if (!asked()) return std::nullopt;
-  const bool started = std::exchange(started_, true);  // a window that opens later starts no perf
-  if (!started) return unavailable("the measured window never opened");
-  if (!recording_) return unavailable(failure_);
+  return fold();
+}
+
+v1::CpuProfile JobProfile::fold() {
+  if (!recording_ && probe_stacks_.empty()) return unavailable(failure_);
   try {
-    v1::CpuProfile p = cpu_profile(recording_->stop(), static_cast<size_t>(limits::kMaxProfileBytes));
+    FoldedStacks stacks = std::move(probe_stacks_);
+    if (recording_)
+      for (auto& [stack, count] : recording_->stop()) stacks[stack] += count;
     recording_.reset();
+    v1::CpuProfile p = cpu_profile(stacks, static_cast<size_t>(limits::kMaxProfileBytes));
     p.set_frequency_hz(spec_.frequency_hz());
-    p.set_call_graph(spec_.call_graph());
+    p.set_call_graph(call_graph_);
+    p.set_call_graph_probe(probe_note_);
     p.set_kernel(support_.kernel());
+    if (!failure_.empty()) p.set_unavailable(failure_);  // the probe's samples only: in part
     return p;
   } catch (const std::exception& e) {
     recording_.reset();
@@ -112,7 +209,8 @@ v1::CpuProfile JobProfile::unavailable(const std::string& why) const {
   component_logger("agent")->warn("profile unavailable: {}", why);
   v1::CpuProfile p;
   p.set_frequency_hz(spec_.frequency_hz());
-  p.set_call_graph(spec_.call_graph());
+  if (call_graph_ != "auto") p.set_call_graph(call_graph_);  // "auto": the probe chose nothing
+  p.set_call_graph_probe(probe_note_);
   p.set_unavailable(why);
   return p;
 }

@@ -122,7 +122,8 @@ Status LoadJob::run(const v1::LoadSpec& spec, JobLease& lease) {
   lease.running(child_->pid());
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
   window_->set_cpu_binding(child_->cpu_binding());
-  profile_ = std::make_unique<JobProfile>(spec.profile(), options_.profiling, options_.perf);
+  profile_ = std::make_unique<JobProfile>(spec.profile(), options_.profiling, options_.perf,
+                                          [ctx = ctx_] { return ctx->IsCancelled(); });
   scheduled_ = spec.scheduled_start();
   std::optional<CommandReader> commands;
   if (scheduled_) commands.emplace(*ctx_, [this] { read_commands(); });

@@ -1,11 +1,15 @@
 #include "loadlab/agent/profiler.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "loadlab/agent/child_process.hpp"
@@ -30,12 +34,31 @@ SpawnOptions helper_options() {
   return options;
 }
 
+// The helper's exit within `timeout`, waited for in slices while `cancelled` says no; none
+// when it did not end in time. Throws EnvironmentError (the helper stopped) once cancelled.
+std::optional<ExitStatus> wait_unless_cancelled(ChildProcess& child, std::chrono::milliseconds timeout,
+                                                const std::function<bool()>& cancelled,
+                                                const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (cancelled && cancelled()) {
+      child.terminate(std::chrono::milliseconds(500));
+      throw EnvironmentError(what + " stopped: the job's call was cancelled");
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto status =
+        child.wait_exit(std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(100)));
+    if (status || left <= std::chrono::milliseconds(0)) return status;
+  }
+}
+
 // A helper run to its end, exit code 0, or an EnvironmentError naming it with its last lines on
 // one line.
 void run_to_end(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                const std::string& what) {
+                const std::string& what, const std::function<bool()>& cancelled = {}) {
   auto child = ChildProcess::spawn(argv, helper_options());
-  const auto status = child->wait_exit(timeout);
+  const auto status = wait_unless_cancelled(*child, timeout, cancelled, what);
   child->wait_output_end(std::chrono::seconds(2));
   if (!status || status->code != 0) {
     std::string tail = child->output_tail(5);
@@ -62,24 +85,68 @@ std::filesystem::path private_dir(const std::filesystem::path& parent) {
 
 // perf record's command line for the request: samples `pids` until it is told to stop.
 std::vector<std::string> record_argv(const std::string& perf, const ProfileRequest& request,
-                                     const std::string& pids, const std::string& data) {
+                                     const std::string& pids, const std::string& data,
+                                     const std::filesystem::path& dir) {
   // -N: no copy of each sampled binary in root's ~/.debug; -B: no build ids, which perf would
   // otherwise collect by reading the whole file through as it stops.
-  return {perf,
-          "record",
-          "-q",
-          "-N",
-          "-B",
-          "-e",
-          "cpu-clock",
-          "-F",
-          std::to_string(request.frequency_hz),
-          "--call-graph",
-          request.call_graph == "dwarf" ? "dwarf" : "fp",
-          "-p",
-          pids,
-          "-o",
-          data};
+  std::vector<std::string> argv{perf,
+                                "record",
+                                "-q",
+                                "-N",
+                                "-B",
+                                "-e",
+                                "cpu-clock",
+                                "-F",
+                                std::to_string(request.frequency_hz),
+                                "--call-graph",
+                                request.call_graph == "dwarf" ? "dwarf" : "fp",
+                                "-p",
+                                pids,
+                                "-o",
+                                data};
+  if (request.wait_until_sampling)  // events off until "enable" comes through the control FIFO
+    argv.insert(argv.begin() + 2, {"-D", "-1", "--control",
+                                   "fifo:" + (dir / "control").string() + "," + (dir / "ack").string()});
+  return argv;
+}
+
+// perf started with its events off (record_argv's -D -1): turns them on through its control
+// FIFO in `dir` and returns once perf has acknowledged it. Throws EnvironmentError when perf
+// exits first, does not answer within 10 s, or the job's call is cancelled.
+void wait_for_sampling(ChildProcess& record, const std::filesystem::path& dir,
+                       const std::function<bool()>& cancelled) {
+  // Read-write, so that neither open waits for perf to open its end.
+  const int control = open((dir / "control").c_str(), O_RDWR | O_CLOEXEC);
+  const int ack = open((dir / "ack").c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  const auto close_both = [&] {
+    if (control >= 0) close(control);
+    if (ack >= 0) close(ack);
+  };
+  static constexpr char kEnable[] = "enable\n";
+  if (control < 0 || ack < 0 || write(control, kEnable, sizeof kEnable - 1) != sizeof kEnable - 1) {
+    close_both();
+    throw system_failure("cannot write to perf's control FIFO in " + dir.string());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string answer;
+  while (answer.find("ack") == std::string::npos) {
+    std::string why;
+    if (cancelled && cancelled())
+      why = "perf record stopped: the job's call was cancelled";
+    else if (record.poll_exit())
+      why = "perf record exited before it sampled: " + record.output_tail(3);
+    else if (std::chrono::steady_clock::now() > deadline)
+      why = "perf record did not start sampling within 10 s";
+    if (!why.empty()) {
+      close_both();
+      throw EnvironmentError(why);
+    }
+    pollfd p{ack, POLLIN, 0};
+    char buf[64];
+    if (poll(&p, 1, 100) > 0)
+      if (const ssize_t n = read(ack, buf, sizeof buf); n > 0) answer.append(buf, static_cast<size_t>(n));
+  }
+  close_both();
 }
 
 // The request's pids still running, as perf's -p takes them.
@@ -138,6 +205,7 @@ struct WindowProfile::State {
   std::filesystem::path dir;
   std::string data;
   std::unique_ptr<ChildProcess> record;
+  std::function<bool()> cancelled;
   std::string failure;  // why the recording failed, once it has
   State(std::string program, const std::filesystem::path& parent)
       : perf(std::move(program)), dir(private_dir(parent)), data((dir / "perf.data").string()) {}
@@ -160,7 +228,13 @@ std::unique_ptr<WindowProfile> WindowProfile::start(const ProfileRequest& reques
   auto profile = std::unique_ptr<WindowProfile>(new WindowProfile());
   profile->state_ = std::make_unique<State>(std::move(path), parent_dir);
   State& s = *profile->state_;
-  s.record = ChildProcess::spawn(record_argv(s.perf, request, pids, s.data), helper_options());
+  s.cancelled = request.cancelled;
+  if (request.wait_until_sampling)
+    for (const char* fifo : {"control", "ack"})
+      if (mkfifo((s.dir / fifo).c_str(), 0600) != 0)
+        throw system_failure("cannot make " + (s.dir / fifo).string());
+  s.record = ChildProcess::spawn(record_argv(s.perf, request, pids, s.data, s.dir), helper_options());
+  if (request.wait_until_sampling) wait_for_sampling(*s.record, s.dir, s.cancelled);
   return profile;
 }
 
@@ -175,7 +249,8 @@ void WindowProfile::end_recording() {
   if (!s.failure.empty()) throw EnvironmentError(s.failure);
   if (!s.record) return;
   s.record->queue_signal(SIGINT, sigval{});
-  const auto status = s.record->wait_exit(std::chrono::seconds(limits::kProfileStopTimeoutS));
+  const auto status = wait_unless_cancelled(*s.record, std::chrono::seconds(limits::kProfileStopTimeoutS),
+                                            s.cancelled, "perf record");
   s.record->wait_output_end(std::chrono::seconds(2));
   std::error_code ec;
   const bool wrote = std::filesystem::file_size(s.data, ec) > 0;
@@ -197,7 +272,7 @@ FoldedStacks WindowProfile::stop() {
   // the reader would fall.
   const std::string text = (s.dir / "perf.script").string();
   run_to_end({"/bin/sh", "-c", "exec \"$0\" script -i \"$1\" > \"$2\"", s.perf, s.data, text},
-             std::chrono::seconds(limits::kProfileFoldTimeoutS), "perf script");
+             std::chrono::seconds(limits::kProfileFoldTimeoutS), "perf script", s.cancelled);
   std::ifstream in(text);
   if (!in) throw EnvironmentError("perf script wrote no " + text);
   return fold_perf_script(in, true);
@@ -205,7 +280,9 @@ FoldedStacks WindowProfile::stop() {
 
 FoldedStacks profile_processes(const ProfileRequest& request, const std::filesystem::path& parent_dir,
                                const std::string& perf) {
-  auto profile = WindowProfile::start(request, parent_dir, perf);
+  ProfileRequest sampled = request;
+  sampled.wait_until_sampling = true;  // the duration counts from the first sample, not perf's start
+  auto profile = WindowProfile::start(sampled, parent_dir, perf);
   std::this_thread::sleep_for(request.duration);
   return profile->stop();
 }

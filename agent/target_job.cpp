@@ -87,7 +87,8 @@ Status TargetJob::run(const v1::TargetSpec& spec, const CatalogEntry& catalog_en
   if (auto st = wait_ready(spec, entry); !st.ok()) return st;
   window_ = std::make_unique<UsageWindow>(proc_, child_->pid(), monotonic_seconds);
   window_->set_cpu_binding(child_->cpu_binding());
-  profile_ = std::make_unique<JobProfile>(spec.profile(), options_.profiling, options_.perf);
+  profile_ = std::make_unique<JobProfile>(spec.profile(), options_.profiling, options_.perf,
+                                          [ctx = ctx_] { return ctx->IsCancelled(); });
   {
     PeriodicSampler sampler(*window_, options_.sample_interval_ms, [this] { return on_sample(); });
     serve_marks();

@@ -67,7 +67,7 @@ struct CommandLine {
   std::string log_level = "info";
   loadlab::controller::RunOptions run;
   std::string agents_lab, agents_lab_credentials;
-  std::string compare_base, compare_new, compare_metric;
+  std::string compare_base, compare_new, compare_metric, compare_report;
   double compare_threshold = 0;
   uint32_t baseline_nights = 0;
   std::string ab;
@@ -104,7 +104,8 @@ struct CommandLine {
 
   // Before anything is measured: the folders the CI files go to exist.
   void check_ci_paths() const {
-    for (auto [flag, path] : {std::pair{"--junit", &junit}, std::pair{"--summary-md", &summary_md}}) {
+    for (auto [flag, path] : {std::pair{"--junit", &junit}, std::pair{"--summary-md", &summary_md},
+                              std::pair{"--report", &compare_report}}) {
       if (path->empty()) continue;
       const auto parent = std::filesystem::absolute(*path).parent_path();
       if (!std::filesystem::is_directory(parent))
@@ -224,6 +225,9 @@ struct CommandLine {
                                      "smallest change that counts, 0..1000 (default: the scenario's "
                                      "regression.threshold_pct, or 5; 1 for --metric instructions)")
                         ->check(loadlab::number_in(0, loadlab::limits::kMaxThresholdPct));
+    compare_cmd->add_option("--report", compare_report,
+                            "FILE: write the new run's report.html with these verdicts, each profiled cell's "
+                            "server drawn against the base run's (a differential flame graph)");
     add_ci_flags(compare_cmd);
   }
 
@@ -286,6 +290,10 @@ int compare(const CommandLine& cl) {
   auto v = loadlab::controller::compare_results(base, current, options);
   v.set_baseline(cl.compare_base);
   loadlab::controller::write_verdicts(std::cout, v);
+  if (!cl.compare_report.empty()) {
+    loadlab::controller::write_compare_report(cl.compare_report, cl.compare_base, cl.compare_new, v);
+    std::cout << "wrote " << cl.compare_report << "\n";
+  }
   current["verdicts"] = nlohmann::json::parse(loadlab::proto::to_json(v));
   current.erase("ab");  // compare judged the two runs; the new run's own A/B is not this verdict
   loadlab::controller::write_ci_results({{current, ""}}, cl.junit, cl.summary_md);

@@ -1,8 +1,12 @@
 #include "cli/report_cli.hpp"
 
+#include <algorithm>
+#include <sstream>
+
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "report/report_html.hpp"
 #include "run/run_folder.hpp"
 #include "scenario/scenario.hpp"
 
@@ -31,7 +35,52 @@ CellResult stored_cell(const nlohmann::json& j, const std::string& at) {
   return cell_from_proto(p, cell_of(p.cell()));
 }
 
+fs::path result_file(const std::string& dir_or_file) {
+  return fs::is_directory(dir_or_file) ? fs::path(dir_or_file) / "result.json" : fs::path(dir_or_file);
+}
+
+fs::path folder_of(const fs::path& result) {
+  return result.parent_path().empty() ? fs::path(".") : result.parent_path();
+}
+
+// Each profiled cell of `now`, drawn against the same cell of `base`.
+std::vector<ProfileDiff> compare_diffs(const StoredRun& base, const fs::path& base_folder,
+                                       const StoredRun& now, const fs::path& now_folder,
+                                       const std::string& base_name) {
+  std::vector<ProfileDiff> out;
+  for (const auto& c : now.cells) {
+    if (!c.cell.profile) continue;
+    ProfileDiff d{c.cell.key(), base_name, summed_server_stacks(now_folder, c), {}, {}};
+    const auto b = std::find_if(base.cells.begin(), base.cells.end(),
+                                [&](const CellResult& x) { return x.cell.key() == c.cell.key(); });
+    if (b != base.cells.end()) d.before = summed_server_stacks(base_folder, *b);
+    if (d.after.empty())
+      d.none = "this run kept no server profile of it";
+    else if (b == base.cells.end())
+      d.none = base_name + " has no such cell";
+    else if (d.before.empty())
+      d.none =
+          base_name + " kept no server profile of it" + (b->cell.profile ? "" : " (it was not profiled)");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace
+
+void write_compare_report(const std::string& file, const std::string& base, const std::string& now,
+                          const v1::Verdicts& verdicts) {
+  const fs::path base_result = result_file(base), now_result = result_file(now);
+  const StoredRun b = read_stored_run(base_result.string()), n = read_stored_run(now_result.string());
+  ReportSections sections;
+  sections.verdicts = verdicts;
+  sections.profiles = read_cell_profiles(folder_of(now_result), n.cells);
+  sections.profile_diffs =
+      compare_diffs(b, folder_of(base_result), n, folder_of(now_result), "the base run " + base);
+  std::ostringstream html;
+  write_html_report(html, n.header, n.title + " against " + base, n.cells, sections);
+  write_whole_file(file, html.str());
+}
 
 StoredRun read_stored_run(const std::string& result_json) {
   try {

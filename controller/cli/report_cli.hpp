@@ -27,4 +27,11 @@ struct StoredRun {
 // EnvironmentError.
 int report_command(const std::string& dir, std::ostream& out);
 
+// `loadlab compare BASE NEW --report FILE`: NEW's report.html written to `file` with the
+// comparison's `verdicts`, and for each cell profiled in NEW, its server (every repetition
+// summed) drawn against BASE's same cell (a differential flame graph), or why it cannot be.
+// `base` and `now`: run folders or their result.json. Throws InputError or EnvironmentError.
+void write_compare_report(const std::string& file, const std::string& base, const std::string& now,
+                          const v1::Verdicts& verdicts);
+
 }  // namespace loadlab::controller

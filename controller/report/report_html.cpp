@@ -538,7 +538,7 @@ void write_html_report(std::ostream& o, const json& header, const std::string& t
                         {"server_cpu_pct", "client_cpu_pct", "server_mb", "client_mb"});
   }
   if (sections.trends) write_trends(o, *sections.trends);
-  write_profiles_section(o, sections.profiles, sections.ab ? &*sections.ab : nullptr);
+  write_profiles_section(o, sections.profiles, sections.profile_diffs);
   o << "<footer>loadlab " << html_escape(text_at(header, {"loadlab_version"}))
     << " · made from result.json (schema " << html_escape(text_at(header, {"schema_version"}))
     << "); rebuild with <code>loadlab report DIR</code></footer></main></body></html>\n";

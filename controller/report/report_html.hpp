@@ -34,7 +34,8 @@ struct ReportSections {
   std::optional<v1::Verdicts> verdicts;  // --baseline: every cell's verdict (compare.hpp)
   std::optional<v1::Verdicts> ab;        // the scenario's "ab": B against A (ab_verdicts.hpp)
   std::optional<TrendSection> trends;
-  std::vector<CellProfiles> profiles;  // the profiled cells' (read_cell_profiles)
+  std::vector<CellProfiles> profiles;      // the profiled cells' (read_cell_profiles)
+  std::vector<ProfileDiff> profile_diffs;  // what the verdicts draw against a base (profile_diffs)
 };
 
 // The sections result.json's header holds: "verdicts" (written by run --baseline: a

@@ -98,6 +98,14 @@ std::vector<std::string> CellResult::flags() const {
 void add_cpu_profile(v1::CpuProfile& into, const v1::CpuProfile& o) {
   if (into.unavailable().empty() && !o.unavailable().empty()) into.set_unavailable(o.unavailable());
   if (o.samples() == 0) return;
+  if (into.samples() == 0) {
+    into.set_call_graph(o.call_graph());
+    into.set_call_graph_probe(o.call_graph_probe());
+  } else if (into.call_graph() != o.call_graph()) {  // each load agent's probe chose for itself
+    into.set_call_graph_probe(into.call_graph_probe() + "; another load agent unwound with " +
+                              o.call_graph() +
+                              (o.call_graph_probe().empty() ? "" : " (" + o.call_graph_probe() + ")"));
+  }
   FoldedStacks sum = parse_folded(into.folded());
   for (const auto& [stack, count] : parse_folded(o.folded())) sum[stack] += count;
   const double rooted = into.rooted_pct() * static_cast<double>(into.samples()) +

@@ -8,8 +8,10 @@
 #include "judge/compare.hpp"
 #include "judge/verdict_kind.hpp"
 #include "loadlab/proto/json.hpp"
+#include "loadlab/shared/folded_stacks.hpp"
 #include "loadlab/shared/json_input.hpp"
 #include "results/callgrind_profile.hpp"
+#include "run/cpu_profiles.hpp"
 
 namespace loadlab::controller {
 
@@ -63,6 +65,47 @@ std::vector<v1::FunctionGrowth> night_growth(const Scenario& s, const std::strin
   const auto after = mean_perf_costs(folder, b->repetitions(), b->confirmations());
   if (before.empty() || after.empty()) return {};  // a night without profiles (perf unavailable, files gone)
   return what_grew(before, after, 1, 10, kCpuUsUnit);
+}
+
+// The base night's server profiles, every repetition's and confirmation's summed, kept in
+// tonight's folder as profiles/KEY.base.server.folded for the report's differential flame
+// graph (tonight's folder holds what the report draws, whatever becomes of that night's);
+// `from` names the night. Without any, profile_base_from says why.
+void keep_profile_base(v1::CellVerdict& c, const std::optional<v1::CellResult>& base_cell,
+                       const fs::path& base_folder, const std::string& from, const fs::path& folder) {
+  FoldedStacks sum;
+  size_t files = 0;
+  if (base_cell)
+    for (auto* reps : {&base_cell->repetitions(), &base_cell->confirmations()})
+      for (auto& r : *reps) {
+        if (r.server().profile().file().empty()) continue;
+        try {
+          for (auto& [stack, count] :
+               parse_folded(read_text_file((base_folder / r.server().profile().file()).string())))
+            sum[stack] += count;
+          ++files;
+        } catch (const std::exception&) {
+          // a file gone with its folder: the others still give the night's shares
+        }
+      }
+  if (sum.empty()) {
+    c.set_profile_base_from(from +
+                            (base_cell ? " left no server profile to draw against (perf was unavailable, or "
+                                         "its profiles are gone)"
+                                       : "'s result.json is gone, or holds no such cell this loadlab reads"));
+    return;
+  }
+  std::string name = c.key();
+  std::replace(name.begin(), name.end(), '/', '_');
+  const fs::path file = fs::path("profiles") / (name + ".base.server.folded");
+  std::error_code ec;
+  fs::create_directories(folder / "profiles", ec);
+  if (!write_profile_file(folder / file, folded_text(sum))) {
+    c.set_profile_base_from((folder / file).string() + " could not be written");
+    return;
+  }
+  c.set_profile_base(file.string());
+  c.set_profile_base_from(from + " (" + std::to_string(files) + " repetitions summed)");
 }
 
 }  // namespace
@@ -140,12 +183,17 @@ void BaselineJudge::explain_growth(const fs::path& folder) {
     const int64_t base_id = c.history(c.history_size() - 1).run_id();  // the newest baseline night
     const auto run = std::find_if(runs.begin(), runs.end(), [&](auto& r) { return r.id == base_id; });
     if (run == runs.end()) continue;
+    const auto now = recorded_cell(tonight, c.key());
+    const bool profiled = now && now->cell().profile().frequency_hz() > 0;
+    const std::string from = "the night of " + run->started_at + ", the newest of the band";
     nlohmann::json base;
     try {
       base = read_json_file(run->result_path);
     } catch (const InputError&) {
+      if (profiled) keep_profile_base(c, std::nullopt, run->run_folder, from, folder);
       continue;  // that night's folder is gone
     }
+    if (profiled) keep_profile_base(c, recorded_cell(base, c.key()), run->run_folder, from, folder);
     const auto grew = night_growth(scenario_, c.key(), base, run->run_folder, tonight, folder);
     c.clear_grew();
     for (auto& g : grew) *c.add_grew() = g;

@@ -20,9 +20,7 @@ namespace loadlab::controller {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-void write_file(const fs::path& path, const std::string& content) {
+void write_whole_file(const fs::path& path, const std::string& content) {
   fs::path tmp = path;
   tmp += ".tmp";
   {
@@ -30,10 +28,10 @@ void write_file(const fs::path& path, const std::string& content) {
     out << content;
     if (!out.flush()) throw EnvironmentError("cannot write " + tmp.string());
   }
-  fs::rename(tmp, path);  // readers never see half a file
+  std::error_code ec;
+  fs::rename(tmp, path, ec);  // readers never see half a file
+  if (ec) throw EnvironmentError("cannot write " + path.string() + ": " + ec.message());
 }
-
-}  // namespace
 
 fs::path RunFolder::new_run_path(const fs::path& runs, const std::string& scenario_name,
                                  const std::string& stamp) {
@@ -65,7 +63,7 @@ RunFolder RunFolder::create(const fs::path& dir, const std::string& scenario_pat
   if (scenario_text.empty())
     fs::copy_file(scenario_path, dir / "scenario.json", fs::copy_options::none, ec);
   else
-    write_file(dir / "scenario.json", scenario_text);
+    write_whole_file(dir / "scenario.json", scenario_text);
   if (ec) throw EnvironmentError("cannot copy the scenario into " + dir.string() + ": " + ec.message());
   return RunFolder(dir);
 }
@@ -170,26 +168,32 @@ void RunFolder::journal(const CellResult& cell) {
 }
 
 void write_result_views(const fs::path& dir, const nlohmann::json& header, const std::string& title,
-                        const std::vector<CellResult>& cells, const ReportSections& sections) {
+                        const std::vector<CellResult>& cells, const ReportSections& sections, bool profiles) {
   std::ostringstream csv, md, html;
   write_csv(csv, cells);
   ReportSections shown = sections.verdicts || sections.ab || sections.trends ? sections : sections_of(header);
-  shown.profiles = read_cell_profiles(dir, cells);
+  if (profiles) {
+    shown.profiles = read_cell_profiles(dir, cells);
+    shown.profile_diffs =
+        profile_diffs(dir, cells, shown.profiles,
+                      {shown.ab ? &*shown.ab : nullptr, shown.verdicts ? &*shown.verdicts : nullptr});
+  }
   write_markdown(md, title, cells);
   write_markdown_verdicts(md, shown);
   write_html_report(html, header, title, cells, shown);
-  write_file(dir / "matrix.csv", csv.str());
-  write_file(dir / "matrix.md", md.str());
-  write_file(dir / "report.html", html.str());
+  write_whole_file(dir / "matrix.csv", csv.str());
+  write_whole_file(dir / "matrix.md", md.str());
+  write_whole_file(dir / "report.html", html.str());
 }
 
 void RunFolder::write_results(nlohmann::json header, const std::string& title,
-                              const std::vector<CellResult>& cells, const ReportSections& sections) const {
+                              const std::vector<CellResult>& cells, const ReportSections& sections,
+                              bool profiles) const {
   nlohmann::json views_header = header;  // report.html reads the header only
   header["cells"] = nlohmann::json::array();
   for (auto& c : cells) header["cells"].push_back(nlohmann::json::parse(proto::to_json(to_proto(c))));
-  write_file(path_ / "result.json", header.dump(2) + "\n");
-  write_result_views(path_, views_header, title, cells, sections);
+  write_whole_file(path_ / "result.json", header.dump(2) + "\n");
+  write_result_views(path_, views_header, title, cells, sections, profiles);
 }
 
 }  // namespace loadlab::controller

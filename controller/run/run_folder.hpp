@@ -21,12 +21,18 @@ namespace loadlab::controller {
 // when a reader of an older result.json would misread the new one.
 constexpr int kResultSchemaVersion = 1;
 
+// Writes `content` to `path` through a temporary file renamed over it: readers never see half
+// a file. Throws EnvironmentError.
+void write_whole_file(const std::filesystem::path& path, const std::string& content);
+
 // Writes the files derived from a run's cells into `dir`: matrix.csv, matrix.md and
 // report.html (`header`: result.json without its cells; `title`: the scenario's name).
 // Readers never see half a file. Throws EnvironmentError. `loadlab report` rebuilds them.
+// `profiles`: false leaves report.html's Profiles section out (the page a run rewrites after each
+// cell: reading and drawing every profile each time would cost the square of the cells).
 void write_result_views(const std::filesystem::path& dir, const nlohmann::json& header,
                         const std::string& title, const std::vector<CellResult>& cells,
-                        const ReportSections& sections = {});
+                        const ReportSections& sections = {}, bool profiles = true);
 
 class RunFolder {
  public:
@@ -71,7 +77,7 @@ class RunFolder {
   // the finished cells; readers never see half a file. Throws EnvironmentError. `sections`:
   // the hook for report.html's verdicts (against a baseline) and trends (from the history).
   void write_results(nlohmann::json header, const std::string& title, const std::vector<CellResult>& cells,
-                     const ReportSections& sections = {}) const;
+                     const ReportSections& sections = {}, bool profiles = true) const;
 
   RunFolder(RunFolder&& other) noexcept;
   RunFolder& operator=(RunFolder&&) = delete;

@@ -237,13 +237,13 @@ class ScenarioRun {
       header_.finished_at = utc_now("%Y-%m-%dT%H:%M:%SZ");
     else
       ab_.reset();  // the first pairs' verdicts, unconfirmed: --resume judges again
-    save();
+    save(true);
     progress.finish();
     if (embedded_) embedded_->shutdown();
     if (!options_.history.empty() && complete) {
       header_.trends = record_in_history(options_.history, folder().path(), scenario_.name,
                                          baseline_.verdicts() ? &*baseline_.verdicts() : nullptr, run_);
-      save();
+      save(true);
     }
     const int status = write_summary(table_out, scenario_, run_, folder().path(), stopped_by);
     if (!complete) return status;
@@ -367,10 +367,12 @@ class ScenarioRun {
     return true;
   }
 
-  void save() {
+  // result.json and its views; report.html's profiles only when `last` (the run's end, or its
+  // stop): drawn after every cell, they would cost the square of the cells.
+  void save(bool last = false) {
     if (baseline_.verdicts()) header_.verdicts = baseline_.verdicts();
     header_.ab = ab_.verdicts();
-    folder().write_results(header_.to_json(), scenario_.name, run_.finished());
+    folder().write_results(header_.to_json(), scenario_.name, run_.finished(), {}, last);
   }
 
   const RunOptions& options_;

@@ -372,9 +372,10 @@ ProfileDef parse_profile(const ObjectReader& o, const Scenario& s) {
   d.setting.frequency_hz =
       static_cast<uint32_t>(o.integer("frequency_hz", 1, limits::kMaxProfileHz, limits::kDefaultProfileHz));
   d.setting.call_graph = o.string("call_graph", "fp");
-  if (d.setting.call_graph != "fp" && d.setting.call_graph != "dwarf")
+  if (d.setting.call_graph != "auto" && d.setting.call_graph != "fp" && d.setting.call_graph != "dwarf")
     throw InputError(o.path("call_graph"),
-                     "must be \"fp\" (frame pointers) or \"dwarf\" (debug information), got " +
+                     "must be \"auto\" (a probe chooses), \"fp\" (frame pointers) or \"dwarf\" (debug "
+                     "information), got " +
                          nlohmann::json(d.setting.call_graph).dump());
   d.cells = parse_cell_keys(o, s);
   if (s.search)

@@ -188,7 +188,7 @@ struct InstructionsDef {
 // profiled alike).
 struct ProfileSetting {
   uint32_t frequency_hz = 0;  // ProfileSpec's; 0 = not profiled
-  std::string call_graph;     // "fp" or "dwarf"
+  std::string call_graph;     // "auto", "fp" or "dwarf"
 };
 struct ProfileDef {
   ProfileSetting setting;

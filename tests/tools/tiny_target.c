@@ -2,7 +2,8 @@
 // answered 200 with a fixed body. --work N spins a loop of N steps per request: a knob that
 // adds a known, fixed number of user-space instructions to every request (the ground truth of
 // the instructions-per-request tests; a catalog target that is not ours). --work-file PATH reads
-// N from a file at start, so that a test changes the target's cost and not its command line.
+// N from a file at start, and a HOT_PCT after it if there is one (as --split), so that a test
+// changes the target's cost and not its command line.
 // --split HOT_PCT shares those steps between two named functions, HOT_PCT % in work_hot and
 // the rest in work_cold: the ground truth of the CPU profile tests.
 //
@@ -115,6 +116,14 @@ int main(int argc, char** argv) {
       if (!f || fscanf(f, "%lu", &work_steps) != 1) {
         fprintf(stderr, "loadlab-tiny-target: cannot read a number from %s\n", argv[i + 1]);
         return 2;
+      }
+      int hot_pct = -1;
+      if (fscanf(f, "%d", &hot_pct) == 1) {
+        if (hot_pct < 0 || hot_pct > 100) {
+          fprintf(stderr, "loadlab-tiny-target: the split in %s must be 0..100\n", argv[i + 1]);
+          return 2;
+        }
+        split_pct = hot_pct;
       }
       fclose(f);
     }

@@ -23,7 +23,8 @@ TEST(JobProfile, TheSpecIsCheckedNamingItsField) {
   EXPECT_EQ(too_fast.error_message(),
             "profile.frequency_hz: must be in 0...10000 samples a second (0: not profiled), got 10001");
   EXPECT_EQ(check_profile_spec(spec(999, "lbr"), "profile").error_message(),
-            "profile.call_graph: must be \"fp\" or \"dwarf\", got \"lbr\"");
+            "profile.call_graph: must be \"auto\", \"fp\" or \"dwarf\", got \"lbr\"");
+  EXPECT_TRUE(check_profile_spec(spec(999, "auto"), "profile").ok());
   EXPECT_EQ(check_profile_spec(spec(999, ""), "profile").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
@@ -41,6 +42,23 @@ TEST(JobProfile, FoldedTextKeepsTheCommonestStacksWithinItsLimit) {
   EXPECT_EQ(held.folded(), "t;_start;main;a 50\nt;b 30\n");
   EXPECT_EQ(held.samples(), 100u);
   EXPECT_EQ(held.dropped_samples(), 20u);
+}
+
+// auto's choice: fp when nine in ten of the probe's stacks reach their thread's start, dwarf
+// below that or on too few samples to judge; the reason says which and why.
+TEST(JobProfile, AutoChoosesFramePointersWhenTheirStacksAreWhole) {
+  auto [fp, why_fp] = choose_call_graph({{"t;_start;main;a", 90}, {"t;a", 10}}, 0.25);
+  EXPECT_EQ(fp, "fp");
+  EXPECT_EQ(why_fp, "fp: 90 % of the 100 frame-pointer stacks of a 0.25 s probe reach their thread's start");
+  auto [dwarf, why_dwarf] = choose_call_graph({{"t;_start;main;a", 89}, {"t;a", 11}}, 0.25);
+  EXPECT_EQ(dwarf, "dwarf");
+  EXPECT_EQ(why_dwarf,
+            "dwarf: only 89 % of the 100 frame-pointer stacks of a 0.25 s probe reach their thread's start "
+            "(fp needs 90 %)");
+  auto [few, why_few] = choose_call_graph({{"t;_start;main;a", 19}}, 0.25);
+  EXPECT_EQ(few, "dwarf");
+  EXPECT_EQ(why_few, "dwarf: a 0.25 s probe saw 19 samples, too few to judge frame pointers");
+  EXPECT_EQ(choose_call_graph({{"t;start_thread;a", 20}}, 0.25).first, "fp");
 }
 
 TEST(JobProfile, WithoutAProfileItSaysWhy) {

@@ -131,13 +131,64 @@ TEST(CpuProfiles, TheReportDrawsEachProfiledCellsSidesFromTheRunFolder) {
   ab.add_cells()->set_key("beast2/t1");
   ab.mutable_cells(0)->set_a_key("beast/t1");
   std::ostringstream diff;
-  write_profiles_section(diff, pair, &ab);
+  write_profiles_section(diff, pair, profile_diffs(dir, {}, pair, {&ab, &ab}));
   const std::string d = diff.str();
   EXPECT_NE(d.find("beast2/t1 · server against beast/t1: red grew, blue shrank"), std::string::npos);
+  EXPECT_EQ(d.find("beast2/t1 · server against", d.find("beast2/t1 · server against") + 1), std::string::npos)
+      << "a pair drawn once";
   EXPECT_NE(d.find("data-panel=\"beast2/t1 server diff\""), std::string::npos);
   EXPECT_NE(d.find("<title>cold (50 samples, 50.00 %; +20.00 points against the base)</title>"),
             std::string::npos)
       << d.substr(0, 3000);
+  fs::remove_all(dir);
+}
+
+// A night's regression against the history: tonight's repetitions summed, drawn against the
+// base night's profile kept in the run folder (profile_base), captioned with which night that
+// is; where there was none, the reason instead of a graph.
+TEST(CpuProfiles, ANightsRegressionIsDrawnAgainstItsBaseNightsProfile) {
+  const fs::path dir = fs::temp_directory_path() / ("loadlab-report-base-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "profiles");
+  std::ofstream(dir / "profiles/beast_t1.1.server.folded") << "srv;main;hot 30\nsrv;main;cold 20\n";
+  std::ofstream(dir / "profiles/beast_t1.2.server.folded") << "srv;main;hot 20\nsrv;main;cold 30\n";
+  std::ofstream(dir / "profiles/beast_t1.base.server.folded") << "srv;main;hot 70\nsrv;main;cold 30\n";
+  CellResult c;
+  c.cell.target = "beast";
+  c.cell.axes = {{"threads", "1"}};
+  c.cell.profile = ProfileSetting{999, "auto"};
+  for (int n : {1, 2}) {
+    v1::Repetition r;
+    r.mutable_server()->mutable_profile()->set_file("profiles/beast_t1." + std::to_string(n) +
+                                                    ".server.folded");
+    c.reps.push_back(r);
+  }
+  v1::Verdicts night;
+  auto* v = night.add_cells();
+  v->set_key("beast/t1");
+  v->set_profile_base("profiles/beast_t1.base.server.folded");
+  v->set_profile_base_from(
+      "the night of 2026-12-06T03:00:00Z, the newest of the band (2 repetitions summed)");
+  auto* none = night.add_cells();
+  none->set_key("beast/t2");
+  none->set_profile_base_from("the night of 2026-12-05T03:00:00Z left no server profile to draw against");
+  const auto diffs = profile_diffs(dir, {c}, read_cell_profiles(dir, {c}), {nullptr, &night});
+  ASSERT_EQ(diffs.size(), 2u);
+  EXPECT_EQ(total_samples(diffs[0].after), 100u) << "both repetitions";
+  std::ostringstream html;
+  write_profiles_section(html, read_cell_profiles(dir, {c}), diffs);
+  const std::string page = html.str();
+  EXPECT_NE(
+      page.find("beast/t1 · server against the night of 2026-12-06T03:00:00Z, the newest of the band (2 "
+                "repetitions summed): red grew"),
+      std::string::npos)
+      << page.substr(0, 2000);
+  EXPECT_NE(page.find("<title>cold (50 samples, 50.00 %; +20.00 points against the base)</title>"),
+            std::string::npos);
+  EXPECT_NE(
+      page.find("beast/t2 · server: no differential graph: the night of 2026-12-05T03:00:00Z left no server "
+                "profile to draw against"),
+      std::string::npos);
   fs::remove_all(dir);
 }
 

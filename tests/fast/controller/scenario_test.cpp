@@ -286,7 +286,8 @@ TEST(Scenario, ProfileNamesItsCellsAndItsSettings) {
 
   EXPECT_EQ(
       error_of(with_profile(R"({"call_graph": "lbr"})")),
-      "/profile/call_graph: must be \"fp\" (frame pointers) or \"dwarf\" (debug information), got \"lbr\"");
+      "/profile/call_graph: must be \"auto\" (a probe chooses), \"fp\" (frame pointers) or \"dwarf\" (debug "
+      "information), got \"lbr\"");
   EXPECT_EQ(error_of(with_profile(R"({"frequency_hz": 0})")).rfind("/profile/frequency_hz: ", 0), 0u);
   EXPECT_EQ(error_of(with_profile(R"({"frequency_hz": 10001})")).rfind("/profile/frequency_hz: ", 0), 0u);
   EXPECT_EQ(error_of(with_profile(R"({"cells": ["beast/d7/t1"]})")),

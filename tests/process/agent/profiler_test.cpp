@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "job_profile.hpp"
 #include "loadlab/agent/child_process.hpp"
 #include "loadlab/shared/environment_error.hpp"
 
@@ -128,6 +129,72 @@ TEST_F(ProfilerTest, AProfileOfAFixedTimeSamplesThatTime) {
   request.pids = {again->pid()};
   WindowProfile::start(request, dir_).reset();
   again->terminate(1s);
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+// call_graph "auto" on a job: the burner keeps frame pointers, and the probe's stacks reach
+// main, so fp; its twin built without them (its stacks stop at the busy function) gets dwarf,
+// whose stacks then reach the thread's start. Each says so.
+TEST_F(ProfilerTest, AutoUnwindsByFramePointersWhereTheyHoldAndOtherwiseByDwarf) {
+  const auto found = profiling_support();
+  v1::ProfilingSupport support;
+  support.set_available(found.available);
+  support.set_kernel(found.kernel);
+  v1::ProfileSpec spec;
+  spec.set_frequency_hz(999);
+  spec.set_call_graph("auto");
+  auto profile_of = [&](const std::vector<std::string>& argv) {
+    auto process = ChildProcess::spawn(argv);
+    std::string line;
+    EXPECT_EQ(process->next_line(line, 10s), ChildProcess::LineStatus::kLine);
+    JobProfile job(spec, support, "perf");
+    job.start({process->pid()});
+    const double start = cpu_seconds(process->pid());
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (cpu_seconds(process->pid()) - start < 1.5 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    job.end_window();
+    auto p = job.finish();
+    process->terminate(1s);
+    return p.value_or(v1::CpuProfile());
+  };
+  const auto fp = profile_of({std::string(LOADLAB_BIN_DIR) + "/loadlab-split-burn", "70", "60"});
+  EXPECT_EQ(fp.unavailable(), "");
+  EXPECT_EQ(fp.call_graph(), "fp");
+  EXPECT_EQ(fp.call_graph_probe().rfind("fp: ", 0), 0u) << fp.call_graph_probe();
+  EXPECT_GE(fp.rooted_pct(), 90);
+  const auto dwarf = profile_of({std::string(LOADLAB_BIN_DIR) + "/loadlab-split-burn-nofp", "70", "60"});
+  EXPECT_EQ(dwarf.unavailable(), "");
+  EXPECT_EQ(dwarf.call_graph(), "dwarf");
+  EXPECT_EQ(dwarf.call_graph_probe().rfind("dwarf: only ", 0), 0u) << dwarf.call_graph_probe();
+  EXPECT_GE(dwarf.rooted_pct(), 90) << dwarf.folded().substr(0, 2000);
+  std::cout << "[ measured ] " << fp.call_graph_probe() << "; then " << fp.rooted_pct() << " % whole\n"
+            << "[ measured ] " << dwarf.call_graph_probe() << "; then " << dwarf.rooted_pct() << " % whole\n";
+}
+
+// A cancelled job's call: perf is stopped at once rather than waited for up to its limits, and
+// says so; its files go with it.
+TEST_F(ProfilerTest, ACancelledCallStopsPerfAtOnce) {
+  auto burner = ChildProcess::spawn({std::string(LOADLAB_BIN_DIR) + "/loadlab-split-burn", "70", "30"});
+  std::string line;
+  ASSERT_EQ(burner->next_line(line, 10s), ChildProcess::LineStatus::kLine);
+  ProfileRequest request;
+  request.pids = {burner->pid()};
+  bool cancelled = false;
+  request.cancelled = [&] { return cancelled; };
+  auto window = WindowProfile::start(request, dir_);
+  std::this_thread::sleep_for(300ms);
+  cancelled = true;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    window->stop();
+    ADD_FAILURE() << "a cancelled profile was folded";
+  } catch (const EnvironmentError& e) {
+    EXPECT_EQ(std::string(e.what()), "perf record stopped: the job's call was cancelled");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  window.reset();
+  burner->terminate(1s);
   EXPECT_TRUE(std::filesystem::is_empty(dir_));
 }
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -160,6 +161,8 @@ TEST(ProfileTruth, TheServersSamplesSplitAsItsFunctionsDoAndMatchItsCpuTime) {
   const auto& r = c.repetitions(0);
   EXPECT_EQ(c.cell().profile().frequency_hz(), 999u);
   EXPECT_EQ(c.cell().profile().call_graph(), "fp");
+  EXPECT_EQ(r.server().profile().call_graph(), "fp");
+  EXPECT_EQ(r.server().profile().call_graph_probe(), "") << "no probe: fp was asked";
   EXPECT_NE(std::find(r.flags().begin(), r.flags().end(), "profiled"), r.flags().end());
 
   const auto server = folded_file(lab.folder, r.server().profile());
@@ -201,6 +204,83 @@ TEST(ProfileTruth, AnABRegressionNamesTheFunctionThatGrewFromTheSamples) {
   EXPECT_NEAR(cell.grew(0).self_b() / cell.grew(0).self_a(), 210.0 / 90, 210.0 / 90 * 0.2);
   for (const auto& g : cell.grew()) EXPECT_NE(g.function(), "work_hot");
   EXPECT_NE(cell.reason().find("work_cold"), std::string::npos) << cell.reason();
+}
+
+// Two nights of the 70/30 target, then a night whose work_cold does more than twice the steps
+// (its catalog command unchanged: the steps come from a file; judged by its instructions, which
+// the machine cannot move): the regression keeps the base night's profile in tonight's folder
+// and report.html draws tonight's server against it, with work_cold's share grown.
+TEST(ProfileTruth, ANightsRegressionIsDrawnAgainstTheBaseNightsProfile) {
+  TempDir dir;
+  const std::string tiny = bin("loadlab-tiny-target");
+  const auto steps = dir.file("steps", "300000 70");  // as "split"; then "slower"'s 420000 at 50/50
+  auto catalog =
+      dir.file("nights.json", R"({"targets": {"stepped": {"argv": [")" + tiny +
+                                  R"(", "--listen", "{host}:{port}", "--work-file", ")" + steps + R"("]}}})");
+  auto agent = testing::spawn_tool(
+      {bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "nights", "--catalog", catalog});
+  std::string line;
+  ASSERT_EQ(agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << agent->output_tail();
+  const auto lab_file =
+      dir.file("nights-lab.json", R"({"agents": [{"name": "nights", "address": ")" + line.substr(13) +
+                                      R"(", "roles": ["target", "load"]}]})");
+  const std::string cpu = std::to_string(idlest_cpu());
+  auto night = [&](int n, int expect_code) {
+    auto s =
+        dir.file("night.json", R"({"name": "nights", "targets": [{"name": "split", "catalog": "stepped"}],
+        "matrix": {"threads": [1]}, "load": {"duration_s": 1.5, "warmup_s": 0.3},
+        "placement": {"cpus": {"target": ")" +
+                                   cpu + R"(", "load": ")" + cpu + R"("}},
+        "profile": {"call_graph": "fp"}, "instructions": {"requests": [5, 20]}, "execution": {"confirm": 0},
+        "regression": {"metric": "instructions", "threshold_pct": 1, "baseline_nights": 2, "min_nights": 2}})");
+    const auto out = dir.path() / ("night" + std::to_string(n));
+    auto r = testing::run_command(
+        {bin("loadlab"), "run", s, "--lab", lab_file, "--history", (dir.path() / "h.db").string(),
+         "--baseline", "history", "--out", out.string(), "--quiet"},
+        300s);
+    EXPECT_EQ(r.code, expect_code) << r.output_tail;
+    return out;
+  };
+  night(1, 0);
+  night(2, 0);
+  std::ofstream(steps) << "420000 50";
+  const auto folder = night(3, 1);
+  const auto j = read_json_file((folder / "result.json").string());
+  ASSERT_TRUE(j.contains("verdicts") && j["verdicts"].contains("cells")) << j.dump().substr(0, 400);
+  v1::Verdicts v;
+  proto::from_json(j["verdicts"].dump(), &v);
+  ASSERT_EQ(v.cells_size(), 1);
+  const auto& cell = v.cells(0);
+  EXPECT_EQ(cell.verdict(), "regression") << cell.reason();
+  EXPECT_EQ(cell.profile_base(), "profiles/split_t1.base.server.folded") << cell.profile_base_from();
+  EXPECT_EQ(cell.profile_base_from().rfind("the night of ", 0), 0u) << cell.profile_base_from();
+  const auto base = parse_folded(read_text_file((folder / cell.profile_base()).string()));
+  EXPECT_GT(samples_in(base, "work_hot"), samples_in(base, "work_cold")) << "the 70/30 night's";
+  const std::string html = read_text_file((folder / "report.html").string());
+  EXPECT_NE(html.find("split/t1 · server against the night of "), std::string::npos);
+  const std::regex grown(
+      R"(<title>work_cold(?:\.[\w.]+)? \([^<]*; \+([0-9.]+) points against the base\)</title>)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(html, m, grown)) << "work_cold drawn as grown";
+  std::cout << "[ measured ] work_cold's share grew " << m[1] << " points against the base night\n";
+  EXPECT_GT(std::stod(m[1]), 8) << "30 % of the steps to 50 %";
+
+  // The same two nights side by side: compare's report draws night 3's server against night 1's.
+  const auto page = dir.path() / "compare.html";
+  auto r = testing::run_command({bin("loadlab"), "compare", (dir.path() / "night1").string(), folder.string(),
+                                 "--metric", "instructions", "--report", page.string()});
+  EXPECT_EQ(r.code, 0) << r.output_tail;  // one repetition a side: inconclusive, not a regression
+  const std::string compared = read_text_file(page.string());
+  EXPECT_NE(compared.find("split/t1 · server against the base run " + (dir.path() / "night1").string() +
+                          ": red grew"),
+            std::string::npos);
+  ASSERT_TRUE(std::regex_search(compared, m, grown)) << "work_cold drawn as grown against night 1";
+  EXPECT_GT(std::stod(m[1]), 8);
+  EXPECT_EQ(testing::run_command({bin("loadlab"), "compare", (dir.path() / "night1").string(),
+                                  folder.string(), "--report", (dir.path() / "none" / "x.html").string()})
+                .code,
+            2)
+      << "a --report in a folder that does not exist is refused first";
 }
 
 TEST(ProfileTruth, AnAgentThatCannotProfileRunsTheCellAndSaysWhy) {

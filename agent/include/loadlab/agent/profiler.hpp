@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,14 @@ struct ProfileRequest {
   // its stack short) or "dwarf" (the stack copied at each sample and unwound from debug
   // information: deeper, dearer).
   std::string call_graph = "fp";
+  // Asked every 100 ms while the agent waits for perf: true (the job's call was cancelled)
+  // stops perf and throws EnvironmentError, so that no slot is held for perf's time limits.
+  std::function<bool()> cancelled;
+  // WindowProfile::start returns once perf samples (it starts perf with its events off and
+  // turns them on through its control FIFO, waiting for the acknowledgement, at most 10 s), so
+  // that a short profile's duration is all sampled however slowly perf starts. Otherwise it
+  // returns at once and perf samples from when it has attached.
+  bool wait_until_sampling = false;
 };
 
 // A profile of a window whose end is not known at its start (a load's measured window): perf
@@ -66,10 +75,11 @@ class WindowProfile {
   std::unique_ptr<State> state_;
 };
 
-// Samples the request's processes (those still running) for its duration and returns the
-// folded stacks, each rooted at its thread's name. perf's files go to a folder of their own
-// (mode 0700) made under `parent_dir` and removed before it returns. Throws EnvironmentError
-// with perf's last lines when perf cannot record (not installed, not allowed, no process left).
+// Samples the request's processes (those still running) for its duration, counted from when
+// perf samples (wait_until_sampling), and returns the folded stacks, each rooted at its thread's name. perf's
+// files go to a folder of their own (mode 0700) made under `parent_dir` and removed before it returns. Throws
+// EnvironmentError with perf's last lines when perf cannot record (not installed, not allowed, no process
+// left).
 FoldedStacks profile_processes(const ProfileRequest& request, const std::filesystem::path& parent_dir,
                                const std::string& perf = "perf");
 
