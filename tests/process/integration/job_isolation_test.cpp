@@ -469,6 +469,59 @@ TEST(AgentMemory, HoldsNoCopyOfTheTokenAndItsOwnUserCannotReadIt) {
 
 // Without the capabilities a job user needs (here CAP_KILL and CAP_CHOWN), a non-root agent
 // refuses --job-user at start, naming what it lacks, instead of starting jobs it cannot stop.
+// kernel.perf_event_paranoid at `level` while it lives, then as it was (the machine's).
+class ParanoidLevel {
+ public:
+  explicit ParanoidLevel(int level) {
+    std::ifstream("/proc/sys/kernel/perf_event_paranoid") >> was_;
+    std::ofstream("/proc/sys/kernel/perf_event_paranoid") << level;
+  }
+  ~ParanoidLevel() { std::ofstream("/proc/sys/kernel/perf_event_paranoid") << was_; }
+  ParanoidLevel(const ParanoidLevel&) = delete;
+  ParanoidLevel& operator=(const ParanoidLevel&) = delete;
+
+ private:
+  int was_ = 2;
+};
+
+// A non-root agent without capabilities whose jobs are its own processes: at paranoid 2 perf
+// samples their user space only (no kernel frame, `kernel` false); at 3 (Debian's "no perf
+// for the unprivileged") the agent says so at its start and the cell runs without a profile.
+TEST(NonRootAgent, ProfilesItsOwnJobsUserSpaceAtParanoid2AndSaysWhyAt3) {
+  SKIP_UNLESS_ROOT();
+  for (const int level : {2, 3}) {
+    SCOPED_TRACE("kernel.perf_event_paranoid " + std::to_string(level));
+    const ParanoidLevel paranoid(level);
+    Lab lab;
+    auto agent = lab_agent(lab, lab.prefix(false, ""), {});
+    ASSERT_NE(agent->address, "") << agent->proc->output_tail();
+    const auto s =
+        lab.dir.file("s.json", R"({"name": "paranoid", "targets": [{"name": "b", "builtin": "hello",
+        "server_threads": 1}], "matrix": {"threads": [1]}, "load": {"duration_s": 1.5, "warmup_s": 0.3},
+        "execution": {"retries": 0}})");
+    const auto out = lab.dir.path() / "run";
+    const auto r = loadlab::testing::run_command({bin("loadlab"), "run", s, "--profile", "--lab",
+                                                  lab.lab_file(agent->address), "--out", out.string()});
+    ASSERT_EQ(r.code, 0) << r.output_tail << "\n" << agent->proc->output_tail();
+    const auto cells = loadlab::testing::result_cells(out / "result.json");
+    ASSERT_EQ(cells.size(), 1u);
+    ASSERT_TRUE(cells[0].ok()) << cells[0].error();
+    const auto& server = cells[0].repetitions(0).server().profile();
+    if (level == 3) {
+      EXPECT_EQ(server.unavailable(),
+                "kernel.perf_event_paranoid is 3 and the agent has neither CAP_PERFMON nor CAP_SYS_ADMIN");
+      EXPECT_TRUE(server.file().empty());
+      continue;
+    }
+    ASSERT_FALSE(server.file().empty()) << server.unavailable() << "\n" << agent->proc->output_tail();
+    EXPECT_FALSE(server.kernel());
+    const auto stacks = parse_folded(read_text_file((out / server.file()).string()));
+    EXPECT_GT(total_samples(stacks), 10u);  // its user time only: most of a hello server's is the kernel's
+    for (const auto& [stack, count] : stacks)
+      EXPECT_EQ(stack.find("_[k]"), std::string::npos) << "a kernel frame at paranoid 2: " << stack;
+  }
+}
+
 TEST(JobUserCapabilities, ANonRootAgentWithoutThemRefusesJobUserNamingWhatItLacks) {
   SKIP_UNLESS_ROOT();
   Lab lab;
