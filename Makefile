@@ -5,12 +5,14 @@ JOBS ?= 2
 # themselves are CMakePresets.json's (docs/development.md, "Build options").
 CMAKE_FLAGS ?=
 
-# What `make demo` needs: the compilers and the libraries of the four programs, nothing else.
+# What `make demo` needs: the compilers and the libraries of the four programs, nothing else
+# (golang-github-google-pprof-dev: pprof's profile.proto, which the controller writes profiles in).
 BUILD_PACKAGES := build-essential cmake ninja-build pkg-config ccache lld \
 	libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
 	libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev \
 	libsqlite3-dev libssl-dev zlib1g-dev libnghttp2-dev \
-	libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev
+	libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev \
+	golang-github-google-pprof-dev
 # What `make test` adds: GoogleTest, and the tools and peers the tests run.
 # python3: the catalog target of tests/process/integration/catalog_target_test.cpp (standard library only).
 # dpkg-dev, file: cpack's dpkg-shlibdeps (the Depends of the .deb packages, tests/deploy).

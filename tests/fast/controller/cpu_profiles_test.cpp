@@ -10,6 +10,7 @@
 
 #include "loadlab/shared/folded_stacks.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "pprof_reader.hpp"
 #include "report/profile_section.hpp"
 #include "results/results.hpp"
 
@@ -76,6 +77,39 @@ TEST(CpuProfiles, AProfiledRepetitionKeepsItsStacksInFilesAndIsFlagged) {
   EXPECT_EQ(r.server().profile().samples(), 7u);
   EXPECT_EQ(std::vector<std::string>(r.flags().begin(), r.flags().end()),
             std::vector<std::string>{"profiled"});
+  fs::remove_all(dir);
+}
+
+// Beside each folded file, the same stacks as a pprof profile: gzip, pprof's profile.proto, ""
+// first in its string table, each stack a sample leaf first, its samples and its share of the
+// CPU time the agent measured (50 % of a core over 2 s shared among 7 + 3 samples).
+TEST(CpuProfiles, EachProfileIsAlsoAPprofProfileWorthTheMeasuredCpuTime) {
+  const fs::path dir = fs::temp_directory_path() / ("loadlab-pprof-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  Cell cell;
+  cell.target = "beast";
+  cell.axes = {{"threads", "1"}};
+  cell.profile = ProfileSetting{999, "fp"};
+  v1::Repetition r;
+  *r.mutable_server()->mutable_profile() = profile({{"srv;main;serve;hot", 7}, {"srv;main;cold", 3}}, 100);
+  r.mutable_server()->set_cpu_pct(50);
+  r.mutable_server()->set_window_s(2);
+  keep_cpu_profiles(cell, (dir / "profiles").string(), r);
+  perftools::profiles::Profile p;
+  const auto samples =
+      testing::pprof_samples(read_text_file((dir / "profiles/beast_t1.1.server.pb.gz").string()), p);
+  ASSERT_EQ(samples.size(), 2u) << "not a gzipped pprof profile";
+  EXPECT_EQ(p.string_table(0), "");
+  EXPECT_EQ(p.string_table(p.sample_type(1).type()), "cpu");
+  EXPECT_EQ(p.string_table(p.sample_type(1).unit()), "nanoseconds");
+  EXPECT_EQ(p.duration_nanos(), 2'000'000'000);
+  int64_t cpu_ns = 0;
+  for (const auto& s : samples) {
+    cpu_ns += s.cpu_ns;
+    if (s.samples == 7) EXPECT_EQ(s.frames, (std::vector<std::string>{"hot", "serve", "main", "srv"}));
+    if (s.samples == 3) EXPECT_EQ(s.frames, (std::vector<std::string>{"cold", "main", "srv"}));
+  }
+  EXPECT_NEAR(static_cast<double>(cpu_ns), 1e9, 10) << "the window's CPU time, shared";
   fs::remove_all(dir);
 }
 

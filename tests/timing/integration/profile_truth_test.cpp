@@ -21,6 +21,7 @@
 #include "loadlab/proto/json.hpp"
 #include "loadlab/shared/folded_stacks.hpp"
 #include "loadlab/shared/json_input.hpp"
+#include "pprof_reader.hpp"
 #include "test_support.hpp"
 
 namespace loadlab {
@@ -174,6 +175,22 @@ TEST(ProfileTruth, TheServersSamplesSplitAsItsFunctionsDoAndMatchItsCpuTime) {
             << " samples in either function\n";
   EXPECT_NEAR(100 * hot / (hot + cold), 70, 5);
   expect_samples_match_cpu(r.server(), "server", 0.75);
+
+  // The same stacks as pprof beside them: the split again, and worth the CPU time measured.
+  std::string gz = r.server().profile().file();
+  gz.replace(gz.rfind(".folded"), std::string::npos, ".pb.gz");
+  perftools::profiles::Profile pprof;
+  double pp_hot = 0, pp_cold = 0, cpu_ns = 0;
+  for (const auto& s : testing::pprof_samples(read_text_file((lab.folder / gz).string()), pprof)) {
+    cpu_ns += static_cast<double>(s.cpu_ns);
+    for (const auto& f : s.frames) {
+      if (f == "work_hot" || f.rfind("work_hot.", 0) == 0) pp_hot += static_cast<double>(s.samples);
+      if (f == "work_cold" || f.rfind("work_cold.", 0) == 0) pp_cold += static_cast<double>(s.samples);
+    }
+  }
+  EXPECT_EQ(pp_hot, hot);
+  EXPECT_EQ(pp_cold, cold);
+  EXPECT_NEAR(cpu_ns, r.server().cpu_pct() / 100 * r.server().window_s() * 1e9, 1e6);
 
   // The load worker's: its own threads, its samples as its CPU time says.
   const auto client = folded_file(lab.folder, r.client().profile());
