@@ -199,6 +199,50 @@ TEST(ProfileTruth, TheServersSamplesSplitAsItsFunctionsDoAndMatchItsCpuTime) {
   for (const auto& part : r.load_parts()) EXPECT_TRUE(part.client().profile().folded().empty());
 }
 
+// The load side: a client of the catalog that speaks wrk's command line and summary, whose work
+// after each response splits 70/30 between two named functions, profiled as the cell's client:
+// its samples in those two split as it does.
+TEST(ProfileTruth, TheClientsSamplesSplitAsItsFunctionsDo) {
+  TempDir dir;
+  const auto wrapper = dir.file(
+      "splitwrk", "#!/bin/sh\nexec " + bin("loadlab-tiny-client") + " --work 200000 --split 70 \"$@\"\n");
+  std::filesystem::permissions(wrapper,
+                               std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                   std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                   std::filesystem::perms::others_exec);
+  const auto catalog =
+      dir.file("catalog.json", R"({"targets": {"tiny": {"argv": [")" + bin("loadlab-tiny-target") +
+                                   R"(", "--listen", "{host}:{port}"]}},
+      "clients": {"splitwrk": {"tool": "wrk", "path": ")" +
+                                   wrapper + R"("}}})");
+  auto agent = testing::spawn_tool(
+      {bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "client", "--catalog", catalog});
+  std::string line;
+  ASSERT_EQ(agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << agent->output_tail();
+  const auto lab = dir.file("lab.json", R"({"agents": [{"name": "client", "address": ")" + line.substr(13) +
+                                            R"(", "roles": ["target", "load"]}]})");
+  const std::string cpu = std::to_string(idlest_cpu());
+  const auto s = dir.file("s.json", R"({"name": "client", "targets": [{"name": "t", "catalog": "tiny"}],
+      "matrix": {"client": ["splitwrk"]}, "load": {"duration_s": 3, "warmup_s": 0},
+      "placement": {"cpus": {"target": ")" +
+                                        cpu + R"(", "load": ")" + cpu + R"("}}, "profile": {}})");
+  const auto out = dir.path() / "run";
+  auto r = testing::run_command({bin("loadlab"), "run", s, "--lab", lab, "--out", out.string()}, 300s);
+  ASSERT_EQ(r.code, 0) << r.output_tail;
+  const auto cells = testing::result_cells(out / "result.json");
+  ASSERT_EQ(cells.size(), 1u);
+  ASSERT_TRUE(cells[0].ok()) << cells[0].error();
+  const auto& rep = cells[0].repetitions(0);
+  EXPECT_GT(rep.requests(), 100u);
+  const auto client = folded_file(out, rep.client().profile());
+  const double hot = static_cast<double>(samples_in(client, "client_hot"));
+  const double cold = static_cast<double>(samples_in(client, "client_cold"));
+  ASSERT_GT(hot + cold, 500) << "samples in either function";
+  std::cout << "[ measured ] client_hot " << 100 * hot / (hot + cold) << " % of " << hot + cold
+            << " samples in either function\n";
+  EXPECT_NEAR(100 * hot / (hot + cold), 70, 5);
+}
+
 // B does work_hot's steps as A does and work_cold's more than twice: the A/B's regression
 // names work_cold as what grew most, from the servers' samples.
 TEST(ProfileTruth, AnABRegressionNamesTheFunctionThatGrewFromTheSamples) {
