@@ -198,6 +198,39 @@ TEST_F(ProfilerTest, ACancelledCallStopsPerfAtOnce) {
   EXPECT_TRUE(std::filesystem::is_empty(dir_));
 }
 
+// A JIT's code, made at run time, is named from the /tmp/perf-PID.map the process writes (perf
+// reads a map of its own user or root's); without one its frames have no name.
+TEST_F(ProfilerTest, AJitsFramesAreNamedFromItsPerfMap) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the fake JIT's loop is x86-64 machine code";
+#endif
+  for (const bool map : {true, false}) {
+    SCOPED_TRACE(map ? "with a perf map" : "without");
+    auto jit =
+        ChildProcess::spawn({std::string(LOADLAB_BIN_DIR) + "/loadlab-fake-jit", map ? "map" : "nomap"});
+    std::string line;
+    ASSERT_EQ(jit->next_line(line, 10s), ChildProcess::LineStatus::kLine);
+    const std::string map_file = "/tmp/perf-" + std::to_string(jit->pid()) + ".map";
+    EXPECT_EQ(std::filesystem::exists(map_file), map);
+    ProfileRequest request;
+    request.pids = {jit->pid()};
+    request.duration = 500ms;
+    const auto stacks = profile_processes(request, dir_);
+    jit->terminate(1s);
+    uint64_t all = 0, named = 0;
+    for (const auto& [stack, count] : stacks) {
+      all += count;
+      if (stack.find(";jit_burn") != std::string::npos) named += count;
+    }
+    EXPECT_GT(all, 100u);
+    if (map)
+      EXPECT_GT(named, all * 9 / 10) << folded_text(stacks).substr(0, 1000);
+    else
+      EXPECT_EQ(named, 0u);
+    EXPECT_FALSE(std::filesystem::exists(map_file)) << "the JIT removes its map as it ends";
+  }
+}
+
 TEST_F(ProfilerTest, WhatCannotBeProfiledSaysWhy) {
   const auto missing = profiling_support("/nonexistent/perf");
   EXPECT_FALSE(missing.available);
