@@ -132,11 +132,18 @@ AgentService::AgentService(AgentOptions options)
   options_.profiling.set_available(profiling.available);
   options_.profiling.set_kernel(profiling.kernel);
   options_.profiling.set_reason(profiling.reason);
-  if (profiling.available)
+  if (profiling.available) {
     component_logger("agent")->info("profiling with {}{}", options_.perf,
                                     profiling.kernel ? "" : " (user space only)");
-  else
+    int protected_symlinks = 1;
+    std::ifstream("/proc/sys/fs/protected_symlinks") >> protected_symlinks;
+    if (protected_symlinks == 0)
+      component_logger("agent")->warn(
+          "fs.protected_symlinks is 0: a profiled job can make perf read a file through a link at "
+          "/tmp/perf-PID.map (docs/security.md, \"Profiles\"); set it to 1");
+  } else {
     component_logger("agent")->info("no profiling: {}", profiling.reason);
+  }
 }
 
 Status AgentService::Describe(grpc::ServerContext* ctx, const v1::DescribeRequest*, v1::AgentInfo* info) {
