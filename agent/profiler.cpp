@@ -1,13 +1,17 @@
 #include "loadlab/agent/profiler.hpp"
 
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -74,6 +78,23 @@ int perf_event_paranoid() {
   int value = 2;
   in >> value;
   return in ? value : 2;
+}
+
+// 0 when this process may open a perf event, which perf, its child, inherits the right to: a
+// software clock on itself, user space only; otherwise the errno (EPERM under a container's
+// seccomp profile without CAP_PERFMON, EACCES by kernel.perf_event_paranoid, ENOSYS).
+int perf_event_errno() {
+  perf_event_attr attr{};
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.size = sizeof attr;
+  attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  attr.disabled = 1;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  const long fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return errno;
+  close(static_cast<int>(fd));
+  return 0;
 }
 
 // A folder of its own for one profile, mode 0700, under `parent`.
@@ -185,6 +206,11 @@ ProfilingSupport profiling_support(const std::string& perf, bool jobs_of_another
   if (!capable && paranoid > 2) {
     s.reason = "kernel.perf_event_paranoid is " + std::to_string(paranoid) +
                " and the agent has neither CAP_PERFMON nor CAP_SYS_ADMIN";
+    return s;
+  }
+  if (const int e = perf_event_errno(); e != 0) {
+    s.reason = std::string("perf_event_open is refused here (") + strerrorname_np(e) +
+               "): a seccomp profile, as a container's default without CAP_PERFMON, or the kernel's settings";
     return s;
   }
   // Another user's processes: perf_event_paranoid aside, the kernel asks for the access ptrace

@@ -72,7 +72,8 @@ struct SplitLab {
   std::unique_ptr<agent::ChildProcess> agent;
   std::string lab;
 
-  explicit SplitLab(int hot_pct, const std::string& perf = "perf") {
+  // `prefix`: what the agent runs under (a seccomp filter).
+  explicit SplitLab(int hot_pct, const std::string& perf = "perf", std::vector<std::string> prefix = {}) {
     // "split": 300 000 steps a request, hot_pct % of them in work_hot; "slower": work_hot's
     // steps as in a 70 % split, work_cold's grown to as many (50/50 of 420 000).
     const std::string tiny = bin("loadlab-tiny-target");
@@ -81,8 +82,11 @@ struct SplitLab {
                                 R"(", "--listen", "{host}:{port}", "--work", "300000", "--split", ")" +
                                 std::to_string(hot_pct) + R"("]}, "slower": {"argv": [")" + tiny +
                                 R"(", "--listen", "{host}:{port}", "--work", "420000", "--split", "50"]}}})");
-    agent = testing::spawn_tool({bin("loadlab-agent"), "--listen", "127.0.0.1:0", "--name", "profiling",
-                                 "--catalog", catalog, "--perf", perf});
+    for (const std::string& a :
+         {bin("loadlab-agent"), std::string("--listen"), std::string("127.0.0.1:0"), std::string("--name"),
+          std::string("profiling"), std::string("--catalog"), catalog, std::string("--perf"), perf})
+      prefix.push_back(a);
+    agent = testing::spawn_tool(prefix);
     std::string line;
     EXPECT_EQ(agent->next_line(line, 10s), agent::ChildProcess::LineStatus::kLine) << agent->output_tail();
     lab = dir.file("lab.json", R"({"agents": [{"name": "profiling", "address": ")" + line.substr(13) +
@@ -342,6 +346,22 @@ TEST(ProfileTruth, ANightsRegressionIsDrawnAgainstTheBaseNightsProfile) {
                 .code,
             2)
       << "a --report in a folder that does not exist is refused first";
+}
+
+// perf_event_open refused by seccomp, as in a container without CAP_PERFMON: the agent finds it
+// out at its start, and a profiled cell runs and says why it has no profile.
+TEST(ProfileTruth, AnAgentWhosePerfEventsSeccompRefusesSaysSo) {
+  SplitLab lab(70, "perf", {bin("loadlab-no-perf-events")});
+  const auto c = lab.run_one("seccomp");
+  ASSERT_EQ(c.repetitions_size(), 1);
+  const auto& r = c.repetitions(0);
+  EXPECT_GT(r.requests(), 0u);
+  for (const auto* side : {&r.server(), &r.client()}) {
+    EXPECT_EQ(side->profile().unavailable(),
+              "perf_event_open is refused here (EPERM): a seccomp profile, as a container's default without "
+              "CAP_PERFMON, or the kernel's settings");
+    EXPECT_TRUE(side->profile().file().empty());
+  }
 }
 
 TEST(ProfileTruth, AnAgentThatCannotProfileRunsTheCellAndSaysWhy) {
