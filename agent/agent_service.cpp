@@ -135,12 +135,15 @@ AgentService::AgentService(AgentOptions options)
   if (profiling.available) {
     component_logger("agent")->info("profiling with {}{}", options_.perf,
                                     profiling.kernel ? "" : " (user space only)");
-    int protected_symlinks = 1;
-    std::ifstream("/proc/sys/fs/protected_symlinks") >> protected_symlinks;
-    if (protected_symlinks == 0)
-      component_logger("agent")->warn(
-          "fs.protected_symlinks is 0: a profiled job can make perf read a file through a link at "
-          "/tmp/perf-PID.map (docs/security.md, \"Profiles\"); set it to 1");
+    for (const char* links : {"symlinks", "hardlinks"}) {
+      int on = 1;
+      std::ifstream(std::string("/proc/sys/fs/protected_") + links) >> on;
+      if (on == 0)
+        component_logger("agent")->warn(
+            "fs.protected_{} is 0: a profiled job can make perf read a file through a link at "
+            "/tmp/perf-PID.map (docs/security.md, \"Profiles\"); set it to 1",
+            links);
+    }
   } else {
     component_logger("agent")->info("no profiling: {}", profiling.reason);
   }

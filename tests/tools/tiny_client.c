@@ -38,24 +38,30 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-// One response on `fd` (headers, then Content-Length bytes of body): its size, or -1.
-static long read_response(int fd, char* buf, size_t cap) {
+// One response on `fd` (headers, then Content-Length bytes of body, however large: what does
+// not fit in `buf` is read over it): its size, or -1; `ok` whether its status was 2xx or 3xx.
+static long read_response(int fd, char* buf, size_t cap, int* ok) {
   size_t used = 0;
   char* end = NULL;
   while (!(end = memmem(buf, used, "\r\n\r\n", 4))) {
-    if (used == cap) return -1;
-    ssize_t n = read(fd, buf + used, cap - used);
+    if (used + 1 >= cap) return -1;
+    ssize_t n = read(fd, buf + used, cap - 1 - used);
     if (n <= 0) return -1;
     used += (size_t)n;
   }
+  *end = '\0';  // the headers end here: the searches below stay within them
+  *ok = strncmp(buf, "HTTP/1.1 2", 10) == 0 || strncmp(buf, "HTTP/1.1 3", 10) == 0;
   const char* cl = strcasestr(buf, "content-length:");
-  const size_t want = (size_t)(end + 4 - buf) + (cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0);
-  while (used < want) {
-    ssize_t n = read(fd, buf + used, cap - used < want - used ? cap - used : want - used);
+  const size_t head = (size_t)(end + 4 - buf);
+  const size_t total = head + (cl ? strtoul(cl + 15, NULL, 10) : 0);
+  size_t got = used;
+  while (got < total) {
+    const size_t left = total - got;
+    ssize_t n = read(fd, buf, left < cap ? left : cap);
     if (n <= 0) return -1;
-    used += (size_t)n;
+    got += (size_t)n;
   }
-  return (long)used;
+  return (long)got;
 }
 
 int main(int argc, char** argv) {
@@ -97,21 +103,24 @@ int main(int argc, char** argv) {
   const int len =
       snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n", path, host, port);
   static char buf[1 << 16];
-  unsigned long requests = 0, bytes = 0;
+  unsigned long requests = 0, bytes = 0, not_ok = 0;
   const double start = now_s();
   while (now_s() - start < duration) {
     if (write(fd, request, (size_t)len) != len) break;
-    const long n = read_response(fd, buf, sizeof buf);
+    int ok = 0;
+    const long n = read_response(fd, buf, sizeof buf, &ok);
     if (n < 0) break;
     ++requests;
+    not_ok += !ok;
     bytes += (unsigned long)n;
     client_hot(work * (unsigned long)hot_pct / 100);
     client_cold(work - work * (unsigned long)hot_pct / 100);
   }
   const double took = now_s() - start;
   printf("Running %.0fs test @ %s\n  1 threads and 1 connections\n", duration, url);
-  printf("  %lu requests in %.2fs, %luB read\nRequests/sec: %.2f\n", requests, took, bytes,
-         took > 0 ? (double)requests / took : 0.0);
+  printf("  %lu requests in %.2fs, %luB read\n", requests, took, bytes);
+  if (not_ok > 0) printf("  Non-2xx or 3xx responses: %lu\n", not_ok);
+  printf("Requests/sec: %.2f\n", took > 0 ? (double)requests / took : 0.0);
   close(fd);
   return 0;
 }

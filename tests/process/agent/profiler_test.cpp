@@ -198,8 +198,8 @@ TEST_F(ProfilerTest, ACancelledCallStopsPerfAtOnce) {
   EXPECT_TRUE(std::filesystem::is_empty(dir_));
 }
 
-// A JIT's code, made at run time, is named from the /tmp/perf-PID.map the process writes (perf
-// reads a map of its own user or root's); without one its frames have no name.
+// A JIT's code, made at run time, is named from the /tmp/perf-PID.map the process writes
+// (whoever owns it); without one its frames have no name.
 TEST_F(ProfilerTest, AJitsFramesAreNamedFromItsPerfMap) {
 #if !defined(__x86_64__)
   GTEST_SKIP() << "the fake JIT's loop is x86-64 machine code";
