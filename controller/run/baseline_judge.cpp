@@ -67,6 +67,17 @@ std::vector<v1::FunctionGrowth> night_growth(const Scenario& s, const std::strin
   return what_grew(before, after, 1, 10, kCpuUsUnit);
 }
 
+// The nightly A/B's verdict that takes cell `key`'s place (adopt_ab), or none: the history's
+// stands where the A/B failed or was inconclusive, or where there was no A/B (`ab` null).
+const v1::CellVerdict* ab_decision(const v1::Verdicts* ab, const std::string& key) {
+  if (!ab) return nullptr;
+  for (auto& paired : ab->cells())
+    if (paired.key() == key && !is_verdict(paired, Verdict::kFailed) &&
+        !is_verdict(paired, Verdict::kInconclusive))
+      return &paired;
+  return nullptr;
+}
+
 // The base night's server profiles, every repetition's and confirmation's summed, kept in
 // tonight's folder as profiles/KEY.base.server.folded for the report's differential flame
 // graph (tonight's folder holds what the report draws, whatever becomes of that night's);
@@ -169,17 +180,20 @@ void BaselineJudge::judge_against_history(const fs::path& folder, const RunCells
 }
 
 void BaselineJudge::finish(const fs::path& folder, const v1::Verdicts* ab, const std::string& note) {
-  explain_growth(folder);
+  const bool adopting = verdicts_ && against_history() && last_good_ab_target(scenario_);
+  explain_growth(folder, adopting ? ab : nullptr);
   adopt_ab(ab, note);
 }
 
-void BaselineJudge::explain_growth(const fs::path& folder) {
+// A cell the nightly A/B decides is not explained against the history: the A/B's own what grew
+// and profiles (its A side's) are what its verdict shows.
+void BaselineJudge::explain_growth(const fs::path& folder, const v1::Verdicts* ab) {
   if (!verdicts_ || !against_history()) return;
   const History h = History::open(options_.history, History::Mode::kExisting);
   const auto runs = h.runs(scenario_.name);
   const auto tonight = read_json_file((folder / "result.json").string());
   for (auto& c : *verdicts_->mutable_cells()) {
-    if (!is_verdict(c, Verdict::kRegression) || c.history().empty()) continue;
+    if (!is_verdict(c, Verdict::kRegression) || c.history().empty() || ab_decision(ab, c.key())) continue;
     const int64_t base_id = c.history(c.history_size() - 1).run_id();  // the newest baseline night
     const auto run = std::find_if(runs.begin(), runs.end(), [&](auto& r) { return r.id == base_id; });
     if (run == runs.end()) continue;
@@ -207,13 +221,11 @@ void BaselineJudge::adopt_ab(const v1::Verdicts* ab, const std::string& note) {
   if (!note.empty()) verdicts_->set_note(verdicts_->note() + (verdicts_->note().empty() ? "" : "; ") + note);
   if (!ab) return;
   for (auto& c : *verdicts_->mutable_cells())
-    for (auto& paired : ab->cells())
-      if (paired.key() == c.key() && !is_verdict(paired, Verdict::kFailed) &&
-          !is_verdict(paired, Verdict::kInconclusive)) {  // else the history's verdict stands
-        v1::CellVerdict decided = paired;
-        *decided.mutable_by_history() = c;
-        c = std::move(decided);
-      }
+    if (const v1::CellVerdict* paired = ab_decision(ab, c.key())) {
+      v1::CellVerdict decided = *paired;
+      *decided.mutable_by_history() = c;
+      c = std::move(decided);
+    }
   verdicts_->set_regressions(0);
   verdicts_->set_failed(0);
   for (auto& c : verdicts_->cells()) {

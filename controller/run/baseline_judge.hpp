@@ -51,7 +51,7 @@ class BaselineJudge {
 
  private:
   void judge_against_history(const std::filesystem::path& folder, const RunCells& run);
-  void explain_growth(const std::filesystem::path& folder);
+  void explain_growth(const std::filesystem::path& folder, const v1::Verdicts* ab);
   void adopt_ab(const v1::Verdicts* ab, const std::string& note);
 
   const RunOptions& options_;
