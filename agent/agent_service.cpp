@@ -23,6 +23,7 @@
 #include "loadlab/shared/input_error.hpp"
 #include "loadlab/shared/limits.hpp"
 #include "loadlab/shared/logging.hpp"
+#include "loadlab/shared/search_path.hpp"
 #include "target_job.hpp"
 
 namespace loadlab::agent {
@@ -135,6 +136,9 @@ AgentService::AgentService(AgentOptions options)
   if (profiling.available) {
     component_logger("agent")->info("profiling with {}{}", options_.perf,
                                     profiling.kernel ? "" : " (user space only)");
+    if (find_on_path("addr2line").empty())
+      component_logger("agent")->warn(
+          "no addr2line (Debian's binutils): profiles will not name inlined functions");
     for (const char* links : {"symlinks", "hardlinks"}) {
       int on = 1;
       std::ifstream(std::string("/proc/sys/fs/protected_") + links) >> on;

@@ -296,9 +296,13 @@ FoldedStacks WindowProfile::stop() {
   end_recording();
   // perf script's output to a file, not a pipe: nothing of it is dropped, however far behind
   // the reader would fall.
+  // perf names inlined functions through binutils' addr2line, and without it dies of a broken
+  // pipe to the addr2line it could not start: without one, no inlined frames.
   const std::string text = (s.dir / "perf.script").string();
-  run_to_end({"/bin/sh", "-c", "exec \"$0\" script -i \"$1\" > \"$2\"", s.perf, s.data, text},
-             std::chrono::seconds(limits::kProfileFoldTimeoutS), "perf script", s.cancelled);
+  const char* inline_frames = find_on_path("addr2line").empty() ? "--no-inline" : "--inline";
+  run_to_end(
+      {"/bin/sh", "-c", "exec \"$0\" script \"$3\" -i \"$1\" > \"$2\"", s.perf, s.data, text, inline_frames},
+      std::chrono::seconds(limits::kProfileFoldTimeoutS), "perf script", s.cancelled);
   std::ifstream in(text);
   if (!in) throw EnvironmentError("perf script wrote no " + text);
   return fold_perf_script(in, true);

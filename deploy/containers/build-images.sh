@@ -5,7 +5,8 @@
 # root, podman with runc, debootstrap, and the network for apt inside the build. podman reads
 # deploy/containers/containers.conf (runc, cgroupfs) unless CONTAINERS_CONF names another file.
 #
-# Env: BUILD_DIR (default build), TAG (default the package version), MIRROR.
+# Env: BUILD_DIR (default build), TAG (default the package version), MIRROR, AGENT_EXTRA_PACKAGES
+# (Debian packages added to the agent image: the targets' runtimes, linux-perf for profiles).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/deploy/containers/containers.conf}
@@ -40,7 +41,9 @@ for target in agent controller; do
   [ "$target" = controller ] && name=loadlab-controller
   # The image this tag named before, removed once the tag moves (not left as <none>, 0.4 GB a build).
   old=$(podman image inspect -f '{{.Id}}' "localhost/$name:$TAG" 2> /dev/null || true)
-  podman build -q -f deploy/containers/Containerfile.debs --build-arg BASE="$BASE" --target "$target" \
+  extra=()
+  [ "$target" = agent ] && extra=(--build-arg AGENT_EXTRA_PACKAGES="${AGENT_EXTRA_PACKAGES:-}")
+  podman build -q -f deploy/containers/Containerfile.debs --build-arg BASE="$BASE" "${extra[@]}" --target "$target" \
     -t "localhost/$name:$TAG" "$debs" > /dev/null
   new=$(podman image inspect -f '{{.Id}}' "localhost/$name:$TAG")
   if [ -n "$old" ] && [ "$old" != "$new" ]; then podman rmi "$old" > /dev/null 2>&1 || true; fi

@@ -46,6 +46,7 @@ import copy
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import subprocess
@@ -124,7 +125,23 @@ def check_podman_runs(work):
         dest = os.path.join(root, path.lstrip("/"))
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copy2(path, dest)
-    r = run(["podman", "run", "--rm", "--network", "none", "--rootfs", root, "/bin/true"], check=False, timeout=120)
+    probe = ["podman", "run", "--rm", "--network", "none", "--rootfs", root, "/bin/true"]
+    r = run(probe, check=False, timeout=120)
+    if r.returncode != 0 and "error setting rlimit" in r.stderr:
+        # A root without CAP_SYS_RESOURCE (a sandbox, as the VM this project is built on) cannot
+        # raise a limit above its own, and podman asks for more open files than that: the
+        # containers get this process's limits instead (processes at most pid_max).
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        with open("/proc/sys/kernel/pid_max") as f:
+            processes = min(resource.getrlimit(resource.RLIMIT_NPROC)[1], int(f.read()))
+        conf = os.path.join(work, "containers.conf")
+        with open(os.environ["CONTAINERS_CONF"]) as f, open(conf, "w") as out:
+            out.write(f.read() + f'\n[containers]\ndefault_ulimits = ["nofile={files}:{files}", '
+                                 f'"nproc={processes}:{processes}"]\n')
+        os.environ["CONTAINERS_CONF"] = conf
+        say(f"podman's containers get this process's limits (nofile {files}, nproc {processes}): "
+            "it may not raise them")
+        r = run(probe, check=False, timeout=120)
     if r.returncode != 0:
         skip("podman cannot start a container here: " + (r.stderr.strip().splitlines() or ["?"])[-1] +
              f" (podman's configuration: {os.environ.get('CONTAINERS_CONF', '/etc/containers/containers.conf')})")
@@ -411,6 +428,77 @@ def remove_volumes():
         run(["podman", "volume", "rm", "-f", v], check=False)
 
 
+def profiling_image(a, src, version):
+    """The agent image with perf (deploy/k8s/README.md, "Security context", step 1)."""
+    image = f"localhost/loadlab-agent:{version}-perf"
+    if a.keep_images and run(["podman", "image", "exists", image], check=False).returncode == 0:
+        return image
+    t = time.monotonic()
+    run(["bash", os.path.join(src, "deploy", "containers", "build-images.sh")], cwd=src, timeout=1800,
+        env=dict(os.environ, BUILD_DIR=os.path.abspath(a.build_dir), AGENT_EXTRA_PACKAGES="linux-perf",
+                 TAG=f"{version}-perf"))
+    say(f"the agent image with linux-perf built in {time.monotonic() - t:.0f} s")
+    return image
+
+
+def play_profiling(a, src, version, work, nodes, template, image_map, catalog, lab_dir, loadlab):
+    """The README's way to profile on the nodes, played on lab-node-1: the image with perf, the
+    runtime's default seccomp profile with perf_event_open allowed (tools/seccomp-with-perf.py), the
+    pod's seccompProfile Localhost. A profiled run then has the target's profile from lab-node-1
+    (user space: the agent holds no capability) and says why lab-node-2's load has none."""
+    seccomp_dir = os.path.join(work, "seccomp")
+    os.makedirs(seccomp_dir)
+    default = "/usr/share/containers/seccomp.json"  # podman's default profile (containers-common)
+    made = run([sys.executable, os.path.join(src, "deploy", "k8s", "tools", "seccomp-with-perf.py"), default])
+    with open(os.path.join(seccomp_dir, "loadlab-agent-perf.json"), "w") as f:
+        f.write(made.stdout)
+    node, ip = NODES[0]
+    spec = copy.deepcopy(template["spec"])
+    map_images(spec, dict(image_map, **{"loadlab-agent": profiling_image(a, src, version)}))
+    spec["securityContext"]["seccompProfile"] = {"type": "Localhost", "localhostProfile": "loadlab-agent-perf.json"}
+    downward_api(spec, node, ip)
+    expand_variables(spec)
+    set_flag(spec["containers"][0], "--allow-load-to", NODE_NET)
+    host_network_ports(spec)
+    name = f"loadlab-agent-{node}"
+    perf_pod = pod(name, template["metadata"]["labels"], spec)
+    # podman 4.3 reads a Localhost profile from the annotation of before Kubernetes 1.19, not from
+    # seccompProfile: given as the kubelet would give the field.
+    perf_pod["metadata"]["annotations"] = {"seccomp.security.alpha.kubernetes.io/pod": "localhost/loadlab-agent-perf.json"}
+    perf_yaml = os.path.join(work, "perf-agent.yaml")
+    with open(perf_yaml, "w") as f:
+        yaml.safe_dump_all([catalog, perf_pod], f)
+    run(["podman", "pod", "rm", "-f", name])
+    run(nodes.enter(["podman", "kube", "play", "--start=false", "--seccomp-profile-root", seccomp_dir, perf_yaml]))
+    run(nodes.enter(["podman", "pod", "start", name]))
+    log = wait_for_log(f"{name}-agent", "listening on", 30)
+    if "profiling with perf (user space only)" not in log:
+        fail(f"the agent with perf on {node} did not say 'profiling with perf (user space only)': {log.strip()[-800:]}")
+    scenario = os.path.join(lab_dir, "profiled.json")
+    with open(scenario, "w") as f:
+        json.dump({"name": "k8s-profile", "targets": [{"name": "hello", "builtin": "hello", "server_threads": 1}],
+                   "matrix": {"delay_ms": [0]},
+                   "load": {"threads": 1, "connections": 4, "duration_s": 3, "warmup_s": 0.2},
+                   "profile": {"call_graph": "auto"}, "execution": {"remeasure_disturbed": 0}}, f)
+    out = os.path.join(lab_dir, "profiled")
+    r = run(nodes.enter([loadlab, "run", scenario, "--lab", os.path.join(lab_dir, "lab.json"), "--out", out]),
+            check=False, timeout=300)
+    if r.returncode != 0:
+        return fail(f"the profiled run exited {r.returncode}: {(r.stdout + r.stderr).strip()[-1500:]}")
+    rep = json.load(open(os.path.join(out, "result.json")))["cells"][0]["repetitions"][0]
+    server, client = rep["server"].get("profile", {}), rep.get("client", {}).get("profile", {})
+    say(f"profiled through the pods: the server's profile {server.get('samples', 0)} samples of its user "
+        f"space (kernel {server.get('kernel', False)}), {server.get('call_graph_probe')}; "
+        f"{server.get('rooted_pct', 0):.0f} % of its stacks whole; the load's: {client.get('unavailable') or 'present'}")
+    # User space only: loadlab-target spends most of its CPU in the kernel's TCP, so tens of samples.
+    if server.get("unavailable") or int(server.get("samples", 0)) < 20 or server.get("kernel"):
+        fail(f"lab-node-1's profile of the target: {json.dumps(server)[:800]}")
+    elif "loadlab::target::" not in open(os.path.join(out, server["file"])).read():
+        fail(f"lab-node-1's profile names none of loadlab-target's functions: {server['file']}")
+    if "perf" not in client.get("unavailable", ""):
+        fail(f"lab-node-2 (no perf in its image) did not say why it has no profile: {json.dumps(client)[:800]}")
+
+
 def main():
     global verbose
     p = argparse.ArgumentParser()
@@ -526,6 +614,8 @@ def main():
                 line = next((l for l in r.stdout.splitlines() if l.startswith(node)), "")
                 if not line or "UNREACHABLE" in line:
                     fail(f"loadlab agents: {node} not described: {line or r.stdout}")
+                elif "no profiling: " not in line:  # off in the manifests as written
+                    fail(f"loadlab agents: {node} does not say why it cannot profile: {line}")
             tokenless = dict(lab)
             tokenless.pop("token_file")
             with open(os.path.join(lab_dir, "tokenless.json"), "w") as f:
@@ -595,6 +685,13 @@ def main():
                     f"({len(cells)} cells), history.db {'present' if os.path.exists(os.path.join(mount, 'history.db')) else 'MISSING'}")
                 if not os.path.exists(os.path.join(mount, "history.db")):
                     fail("no history.db on the volume")
+
+            # Profiles: off in the manifests as written, then on lab-node-1 as the README says.
+            t = time.monotonic()
+            play_profiling(a, src, version, work, nodes, template, image_map, configmaps["loadlab-catalog"], lab_dir,
+                           loadlab)
+            played.append(os.path.join(work, "perf-agent.yaml"))
+            say(f"profiling played in {time.monotonic() - t:.0f} s")
     except RuntimeError as e:
         fail(str(e))
     finally:
