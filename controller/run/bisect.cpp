@@ -197,8 +197,6 @@ void write_atomically(const fs::path& file, const std::string& text) {
   fs::rename(tmp, file);
 }
 
-}  // namespace
-
 // One bisect: its journal (the folder's result.json), the agents that resolve its range, and the
 // steps, each a run of its own.
 class Bisect {
@@ -315,6 +313,8 @@ class Bisect {
   Scenario scenario_;
   CellAt at_;
 };
+
+}  // namespace
 
 ojson* Bisect::run_step(const ojson& commit, uint32_t round, uint32_t pairs) {
   const size_t index = static_cast<size_t>(&commit - &j_["candidates"][0]);
