@@ -44,7 +44,7 @@ start_server() {
   case $name in
     loadlab) "$@" "$target" --threads 1 --h3 --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem" \
       --listen "127.0.0.1:$port" >"$WORK/server.out" 2>&1 & ;;
-    gtlsserver) "$@" gtlsserver -q -d "$WORK/htdocs" 127.0.0.1 "$port" "$WORK/key.pem" "$WORK/cert.pem" \
+    gtlsserver) "$@" /usr/sbin/gtlsserver -q -d "$WORK/htdocs" 127.0.0.1 "$port" "$WORK/key.pem" "$WORK/cert.pem" \
       >"$WORK/server.out" 2>&1 & ;;
   esac
   SERVER=$!
@@ -59,14 +59,15 @@ start_server() {
 }
 
 # client NAME PORT N STREAMS [PREFIX...]: NAME (loadlab or gtlsclient) sends N requests on one
-# connection, run under PREFIX; fails unless every one was answered.
+# connection, run under PREFIX; fails when it exits non-zero, and loadlab-load also unless every
+# request was answered 200.
 client() {
   local name=$1 port=$2 n=$3 streams=$4
   shift 4
   case $name in
     loadlab) "$@" "$load" "https://127.0.0.1:$port/" --protocol h3 --insecure -t 1 -c 1 --streams "$streams" \
       -n "$n" --timeout 30000 >"$WORK/client.out" 2>&1 ;;
-    gtlsclient) "$@" gtlsclient -q --exit-on-all-streams-close -n "$n" --timeout 60s 127.0.0.1 "$port" \
+    gtlsclient) "$@" /usr/bin/gtlsclient -q --exit-on-all-streams-close -n "$n" --timeout 60s 127.0.0.1 "$port" \
       "https://127.0.0.1:$port/" >"$WORK/client.out" 2>&1 ;;
   esac || { echo "h3_instructions: $name failed: $(tail -5 "$WORK/client.out")" >&2; exit 1; }
   if [[ $name == loadlab ]] && ! grep -q "200=$n" "$WORK/client.out"; then
@@ -78,7 +79,8 @@ client() {
 # The total instructions (Ir) of a callgrind output file (one per process: the last, after exec).
 total_ir() { sed -n 's/^totals: *\([0-9]*\).*/\1/p;s/^summary: *\([0-9]*\).*/\1/p' "$1" | tail -1; }
 
-# count SIDE TOOL N: the instructions of TOOL's side over N requests, start-up included.
+# count SIDE TOOL N: COUNT, the instructions of TOOL's side over N requests, start-up included.
+# Run in this shell (not in $(...)), so that the server's pid is in PIDS when something fails.
 count() {
   local side=$1 tool=$2 n=$3 port out
   port=$(HOST=127.0.0.1 free_port)
@@ -95,12 +97,13 @@ count() {
   wait "$SERVER" 2>/dev/null || true
   # loadlab-target and loadlab-load exec their HTTP/3 program: the exec'd process's file is the
   # one with the requests; it is the larger.
-  local best=0 f ir
+  local f ir
+  COUNT=0
   for f in "$out".*; do
     ir=$(total_ir "$f")
-    ((ir > best)) && best=$ir
+    ((ir > COUNT)) && COUNT=$ir
   done
-  echo "$best"
+  return 0
 }
 
 printf '%-7s %-11s %14s %10s\n' side tool "instr/req" "x peer"
@@ -109,9 +112,10 @@ for side in $SIDES; do
   [[ $side == client ]] && peer=gtlsclient
   declare -A per=()
   for tool in loadlab "$peer"; do
-    i1=$(count "$side" "$tool" "$N1")
-    i2=$(count "$side" "$tool" "$N2")
-    per[$tool]=$(((i2 - i1) / (N2 - N1)))
+    count "$side" "$tool" "$N1"
+    i1=$COUNT
+    count "$side" "$tool" "$N2"
+    per[$tool]=$(((COUNT - i1) / (N2 - N1)))
   done
   for tool in loadlab "$peer"; do
     printf '%-7s %-11s %14d %10.3f\n' "$side" "$tool" "${per[$tool]}" \

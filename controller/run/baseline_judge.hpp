@@ -34,12 +34,13 @@ class BaselineJudge {
   // disturbed says so in its reason.
   void judge(const std::filesystem::path& folder, const RunCells& run);
 
-  // Once the run is judged and confirmed (its result.json in `folder`): against the history with
-  // the metric `instructions`, each regression names what grew against its newest baseline
-  // night's callgrind outputs (CellVerdict.grew); then, with a nightly A/B against the last good
-  // build (regression.ab_last_good), each cell `ab` judged takes the A/B's verdict, the
-  // history's kept beside it (CellVerdict.by_history), and `note` (what the nightly A/B did, or
-  // why there was none) goes to the verdicts' note.
+  // Once the run is judged and confirmed (its result.json in `folder`): against the history,
+  // each regression names what grew against its newest baseline night (callgrind's outputs, or
+  // perf's profiles: CellVerdict.grew) and keeps that night's server profile to be drawn
+  // against; then, with a nightly A/B against the last good build (regression.ab_last_good),
+  // each cell `ab` judged takes the A/B's verdict (with the A/B's own what grew and profiles),
+  // the history's kept beside it without either (CellVerdict.by_history), and `note` (what the
+  // nightly A/B did, or why there was none) goes to the verdicts' note.
   void finish(const std::filesystem::path& folder, const v1::Verdicts* ab, const std::string& note);
 
   const std::optional<v1::Verdicts>& verdicts() const { return verdicts_; }

@@ -49,7 +49,8 @@ std::vector<Entry> check_all(const std::vector<std::string>& files, const std::v
   std::vector<Entry> entries;
   std::map<std::string, std::string> names;  // scenario name → its first file
   for (auto& file : files) {
-    Entry e{file};
+    Entry e;
+    e.file = file;
     e.problem = outside_problem(file, include_root);  // such a file is not read
     try {
       if (e.problem.empty()) e.scenario = load_scenario_file(file, overrides, include_root);

@@ -131,13 +131,26 @@ def check_podman_runs(work):
         # A root without CAP_SYS_RESOURCE (a sandbox, as the VM this project is built on) cannot
         # raise a limit above its own, and podman asks for more open files than that: the
         # containers get this process's limits instead (processes at most pid_max).
-        files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         with open("/proc/sys/kernel/pid_max") as f:
-            processes = min(resource.getrlimit(resource.RLIMIT_NPROC)[1], int(f.read()))
+            pid_max = int(f.read())
+        files, processes = (resource.getrlimit(r)[1] for r in (resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC))
+        files = 1048576 if files == resource.RLIM_INFINITY else files
+        processes = pid_max if processes == resource.RLIM_INFINITY else min(processes, pid_max)
+        limits = f'default_ulimits = ["nofile={files}:{files}", "nproc={processes}:{processes}"]'
+        with open(os.environ["CONTAINERS_CONF"]) as f:
+            text = f.read()
+        if re.search(r"^\s*default_ulimits\s*=", text, re.M):
+            skip("podman cannot set this machine's limits, and its configuration names its own "
+                 f"default_ulimits ({os.environ['CONTAINERS_CONF']}): {r.stderr.strip()[-300:]}")
+        # Into the configuration's [containers] table, or a new one at its end (TOML has one
+        # table of a name).
+        if re.search(r"^\[containers\]\s*$", text, re.M):
+            text = re.sub(r"^\[containers\]\s*$", "[containers]\n" + limits, text, count=1, flags=re.M)
+        else:
+            text += "\n[containers]\n" + limits + "\n"
         conf = os.path.join(work, "containers.conf")
-        with open(os.environ["CONTAINERS_CONF"]) as f, open(conf, "w") as out:
-            out.write(f.read() + f'\n[containers]\ndefault_ulimits = ["nofile={files}:{files}", '
-                                 f'"nproc={processes}:{processes}"]\n')
+        with open(conf, "w") as out:
+            out.write(text)
         os.environ["CONTAINERS_CONF"] = conf
         say(f"podman's containers get this process's limits (nofile {files}, nproc {processes}): "
             "it may not raise them")
@@ -437,6 +450,7 @@ def profiling_image(a, src, version):
     run(["bash", os.path.join(src, "deploy", "containers", "build-images.sh")], cwd=src, timeout=1800,
         env=dict(os.environ, BUILD_DIR=os.path.abspath(a.build_dir), AGENT_EXTRA_PACKAGES="linux-perf",
                  TAG=f"{version}-perf"))
+    run(["podman", "rmi", f"localhost/loadlab-controller:{version}-perf"], check=False)  # made beside it
     say(f"the agent image with linux-perf built in {time.monotonic() - t:.0f} s")
     return image
 
@@ -485,16 +499,25 @@ def play_profiling(a, src, version, work, nodes, template, image_map, catalog, l
             check=False, timeout=300)
     if r.returncode != 0:
         return fail(f"the profiled run exited {r.returncode}: {(r.stdout + r.stderr).strip()[-1500:]}")
-    rep = json.load(open(os.path.join(out, "result.json")))["cells"][0]["repetitions"][0]
-    server, client = rep["server"].get("profile", {}), rep.get("client", {}).get("profile", {})
+    try:
+        with open(os.path.join(out, "result.json")) as f:
+            rep = json.load(f)["cells"][0]["repetitions"][0]
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        return fail(f"the profiled run left no repetition in {out}/result.json: {e!r}")
+    server, client = rep.get("server", {}).get("profile", {}), rep.get("client", {}).get("profile", {})
     say(f"profiled through the pods: the server's profile {server.get('samples', 0)} samples of its user "
         f"space (kernel {server.get('kernel', False)}), {server.get('call_graph_probe')}; "
         f"{server.get('rooted_pct', 0):.0f} % of its stacks whole; the load's: {client.get('unavailable') or 'present'}")
     # User space only: loadlab-target spends most of its CPU in the kernel's TCP, so tens of samples.
     if server.get("unavailable") or int(server.get("samples", 0)) < 20 or server.get("kernel"):
         fail(f"lab-node-1's profile of the target: {json.dumps(server)[:800]}")
-    elif "loadlab::target::" not in open(os.path.join(out, server["file"])).read():
-        fail(f"lab-node-1's profile names none of loadlab-target's functions: {server['file']}")
+    else:
+        path, text = os.path.join(out, server.get("file", "")), ""
+        if os.path.isfile(path):
+            with open(path) as f:
+                text = f.read()
+        if "loadlab::target::" not in text:
+            fail(f"lab-node-1's profile names none of loadlab-target's functions: {path}")
     if "perf" not in client.get("unavailable", ""):
         fail(f"lab-node-2 (no perf in its image) did not say why it has no profile: {json.dumps(client)[:800]}")
 

@@ -22,10 +22,11 @@ def with_perf(profile):
     rules = []
     for rule in profile["syscalls"]:
         names = rule.get("names", [rule["name"]] if "name" in rule else [])
+        others = [n for n in names if n != CALL]
         if CALL not in names:
             rules.append(rule)
-        elif len(names) > 1:  # the rule's other calls keep their action
-            rule = dict(rule, names=[n for n in names if n != CALL])
+        elif others:  # the rule's other calls keep their action
+            rule = dict(rule, names=others)
             rule.pop("name", None)
             rules.append(rule)
     rules.append({"names": [CALL], "action": "SCMP_ACT_ALLOW"})
