@@ -601,6 +601,39 @@ def check_containerfile(src, installs, packages, uid_of_manifests, commands_by_i
             check(re.search(r"(?m)^/?build\*?/?$", open(path).read()), f, "does not exclude build*")
 
 
+def check_seccomp_tool(src, readme_text):
+    """tools/seccomp-with-perf.py (the README's way to let an agent container profile): a default
+    profile with perf_event_open allowed whatever the capabilities, every other rule as it was."""
+    where = "deploy/k8s/tools/seccomp-with-perf.py"
+    tool = os.path.join(src, where)
+    check("tools/seccomp-with-perf.py DEFAULT.json" in readme_text, "deploy/k8s/README.md",
+          "does not give the command that makes the profiling seccomp profile")
+    conditional = {"names": ["perf_event_open", "bpf"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_ADMIN"]}}
+    denied = {"names": ["perf_event_open", "bpf"], "action": "SCMP_ACT_ERRNO", "excludes": {"caps": ["CAP_SYS_ADMIN"]}}
+    default = {"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [
+        {"names": ["read", "write"], "action": "SCMP_ACT_ALLOW"}, conditional, denied,
+        {"name": "perf_event_open", "action": "SCMP_ACT_ERRNO"}]}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "default.json")
+        with open(path, "w") as f:
+            json.dump(default, f)
+        r = subprocess.run([sys.executable, tool, path], capture_output=True, text=True, timeout=30)
+        if not check(r.returncode == 0, where, f"exit {r.returncode}: {r.stderr.strip()}"):
+            return
+        rules = json.loads(r.stdout)["syscalls"]
+        naming = [x for x in rules if "perf_event_open" in x.get("names", [x.get("name")])]
+        check(naming == [{"names": ["perf_event_open"], "action": "SCMP_ACT_ALLOW"}], where,
+              f"perf_event_open should be in one unconditional allow rule, not {naming}")
+        others = [x for x in rules if x not in naming]
+        check(others == [default["syscalls"][0], dict(conditional, names=["bpf"]), dict(denied, names=["bpf"])], where,
+              f"the other rules changed: {others}")
+        with open(path, "w") as f:
+            json.dump({"syscalls": "no"}, f)
+        r = subprocess.run([sys.executable, tool, path], capture_output=True, text=True, timeout=30)
+        check(r.returncode == 2 and "not a seccomp profile" in r.stderr, where,
+              f"a file that is not a profile: exit {r.returncode}, {r.stderr.strip()}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agent", required=True, help="the loadlab-agent binary")
@@ -678,6 +711,7 @@ def main():
     check(agent_c.get("image") == "loadlab-agent" and nightly_c.get("image") == "loadlab-controller", "deploy/k8s",
           "the images should be loadlab-agent (Containerfile target agent) and loadlab-controller (target controller)")
     check_containerfile(src, installs, packages, uid, commands)
+    check_seccomp_tool(src, readme)
     return report()
 
 
