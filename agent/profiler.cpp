@@ -295,9 +295,8 @@ FoldedStacks WindowProfile::stop() {
   State& s = *state_;
   end_recording();
   // perf script's output to a file, not a pipe: nothing of it is dropped, however far behind
-  // the reader would fall.
-  // perf names inlined functions through binutils' addr2line, and without it dies of a broken
-  // pipe to the addr2line it could not start: without one, no inlined frames.
+  // the reader would fall. perf names inlined functions through binutils' addr2line, and
+  // without it dies of a broken pipe to the addr2line it could not start: then no inlined frames.
   const std::string text = (s.dir / "perf.script").string();
   const char* inline_frames = find_on_path("addr2line").empty() ? "--no-inline" : "--inline";
   run_to_end(
