@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "loadlab/shared/environment_error.hpp"
 
@@ -41,8 +42,9 @@ int connect_to(const Endpoint& ep, int timeout_s) {
   return fd;
 }
 
-// A port the kernel considers free on `host` right now.
-uint16_t kernel_free_port(const std::string& host) {
+// A port the kernel considers free on `host` right now, and the socket bound to it (`bound`):
+// while that socket stays open, the kernel gives the next caller another port.
+uint16_t kernel_free_port(const std::string& host, int& bound) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
@@ -59,11 +61,22 @@ uint16_t kernel_free_port(const std::string& host) {
                                           : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   }
   int e = errno;
-  if (fd >= 0) close(fd);
   freeaddrinfo(res);
-  if (port == 0) throw system_failure("cannot bind a port on " + host, e);
+  if (port == 0) {
+    if (fd >= 0) close(fd);
+    throw system_failure("cannot bind a port on " + host, e);
+  }
+  bound = fd;
   return port;
 }
+
+// Sockets held while the reservation looks for a port, closed when it is done.
+struct HeldSockets {
+  std::vector<int> fds;
+  ~HeldSockets() {
+    for (int fd : fds) close(fd);
+  }
+};
 
 }  // namespace
 
@@ -82,13 +95,22 @@ PortReservation::PortReservation(const std::string& host, const std::string& loc
   if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
     throw EnvironmentError("the port lock folder " + lock_dir +
                            " can be written by every user but has no sticky bit (chmod 1777 it)");
+  // A port passed over stays bound until the end, so that each attempt is another port: the
+  // kernel would otherwise offer the same one again.
+  HeldSockets passed;
   for (int attempt = 0; attempt < 50; ++attempt) {
-    uint16_t port = kernel_free_port(host);
+    int bound = -1;
+    uint16_t port = kernel_free_port(host, bound);
+    passed.fds.push_back(bound);
     std::string file = lock_dir + "/" + std::to_string(port);
     int fd = open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0644);
+    bool writable = fd >= 0;
+    // Another user's lock file (a root agent's, 0644) is locked through a read-only descriptor:
+    // flock does not ask for write access, and the agents of every user must share each port's file.
+    if (fd < 0 && errno == EACCES) fd = open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 && errno != EACCES && errno != ELOOP)  // not this file's: the folder's (read-only, full...)
       throw system_failure("cannot write a port lock in " + lock_dir);
-    if (fd < 0) continue;  // another user's lock file, or a link: another port
+    if (fd < 0) continue;  // a file this user cannot read, or a link: another port
     // The reservation is the lock itself: held while this object lives, released by the
     // kernel if the agent dies, so there are no stale reservations to judge.
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -96,7 +118,7 @@ PortReservation::PortReservation(const std::string& host, const std::string& loc
       continue;
     }
     std::string pid = std::to_string(getpid()) + "\n";  // for people looking at the folder
-    if (ftruncate(fd, 0) == 0) {
+    if (writable && ftruncate(fd, 0) == 0) {
       ssize_t n = pwrite(fd, pid.data(), pid.size(), 0);
       (void)n;
     }

@@ -5,9 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace loadlab::agent {
 namespace {
@@ -46,6 +48,30 @@ TEST(PortLocks, AFolderAnotherUserMadeIsRefused) {
     EXPECT_THAT(error_of((base / "theirs").string()), HasSubstr("belongs to uid 4242, not to this user"));
   }
   fs::remove_all(base);
+}
+
+// A root agent's lock files (0644) fill the folder over time; a non-root agent on the same
+// machine still reserves a port: it locks their files read-only, and each attempt is another port.
+TEST(PortLocks, AnotherUsersLockFilesDoNotKeepTheirPortsFromANonRootAgent) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to make files of root's and switch to nobody";
+  const fs::path dir = fs::temp_directory_path() / ("loadlab-ports-root-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  chmod(dir.c_str(), 01777);
+  int low = 32768, high = 60999;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low >> high;
+  for (int port = low; port <= high; ++port)
+    std::ofstream(dir / std::to_string(port)) << "1\n";  // root's, 0644
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+    _exit(error_of(dir.string()).empty() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  fs::remove_all(dir);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "nobody could not reserve a port among root's lock files";
 }
 
 }  // namespace

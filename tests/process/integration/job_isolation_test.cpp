@@ -227,7 +227,7 @@ void run_cell_and_check(const Setup& s) {
   v1::TargetSpec spec;
   spec.set_catalog("probe");
   Hosted h(*stub, spec);
-  ASSERT_NE(h.endpoint, "") << agent->proc->output_tail();
+  ASSERT_NE(h.endpoint, "") << h.close().error_message() << "\n" << agent->proc->output_tail();
   const pid_t daemon = lab.daemon();
   ASSERT_GT(daemon, 0);
   auto load = load_to(h.endpoint, 200);
